@@ -1,0 +1,40 @@
+#include "common/status.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace pstrain {
+
+absl::Status Annotate(const absl::Status& status, absl::string_view context) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+}
+
+absl::Status ErrnoToStatus(int err, absl::string_view what) {
+  std::string msg = absl::StrCat(what, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+      return absl::NotFoundError(msg);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(msg);
+    case EEXIST:
+      return absl::AlreadyExistsError(msg);
+    case EINVAL:
+      return absl::InvalidArgumentError(msg);
+    case EAGAIN:
+    case EHOSTUNREACH:
+    case ECONNREFUSED:
+    case ECONNRESET:
+      return absl::UnavailableError(msg);
+    case ENOSPC:
+    case ENOMEM:
+      return absl::ResourceExhaustedError(msg);
+    case ETIMEDOUT:
+      return absl::DeadlineExceededError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+}  // namespace pstrain

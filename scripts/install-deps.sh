@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs, only when missing, the Debian packages pstrain needs to build,
+# test, benchmark and run its demo. Safe to run repeatedly; a no-op when
+# everything is present. Run as root (or with sudo available).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libzmq3-dev cppzmq-dev libcereal-dev libabsl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+  libspdlog-dev libfmt-dev
+  libgloo-dev libcpp-httplib-dev
+  iproute2 procps python3
+)
+# Optional extras, pulled in by tests that need them (fuzzing, compose
+# validation, browser tests). Installed when PSTRAIN_FULL_DEPS=1 or in CI.
+EXTRA_PACKAGES=(clang libclang-rt-14-dev docker-compose chromium chromium-driver)
+
+missing=()
+# Node.js + npm are needed only for the browser test's driver; a machine may
+# already carry a newer Node than Debian's (whose npm package conflicts with
+# it), so Debian's is installed only when no npm is present at all.
+if [[ "${PSTRAIN_FULL_DEPS:-0}" == 1 || "${CI:-}" == true ]] && ! command -v npm >/dev/null; then
+  EXTRA_PACKAGES+=(nodejs npm)
+fi
+want=("${PACKAGES[@]}")
+if [[ "${PSTRAIN_FULL_DEPS:-0}" == 1 || "${CI:-}" == true ]]; then
+  want+=("${EXTRA_PACKAGES[@]}")
+fi
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then SUDO=sudo; else
+    echo "install-deps: missing packages (${missing[*]}) and not root; install them or rerun as root" >&2
+    exit 1
+  fi
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
