@@ -1,6 +1,7 @@
 // Table specifications: what a parameter table is, how it is initialized and
 // which server-side optimizer updates it. Plain data, sent in messages and
-// shared by the coordinator, servers and workers.
+// shared by the coordinator, servers and workers (so it lives in common/:
+// the optimizer kernels here and on the workers both read it).
 #pragma once
 
 #include <cstdint>
