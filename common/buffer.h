@@ -14,6 +14,8 @@
 #include <span>
 #include <string>
 #include <type_traits>
+
+#include "absl/strings/string_view.h"
 #include <vector>
 
 namespace pstrain {
@@ -67,7 +69,7 @@ class Buffer {
   Buffer Slice(size_t offset, size_t length) const {
     return Buffer(data_ + offset, length, owner_);
   }
-  std::string_view view() const {
+  absl::string_view view() const {
     return {reinterpret_cast<const char*>(data_), size_};
   }
 

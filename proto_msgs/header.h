@@ -1,0 +1,84 @@
+// The header frame of every pstrain message: magic, protocol version,
+// message type, sender, step, status (for replies) and one descriptor per
+// raw payload frame. Plain data; see codec.h for encoding and validation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto_msgs/bounded_archive.h"
+
+namespace pstrain::proto {
+
+constexpr uint32_t kHeaderMagic = 0x7073744d;  // "pstM"
+constexpr uint16_t kProtocolVersion = 1;
+
+enum class MsgType : uint16_t {
+  kReply = 1,           // generic reply: status + optional body/payloads
+  kRegister = 2,        // node -> coordinator
+  kGetCluster = 3,      // node -> coordinator: blocks until all have joined
+  kDefineTables = 4,    // worker -> coordinator
+  kCreateTables = 5,    // coordinator -> server
+  kHeartbeat = 6,       // node -> coordinator
+  kBarrier = 7,         // node -> coordinator
+  kWorkerDone = 8,      // worker -> coordinator
+  kShutdown = 9,        // coordinator -> node
+  kStoreSet = 10,       // rendezvous store
+  kStoreGet = 11,       // rendezvous store (optionally waiting)
+  kPull = 12,           // worker -> server
+  kPush = 13,           // worker -> server
+  kPing = 14,           // anyone -> anyone: liveness / health probe
+  kLast = kPing,
+};
+
+enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kServer = 2, kWorker = 3, kTool = 4 };
+
+enum class DType : uint8_t { kU8 = 1, kF32 = 2, kU64 = 3, kI32 = 4, kF64 = 5 };
+
+inline size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kU8: return 1;
+    case DType::kF32: return 4;
+    case DType::kI32: return 4;
+    case DType::kU64: return 8;
+    case DType::kF64: return 8;
+  }
+  return 0;
+}
+
+const char* MsgTypeName(MsgType t);
+const char* RoleName(Role r);
+
+struct PayloadDesc {
+  DType dtype = DType::kU8;
+  uint64_t count = 0;  // elements
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(dtype, count);
+  }
+};
+
+struct Header {
+  uint32_t magic = kHeaderMagic;
+  uint16_t version = kProtocolVersion;
+  MsgType type = MsgType::kReply;
+  Role sender_role = Role::kUnknown;
+  int32_t sender_rank = -1;
+  // Incarnation of the cluster the sender believes in; servers refuse
+  // traffic from an older one (after a rollback).
+  uint64_t epoch = 0;
+  int64_t step = -1;         // step / clock, where the type uses one
+  int32_t status_code = 0;   // replies: absl::StatusCode
+  std::string status_message;
+  std::vector<PayloadDesc> payloads;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(magic, version, type, sender_role, sender_rank, epoch, step, status_code, status_message,
+       payloads);
+  }
+};
+
+}  // namespace pstrain::proto
