@@ -28,7 +28,7 @@ if(NOT PSTRAIN_CUDA STREQUAL "OFF")
       set_target_properties(pstrain::nccl PROPERTIES
         IMPORTED_LOCATION ${NCCL_LIBRARY}
         INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
-      set(CMAKE_CUDA_STANDARD 20)
+      set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 cannot pass CUDA20 to nvcc
       set(CMAKE_CUDA_STANDARD_REQUIRED ON)
       message(STATUS "pstrain: CUDA ${CUDAToolkit_VERSION} with NCCL ${NCCL_LIBRARY}: building CUDA targets")
     elseif(PSTRAIN_CUDA STREQUAL "ON")

@@ -86,6 +86,18 @@ struct TableLayout {
   }
 };
 
+// kCreateTables (coordinator -> server): the layout, and which server rank
+// the recipient is (its registration reply may still be on its way).
+struct CreateTablesRequest {
+  int32_t server_rank = -1;
+  TableLayout layout;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(server_rank, layout);
+  }
+};
+
 // kDefineTables (worker -> coordinator): the model's tables.
 struct DefineTablesRequest {
   std::vector<TableSpec> tables;
@@ -165,6 +177,7 @@ CEREAL_CLASS_VERSION(pstrain::proto::RegisterRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::DenseRange, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::TableLayout, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::CreateTablesRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::DefineTablesRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::BarrierRequest, 1);

@@ -20,6 +20,7 @@ void DecodeEverything(Message m) {
   (void)d->body<RegisterRequest>();
   (void)d->body<ClusterView>();
   (void)d->body<TableLayout>();
+  (void)d->body<CreateTablesRequest>();
   (void)d->body<DefineTablesRequest>();
   (void)d->body<KvRequest>();
   (void)d->body<StoreRequest>();

@@ -1,0 +1,86 @@
+// CoordinatorClient: how a server, worker or tool talks to the coordinator:
+// registration (with retry and backoff until a deadline, so processes may
+// start in any order), the cluster view, table layout, barriers, the
+// rendezvous store, heartbeats and the end of a worker's work.
+//
+// Thread-safe: calls may come from any thread; heartbeats run on the RPC
+// node's I/O thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/rpc.h"
+#include "proto_msgs/codec.h"
+#include "proto_msgs/messages.h"
+
+namespace pstrain {
+
+struct CoordinatorClientOptions {
+  std::string coordinator;      // endpoint, e.g. tcp://10.0.0.1:7000
+  proto::Role role = proto::Role::kWorker;
+  int32_t requested_rank = -1;  // -1: the coordinator assigns one
+  std::string endpoint;         // this node's advertised receive endpoint
+  // How long Register() keeps retrying while the coordinator is unreachable.
+  absl::Duration connect_timeout = absl::Seconds(60);
+  // Deadline of ordinary calls.
+  absl::Duration call_timeout = absl::Seconds(30);
+};
+
+class CoordinatorClient {
+ public:
+  // `node` must be started and outlive this client.
+  CoordinatorClient(RpcNode* node, CoordinatorClientOptions options);
+  ~CoordinatorClient();
+
+  // Registers (retrying with backoff) and returns the first cluster view,
+  // which carries this node's rank.
+  absl::StatusOr<proto::ClusterView> Register();
+  // Waits until every expected node has joined; returns the full view.
+  absl::StatusOr<proto::ClusterView> WaitForCluster(absl::Duration timeout);
+  // Submits the model's tables; returns the layout once the servers hold
+  // them. Every worker may call it; definitions must agree.
+  absl::StatusOr<proto::TableLayout> DefineTables(const std::vector<TableSpec>& tables,
+                                                  absl::Duration timeout);
+  absl::Status Barrier(const std::string& name, int participants, absl::Duration timeout);
+  absl::Status StoreSet(const std::string& key, Buffer value);
+  // Waits up to `wait` for the key to appear; NotFound / DeadlineExceeded.
+  absl::StatusOr<Buffer> StoreGet(const std::string& key, absl::Duration wait);
+  // Tells the coordinator this worker has finished.
+  absl::Status WorkerDone();
+
+  // Sends a heartbeat every `interval` until Stop; `fill` supplies its body.
+  void StartHeartbeats(absl::Duration interval, std::function<proto::Heartbeat()> fill);
+  void StopHeartbeats();
+
+  // When the coordinator last answered a heartbeat (or registration).
+  absl::Time last_contact() const { return absl::FromUnixNanos(last_contact_ns_.load()); }
+
+  int32_t rank() const { return rank_.load(); }
+  uint64_t epoch() const { return epoch_.load(); }
+  PeerId peer() const { return peer_; }
+
+  // A header from this node with `type`.
+  proto::Header MakeHeader(proto::MsgType type) const;
+
+ private:
+  absl::StatusOr<proto::Decoded> CallDecoded(Message m, absl::Duration timeout,
+                                             absl::string_view what);
+  void HeartbeatTick(absl::Duration interval);
+
+  RpcNode* node_;
+  CoordinatorClientOptions options_;
+  PeerId peer_;
+  std::atomic<int32_t> rank_{-1};
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<bool> heartbeating_{false};
+  std::atomic<int64_t> last_contact_ns_{absl::ToUnixNanos(absl::Now())};
+  std::shared_ptr<std::atomic<bool>> alive_;
+  std::function<proto::Heartbeat()> fill_;
+};
+
+}  // namespace pstrain

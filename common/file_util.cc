@@ -1,0 +1,85 @@
+#include "common/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace pstrain {
+namespace {
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+absl::Status WriteAll(int fd, const char* data, size_t n, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, absl::StrCat("write ", path));
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("create ", tmp));
+  absl::Status st = WriteAll(fd, contents.data(), contents.size(), tmp);
+  if (st.ok() && fsync(fd) != 0) st = ErrnoToStatus(errno, absl::StrCat("fsync ", tmp));
+  if (close(fd) != 0 && st.ok()) st = ErrnoToStatus(errno, absl::StrCat("close ", tmp));
+  if (st.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
+    st = ErrnoToStatus(errno, absl::StrCat("rename ", tmp, " -> ", path));
+  }
+  if (!st.ok()) {
+    unlink(tmp.c_str());
+    return st;
+  }
+  int dfd = open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("read ", path));
+  return std::move(ss).str();
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoToStatus(errno, absl::StrCat("mkdir ", cur));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain

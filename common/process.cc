@@ -1,0 +1,70 @@
+#include "common/process.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace pstrain {
+
+std::vector<std::string> ParseFlagsWithEnv(int argc, char** argv, absl::string_view usage) {
+  absl::SetProgramUsageMessage(usage);
+  std::vector<std::string> from_env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    absl::string_view kv(*e);
+    if (!absl::StartsWith(kv, "PSTRAIN_")) continue;
+    size_t eq = kv.find('=');
+    if (eq == absl::string_view::npos) continue;
+    std::string name = absl::AsciiStrToLower(kv.substr(8, eq - 8));
+    if (absl::FindCommandLineFlag(name) == nullptr) continue;
+    from_env.push_back(absl::StrCat("--", name, "=", kv.substr(eq + 1)));
+  }
+  std::sort(from_env.begin(), from_env.end());
+  std::vector<char*> args;
+  args.push_back(argv[0]);
+  for (auto& s : from_env) args.push_back(s.data());
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  std::vector<std::string> positional;
+  for (size_t i = 1; i < rest.size(); ++i) positional.emplace_back(rest[i]);
+  return positional;
+}
+
+void InitLogging(const std::string& name, const std::string& level) {
+  auto logger = spdlog::stderr_color_mt(name);
+  logger->set_pattern(absl::StrCat("[%H:%M:%S.%e] [%^%l%$] ", name, ": %v"));
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+  spdlog::flush_on(spdlog::level::info);
+}
+
+void HandleTerminationSignals(std::function<void(int)> fn) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set, fn = std::move(fn)] {
+    while (true) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) continue;
+      fn(sig);
+    }
+  }).detach();
+}
+
+}  // namespace pstrain

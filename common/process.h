@@ -1,0 +1,29 @@
+// Process plumbing shared by every binary's main(): flags from PSTRAIN_*
+// environment variables, logging set-up and termination signals.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace pstrain {
+
+// Parses flags like absl::ParseCommandLine, after first turning every
+// PSTRAIN_<NAME>=value environment variable whose lower-cased NAME is a
+// defined flag into --<name>=value (command-line flags win, as they come
+// later). Unknown PSTRAIN_* variables are ignored (the container entrypoint
+// uses some). Returns the positional arguments.
+std::vector<std::string> ParseFlagsWithEnv(int argc, char** argv, absl::string_view usage);
+
+// Sets up spdlog: "[time] [level] <name>: message" on stderr, at `level`
+// (trace, debug, info, warn, error).
+void InitLogging(const std::string& name, const std::string& level);
+
+// Blocks SIGINT and SIGTERM in this thread and in every thread it creates
+// afterwards, and runs `fn(signal)` on a dedicated thread when one arrives.
+// Call at the top of main(), before any thread exists.
+void HandleTerminationSignals(std::function<void(int)> fn);
+
+}  // namespace pstrain

@@ -1,0 +1,407 @@
+#include "server/coordinator.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "cluster/node_info.h"
+#include "server/table_layout.h"
+
+namespace pstrain::server {
+
+using proto::Decoded;
+using proto::MsgType;
+using proto::Role;
+
+namespace {
+constexpr absl::Duration kCommandTimeout = absl::Seconds(60);
+
+std::string MemberName(Role role, int32_t rank) {
+  return absl::StrCat(proto::RoleName(role), " ", rank);
+}
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
+    CoordinatorOptions options, std::unique_ptr<Transport> transport) {
+  if (options.num_servers < 1 || options.num_workers < 1) {
+    return absl::InvalidArgumentError("need at least one server and one worker");
+  }
+  auto node = std::make_unique<RpcNode>(std::move(transport));
+  PS_ASSIGN_OR_RETURN(std::string bound, node->Bind(options.bind));
+  std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
+  std::unique_ptr<Coordinator> c(new Coordinator(std::move(options), std::move(node), endpoint));
+  Coordinator* self = c.get();
+  PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
+  self->node_->transport().Post([self] { self->Tick(); });
+  return c;
+}
+
+Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> node,
+                         std::string endpoint)
+    : options_(std::move(options)),
+      node_(std::move(node)),
+      endpoint_(std::move(endpoint)),
+      started_(absl::Now()),
+      servers_(options_.num_servers),
+      workers_(options_.num_workers) {}
+
+Coordinator::~Coordinator() { node_->Stop(); }
+
+absl::Status Coordinator::Run() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&finished_));
+  return result_;
+}
+
+void Coordinator::RequestStop() {
+  node_->transport().Post([this] { Finish(absl::CancelledError("coordinator stopped")); });
+}
+
+void Coordinator::ReplyError(const RpcRequest& req, const absl::Status& status) {
+  node_->Reply(req, proto::EncodeError(Role::kCoordinator, 0, status));
+}
+
+void Coordinator::ReplyOk(const RpcRequest& req) {
+  node_->Reply(req, proto::EncodeOk(Role::kCoordinator, 0));
+}
+
+void Coordinator::Handle(RpcRequest&& req) {
+  absl::StatusOr<Decoded> d = proto::Decode(req.message);
+  if (!d.ok()) {
+    spdlog::warn("coordinator: dropped a malformed request: {}", d.status().ToString());
+    ReplyError(req, d.status());
+    return;
+  }
+  switch (d->type()) {
+    case MsgType::kRegister: return OnRegister(*d, req);
+    case MsgType::kGetCluster: return OnGetCluster(*d, req);
+    case MsgType::kDefineTables: return OnDefineTables(*d, req);
+    case MsgType::kHeartbeat: return OnHeartbeat(*d, req);
+    case MsgType::kBarrier: return OnBarrier(*d, req);
+    case MsgType::kStoreSet: return OnStoreSet(*d, req);
+    case MsgType::kStoreGet: return OnStoreGet(*d, req);
+    case MsgType::kWorkerDone: return OnWorkerDone(*d, req);
+    case MsgType::kPing: return ReplyOk(req);
+    default:
+      ReplyError(req, absl::UnimplementedError(absl::StrCat(
+                          "coordinator does not serve ", proto::MsgTypeName(d->type()))));
+  }
+}
+
+Coordinator::Member* Coordinator::FindMember(Role role, int32_t rank) {
+  auto& slots = role == Role::kServer ? servers_ : workers_;
+  if (role != Role::kServer && role != Role::kWorker) return nullptr;
+  if (rank < 0 || rank >= static_cast<int32_t>(slots.size()) || !slots[rank]) return nullptr;
+  return &*slots[rank];
+}
+
+bool Coordinator::AllJoined() const {
+  for (const auto& s : servers_) if (!s) return false;
+  for (const auto& w : workers_) if (!w) return false;
+  return true;
+}
+
+proto::ClusterView Coordinator::View(int32_t rank) const {
+  proto::ClusterView v;
+  v.your_rank = rank;
+  v.num_servers = options_.num_servers;
+  v.num_workers = options_.num_workers;
+  v.heartbeat_interval_ms = absl::ToInt64Milliseconds(options_.heartbeat_interval);
+  if (AllJoined()) {
+    for (const auto& s : servers_) v.servers.push_back(s->info);
+    for (const auto& w : workers_) v.workers.push_back(w->info);
+  }
+  return v;
+}
+
+void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::RegisterRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  proto::NodeInfo info = body->node;
+  if (info.role != Role::kServer && info.role != Role::kWorker) {
+    return ReplyError(req, absl::InvalidArgumentError("only servers and workers register"));
+  }
+  auto& slots = info.role == Role::kServer ? servers_ : workers_;
+  int32_t rank = body->requested_rank;
+  if (rank >= static_cast<int32_t>(slots.size())) {
+    return ReplyError(req, absl::InvalidArgumentError(absl::StrCat(
+                               "rank ", rank, " requested but the job has ", slots.size(), " ",
+                               proto::RoleName(info.role), "s")));
+  }
+  if (rank < 0) {
+    // A retry of a registration whose reply was lost keeps its rank.
+    for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
+      if (slots[i] && slots[i]->info.incarnation == info.incarnation) rank = static_cast<int32_t>(i);
+    }
+    for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
+      if (!slots[i]) rank = static_cast<int32_t>(i);
+    }
+    if (rank < 0) {
+      return ReplyError(req, absl::ResourceExhaustedError(absl::StrCat(
+                                 "all ", slots.size(), " ", proto::RoleName(info.role),
+                                 " slots are taken")));
+    }
+  }
+  if (slots[rank] && slots[rank]->info.incarnation != info.incarnation) {
+    return ReplyError(req, absl::AlreadyExistsError(absl::StrCat(
+                               MemberName(info.role, rank), " is already registered from ",
+                               slots[rank]->info.endpoint)));
+  }
+  bool is_new = !slots[rank].has_value();
+  info.rank = rank;
+  if (is_new) {
+    Member m;
+    m.info = info;
+    m.peer = node_->Connect(info.endpoint);
+    m.last_seen = absl::Now();
+    slots[rank] = std::move(m);
+    spdlog::info("{} joined from {} (host {}, pid {})", MemberName(info.role, rank), info.endpoint,
+                 info.host, info.pid);
+  }
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kCoordinator;
+  node_->Reply(req, proto::Encode(h, View(rank)));
+  if (is_new && AllJoined()) {
+    spdlog::info("all {} servers and {} workers joined", options_.num_servers, options_.num_workers);
+    ReplyCluster();
+  }
+}
+
+void Coordinator::ReplyCluster() {
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kCoordinator;
+  for (const Parked& p : cluster_waiters_) {
+    node_->Reply(p.route, p.id, proto::Encode(h, View(-1)));
+  }
+  cluster_waiters_.clear();
+}
+
+void Coordinator::OnGetCluster(const Decoded& d, const RpcRequest& req) {
+  if (AllJoined()) {
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kCoordinator;
+    node_->Reply(req, proto::Encode(h, View(d.header().sender_rank)));
+    return;
+  }
+  cluster_waiters_.push_back({req.route, req.id});
+}
+
+void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::DefineTablesRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (!defined_tables_.empty() && !SameTables(defined_tables_, body->tables)) {
+    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+                               MemberName(d.header().sender_role, d.header().sender_rank),
+                               " defines tables that differ from the job's (same model flags on "
+                               "every worker?)")));
+  }
+  if (layout_) {
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kCoordinator;
+    node_->Reply(req, proto::Encode(h, *layout_));
+    return;
+  }
+  layout_waiters_.push_back({req.route, req.id});
+  if (creating_tables_) return;
+  if (!AllJoined()) {
+    layout_waiters_.pop_back();
+    return ReplyError(req, absl::FailedPreconditionError("tables defined before all nodes joined"));
+  }
+  auto layout = ComputeLayout(body->tables, options_.num_servers, options_.dense_chunk_floats);
+  if (!layout.ok()) {
+    layout_waiters_.pop_back();
+    return ReplyError(req, layout.status());
+  }
+  layout->num_workers = options_.num_workers;
+  layout->consistency = options_.consistency;
+  layout->staleness = options_.staleness;
+  defined_tables_ = body->tables;
+  creating_tables_ = true;
+  layout_ = std::move(*layout);
+  CreateTablesOnServers();
+}
+
+void Coordinator::CreateTablesOnServers() {
+  // layout_ is set but not published until every server confirms.
+  proto::TableLayout layout = *layout_;
+  layout_.reset();
+  auto remaining = std::make_shared<int>(options_.num_servers);
+  auto failure = std::make_shared<absl::Status>();
+  proto::Header h;
+  h.type = MsgType::kCreateTables;
+  h.sender_role = Role::kCoordinator;
+  for (int s = 0; s < options_.num_servers; ++s) {
+    proto::CreateTablesRequest req{s, layout};
+    RpcFuture f = node_->Call(servers_[s]->peer, proto::Encode(h, req), absl::Now() + kCommandTimeout);
+    f.OnDone([this, s, remaining, failure, layout](const absl::StatusOr<Message>& reply) {
+      absl::Status st = proto::DecodeReply(reply, absl::StrCat("create tables on server ", s)).status();
+      if (!st.ok() && failure->ok()) *failure = st;
+      if (--*remaining > 0) return;
+      proto::Header rh;
+      rh.type = MsgType::kReply;
+      rh.sender_role = Role::kCoordinator;
+      if (failure->ok()) {
+        layout_ = layout;
+        spdlog::info("{} tables created on {} servers", layout.tables.size(), options_.num_servers);
+      } else {
+        spdlog::error("{}", failure->ToString());
+      }
+      for (const Parked& p : layout_waiters_) {
+        node_->Reply(p.route, p.id,
+                     failure->ok() ? proto::Encode(rh, layout)
+                                   : proto::EncodeError(Role::kCoordinator, 0, *failure));
+      }
+      layout_waiters_.clear();
+      creating_tables_ = false;
+      if (!failure->ok()) Finish(*failure);
+    });
+  }
+}
+
+void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
+  Member* m = FindMember(d.header().sender_role, d.header().sender_rank);
+  if (m == nullptr) {
+    return ReplyError(req, absl::NotFoundError("heartbeat from a node that is not registered"));
+  }
+  m->last_seen = absl::Now();
+  if (!m->alive) {
+    spdlog::warn("{} is heard from again", MemberName(m->info.role, m->info.rank));
+    m->alive = true;
+  }
+  ReplyOk(req);
+}
+
+void Coordinator::OnBarrier(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::BarrierRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (body->participants < 1) {
+    return ReplyError(req, absl::InvalidArgumentError("barrier needs at least one participant"));
+  }
+  int64_t wait_ms = d.header().step > 0 ? d.header().step : 600000;
+  std::string route = req.route;
+  uint64_t id = req.id;
+  store_.EnterBarrier(body->name, MemberName(d.header().sender_role, d.header().sender_rank),
+                      body->participants, absl::Now() + absl::Milliseconds(wait_ms),
+                      [this, route, id, name = body->name](bool complete) {
+                        node_->Reply(route, id,
+                                     complete ? proto::EncodeOk(Role::kCoordinator, 0)
+                                              : proto::EncodeError(Role::kCoordinator, 0,
+                                                                   absl::DeadlineExceededError(
+                                                                       "barrier " + name + " timed out")));
+                      });
+}
+
+void Coordinator::OnStoreSet(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::StoreRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (body->keys.size() != 1) return ReplyError(req, absl::InvalidArgumentError("one key per set"));
+  if (absl::Status st = d.CheckPayload(0, proto::DType::kU8); !st.ok()) return ReplyError(req, st);
+  store_.Set(body->keys[0], d.payload(0));
+  ReplyOk(req);
+}
+
+void Coordinator::OnStoreGet(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::StoreRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (body->keys.size() != 1) return ReplyError(req, absl::InvalidArgumentError("one key per get"));
+  std::string route = req.route;
+  uint64_t id = req.id;
+  std::string key = body->keys[0];
+  store_.Get(key, absl::Now() + absl::Milliseconds(std::max<int64_t>(0, body->wait_ms)),
+             [this, route, id, key, waited = body->wait_ms > 0](const Buffer* value) {
+               if (value == nullptr) {
+                 absl::Status st = waited ? absl::DeadlineExceededError("key " + key + " not set in time")
+                                          : absl::NotFoundError("no key " + key);
+                 node_->Reply(route, id, proto::EncodeError(Role::kCoordinator, 0, st));
+                 return;
+               }
+               proto::Header h;
+               h.type = MsgType::kReply;
+               h.sender_role = Role::kCoordinator;
+               node_->Reply(route, id, proto::EncodeHeaderOnly(h, {*value}, {proto::DType::kU8}));
+             });
+}
+
+void Coordinator::OnWorkerDone(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kWorker) {
+    return ReplyError(req, absl::InvalidArgumentError("only workers finish"));
+  }
+  Member* m = FindMember(Role::kWorker, d.header().sender_rank);
+  if (m == nullptr) return ReplyError(req, absl::NotFoundError("unknown worker"));
+  m->done = true;
+  ReplyOk(req);
+  spdlog::info("worker {} finished", m->info.rank);
+  for (const auto& w : workers_) {
+    if (!w || !w->done) return;
+  }
+  spdlog::info("all {} workers finished; stopping the servers", options_.num_workers);
+  Finish(absl::OkStatus());
+}
+
+void Coordinator::Tick() {
+  absl::Time now = absl::Now();
+  store_.Expire(now);
+  CheckHeartbeats(now);
+  if (!finishing_ && !AllJoined() && now - started_ > options_.join_timeout) {
+    int s = 0, w = 0;
+    for (const auto& m : servers_) s += m.has_value();
+    for (const auto& m : workers_) w += m.has_value();
+    Finish(absl::DeadlineExceededError(absl::StrCat(
+        "only ", s, " of ", options_.num_servers, " servers and ", w, " of ", options_.num_workers,
+        " workers joined within ", absl::FormatDuration(options_.join_timeout))));
+  }
+  node_->transport().RunAfter(std::min(options_.heartbeat_interval, absl::Milliseconds(500)),
+                              [this] { Tick(); });
+}
+
+void Coordinator::CheckHeartbeats(absl::Time now) {
+  for (auto* slots : {&servers_, &workers_}) {
+    for (auto& m : *slots) {
+      if (!m || !m->alive || m->done) continue;
+      if (now - m->last_seen <= options_.heartbeat_timeout) continue;
+      m->alive = false;
+      std::string who = MemberName(m->info.role, m->info.rank);
+      spdlog::error("{} ({}, host {}, pid {}) is dead: no heartbeat for {}", who, m->info.endpoint,
+                    m->info.host, m->info.pid, absl::FormatDuration(now - m->last_seen));
+      if (!finishing_) {
+        Finish(absl::UnavailableError(absl::StrCat(who, " at ", m->info.endpoint,
+                                                   " stopped responding")));
+      }
+    }
+  }
+}
+
+void Coordinator::Finish(absl::Status status) {
+  if (finishing_) return;
+  finishing_ = true;
+  if (!status.ok()) spdlog::error("job ends: {}", status.ToString());
+  std::vector<Member*> targets;
+  for (auto* slots : {&servers_, &workers_}) {
+    for (auto& m : *slots) {
+      if (m && m->alive && !m->done) targets.push_back(&*m);
+    }
+  }
+  auto remaining = std::make_shared<int>(static_cast<int>(targets.size()));
+  auto done = [this, status] {
+    absl::MutexLock lock(&mu_);
+    finished_ = true;
+    result_ = status;
+  };
+  if (targets.empty()) return done();
+  proto::Header h;
+  h.type = MsgType::kShutdown;
+  h.sender_role = Role::kCoordinator;
+  h.status_code = static_cast<int32_t>(status.code());
+  h.status_message = std::string(status.message());
+  for (Member* m : targets) {
+    node_->Call(m->peer, proto::EncodeHeaderOnly(h), absl::Now() + absl::Seconds(5))
+        .OnDone([remaining, done](const absl::StatusOr<Message>&) {
+          if (--*remaining == 0) done();
+        });
+  }
+}
+
+}  // namespace pstrain::server

@@ -1,0 +1,118 @@
+// Coordinator: membership, ranks, the table layout, barriers, heartbeats,
+// the rendezvous store and the end of the job.
+//
+// Nodes register (in any order; they retry until the coordinator is up),
+// get a rank, and wait until every expected server and worker has joined.
+// The first worker to define the model's tables makes the coordinator
+// compute the layout and create the tables on every server; every worker
+// then receives the same layout. A node not heard from within the heartbeat
+// timeout is declared dead in the log, with its role, rank and address, and
+// the job is aborted (every node told to stop). When all workers have
+// finished, the servers are told to stop and Run() returns OK.
+//
+// All state lives on the RPC node's I/O thread; Run() and RequestStop() may
+// be called from any thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/rpc.h"
+#include "proto_msgs/codec.h"
+#include "proto_msgs/messages.h"
+#include "server/rendezvous_store.h"
+
+namespace pstrain::server {
+
+struct CoordinatorOptions {
+  std::string bind = "tcp://0.0.0.0:7000";
+  std::string advertise_host;  // host put in advertised endpoints (default: hostname)
+  int num_servers = 1;
+  int num_workers = 1;
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  // How long to wait for every node to join before giving up.
+  absl::Duration join_timeout = absl::Minutes(10);
+  proto::Consistency consistency = proto::Consistency::kAsp;
+  int staleness = 0;
+  uint64_t dense_chunk_floats = 1 << 16;
+};
+
+class Coordinator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(CoordinatorOptions options,
+                                                             std::unique_ptr<Transport> transport);
+  ~Coordinator();
+
+  // The endpoint nodes should connect to.
+  const std::string& endpoint() const { return endpoint_; }
+  // Serves until the job finishes (OK), fails (the reason) or is stopped
+  // (Cancelled).
+  absl::Status Run();
+  // Makes Run() return Cancelled after telling every node to stop.
+  void RequestStop();
+
+ private:
+  struct Member {
+    proto::NodeInfo info;
+    PeerId peer = kNoPeer;
+    absl::Time last_seen;
+    bool alive = true;
+    bool done = false;
+  };
+  struct Parked {
+    std::string route;
+    uint64_t id = 0;
+  };
+
+  Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> node, std::string endpoint);
+
+  void Handle(RpcRequest&& req);
+  void OnRegister(const proto::Decoded& d, const RpcRequest& req);
+  void OnGetCluster(const proto::Decoded& d, const RpcRequest& req);
+  void OnDefineTables(const proto::Decoded& d, const RpcRequest& req);
+  void OnHeartbeat(const proto::Decoded& d, const RpcRequest& req);
+  void OnBarrier(const proto::Decoded& d, const RpcRequest& req);
+  void OnStoreSet(const proto::Decoded& d, const RpcRequest& req);
+  void OnStoreGet(const proto::Decoded& d, const RpcRequest& req);
+  void OnWorkerDone(const proto::Decoded& d, const RpcRequest& req);
+
+  Member* FindMember(proto::Role role, int32_t rank);
+  bool AllJoined() const;
+  proto::ClusterView View(int32_t rank) const;
+  void ReplyCluster();
+  void CreateTablesOnServers();
+  void Tick();
+  void CheckHeartbeats(absl::Time now);
+  // Tells every live node to stop, then ends Run() with `status`.
+  void Finish(absl::Status status);
+  void ReplyError(const RpcRequest& req, const absl::Status& status);
+  void ReplyOk(const RpcRequest& req);
+
+  CoordinatorOptions options_;
+  std::unique_ptr<RpcNode> node_;
+  std::string endpoint_;
+  absl::Time started_;
+
+  // I/O thread state.
+  std::vector<std::optional<Member>> servers_;
+  std::vector<std::optional<Member>> workers_;
+  std::vector<Parked> cluster_waiters_;
+  std::vector<TableSpec> defined_tables_;
+  std::optional<proto::TableLayout> layout_;
+  bool creating_tables_ = false;
+  std::vector<Parked> layout_waiters_;
+  RendezvousStore store_;
+  bool finishing_ = false;
+
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status result_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace pstrain::server

@@ -1,0 +1,69 @@
+// KvStore: this server's shards of every table, and the validated execution
+// of pull and push requests against them.
+//
+// Every request is checked in full before anything changes: table ids,
+// kinds, ranges this server holds, ids this server owns, payload shapes and
+// dims. A push with a non-finite gradient is refused by the table, which
+// stays unchanged. Not thread-safe: the server's owner thread calls it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto_msgs/codec.h"
+#include "proto_msgs/messages.h"
+#include "server/tables/dense_shard.h"
+#include "server/tables/sparse_table.h"
+
+namespace pstrain::server {
+
+// A validated part of a request, pointing into the request's payloads.
+struct KvOp {
+  uint32_t table = 0;
+  bool sparse = false;
+  uint64_t begin = 0;  // dense
+  uint64_t count = 0;  // dense: floats; sparse: ids
+  std::span<const uint64_t> ids;    // sparse
+  std::span<const float> values;    // push: gradients
+};
+
+struct TableStats {
+  std::string name;
+  bool sparse = false;
+  uint64_t rows = 0;   // sparse rows, or dense floats held
+  uint64_t bytes = 0;
+};
+
+class KvStore {
+ public:
+  // Creates the shards that `layout` assigns to server `rank`.
+  static absl::StatusOr<std::unique_ptr<KvStore>> Create(const proto::TableLayout& layout,
+                                                         int rank);
+
+  // Checks a pull/push request and resolves its parts.
+  absl::StatusOr<std::vector<KvOp>> Validate(const proto::Decoded& request,
+                                             const proto::KvRequest& body, bool is_push) const;
+
+  // Reads the values of validated pull parts: one payload per part.
+  absl::Status Pull(const std::vector<KvOp>& ops, std::vector<Buffer>* out);
+  // Applies validated push parts, each gradient multiplied by `scale`.
+  absl::Status Push(const std::vector<KvOp>& ops, float scale);
+
+  const proto::TableLayout& layout() const { return layout_; }
+  int rank() const { return rank_; }
+  DenseShard* dense(uint32_t table) { return dense_[table].get(); }
+  SparseTable* sparse(uint32_t table) { return sparse_[table].get(); }
+  std::vector<TableStats> Stats() const;
+
+ private:
+  KvStore(proto::TableLayout layout, int rank) : layout_(std::move(layout)), rank_(rank) {}
+
+  proto::TableLayout layout_;
+  int rank_;
+  std::vector<std::unique_ptr<DenseShard>> dense_;    // by table id; null if not held
+  std::vector<std::unique_ptr<SparseTable>> sparse_;  // by table id; null for dense tables
+};
+
+}  // namespace pstrain::server

@@ -1,0 +1,90 @@
+// pstrain_coordinator: membership, table layout, barriers, heartbeats and
+// the rendezvous store of one training job.
+#include <atomic>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
+#include "common/file_util.h"
+#include "common/process.h"
+#include "common/zmq_transport.h"
+#include "server/coordinator.h"
+
+ABSL_FLAG(std::string, bind, "tcp://0.0.0.0:7000",
+          "Endpoint to listen on (port 0 picks a free one; see --endpoint_file).");
+ABSL_FLAG(std::string, advertise_host, "", "Host name others use to reach this node (default: hostname).");
+ABSL_FLAG(std::string, endpoint_file, "", "Write the bound endpoint to this file once listening.");
+ABSL_FLAG(int, servers, 1, "Number of parameter servers in the job.");
+ABSL_FLAG(int, workers, 1, "Number of workers in the job.");
+ABSL_FLAG(std::string, consistency, "asp", "asp | bsp | ssp: when pulls may see which pushes.");
+ABSL_FLAG(int, staleness, 2, "SSP: how many clocks a worker may run ahead of the slowest.");
+ABSL_FLAG(double, heartbeat_interval, 1.0, "Seconds between node heartbeats.");
+ABSL_FLAG(double, heartbeat_timeout, 10.0, "Seconds without a heartbeat before a node is declared dead.");
+ABSL_FLAG(double, join_timeout, 600.0, "Seconds to wait for every node to join.");
+ABSL_FLAG(int64_t, dense_chunk, 65536,
+          "Dense tables with more floats than this are split across all servers.");
+ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
+
+namespace {
+
+std::atomic<pstrain::server::Coordinator*> g_coordinator{nullptr};
+
+absl::StatusOr<pstrain::proto::Consistency> ParseConsistency(std::string s) {
+  s = absl::AsciiStrToLower(s);
+  if (s == "asp") return pstrain::proto::Consistency::kAsp;
+  if (s == "bsp") return pstrain::proto::Consistency::kBsp;
+  if (s == "ssp") return pstrain::proto::Consistency::kSsp;
+  return absl::InvalidArgumentError("--consistency must be asp, bsp or ssp, not '" + s + "'");
+}
+
+absl::Status RunCoordinator() {
+  using namespace pstrain;
+  server::CoordinatorOptions o;
+  o.bind = absl::GetFlag(FLAGS_bind);
+  o.advertise_host = absl::GetFlag(FLAGS_advertise_host);
+  o.num_servers = absl::GetFlag(FLAGS_servers);
+  o.num_workers = absl::GetFlag(FLAGS_workers);
+  PS_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(absl::GetFlag(FLAGS_consistency)));
+  o.staleness = absl::GetFlag(FLAGS_staleness);
+  if (o.staleness < 0) return absl::InvalidArgumentError("--staleness must be >= 0");
+  o.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval));
+  o.heartbeat_timeout = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout));
+  o.join_timeout = absl::Seconds(absl::GetFlag(FLAGS_join_timeout));
+  o.dense_chunk_floats = static_cast<uint64_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_dense_chunk)));
+  if (o.heartbeat_timeout <= o.heartbeat_interval) {
+    return absl::InvalidArgumentError("--heartbeat_timeout must exceed --heartbeat_interval");
+  }
+  ZmqTransportOptions t;
+  t.name = "coordinator";
+  PS_ASSIGN_OR_RETURN(auto coordinator,
+                      server::Coordinator::Create(o, std::make_unique<ZmqTransport>(t)));
+  spdlog::info("listening at {} for {} servers and {} workers ({})", coordinator->endpoint(),
+               o.num_servers, o.num_workers, absl::GetFlag(FLAGS_consistency));
+  if (std::string f = absl::GetFlag(FLAGS_endpoint_file); !f.empty()) {
+    PS_RETURN_IF_ERROR(WriteFileAtomically(f, coordinator->endpoint() + "\n"));
+  }
+  g_coordinator = coordinator.get();
+  absl::Status st = coordinator->Run();
+  g_coordinator = nullptr;
+  return st;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pstrain::ParseFlagsWithEnv(argc, argv,
+                             "pstrain_coordinator --servers=S --workers=W [--bind=tcp://0.0.0.0:7000]\n"
+                             "Coordinates one pstrain training job. Flags may also come from "
+                             "PSTRAIN_<FLAG> environment variables.");
+  pstrain::InitLogging("coordinator", absl::GetFlag(FLAGS_log_level));
+  pstrain::HandleTerminationSignals([](int) {
+    if (auto* c = g_coordinator.load()) c->RequestStop();
+  });
+  absl::Status st = RunCoordinator();
+  if (!st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,59 @@
+// pstrain_server: one parameter server (a shard of every table).
+#include <atomic>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "common/process.h"
+#include "common/zmq_transport.h"
+#include "server/parameter_server.h"
+
+ABSL_FLAG(std::string, coordinator, "tcp://127.0.0.1:7000", "Endpoint of the job's coordinator.");
+ABSL_FLAG(std::string, bind, "tcp://0.0.0.0:0", "Endpoint to listen on (port 0: any free port).");
+ABSL_FLAG(std::string, advertise_host, "", "Host name others use to reach this node (default: hostname).");
+ABSL_FLAG(int, rank, -1, "Server rank to take (-1: the coordinator assigns one).");
+ABSL_FLAG(double, connect_timeout, 60.0, "Seconds to keep retrying while the coordinator is unreachable.");
+ABSL_FLAG(double, coordinator_timeout, 30.0, "Exit when the coordinator has not answered for this many seconds.");
+ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
+
+namespace {
+
+std::atomic<pstrain::server::ParameterServer*> g_server{nullptr};
+
+absl::Status RunServer() {
+  using namespace pstrain;
+  server::ServerOptions o;
+  o.coordinator = absl::GetFlag(FLAGS_coordinator);
+  o.bind = absl::GetFlag(FLAGS_bind);
+  o.advertise_host = absl::GetFlag(FLAGS_advertise_host);
+  o.rank = absl::GetFlag(FLAGS_rank);
+  o.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
+  o.coordinator_timeout = absl::Seconds(absl::GetFlag(FLAGS_coordinator_timeout));
+  ZmqTransportOptions t;
+  t.name = "server";
+  PS_ASSIGN_OR_RETURN(auto server,
+                      server::ParameterServer::Create(o, std::make_unique<ZmqTransport>(t)));
+  g_server = server.get();
+  absl::Status st = server->Run();
+  g_server = nullptr;
+  return st;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pstrain::ParseFlagsWithEnv(argc, argv,
+                             "pstrain_server --coordinator=tcp://HOST:PORT\n"
+                             "One parameter server of a pstrain job. Flags may also come from "
+                             "PSTRAIN_<FLAG> environment variables.");
+  pstrain::InitLogging("server", absl::GetFlag(FLAGS_log_level));
+  pstrain::HandleTerminationSignals([](int) {
+    if (auto* s = g_server.load()) s->RequestStop();
+  });
+  absl::Status st = RunServer();
+  if (!st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,263 @@
+#include "server/parameter_server.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "cluster/node_info.h"
+#include "common/optim/finite.h"
+
+namespace pstrain::server {
+
+using proto::Consistency;
+using proto::Decoded;
+using proto::MsgType;
+using proto::Role;
+
+absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
+    ServerOptions options, std::unique_ptr<Transport> transport) {
+  if (options.coordinator.empty()) return absl::InvalidArgumentError("no coordinator address");
+  auto node = std::make_unique<RpcNode>(std::move(transport));
+  PS_ASSIGN_OR_RETURN(std::string bound, node->Bind(options.bind));
+  std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
+  std::unique_ptr<ParameterServer> s(
+      new ParameterServer(std::move(options), std::move(node), std::move(endpoint)));
+  ParameterServer* self = s.get();
+  PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
+  CoordinatorClientOptions co;
+  co.coordinator = self->options_.coordinator;
+  co.role = Role::kServer;
+  co.requested_rank = self->options_.rank;
+  co.endpoint = self->endpoint_;
+  co.connect_timeout = self->options_.connect_timeout;
+  self->client_ = std::make_unique<CoordinatorClient>(self->node_.get(), co);
+  return s;
+}
+
+ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<RpcNode> node,
+                                 std::string endpoint)
+    : options_(std::move(options)), node_(std::move(node)), endpoint_(std::move(endpoint)) {}
+
+ParameterServer::~ParameterServer() {
+  if (client_) client_->StopHeartbeats();
+  node_->Stop();
+}
+
+absl::Status ParameterServer::Run() {
+  PS_ASSIGN_OR_RETURN(proto::ClusterView view, client_->Register());
+  node_->transport().Post([this, r = view.your_rank] { rank_ = r; });
+  spdlog::info("server {} serving at {}", view.your_rank, endpoint_);
+  client_->StartHeartbeats(absl::Milliseconds(view.heartbeat_interval_ms), nullptr);
+  absl::MutexLock lock(&mu_);
+  while (!finished_) {
+    mu_.AwaitWithTimeout(absl::Condition(&finished_), absl::Seconds(1));
+    if (!finished_ && absl::Now() - client_->last_contact() > options_.coordinator_timeout) {
+      finished_ = true;
+      result_ = absl::UnavailableError(absl::StrCat(
+          "lost the coordinator at ", options_.coordinator, ": no answer for ",
+          absl::FormatDuration(absl::Now() - client_->last_contact())));
+    }
+  }
+  client_->StopHeartbeats();
+  return result_;
+}
+
+void ParameterServer::RequestStop() { Finish(absl::CancelledError("server stopped")); }
+
+void ParameterServer::Finish(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  if (finished_) return;
+  finished_ = true;
+  result_ = std::move(status);
+}
+
+ServerStats ParameterServer::stats() const {
+  return ServerStats{pulls_.load(), pushes_.load(), errors_.load(), parked_count_.load()};
+}
+
+void ParameterServer::ReplyError(const RpcRequest& req, const absl::Status& status) {
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  node_->Reply(req, proto::EncodeError(Role::kServer, client_ ? rank_ : -1, status));
+}
+
+void ParameterServer::Handle(RpcRequest&& req) {
+  absl::StatusOr<Decoded> d = proto::Decode(req.message);
+  if (!d.ok()) {
+    spdlog::warn("server: dropped a malformed request: {}", d.status().ToString());
+    return ReplyError(req, d.status());
+  }
+  switch (d->type()) {
+    case MsgType::kPull: return OnPull(*std::move(d), std::move(req));
+    case MsgType::kPush: return OnPush(*d, req);
+    case MsgType::kCreateTables: return OnCreateTables(*d, req);
+    case MsgType::kShutdown: return OnShutdown(*d, req);
+    case MsgType::kPing: return node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+    default:
+      ReplyError(req, absl::UnimplementedError(
+                          absl::StrCat("server does not serve ", proto::MsgTypeName(d->type()))));
+  }
+}
+
+void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kCoordinator) {
+    return ReplyError(req, absl::PermissionDeniedError("only the coordinator creates tables"));
+  }
+  auto body = d.body<proto::CreateTablesRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (store_) {
+    return ReplyError(req, absl::AlreadyExistsError("tables were already created"));
+  }
+  int32_t known = client_->rank();
+  if (known >= 0 && known != body->server_rank) {
+    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+                               "tables for server ", body->server_rank, " sent to server ", known)));
+  }
+  rank_ = body->server_rank;
+  const proto::TableLayout* layout = &body->layout;
+  auto store = KvStore::Create(*layout, rank_);
+  if (!store.ok()) return ReplyError(req, store.status());
+  store_ = *std::move(store);
+  bsp_ = std::make_unique<BspAggregator>(store_.get());
+  pushed_.assign(std::max(layout->num_workers, 1), 0);
+  size_t dense = 0, sparse = 0;
+  for (const auto& t : layout->tables) (t.kind == TableKind::kDense ? dense : sparse)++;
+  spdlog::info("server {}: {} dense and {} sparse tables created", rank_, dense, sparse);
+  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+}
+
+absl::Status ParameterServer::CheckWorker(const proto::Header& h) const {
+  if (h.sender_role != Role::kWorker || h.sender_rank < 0 ||
+      h.sender_rank >= static_cast<int32_t>(pushed_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("request from ", proto::RoleName(h.sender_role),
+                                                   " ", h.sender_rank, ", not a known worker"));
+  }
+  if (h.step < 0) return absl::InvalidArgumentError("negative clock");
+  return absl::OkStatus();
+}
+
+bool ParameterServer::PullReady(int64_t clock) const {
+  switch (store_->layout().consistency) {
+    case Consistency::kAsp:
+      return true;
+    case Consistency::kBsp:
+      return applied_ >= clock;
+    case Consistency::kSsp:
+      return *std::min_element(pushed_.begin(), pushed_.end()) >= clock - store_->layout().staleness;
+  }
+  return true;
+}
+
+void ParameterServer::OnPull(Decoded&& d, RpcRequest&& req) {
+  if (!store_) return ReplyError(req, absl::UnavailableError("tables not created yet"));
+  if (absl::Status st = CheckWorker(d.header()); !st.ok()) return ReplyError(req, st);
+  auto body = d.body<proto::KvRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  auto ops = store_->Validate(d, *body, /*is_push=*/false);
+  if (!ops.ok()) return ReplyError(req, ops.status());
+  int64_t clock = d.header().step;
+  if (!PullReady(clock)) {
+    parked_count_.fetch_add(1, std::memory_order_relaxed);
+    std::vector<KvOp> resolved = *std::move(ops);
+    parked_.push_back(ParkedPull{clock, std::move(req), std::move(d), std::move(resolved)});
+    return;
+  }
+  ServePull(req, *ops);
+}
+
+void ParameterServer::ServePull(const RpcRequest& req, const std::vector<KvOp>& ops) {
+  std::vector<Buffer> values;
+  if (absl::Status st = store_->Pull(ops, &values); !st.ok()) return ReplyError(req, st);
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kServer;
+  h.sender_rank = rank_;
+  h.step = applied_;
+  std::vector<proto::DType> types(values.size(), proto::DType::kF32);
+  pulls_.fetch_add(1, std::memory_order_relaxed);
+  node_->Reply(req, proto::EncodeHeaderOnly(std::move(h), std::move(values), types));
+}
+
+void ParameterServer::ReleaseParkedPulls() {
+  if (parked_.empty()) return;
+  std::vector<ParkedPull> still;
+  std::vector<ParkedPull> ready;
+  for (ParkedPull& p : parked_) (PullReady(p.clock) ? ready : still).push_back(std::move(p));
+  parked_.swap(still);
+  for (ParkedPull& p : ready) ServePull(p.request, p.ops);
+}
+
+void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
+  if (!store_) return ReplyError(req, absl::UnavailableError("tables not created yet"));
+  if (absl::Status st = CheckWorker(d.header()); !st.ok()) return ReplyError(req, st);
+  auto body = d.body<proto::KvRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  auto ops = store_->Validate(d, *body, /*is_push=*/true);
+  if (!ops.ok()) return ReplyError(req, ops.status());
+  if (body->num_samples == 0 && !ops->empty()) {
+    return ReplyError(req, absl::InvalidArgumentError("push of gradients over zero samples"));
+  }
+  // Refuse the whole push, before anything changes, if any part is bad.
+  for (const KvOp& op : *ops) {
+    size_t bad = optim::FindNonFinite(op.values.data(), op.values.size());
+    if (bad != op.values.size()) {
+      const TableSpec& spec = store_->layout().tables[op.table];
+      return ReplyError(req, absl::InvalidArgumentError(absl::StrCat(
+                                 "non-finite gradient in table ", spec.name, " at element ", bad,
+                                 op.sparse ? absl::StrCat(" (id ", op.ids[bad / spec.dim], ")") : "",
+                                 "; push refused, table unchanged")));
+    }
+  }
+  int w = d.header().sender_rank;
+  int64_t clock = d.header().step;
+  Consistency mode = store_->layout().consistency;
+  if (mode == Consistency::kBsp) {
+    if (clock != applied_ || pushed_[w] != clock) {
+      return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+                                 "BSP push from worker ", w, " for step ", clock, " while step ",
+                                 applied_, " is open and it has pushed ", pushed_[w], " times")));
+    }
+    bsp_->Add(*ops, body->num_samples);
+    pushed_[w] = clock + 1;
+    pushes_.fetch_add(1, std::memory_order_relaxed);
+    node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+    if (++pushers_this_step_ == static_cast<int>(pushed_.size())) {
+      pushers_this_step_ = 0;
+      if (absl::Status st = bsp_->Apply(); !st.ok()) {
+        spdlog::error("server {}: applying step {} failed: {}", rank_, applied_,
+                      st.ToString());
+      }
+      ++applied_;
+      ReleaseParkedPulls();
+    }
+    return;
+  }
+  if (!ops->empty()) {
+    if (absl::Status st = store_->Push(*ops, 1.0f / static_cast<float>(body->num_samples));
+        !st.ok()) {
+      return ReplyError(req, st);
+    }
+  }
+  pushed_[w] = std::max(pushed_[w], clock + 1);
+  pushes_.fetch_add(1, std::memory_order_relaxed);
+  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+  if (mode == Consistency::kSsp) ReleaseParkedPulls();
+}
+
+void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kCoordinator) {
+    return ReplyError(req, absl::PermissionDeniedError("only the coordinator stops servers"));
+  }
+  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+  absl::Status why = proto::RemoteStatus(d.header());
+  if (why.ok()) {
+    spdlog::info("server {}: shutting down", rank_);
+  } else {
+    spdlog::error("server {}: job aborted: {}", rank_, why.ToString());
+  }
+  // Told to stop is an orderly end for this server, whatever the reason;
+  // let the reply leave before the process exits.
+  node_->transport().RunAfter(absl::Milliseconds(50), [this] { Finish(absl::OkStatus()); });
+}
+
+}  // namespace pstrain::server

@@ -1,0 +1,105 @@
+// ParameterServer: one server process. Registers with the coordinator,
+// creates its shards of the tables when told, answers pulls and applies
+// pushes under the job's consistency model, and stops when the coordinator
+// says so (or exits with an error when the coordinator is gone).
+//
+// Consistency (clock = the number of pushes a worker has made):
+//   ASP: pushes apply on arrival; pulls never wait.
+//   BSP: the pushes of all workers for step t are summed and applied once;
+//        a pull for step t waits until steps < t are applied.
+//   SSP(s): pushes apply on arrival; a pull at clock c waits until every
+//        worker has pushed at least c - s times.
+// Waiting pulls are parked, never blocking a thread.
+//
+// Threading: requests are handled on the RPC node's I/O thread, which owns
+// the tables (one shard owner, no locks on the hot path). Run() and
+// RequestStop() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cluster/coordinator_client.h"
+#include "common/rpc.h"
+#include "server/bsp_aggregator.h"
+#include "server/kv_store.h"
+
+namespace pstrain::server {
+
+struct ServerOptions {
+  std::string coordinator;             // endpoint of the coordinator
+  std::string bind = "tcp://0.0.0.0:0";
+  std::string advertise_host;          // host in the advertised endpoint
+  int32_t rank = -1;                   // -1: assigned by the coordinator
+  absl::Duration connect_timeout = absl::Seconds(60);
+  // Give up when the coordinator has not answered for this long.
+  absl::Duration coordinator_timeout = absl::Seconds(30);
+};
+
+struct ServerStats {
+  uint64_t pulls = 0;
+  uint64_t pushes = 0;
+  uint64_t errors = 0;
+  uint64_t parked_pulls = 0;
+};
+
+class ParameterServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<ParameterServer>> Create(
+      ServerOptions options, std::unique_ptr<Transport> transport);
+  ~ParameterServer();
+
+  const std::string& endpoint() const { return endpoint_; }
+  // Registers and serves until told to stop. OK on an orderly shutdown.
+  absl::Status Run();
+  void RequestStop();
+  int32_t rank() const { return client_->rank(); }
+  ServerStats stats() const;
+
+ private:
+  struct ParkedPull {
+    int64_t clock;
+    RpcRequest request;
+    proto::Decoded decoded;
+    std::vector<KvOp> ops;
+  };
+
+  ParameterServer(ServerOptions options, std::unique_ptr<RpcNode> node, std::string endpoint);
+
+  void Handle(RpcRequest&& req);
+  void OnCreateTables(const proto::Decoded& d, const RpcRequest& req);
+  void OnPull(proto::Decoded&& d, RpcRequest&& req);
+  void OnPush(const proto::Decoded& d, const RpcRequest& req);
+  void OnShutdown(const proto::Decoded& d, const RpcRequest& req);
+  bool PullReady(int64_t clock) const;
+  void ServePull(const RpcRequest& req, const std::vector<KvOp>& ops);
+  void ReleaseParkedPulls();
+  absl::Status CheckWorker(const proto::Header& h) const;
+  void ReplyError(const RpcRequest& req, const absl::Status& status);
+  void Finish(absl::Status status);
+
+  ServerOptions options_;
+  std::unique_ptr<RpcNode> node_;
+  std::string endpoint_;
+  std::unique_ptr<CoordinatorClient> client_;
+
+  // I/O thread state.
+  int32_t rank_ = -1;  // from the registration reply or the tables request
+  std::unique_ptr<KvStore> store_;
+  std::unique_ptr<BspAggregator> bsp_;
+  std::vector<int64_t> pushed_;  // per worker: pushes received (its clock)
+  int64_t applied_ = 0;          // BSP: steps applied
+  int pushers_this_step_ = 0;    // BSP
+  std::vector<ParkedPull> parked_;
+  std::atomic<uint64_t> pulls_{0}, pushes_{0}, errors_{0}, parked_count_{0};
+
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status result_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace pstrain::server

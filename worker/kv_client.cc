@@ -1,0 +1,249 @@
+#include "worker/kv_client.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "cluster/sparse_owner.h"
+
+namespace pstrain::worker {
+
+using proto::DType;
+using proto::KvPart;
+using proto::KvRequest;
+using proto::MsgType;
+
+namespace {
+
+// What one part of one server's reply is for.
+struct ReplyPart {
+  bool sparse = false;
+  int output = 0;            // dense: index in the dense list; sparse: index in the sparse list
+  uint64_t table_offset = 0; // dense: where the range starts in the table
+  uint64_t count = 0;        // dense: floats; sparse: rows
+  std::vector<uint32_t> positions;  // sparse, when split: output row of each reply row
+};
+
+}  // namespace
+
+struct PullHandle::State {
+  std::vector<RpcFuture> futures;
+  std::vector<int> servers;
+  std::vector<std::vector<ReplyPart>> parts;  // per future
+  std::vector<SparsePull> sparse;
+  std::vector<uint32_t> sparse_dims;
+  std::vector<uint32_t> dense_tables;
+  std::vector<uint64_t> dense_sizes;
+  std::vector<int> dense_pieces;  // ranges per dense table
+};
+
+KvClient::KvClient(RpcNode* node, proto::TableLayout layout,
+                   const std::vector<std::string>& servers, KvClientOptions options)
+    : node_(node), layout_(std::move(layout)), options_(options) {
+  for (const std::string& ep : servers) peers_.push_back(node_->Connect(ep));
+  ranges_.resize(layout_.tables.size());
+  for (const proto::DenseRange& r : layout_.dense_ranges) ranges_[r.table].push_back(r);
+}
+
+proto::Header KvClient::MakeHeader(MsgType type, int64_t clock) const {
+  proto::Header h;
+  h.type = type;
+  h.sender_role = proto::Role::kWorker;
+  h.sender_rank = options_.rank;
+  h.step = clock;
+  return h;
+}
+
+PullHandle KvClient::Pull(const std::vector<uint32_t>& dense_tables,
+                          const std::vector<SparsePull>& sparse, int64_t clock) {
+  const int S = num_servers();
+  auto st = std::make_shared<PullHandle::State>();
+  st->sparse = sparse;
+  st->dense_tables = dense_tables;
+  std::vector<KvRequest> bodies(S);
+  std::vector<std::vector<Buffer>> payloads(S);
+  std::vector<std::vector<DType>> types(S);
+  std::vector<std::vector<ReplyPart>> parts(S);
+  for (size_t k = 0; k < dense_tables.size(); ++k) {
+    uint32_t t = dense_tables[k];
+    st->dense_sizes.push_back(layout_.tables[t].size);
+    st->dense_pieces.push_back(static_cast<int>(ranges_[t].size()));
+    for (const proto::DenseRange& r : ranges_[t]) {
+      bodies[r.server].parts.push_back(KvPart{t, r.begin, r.length});
+      ReplyPart p;
+      p.output = static_cast<int>(k);
+      p.table_offset = r.begin;
+      p.count = r.length;
+      parts[r.server].push_back(std::move(p));
+    }
+  }
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    const SparsePull& sp = sparse[k];
+    st->sparse_dims.push_back(layout_.tables[sp.table].dim);
+    if (S == 1) {
+      bodies[0].parts.push_back(KvPart{sp.table, 0, sp.ids.size()});
+      payloads[0].push_back(Buffer::Copy(sp.ids.data(), sp.ids.size_bytes()));
+      types[0].push_back(DType::kU64);
+      ReplyPart p;
+      p.sparse = true;
+      p.output = static_cast<int>(k);
+      p.count = sp.ids.size();
+      parts[0].push_back(std::move(p));
+      continue;
+    }
+    std::vector<std::vector<uint64_t>> ids(S);
+    std::vector<ReplyPart> per(S);
+    for (uint32_t i = 0; i < sp.ids.size(); ++i) {
+      int s = SparseOwner(sp.ids[i], S);
+      ids[s].push_back(sp.ids[i]);
+      per[s].positions.push_back(i);
+    }
+    for (int s = 0; s < S; ++s) {
+      if (ids[s].empty()) continue;
+      bodies[s].parts.push_back(KvPart{sp.table, 0, ids[s].size()});
+      payloads[s].push_back(Buffer::FromVector(std::move(ids[s])));
+      types[s].push_back(DType::kU64);
+      per[s].sparse = true;
+      per[s].output = static_cast<int>(k);
+      per[s].count = per[s].positions.size();
+      parts[s].push_back(std::move(per[s]));
+    }
+  }
+  absl::Time deadline = absl::Now() + options_.request_timeout;
+  for (int s = 0; s < S; ++s) {
+    if (bodies[s].parts.empty()) continue;
+    Message m = proto::Encode(MakeHeader(MsgType::kPull, clock), bodies[s], std::move(payloads[s]),
+                              types[s]);
+    st->futures.push_back(node_->Call(peers_[s], std::move(m), deadline));
+    st->servers.push_back(s);
+    st->parts.push_back(std::move(parts[s]));
+  }
+  PullHandle h;
+  h.state_ = std::move(st);
+  return h;
+}
+
+absl::StatusOr<std::vector<Buffer>> PullHandle::Wait() {
+  if (!state_) return absl::FailedPreconditionError("Wait on an empty pull handle");
+  State& st = *state_;
+  std::vector<Buffer> dense(st.dense_tables.size());
+  std::vector<uint8_t*> assembled(st.dense_tables.size(), nullptr);
+  for (size_t k = 0; k < dense.size(); ++k) {
+    if (st.dense_pieces[k] > 1) {
+      dense[k] = Buffer::Allocate(st.dense_sizes[k] * sizeof(float), &assembled[k]);
+    }
+  }
+  for (size_t f = 0; f < st.futures.size(); ++f) {
+    PS_ASSIGN_OR_RETURN(proto::Decoded d,
+                        proto::DecodeReply(st.futures[f].Wait(),
+                                           absl::StrCat("pull from server ", st.servers[f])));
+    const std::vector<ReplyPart>& parts = st.parts[f];
+    if (d.num_payloads() != parts.size()) {
+      return absl::InternalError(absl::StrCat("server ", st.servers[f], " answered ",
+                                              d.num_payloads(), " parts for ", parts.size()));
+    }
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const ReplyPart& p = parts[i];
+      PS_RETURN_IF_ERROR(d.CheckPayload(i, DType::kF32));
+      const Buffer& values = d.payload(i);
+      uint64_t expect = p.sparse ? p.count * st.sparse_dims[p.output] : p.count;
+      if (values.count<float>() != expect) {
+        return absl::InternalError(absl::StrCat("server ", st.servers[f], " sent ",
+                                                values.count<float>(), " values for ", expect));
+      }
+      if (!p.sparse) {
+        if (assembled[p.output] == nullptr) {
+          dense[p.output] = values;  // the whole table in one piece: no copy
+        } else {
+          std::memcpy(assembled[p.output] + p.table_offset * sizeof(float), values.data(),
+                      values.size());
+        }
+        continue;
+      }
+      const SparsePull& sp = st.sparse[p.output];
+      size_t dim = st.sparse_dims[p.output];
+      const float* src = values.as<float>().data();
+      if (p.positions.empty()) {
+        std::memcpy(sp.out, src, values.size());
+      } else {
+        for (size_t r = 0; r < p.positions.size(); ++r) {
+          std::memcpy(sp.out + static_cast<size_t>(p.positions[r]) * dim, src + r * dim,
+                      dim * sizeof(float));
+        }
+      }
+    }
+  }
+  return dense;
+}
+
+PushHandle KvClient::Push(const std::vector<DensePush>& dense,
+                          const std::vector<SparsePush>& sparse, uint32_t num_samples,
+                          int64_t clock) {
+  const int S = num_servers();
+  std::vector<KvRequest> bodies(S);
+  std::vector<std::vector<Buffer>> payloads(S);
+  std::vector<std::vector<DType>> types(S);
+  for (const DensePush& dp : dense) {
+    for (const proto::DenseRange& r : ranges_[dp.table]) {
+      bodies[r.server].parts.push_back(KvPart{dp.table, r.begin, r.length});
+      payloads[r.server].push_back(dp.grads.Slice(r.begin * sizeof(float), r.length * sizeof(float)));
+      types[r.server].push_back(DType::kF32);
+    }
+  }
+  for (const SparsePush& sp : sparse) {
+    size_t dim = layout_.tables[sp.table].dim;
+    if (S == 1) {
+      bodies[0].parts.push_back(KvPart{sp.table, 0, sp.ids.size()});
+      payloads[0].push_back(Buffer::Copy(sp.ids.data(), sp.ids.size_bytes()));
+      payloads[0].push_back(sp.grads);
+      types[0].push_back(DType::kU64);
+      types[0].push_back(DType::kF32);
+      continue;
+    }
+    std::vector<std::vector<uint64_t>> ids(S);
+    std::vector<std::vector<uint32_t>> rows(S);
+    for (uint32_t i = 0; i < sp.ids.size(); ++i) {
+      int s = SparseOwner(sp.ids[i], S);
+      ids[s].push_back(sp.ids[i]);
+      rows[s].push_back(i);
+    }
+    const float* src = sp.grads.as<float>().data();
+    for (int s = 0; s < S; ++s) {
+      if (ids[s].empty()) continue;
+      uint8_t* dst = nullptr;
+      Buffer g = Buffer::Allocate(rows[s].size() * dim * sizeof(float), &dst);
+      float* out = reinterpret_cast<float*>(dst);
+      for (size_t r = 0; r < rows[s].size(); ++r) {
+        std::memcpy(out + r * dim, src + static_cast<size_t>(rows[s][r]) * dim, dim * sizeof(float));
+      }
+      bodies[s].parts.push_back(KvPart{sp.table, 0, ids[s].size()});
+      payloads[s].push_back(Buffer::FromVector(std::move(ids[s])));
+      payloads[s].push_back(std::move(g));
+      types[s].push_back(DType::kU64);
+      types[s].push_back(DType::kF32);
+    }
+  }
+  PushHandle h;
+  absl::Time deadline = absl::Now() + options_.request_timeout;
+  for (int s = 0; s < S; ++s) {
+    bodies[s].num_samples = num_samples;
+    Message m = proto::Encode(MakeHeader(MsgType::kPush, clock), bodies[s], std::move(payloads[s]),
+                              types[s]);
+    h.futures_.push_back(node_->Call(peers_[s], std::move(m), deadline));
+    h.servers_.push_back(s);
+  }
+  return h;
+}
+
+absl::Status PushHandle::Wait() {
+  absl::Status first;
+  for (size_t i = 0; i < futures_.size(); ++i) {
+    absl::Status st = proto::DecodeReply(futures_[i].Wait(),
+                                         absl::StrCat("push to server ", servers_[i]))
+                          .status();
+    if (!st.ok() && first.ok()) first = st;
+  }
+  futures_.clear();
+  return first;
+}
+
+}  // namespace pstrain::worker

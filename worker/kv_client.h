@@ -1,0 +1,115 @@
+// KvClient: a worker's view of the parameter servers.
+//
+// Pull and Push are asynchronous: they split the request by server (dense
+// tables by the layout's ranges, sparse ids by SparseOwner), send one
+// message per server with every table's part in it, and return a handle;
+// Wait() collects the replies. Values are not copied when they need not be:
+// a dense table held whole by one server is handed out as the reply buffer
+// itself, and gradient buffers travel to the servers without a copy when
+// they map onto one server. Every server is sent a push each step (possibly
+// empty) so that its clock of this worker advances.
+//
+// Thread-safe for concurrent Pull/Push calls; a handle is used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/rpc.h"
+#include "proto_msgs/codec.h"
+#include "proto_msgs/messages.h"
+
+namespace pstrain::worker {
+
+struct KvClientOptions {
+  int32_t rank = 0;  // this worker's rank
+  // Deadline of a pull or push. Under BSP/SSP a pull may wait for the
+  // slowest worker, so this is long.
+  absl::Duration request_timeout = absl::Minutes(10);
+};
+
+// Rows of one sparse table to pull: `ids` (any order, duplicates allowed)
+// into `out` (ids.size() x dim floats, row i for ids[i]).
+struct SparsePull {
+  uint32_t table = 0;
+  std::span<const uint64_t> ids;
+  float* out = nullptr;
+};
+
+// Gradients of one sparse table: rows `grads` (ids.size() x dim floats) for
+// `ids` (unique). `grads_owner` keeps them alive while they are sent.
+struct SparsePush {
+  uint32_t table = 0;
+  std::span<const uint64_t> ids;
+  Buffer grads;
+};
+
+// Gradient of a whole dense table (table.size floats).
+struct DensePush {
+  uint32_t table = 0;
+  Buffer grads;
+};
+
+class KvClient;
+
+class PullHandle {
+ public:
+  PullHandle() = default;
+  // Waits for every server, fills the sparse outputs, and returns the dense
+  // tables (by position in the Pull's dense list; each buffer holds the
+  // table's `size` floats).
+  absl::StatusOr<std::vector<Buffer>> Wait();
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  friend class KvClient;
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+class PushHandle {
+ public:
+  PushHandle() = default;
+  absl::Status Wait();
+  bool valid() const { return !futures_.empty(); }
+
+ private:
+  friend class KvClient;
+  std::vector<RpcFuture> futures_;
+  std::vector<int> servers_;
+};
+
+class KvClient {
+ public:
+  // `node` must be started and outlive the client; `servers` are the
+  // servers' endpoints by rank.
+  KvClient(RpcNode* node, proto::TableLayout layout, const std::vector<std::string>& servers,
+           KvClientOptions options);
+
+  const proto::TableLayout& layout() const { return layout_; }
+  int num_servers() const { return static_cast<int>(peers_.size()); }
+
+  // Pulls whole dense tables and sparse rows, as of `clock`.
+  PullHandle Pull(const std::vector<uint32_t>& dense_tables, const std::vector<SparsePull>& sparse,
+                  int64_t clock);
+  // Pushes gradients summed over `num_samples` samples for step `clock`.
+  PushHandle Push(const std::vector<DensePush>& dense, const std::vector<SparsePush>& sparse,
+                  uint32_t num_samples, int64_t clock);
+
+ private:
+  proto::Header MakeHeader(proto::MsgType type, int64_t clock) const;
+
+  RpcNode* node_;
+  proto::TableLayout layout_;
+  KvClientOptions options_;
+  std::vector<PeerId> peers_;
+  // Per table: its dense ranges (empty for sparse tables).
+  std::vector<std::vector<proto::DenseRange>> ranges_;
+};
+
+}  // namespace pstrain::worker

@@ -1,0 +1,93 @@
+// Model: the compute of one CTR model replica, separated from where its
+// parameters live. The trainer asks the model which tables it has, plans a
+// batch (unique ids per sparse table), fetches those parameters (from the
+// parameter servers or a local store), and runs one step with them. The
+// model never talks to the network. Not thread-safe: one trainer thread per
+// Model instance (it keeps scratch buffers between steps).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/table_spec.h"
+#include "worker/data/batch.h"
+
+namespace pstrain::worker {
+
+// The ids one sparse table needs for one batch.
+struct SparseLookup {
+  std::vector<uint64_t> unique_ids;  // each id once; the rows to fetch
+  // For every id occurrence the table serves, in the batch's CSR order (the
+  // fields this table serves, in order; within a field, row by row), its
+  // position in unique_ids.
+  std::vector<uint32_t> index;
+};
+
+// What Plan() derives from a batch. Reused across steps (no reallocation).
+struct BatchPlan {
+  std::vector<SparseLookup> lookups;  // one per sparse table, by sparse order
+};
+
+// Parameter values bound for one step, indexed by TableSpec::id.
+// Dense table: `size` floats. Sparse table: unique_ids.size() x dim floats,
+// row i holding the row of plan.lookups[k].unique_ids[i].
+struct ParamRefs {
+  std::vector<const float*> tables;
+};
+
+// Gradient outputs, indexed like ParamRefs, same shapes. The model
+// overwrites every element. Gradients are of the SUM of per-sample losses
+// over the batch (not the mean): the optimizer scales by 1/num_samples.
+struct GradRefs {
+  std::vector<float*> tables;
+};
+
+struct StepOutput {
+  double loss_sum = 0;  // sum of per-sample binary cross-entropy
+  int num_samples = 0;
+};
+
+struct ModelOptions {
+  std::string name = "dlrm";                 // lr | wide_deep | dlrm | deep_tower
+  int num_dense = 13;
+  int num_sparse = 26;
+  int embedding_dim = 16;
+  std::vector<int> bottom_mlp = {64, 16};    // dlrm: last width == embedding_dim
+  std::vector<int> top_mlp = {64, 32};       // a final width-1 layer is added
+  std::vector<int> deep_mlp = {256, 128};    // wide_deep deep tower
+  OptimizerConfig dense_optimizer;           // for dense tables
+  OptimizerConfig sparse_optimizer;          // for embedding / sparse tables
+  uint64_t seed = 1;                         // initializer seed
+  std::string device = "cpu";                // cpu | cuda
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // All tables, TableSpec::id == position. Stable for the model's lifetime.
+  virtual const std::vector<TableSpec>& tables() const = 0;
+  // Positions (TableSpec::id) of the sparse tables, in BatchPlan order.
+  virtual const std::vector<uint32_t>& sparse_tables() const = 0;
+
+  // Deduplicates the batch's ids per sparse table into `plan`.
+  virtual void Plan(const Batch& batch, BatchPlan* plan) const = 0;
+
+  // Forward + backward. REQUIRES: `params`/`grads` bound as documented.
+  virtual absl::StatusOr<StepOutput> TrainStep(const Batch& batch, const BatchPlan& plan,
+                                               const ParamRefs& params, GradRefs* grads) = 0;
+
+  // Forward only: click probabilities, one per row, into `probs`.
+  virtual absl::Status Predict(const Batch& batch, const BatchPlan& plan,
+                               const ParamRefs& params, std::span<float> probs) = 0;
+};
+
+// Builds the model named in options.name. InvalidArgument for unknown names
+// or inconsistent shapes; Unavailable for device=cuda without a GPU/CUDA build.
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options);
+
+}  // namespace pstrain::worker
