@@ -163,10 +163,13 @@ struct KvRequest {
   std::vector<KvPart> parts;
   // Push: number of samples the gradients were summed over.
   uint32_t num_samples = 0;
+  // Push: the worker has finished training; synchronous steps stop waiting
+  // for it (after this push is counted).
+  bool retire = false;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t /*version*/) {
-    ar(parts, num_samples);
+    ar(parts, num_samples, retire);
   }
 };
 

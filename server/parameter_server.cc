@@ -120,6 +120,7 @@ void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
   store_ = *std::move(store);
   bsp_ = std::make_unique<BspAggregator>(store_.get());
   pushed_.assign(std::max(layout->num_workers, 1), 0);
+  retired_.assign(pushed_.size(), false);
   size_t dense = 0, sparse = 0;
   for (const auto& t : layout->tables) (t.kind == TableKind::kDense ? dense : sparse)++;
   spdlog::info("server {}: {} dense and {} sparse tables created", rank_, dense, sparse);
@@ -143,9 +144,30 @@ bool ParameterServer::PullReady(int64_t clock) const {
     case Consistency::kBsp:
       return applied_ >= clock;
     case Consistency::kSsp:
-      return *std::min_element(pushed_.begin(), pushed_.end()) >= clock - store_->layout().staleness;
+      return SlowestActiveClock() >= clock - store_->layout().staleness;
   }
   return true;
+}
+
+int64_t ParameterServer::SlowestActiveClock() const {
+  int64_t slowest = INT64_MAX;
+  for (size_t w = 0; w < pushed_.size(); ++w) {
+    if (!retired_[w]) slowest = std::min(slowest, pushed_[w]);
+  }
+  return slowest;
+}
+
+void ParameterServer::MaybeCompleteBspStep() {
+  if (pushers_this_step_ == 0) return;
+  for (size_t w = 0; w < pushed_.size(); ++w) {
+    if (!retired_[w] && pushed_[w] <= applied_) return;  // still owes this step
+  }
+  pushers_this_step_ = 0;
+  if (absl::Status st = bsp_->Apply(); !st.ok()) {
+    spdlog::error("server {}: applying step {} failed: {}", rank_, applied_, st.ToString());
+  }
+  ++applied_;
+  ReleaseParkedPulls();
 }
 
 void ParameterServer::OnPull(Decoded&& d, RpcRequest&& req) {
@@ -212,24 +234,22 @@ void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
   int64_t clock = d.header().step;
   Consistency mode = store_->layout().consistency;
   if (mode == Consistency::kBsp) {
-    if (clock != applied_ || pushed_[w] != clock) {
+    bool counts = !ops->empty() || body->num_samples > 0 || !body->retire;
+    if (counts && (clock != applied_ || pushed_[w] != clock)) {
       return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
                                  "BSP push from worker ", w, " for step ", clock, " while step ",
                                  applied_, " is open and it has pushed ", pushed_[w], " times")));
     }
-    bsp_->Add(*ops, body->num_samples);
-    pushed_[w] = clock + 1;
+    if (counts) {
+      bsp_->Add(*ops, body->num_samples);
+      pushed_[w] = clock + 1;
+      ++pushers_this_step_;
+    }
+    if (body->retire) retired_[w] = true;
     pushes_.fetch_add(1, std::memory_order_relaxed);
     node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
-    if (++pushers_this_step_ == static_cast<int>(pushed_.size())) {
-      pushers_this_step_ = 0;
-      if (absl::Status st = bsp_->Apply(); !st.ok()) {
-        spdlog::error("server {}: applying step {} failed: {}", rank_, applied_,
-                      st.ToString());
-      }
-      ++applied_;
-      ReleaseParkedPulls();
-    }
+    MaybeCompleteBspStep();
+    if (body->retire) ReleaseParkedPulls();
     return;
   }
   if (!ops->empty()) {
@@ -238,10 +258,11 @@ void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
       return ReplyError(req, st);
     }
   }
-  pushed_[w] = std::max(pushed_[w], clock + 1);
+  if (!ops->empty() || !body->retire) pushed_[w] = std::max(pushed_[w], clock + 1);
+  if (body->retire) retired_[w] = true;
   pushes_.fetch_add(1, std::memory_order_relaxed);
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
-  if (mode == Consistency::kSsp) ReleaseParkedPulls();
+  if (mode == Consistency::kSsp || body->retire) ReleaseParkedPulls();
 }
 
 void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {

@@ -76,6 +76,10 @@ class ParameterServer {
   void OnPush(const proto::Decoded& d, const RpcRequest& req);
   void OnShutdown(const proto::Decoded& d, const RpcRequest& req);
   bool PullReady(int64_t clock) const;
+  // BSP: applies the open step once every active worker has pushed it.
+  void MaybeCompleteBspStep();
+  // The smallest clock among workers still training (SSP), or INT64_MAX.
+  int64_t SlowestActiveClock() const;
   void ServePull(const RpcRequest& req, const std::vector<KvOp>& ops);
   void ReleaseParkedPulls();
   absl::Status CheckWorker(const proto::Header& h) const;
@@ -92,8 +96,9 @@ class ParameterServer {
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<BspAggregator> bsp_;
   std::vector<int64_t> pushed_;  // per worker: pushes received (its clock)
+  std::vector<bool> retired_;    // per worker: finished, no longer waited for
   int64_t applied_ = 0;          // BSP: steps applied
-  int pushers_this_step_ = 0;    // BSP
+  int pushers_this_step_ = 0;    // BSP: pushes summed for step applied_
   std::vector<ParkedPull> parked_;
   std::atomic<uint64_t> pulls_{0}, pushes_{0}, errors_{0}, parked_count_{0};
 

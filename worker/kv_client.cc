@@ -176,8 +176,7 @@ absl::StatusOr<std::vector<Buffer>> PullHandle::Wait() {
 }
 
 PushHandle KvClient::Push(const std::vector<DensePush>& dense,
-                          const std::vector<SparsePush>& sparse, uint32_t num_samples,
-                          int64_t clock) {
+                          const std::vector<SparsePush>& sparse, uint32_t num_samples, int64_t clock, bool retire) {
   const int S = num_servers();
   std::vector<KvRequest> bodies(S);
   std::vector<std::vector<Buffer>> payloads(S);
@@ -226,6 +225,7 @@ PushHandle KvClient::Push(const std::vector<DensePush>& dense,
   absl::Time deadline = absl::Now() + options_.request_timeout;
   for (int s = 0; s < S; ++s) {
     bodies[s].num_samples = num_samples;
+    bodies[s].retire = retire;
     Message m = proto::Encode(MakeHeader(MsgType::kPush, clock), bodies[s], std::move(payloads[s]),
                               types[s]);
     h.futures_.push_back(node_->Call(peers_[s], std::move(m), deadline));

@@ -98,8 +98,10 @@ class KvClient {
   PullHandle Pull(const std::vector<uint32_t>& dense_tables, const std::vector<SparsePull>& sparse,
                   int64_t clock);
   // Pushes gradients summed over `num_samples` samples for step `clock`.
+  // With `retire`, this is the worker's last push: synchronous consistency
+  // models stop waiting for it.
   PushHandle Push(const std::vector<DensePush>& dense, const std::vector<SparsePush>& sparse,
-                  uint32_t num_samples, int64_t clock);
+                  uint32_t num_samples, int64_t clock, bool retire = false);
 
  private:
   proto::Header MakeHeader(proto::MsgType type, int64_t clock) const;

@@ -12,13 +12,13 @@
 namespace pstrain::optim::internal {
 namespace {
 
-using simd::F8;
+using simd::Vec;
 
 struct AdagradRule {
   float lr, wd, eps, scale;
-  F8 operator()(F8 w, F8 g, F8* planes) const {
-    F8 gw = g * scale + w * wd;
-    F8 acc = planes[0] + gw * gw;
+  Vec operator()(Vec w, Vec g, Vec* planes) const {
+    Vec gw = g * scale + w * wd;
+    Vec acc = planes[0] + gw * gw;
     planes[0] = acc;
     return w - gw * lr / (simd::Sqrt(acc) + eps);
   }
@@ -45,8 +45,8 @@ class Adagrad final : public Optimizer {
 // Second pass of row-wise Adagrad: w -= step * g' with the row's step size.
 struct RowStepRule {
   float wd, scale, step;
-  F8 operator()(F8 w, F8 g, F8* /*planes*/) const {
-    F8 gw = g * scale + w * wd;
+  Vec operator()(Vec w, Vec g, Vec* /*planes*/) const {
+    Vec gw = g * scale + w * wd;
     return w - gw * step;
   }
 };
@@ -66,15 +66,15 @@ class RowwiseAdagrad final : public Optimizer {
     if (a.n == 0) return;
     const OptimizerConfig& c = config();
     // Pass 1: sum of g'^2 over the row (zero-padded tail lanes add 0).
-    F8 sum = {};
+    Vec sum = {};
     size_t i = 0;
     for (; i + simd::kWidth <= a.n; i += simd::kWidth) {
-      F8 gw = simd::Load(a.grads + i) * a.scale + simd::Load(a.weights_in + i) * c.weight_decay;
+      Vec gw = simd::Load(a.grads + i) * a.scale + simd::Load(a.weights_in + i) * c.weight_decay;
       sum += gw * gw;
     }
     if (i < a.n) {
       size_t r = a.n - i;
-      F8 gw = simd::LoadPartial(a.grads + i, r) * a.scale +
+      Vec gw = simd::LoadPartial(a.grads + i, r) * a.scale +
               simd::LoadPartial(a.weights_in + i, r) * c.weight_decay;
       sum += gw * gw;
     }

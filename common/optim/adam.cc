@@ -13,14 +13,14 @@
 namespace pstrain::optim::internal {
 namespace {
 
-using simd::F8;
+using simd::Vec;
 
 struct AdamRule {
   float lr, wd, eps, scale, b1, b2, c1, c2;  // c1, c2: 1 / (1 - beta^t)
-  F8 operator()(F8 w, F8 g, F8* planes) const {
-    F8 gw = g * scale + w * wd;
-    F8 m = planes[0] * b1 + gw * (1.0f - b1);
-    F8 v = planes[1] * b2 + gw * gw * (1.0f - b2);
+  Vec operator()(Vec w, Vec g, Vec* planes) const {
+    Vec gw = g * scale + w * wd;
+    Vec m = planes[0] * b1 + gw * (1.0f - b1);
+    Vec v = planes[1] * b2 + gw * gw * (1.0f - b2);
     planes[0] = m;
     planes[1] = v;
     return w - (m * c1) * lr / (simd::Sqrt(v * c2) + eps);

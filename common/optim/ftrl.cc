@@ -8,29 +8,30 @@
 // w in the z update is the stored weight, so rows that start from a random
 // initializer behave like a gradient step from that point. As in the paper
 // (and TensorFlow), every element of an update is recomputed from z and n,
-// including elements whose gradient is 0.
+// including elements whose gradient is 0: one that never had a non-zero
+// gradient has z = 0 and becomes exactly 0 (FTRL models start from zeros).
 #include "common/optim/kernels.h"
 #include "common/optim/simd.h"
 
 namespace pstrain::optim::internal {
 namespace {
 
-using simd::F8;
+using simd::Vec;
 
 struct FtrlRule {
   float inv_alpha, beta, l1, l2, scale;
-  F8 operator()(F8 w, F8 g, F8* planes) const {
-    F8 gs = g * scale;
-    F8 n_old = planes[1];
-    F8 n_new = n_old + gs * gs;
-    F8 sqrt_new = simd::Sqrt(n_new);
-    F8 sigma = (sqrt_new - simd::Sqrt(n_old)) * inv_alpha;
-    F8 z = planes[0] + gs - sigma * w;
+  Vec operator()(Vec w, Vec g, Vec* planes) const {
+    Vec gs = g * scale;
+    Vec n_old = planes[1];
+    Vec n_new = n_old + gs * gs;
+    Vec sqrt_new = simd::Sqrt(n_new);
+    Vec sigma = (sqrt_new - simd::Sqrt(n_old)) * inv_alpha;
+    Vec z = planes[0] + gs - sigma * w;
     planes[0] = z;
     planes[1] = n_new;
-    F8 shrunk = z - (z < 0.0f ? simd::Splat(-l1) : simd::Splat(l1));
-    F8 w_new = -shrunk / ((sqrt_new + beta) * inv_alpha + l2);
-    return simd::Abs(z) <= l1 ? F8{} : w_new;
+    Vec shrunk = z - (z < 0.0f ? simd::Splat(-l1) : simd::Splat(l1));
+    Vec w_new = -shrunk / ((sqrt_new + beta) * inv_alpha + l2);
+    return simd::Abs(z) <= l1 ? Vec{} : w_new;
   }
 };
 

@@ -10,12 +10,12 @@
 namespace pstrain::optim::internal {
 namespace {
 
-using simd::F8;
+using simd::Vec;
 
 struct PlainRule {
   float lr, wd, scale;
-  F8 operator()(F8 w, F8 g, F8* /*planes*/) const {
-    F8 gw = g * scale + w * wd;
+  Vec operator()(Vec w, Vec g, Vec* /*planes*/) const {
+    Vec gw = g * scale + w * wd;
     return w - gw * lr;
   }
 };
@@ -23,9 +23,9 @@ struct PlainRule {
 struct MomentumRule {
   float lr, wd, scale, mu;
   bool nesterov;
-  F8 operator()(F8 w, F8 g, F8* planes) const {
-    F8 gw = g * scale + w * wd;
-    F8 v = planes[0] * mu + gw;
+  Vec operator()(Vec w, Vec g, Vec* planes) const {
+    Vec gw = g * scale + w * wd;
+    Vec v = planes[0] * mu + gw;
     planes[0] = v;
     return nesterov ? w - (gw + v * mu) * lr : w - v * lr;
   }

@@ -40,11 +40,13 @@ class RowArena {
   float* row(uint32_t r) { return chunks_[r >> shift_] + (r & mask_) * stride_; }
   const float* row(uint32_t r) const { return chunks_[r >> shift_] + (r & mask_) * stride_; }
 
-  // Hints the CPU to load every cache line of row r.
+  // Hints the CPU to load every cache line of row r, for reading or (kWrite)
+  // for writing.
+  template <bool kWrite = false>
   void Prefetch(uint32_t r) const {
     const char* p = reinterpret_cast<const char*>(row(r));
-    for (size_t off = 0; off < row_bytes_; off += 64) __builtin_prefetch(p + off);
-    __builtin_prefetch(p + row_bytes_ - 1);
+    for (size_t off = 0; off < row_bytes_; off += 64) __builtin_prefetch(p + off, kWrite);
+    __builtin_prefetch(p + row_bytes_ - 1, kWrite);
   }
 
   // True when no row number below 2^32 - 1 is left for another row.

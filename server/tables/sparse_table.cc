@@ -17,7 +17,7 @@ namespace {
 constexpr size_t kPullBlock = 1024;
 // How far ahead lookups and row accesses are prefetched.
 constexpr size_t kIndexPrefetch = 16;
-constexpr size_t kRowPrefetch = 12;
+constexpr size_t kRowPrefetch = 8;
 // Scratch vectors larger than this many ids are freed after a call.
 constexpr size_t kMaxRetainedIds = 1 << 16;
 
@@ -154,7 +154,7 @@ void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, 
   args.n = dim_;
   args.scale = scale;
   for (size_t i = 0; i < n; ++i) {
-    if (i + kRowPrefetch < n) arena_.Prefetch(rows[i + kRowPrefetch]);
+    if (i + kRowPrefetch < n) arena_.Prefetch<true>(rows[i + kRowPrefetch]);
     float* row = arena_.row(rows[i]);
     args.weights_in = row;
     args.weights_out = row;

@@ -1,0 +1,59 @@
+// Mlp: a stack of Linear layers on a Device, with ReLU after every layer (or
+// every layer but the last). Declares its tables "<prefix>.<i>.weight"
+// ([width_i x width_{i-1}]) and "<prefix>.<i>.bias" ([width_i]) and keeps the
+// hidden activations of the last Forward (plus gradient scratch) in device
+// buffers that are reused across steps. Not thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "worker/models/table_registry.h"
+#include "worker/nn/device.h"
+#include "worker/nn/tensor.h"
+
+namespace pstrain::worker {
+
+class Mlp {
+ public:
+  // Declares the tables in `registry`. REQUIRES: in >= 0, widths non-empty
+  // and positive.
+  Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector<int> widths,
+      bool relu_last, uint64_t seed);
+
+  int in() const { return in_; }
+  int out() const { return layers_.back().out; }
+
+  // Sizes the activation buffers for `batch` rows.
+  absl::Status Reserve(nn::Device* device, int batch);
+
+  // out ([B x out()], may be a strided view) = MLP(x).
+  absl::Status Forward(nn::Device& device, nn::ConstMatrixView x,
+                       const std::vector<const float*>& params, nn::MatrixView out);
+
+  // Given the x and out of the last Forward and dL/dout in `d_out` (modified
+  // in place), overwrites (or with `accumulate` adds to) the gradients of
+  // every layer's tables in `grads` and writes dL/dx into `dx` unless
+  // dx.data is null.
+  absl::Status Backward(nn::Device& device, nn::ConstMatrixView x,
+                        const std::vector<const float*>& params, nn::ConstMatrixView out,
+                        nn::MatrixView d_out, const std::vector<float*>& grads,
+                        nn::MatrixView dx, bool accumulate);
+
+ private:
+  struct Layer {
+    int in = 0;
+    int out = 0;
+    uint32_t weight = 0;  // table ids
+    uint32_t bias = 0;
+    nn::Activation act = nn::Activation::kNone;
+    nn::DeviceBuffer y;   // output of a hidden layer (the last writes to `out`)
+    nn::DeviceBuffer dy;  // its gradient
+  };
+
+  int in_ = 0;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace pstrain::worker

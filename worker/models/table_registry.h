@@ -1,0 +1,54 @@
+// TableRegistry: the list of parameter tables a model declares while it is
+// built (TableSpec::id == position), with the batch fields each sparse table
+// serves, plus the initializers the models share. Filled once by a model's
+// constructor, read-only afterwards; not thread-safe while being filled.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/table_spec.h"
+
+namespace pstrain::worker {
+
+// Linear weights: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch's nn.Linear
+// default bound).
+InitializerConfig LinearWeightInit(int fan_in, uint64_t seed);
+// Embedding rows: U(-1/sqrt(dim), 1/sqrt(dim)). The DLRM reference scales by
+// 1/sqrt(num_rows), which does not exist for unbounded hashed ids; 1/sqrt(dim)
+// keeps a row's norm near 1/sqrt(3) whatever the dimension.
+InitializerConfig EmbeddingInit(int dim, uint64_t seed);
+// Biases and linear-model weights start at zero.
+InitializerConfig ZeroInit(uint64_t seed);
+
+class TableRegistry {
+ public:
+  TableRegistry(OptimizerConfig dense_optimizer, OptimizerConfig sparse_optimizer)
+      : dense_optimizer_(dense_optimizer), sparse_optimizer_(sparse_optimizer) {}
+
+  // Adds a dense table of `size` floats (dense optimizer); returns its id.
+  uint32_t AddDense(std::string name, uint64_t size, InitializerConfig init);
+  // Adds a sparse table of rows of `dim` floats serving the batch fields
+  // `fields`, in order (sparse optimizer); returns its id.
+  uint32_t AddSparse(std::string name, uint32_t dim, InitializerConfig init,
+                     std::vector<int> fields);
+
+  const std::vector<TableSpec>& tables() const { return tables_; }
+  // Ids of the sparse tables in BatchPlan order.
+  const std::vector<uint32_t>& sparse_ids() const { return sparse_ids_; }
+  // Fields served by each sparse table, by BatchPlan position.
+  const std::vector<std::vector<int>>& sparse_fields() const { return sparse_fields_; }
+
+ private:
+  OptimizerConfig dense_optimizer_;
+  OptimizerConfig sparse_optimizer_;
+  std::vector<TableSpec> tables_;
+  std::vector<uint32_t> sparse_ids_;
+  std::vector<std::vector<int>> sparse_fields_;
+};
+
+// Criteo-style field name of sparse field f (0-based): "C1", "C2", ...
+std::string SparseFieldName(int field);
+
+}  // namespace pstrain::worker

@@ -1,0 +1,46 @@
+// Launchers of the project's own CUDA kernels (kernels_cuda.cu), used by
+// CudaDevice. Each enqueues its kernel(s) on `stream` and returns the launch
+// error (cudaSuccess when queued); shapes follow the CPU layer functions of
+// the same names. Pointers are device pointers; views are passed as
+// (pointer, stride) with explicit rows/cols.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace pstrain::worker::nn::cuda_kernels {
+
+// y = act(y + b) in place; b may be null.
+cudaError_t BiasActivation(float* y, int rows, int cols, int stride, const float* b, bool relu,
+                           cudaStream_t stream);
+// dy = dy * (y > 0) when relu; then db (+)= column sums of dy when db != null.
+cudaError_t BiasActivationBackward(const float* y, int y_stride, float* dy, int dy_stride,
+                                   int rows, int cols, bool relu, float* db, bool accumulate,
+                                   cudaStream_t stream);
+// y = max(x, 0).
+cudaError_t Relu(const float* x, int x_stride, float* y, int y_stride, int rows, int cols,
+                 cudaStream_t stream);
+// dx = dy * (y > 0).
+cudaError_t ReluBackward(const float* y, int y_stride, const float* dy, int dy_stride, float* dx,
+                         int dx_stride, int rows, int cols, cudaStream_t stream);
+// out[b, :] (+)= pool of rows[index[k], :] over bag b.
+cudaError_t EmbeddingBagForward(const float* rows, const uint32_t* index, const uint32_t* offsets,
+                                int batch, int dim, bool mean, bool accumulate, float* out,
+                                int out_stride, cudaStream_t stream);
+// d_rows[index[k], :] += d_out[b, :] (/ bag size for mean), with atomicAdd.
+cudaError_t EmbeddingBagBackward(const float* d_out, int d_out_stride, const uint32_t* index,
+                                 const uint32_t* offsets, int batch, int dim, bool mean,
+                                 float* d_rows, cudaStream_t stream);
+// DLRM dot interaction (see interaction.h).
+cudaError_t DotInteractionForward(const float* t, int t_stride, int batch, int n, int dim,
+                                  float* z, int z_stride, cudaStream_t stream);
+cudaError_t DotInteractionBackward(const float* t, int t_stride, const float* dz, int dz_stride,
+                                   int batch, int n, int dim, float* dt, int dt_stride,
+                                   cudaStream_t stream);
+// dlogits = sigmoid(z) - y; *loss_sum (device, zeroed here) = sum of BCE.
+cudaError_t SigmoidBce(const float* logits, const float* labels, int n, float* dlogits,
+                       double* loss_sum, cudaStream_t stream);
+cudaError_t Sigmoid(const float* logits, int n, float* probs, cudaStream_t stream);
+
+}  // namespace pstrain::worker::nn::cuda_kernels

@@ -1,0 +1,346 @@
+#include "worker/trainer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/file_util.h"
+#include "worker/data/file_set.h"
+#include "worker/data/reader.h"
+#include "worker/eval/metrics.h"
+
+namespace pstrain::worker {
+
+struct Trainer::Prepared {
+  std::shared_ptr<const Batch> batch;
+  BatchPlan plan;
+  std::vector<std::vector<float>> rows;  // per sparse table: unique x dim
+  PullHandle pull;
+  std::vector<Buffer> dense;  // pulled dense tables, by position in dense_tables_
+};
+
+namespace {
+
+double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
+
+// The "oracle_auc" number of a generator meta file, or NaN.
+double ReadOracleAuc(const std::string& path) {
+  if (path.empty()) return NAN;
+  auto text = ReadFileToString(path);
+  if (!text.ok()) {
+    spdlog::warn("cannot read {}: {}", path, text.status().ToString());
+    return NAN;
+  }
+  size_t k = text->find("\"oracle_auc\"");
+  if (k == std::string::npos) return NAN;
+  size_t colon = text->find(':', k);
+  if (colon == std::string::npos) return NAN;
+  return std::strtod(text->c_str() + colon + 1, nullptr);
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorClient* coordinator,
+                 int rank, int num_workers)
+    : options_(std::move(options)),
+      model_(model),
+      kv_(kv),
+      coordinator_(coordinator),
+      rank_(rank),
+      num_workers_(num_workers),
+      process_start_(absl::Now()) {
+  for (const TableSpec& t : model_->tables()) {
+    if (t.kind == TableKind::kDense) dense_tables_.push_back(t.id);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::Prepare(
+    std::shared_ptr<const Batch> batch, int64_t clock) {
+  auto p = std::make_unique<Prepared>();
+  p->batch = std::move(batch);
+  model_->Plan(*p->batch, &p->plan);
+  const auto& sparse = model_->sparse_tables();
+  if (p->plan.lookups.size() != sparse.size()) {
+    return absl::InternalError("model plan does not match its sparse tables");
+  }
+  p->rows.resize(sparse.size());
+  std::vector<SparsePull> pulls;
+  pulls.reserve(sparse.size());
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    const TableSpec& spec = model_->tables()[sparse[k]];
+    const auto& ids = p->plan.lookups[k].unique_ids;
+    p->rows[k].resize(ids.size() * spec.dim);
+    pulls.push_back(SparsePull{sparse[k], ids, p->rows[k].data()});
+  }
+  p->pull = kv_->Pull(dense_tables_, pulls, clock);
+  return p;
+}
+
+absl::Status Trainer::Bind(Prepared& p, ParamRefs* params) {
+  PS_ASSIGN_OR_RETURN(p.dense, p.pull.Wait());
+  params->tables.assign(model_->tables().size(), nullptr);
+  for (size_t i = 0; i < dense_tables_.size(); ++i) {
+    params->tables[dense_tables_[i]] = p.dense[i].as<float>().data();
+  }
+  const auto& sparse = model_->sparse_tables();
+  for (size_t k = 0; k < sparse.size(); ++k) params->tables[sparse[k]] = p.rows[k].data();
+  return absl::OkStatus();
+}
+
+double Trainer::FractionDone(int64_t step, int64_t bytes_read) const {
+  if (options_.max_steps > 0) return std::min(1.0, double(step) / double(options_.max_steps));
+  if (shard_bytes_ == 0 || options_.epochs <= 0) return NAN;
+  return std::min(1.0, double(bytes_read) / (double(shard_bytes_) * options_.epochs));
+}
+
+absl::StatusOr<TrainResult> Trainer::Run() {
+  PS_ASSIGN_OR_RETURN(metrics_, MetricsFile::Open(rank_ == 0 ? options_.metrics_out : ""));
+  ReaderOptions ro;
+  ro.patterns = options_.train_data;
+  ro.shard_index = rank_;
+  ro.num_shards = num_workers_;
+  ro.schema = options_.schema;
+  ro.batch_size = options_.batch_size;
+  ro.epochs = options_.epochs;
+  ro.shuffle_buffer_rows = options_.shuffle_buffer;
+  ro.seed = options_.seed + static_cast<uint64_t>(rank_);
+  ro.max_bad_lines_fraction = options_.max_bad_lines_fraction;
+  PS_ASSIGN_OR_RETURN(auto files, ExpandFilePatterns(ro.patterns));
+  for (const FileRange& r : ShardRanges(files, rank_, num_workers_)) shard_bytes_ += r.end - r.begin;
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<DataReader> reader, DataReader::Open(ro));
+
+  const bool prefetch = kv_->layout().consistency != proto::Consistency::kBsp;
+  Progress progress(metrics_.get(), options_.log_every, options_.progress_bar);
+  TrainResult result;
+  int64_t clock = 0;
+  double loss_sum = 0, total_loss = 0;  // since the last report, before it
+  int64_t loss_count = 0, total_count = 0;
+  int eval_round = 0;
+  absl::Time train_start = absl::Now();
+
+  auto next_batch = [&]() -> absl::StatusOr<std::shared_ptr<const Batch>> {
+    if (options_.max_steps > 0 && clock + 1 > options_.max_steps) return nullptr;
+    absl::Time t0 = absl::Now();
+    auto b = reader->Next();
+    result.data_seconds += Seconds(t0);
+    return b;
+  };
+
+  PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> first, reader->Next());
+  std::unique_ptr<Prepared> next;
+  if (first) {
+      PS_ASSIGN_OR_RETURN(next, Prepare(std::move(first), clock));
+    }
+  PushHandle last_push;
+  ParamRefs params;
+  GradRefs grads;
+  while (next) {
+    std::unique_ptr<Prepared> cur = std::move(next);
+    if (prefetch) {
+      PS_ASSIGN_OR_RETURN(auto b, next_batch());
+      if (b) {
+      PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock + 1));
+    }
+    }
+    absl::Time t0 = absl::Now();
+    PS_RETURN_IF_ERROR(Bind(*cur, &params));
+    if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
+    result.wait_seconds += Seconds(t0);
+
+    t0 = absl::Now();
+    std::vector<Buffer> grad_buffers(model_->tables().size());
+    grads.tables.assign(model_->tables().size(), nullptr);
+    for (uint32_t t : dense_tables_) {
+      uint8_t* data = nullptr;
+      grad_buffers[t] = Buffer::Allocate(model_->tables()[t].size * sizeof(float), &data);
+      grads.tables[t] = reinterpret_cast<float*>(data);
+    }
+    const auto& sparse = model_->sparse_tables();
+    for (size_t k = 0; k < sparse.size(); ++k) {
+      uint8_t* data = nullptr;
+      grad_buffers[sparse[k]] = Buffer::Allocate(cur->rows[k].size() * sizeof(float), &data);
+      grads.tables[sparse[k]] = reinterpret_cast<float*>(data);
+    }
+    PS_ASSIGN_OR_RETURN(StepOutput out, model_->TrainStep(*cur->batch, cur->plan, params, &grads));
+    result.compute_seconds += Seconds(t0);
+
+    std::vector<DensePush> dense_push;
+    for (uint32_t t : dense_tables_) dense_push.push_back(DensePush{t, grad_buffers[t]});
+    std::vector<SparsePush> sparse_push;
+    for (size_t k = 0; k < sparse.size(); ++k) {
+      sparse_push.push_back(
+          SparsePush{sparse[k], cur->plan.lookups[k].unique_ids, grad_buffers[sparse[k]]});
+    }
+    last_push = kv_->Push(dense_push, sparse_push, static_cast<uint32_t>(out.num_samples), clock);
+    ++clock;
+    result.samples += out.num_samples;
+    loss_sum += out.loss_sum;
+    loss_count += out.num_samples;
+    if (!std::isfinite(out.loss_sum)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "loss became non-finite at step ", clock, " (learning rate too high?)"));
+    }
+
+    if (!prefetch) {
+      PS_ASSIGN_OR_RETURN(auto b, next_batch());
+      if (b) {
+      PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock));
+    }
+    }
+    ProgressSnapshot snap;
+    snap.step = clock;
+    snap.samples = result.samples;
+    snap.fraction_done = FractionDone(clock, reader->stats().bytes_read);
+    snap.interval_loss = loss_count > 0 ? loss_sum / loss_count : 0;
+    snap.compute_seconds = result.compute_seconds;
+    snap.wait_seconds = result.wait_seconds;
+    snap.data_seconds = result.data_seconds;
+    if (rank_ == 0 && progress.Update(snap)) {
+      total_loss += loss_sum;
+      total_count += loss_count;
+      loss_sum = 0;
+      loss_count = 0;
+    }
+    if (options_.eval_every_steps > 0 && clock % options_.eval_every_steps == 0 &&
+        !options_.eval_data.empty()) {
+      if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
+      PS_RETURN_IF_ERROR(Evaluate(eval_round++, clock, &result));
+    }
+  }
+  if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
+  PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock, /*retire=*/true).Wait());
+  result.steps = clock;
+  result.train_seconds = Seconds(train_start);
+  total_loss += loss_sum;
+  total_count += loss_count;
+  result.final_loss = total_count > 0 ? total_loss / total_count : 0;
+  ReaderStats rs = reader->stats();
+  result.reader_rows_per_sec = rs.rows_per_busy_second;
+  if (rank_ == 0) progress.Finish();
+  spdlog::info("trained {} steps, {} samples in {:.1f}s (compute {:.1f}s, wait {:.1f}s, data {:.1f}s; "
+               "reader {:.0f} rows/s, {} bad lines)",
+               result.steps, result.samples, result.train_seconds, result.compute_seconds,
+               result.wait_seconds, result.data_seconds, rs.rows_per_busy_second, rs.bad_lines);
+
+  // Everyone finishes training before the final evaluation sees the model.
+  PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, absl::Hours(24)));
+  if (!options_.eval_data.empty()) PS_RETURN_IF_ERROR(Evaluate(eval_round, clock, &result));
+  PS_RETURN_IF_ERROR(WriteSummary(result));
+  return result;
+}
+
+absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result) {
+  ReaderOptions ro;
+  ro.patterns = options_.eval_data;
+  ro.shard_index = rank_;
+  ro.num_shards = num_workers_;
+  ro.schema = options_.schema;
+  ro.batch_size = options_.eval_batch_size;
+  ro.epochs = 1;
+  ro.max_bad_lines_fraction = options_.max_bad_lines_fraction;
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<DataReader> reader, DataReader::Open(ro));
+  std::vector<float> probs, labels;
+  ParamRefs params;
+  while (true) {
+    PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> b, reader->Next());
+    if (!b) break;
+    PS_ASSIGN_OR_RETURN(auto p, Prepare(b, clock));
+    PS_RETURN_IF_ERROR(Bind(*p, &params));
+    size_t at = probs.size();
+    probs.resize(at + b->size);
+    PS_RETURN_IF_ERROR(model_->Predict(*b, p->plan, params, std::span<float>(probs).subspan(at)));
+    labels.insert(labels.end(), b->labels.begin(), b->labels.end());
+  }
+  return Gather(round, probs, labels, result, clock);
+}
+
+absl::Status Trainer::Gather(int round, const std::vector<float>& probs,
+                             const std::vector<float>& labels, TrainResult* result, int64_t clock) {
+  std::string key = absl::StrCat("eval/", round, "/");
+  uint64_t n = probs.size();
+  std::string blob(sizeof(n) + 2 * n * sizeof(float), '\0');
+  std::memcpy(blob.data(), &n, sizeof(n));
+  std::memcpy(blob.data() + sizeof(n), probs.data(), n * sizeof(float));
+  std::memcpy(blob.data() + sizeof(n) + n * sizeof(float), labels.data(), n * sizeof(float));
+  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(rank_),
+                                            Buffer::FromString(std::move(blob))));
+  if (rank_ != 0) return absl::OkStatus();
+  std::vector<float> all_probs, all_labels;
+  for (int w = 0; w < num_workers_; ++w) {
+    PS_ASSIGN_OR_RETURN(Buffer b, coordinator_->StoreGet(key + std::to_string(w), absl::Hours(1)));
+    uint64_t m = 0;
+    if (b.size() < sizeof(m)) return absl::DataLossError("short evaluation blob");
+    std::memcpy(&m, b.data(), sizeof(m));
+    if (b.size() != sizeof(m) + 2 * m * sizeof(float)) {
+      return absl::DataLossError(absl::StrCat("evaluation blob of worker ", w, " is malformed"));
+    }
+    const float* f = reinterpret_cast<const float*>(b.data() + sizeof(m));
+    all_probs.insert(all_probs.end(), f, f + m);
+    all_labels.insert(all_labels.end(), f + m, f + 2 * m);
+  }
+  BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
+  result->eval_auc = m.auc;
+  result->eval_logloss = m.logloss;
+  result->eval_accuracy = m.accuracy;
+  result->eval_rows = m.count;
+  spdlog::info("eval at step {}: AUC {:.4f}, logloss {:.4f}, accuracy {:.4f} over {} rows", clock,
+               m.auc, m.logloss, m.accuracy, m.count);
+  JsonLine line;
+  line.Add("event", "eval")
+      .Add("step", clock)
+      .Add("eval_auc", m.auc)
+      .Add("eval_logloss", m.logloss)
+      .Add("eval_accuracy", m.accuracy)
+      .Add("eval_rows", m.count)
+      .Add("elapsed_seconds", Seconds(process_start_));
+  metrics_->Write(line);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::WriteSummary(const TrainResult& result) {
+  std::string key = "stats/";
+  double mine[2] = {static_cast<double>(result.samples), result.train_seconds};
+  std::string blob(sizeof(mine), '\0');
+  std::memcpy(blob.data(), mine, sizeof(mine));
+  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(rank_), Buffer::FromString(std::move(blob))));
+  if (rank_ != 0) return absl::OkStatus();
+  double samples = 0, seconds = 0;
+  for (int w = 0; w < num_workers_; ++w) {
+    PS_ASSIGN_OR_RETURN(Buffer b, coordinator_->StoreGet(key + std::to_string(w), absl::Minutes(10)));
+    if (b.size() != 2 * sizeof(double)) return absl::DataLossError("malformed worker stats");
+    double v[2];
+    std::memcpy(v, b.data(), sizeof(v));
+    samples += v[0];
+    seconds = std::max(seconds, v[1]);
+  }
+  double rate = seconds > 0 ? samples / seconds : 0;
+  double oracle = ReadOracleAuc(options_.eval_meta);
+  double wall = Seconds(process_start_);
+  JsonLine line;
+  line.Add("event", "summary")
+      .Add("model", options_.model.name)
+      .Add("workers", num_workers_)
+      .Add("steps", result.steps)
+      .Add("train_samples", static_cast<int64_t>(samples))
+      .Add("eval_auc", result.eval_auc)
+      .Add("oracle_auc", oracle)
+      .Add("eval_logloss", result.eval_logloss)
+      .Add("eval_accuracy", result.eval_accuracy)
+      .Add("samples_per_sec", rate)
+      .Add("wall_seconds", wall)
+      .Add("compute_seconds", result.compute_seconds)
+      .Add("wait_seconds", result.wait_seconds)
+      .Add("data_seconds", result.data_seconds);
+  metrics_->Write(line);
+  std::string oracle_text = std::isfinite(oracle) ? absl::StrFormat(" (oracle %.4f)", oracle) : "";
+  std::printf("RESULT model=%s eval_auc=%.4f%s eval_logloss=%.4f samples/s=%.0f wall=%.1fs\n",
+              options_.model.name.c_str(), result.eval_auc, oracle_text.c_str(),
+              result.eval_logloss, rate, wall);
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain::worker

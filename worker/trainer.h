@@ -1,0 +1,96 @@
+// Trainer: the training loop of one worker in parameter-server mode.
+//
+// Each step: take the next batch from the reader, deduplicate its ids, pull
+// the dense tables and the batch's sparse rows, run forward/backward, push
+// the gradients. Under ASP and SSP the pull of the next batch is issued
+// before the current batch computes (prefetch: parameters one step stale,
+// which those models allow); under BSP it waits for the step to close.
+// Evaluations (every N steps and at the end) score this worker's share of
+// the eval data and gather the scores at worker 0, which computes exact
+// metrics over all rows.
+//
+// Not thread-safe: one thread runs Run().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cluster/coordinator_client.h"
+#include "worker/data/schema.h"
+#include "worker/kv_client.h"
+#include "worker/models/model.h"
+#include "worker/progress.h"
+
+namespace pstrain::worker {
+
+struct TrainOptions {
+  ModelOptions model;
+  Schema schema;
+  std::vector<std::string> train_data;  // paths or globs
+  std::vector<std::string> eval_data;
+  int batch_size = 1024;
+  int epochs = 1;
+  int64_t max_steps = 0;        // 0: no step budget
+  size_t shuffle_buffer = 0;    // rows
+  uint64_t seed = 1;
+  double max_bad_lines_fraction = 0.01;
+  int64_t eval_every_steps = 0;  // 0: only at the end
+  int eval_batch_size = 4096;
+  absl::Duration log_every = absl::Seconds(10);
+  std::string metrics_out;       // JSON lines (worker 0 writes)
+  std::string eval_meta;         // generator's meta JSON (oracle AUC), optional
+  bool progress_bar = false;     // redraw a bar on stderr (a terminal)
+};
+
+// What a finished run measured (on this worker).
+struct TrainResult {
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double train_seconds = 0;
+  double compute_seconds = 0;
+  double wait_seconds = 0;
+  double data_seconds = 0;
+  double reader_rows_per_sec = 0;
+  double final_loss = 0;
+  // Set on worker 0 after the final evaluation.
+  double eval_auc = 0;
+  double eval_logloss = 0;
+  double eval_accuracy = 0;
+  int64_t eval_rows = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorClient* coordinator,
+          int rank, int num_workers);
+
+  // Trains, evaluates and (on worker 0) writes the summary.
+  absl::StatusOr<TrainResult> Run();
+
+ private:
+  struct Prepared;
+
+  absl::StatusOr<std::unique_ptr<Prepared>> Prepare(std::shared_ptr<const Batch> batch,
+                                                    int64_t clock);
+  absl::Status Bind(Prepared& p, ParamRefs* params);
+  absl::Status Evaluate(int round, int64_t clock, TrainResult* result);
+  absl::Status Gather(int round, const std::vector<float>& probs,
+                      const std::vector<float>& labels, TrainResult* result, int64_t clock);
+  absl::Status WriteSummary(const TrainResult& result);
+  double FractionDone(int64_t step, int64_t bytes_read) const;
+
+  TrainOptions options_;
+  Model* model_;
+  KvClient* kv_;
+  CoordinatorClient* coordinator_;
+  int rank_;
+  int num_workers_;
+  std::vector<uint32_t> dense_tables_;
+  uint64_t shard_bytes_ = 0;
+  std::unique_ptr<MetricsFile> metrics_;
+  absl::Time process_start_;
+};
+
+}  // namespace pstrain::worker

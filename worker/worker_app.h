@@ -1,0 +1,25 @@
+// RunWorker: one worker process from start to finish — join the cluster,
+// define the model's tables, train, evaluate, report, leave.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "worker/trainer.h"
+
+namespace pstrain::worker {
+
+struct WorkerOptions {
+  std::string coordinator;
+  std::string bind = "tcp://0.0.0.0:0";
+  std::string advertise_host;
+  int32_t rank = -1;
+  absl::Duration connect_timeout = absl::Seconds(60);
+  TrainOptions train;
+};
+
+absl::Status RunWorker(const WorkerOptions& options);
+
+
+}  // namespace pstrain::worker
