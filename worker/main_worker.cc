@@ -26,8 +26,15 @@ ABSL_FLAG(uint64_t, hash_buckets, 0, "Fold ids into this many rows per field (0:
 ABSL_FLAG(std::string, optimizer, "adagrad", "Server-side optimizer: sgd | adagrad | rowwise_adagrad | adam | ftrl.");
 ABSL_FLAG(double, lr, 0.05, "Learning rate.");
 ABSL_FLAG(std::string, dense_optimizer, "", "Optimizer of the dense (MLP) tables (default: --optimizer).");
-ABSL_FLAG(double, dense_lr, -1, "Learning rate of the dense tables (default: --lr).");
+ABSL_FLAG(double, dense_lr, -1,
+          "Learning rate of the dense (MLP) tables (default: --lr / 5: shared weights take every "
+          "sample's gradient, embedding rows only their ids').");
 ABSL_FLAG(double, momentum, 0, "SGD momentum.");
+ABSL_FLAG(double, initial_accumulator, 0,
+          "Adagrad: starting value of the squared-gradient sums of the embedding tables (0: the "
+          "first update of a new row moves it by lr, which rare ids need).");
+ABSL_FLAG(double, dense_initial_accumulator, 0,
+          "Adagrad: starting value of the squared-gradient sums of the dense (MLP) tables.");
 ABSL_FLAG(double, weight_decay, 0, "L2 weight decay (sgd, adagrad, adam).");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of parameter initialization and shuffling.");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda | auto.");
@@ -101,11 +108,15 @@ absl::StatusOr<pstrain::worker::WorkerOptions> OptionsFromFlags() {
   m.sparse_optimizer.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
   m.sparse_optimizer.momentum = static_cast<float>(absl::GetFlag(FLAGS_momentum));
   m.sparse_optimizer.weight_decay = static_cast<float>(absl::GetFlag(FLAGS_weight_decay));
+  m.sparse_optimizer.initial_accumulator = static_cast<float>(absl::GetFlag(FLAGS_initial_accumulator));
   m.dense_optimizer = m.sparse_optimizer;
   if (std::string d = absl::GetFlag(FLAGS_dense_optimizer); !d.empty()) {
     PS_ASSIGN_OR_RETURN(m.dense_optimizer.kind, ParseOptimizer(d));
   }
+  m.dense_optimizer.lr = m.sparse_optimizer.lr / 5;
   if (double lr = absl::GetFlag(FLAGS_dense_lr); lr >= 0) m.dense_optimizer.lr = static_cast<float>(lr);
+  m.dense_optimizer.initial_accumulator =
+      static_cast<float>(absl::GetFlag(FLAGS_dense_initial_accumulator));
   if (!(m.sparse_optimizer.lr > 0)) return absl::InvalidArgumentError("--lr must be positive");
 
   t.schema.num_dense = m.num_dense;

@@ -31,14 +31,14 @@ absl::Status WriteAll(int fd, const std::string& data, const std::string& path) 
 }
 
 // Writes the rows and fills probabilities/labels; closes nothing.
-absl::Status WriteRows(const SyntheticWorld& world, int64_t rows, int fd,
+absl::Status WriteRows(const SyntheticWorld& world, int64_t first_row, int64_t rows, int fd,
                        const std::string& path, std::vector<double>* probs,
                        std::vector<float>* labels, uint64_t* bytes) {
   std::string buf;
   buf.reserve(kWriteChunk + 4096);
   SyntheticRow row;
   for (int64_t r = 0; r < rows; ++r) {
-    world.SampleRow(r, &row);
+    world.SampleRow(first_row + r, &row);
     world.FormatRow(row, &buf);
     (*probs)[r] = row.probability;
     (*labels)[r] = row.label;
@@ -70,7 +70,7 @@ absl::StatusOr<SyntheticReport> WriteSynthetic(const SyntheticOptions& options,
   report.rows = options.rows;
   std::vector<double> probs(options.rows);
   std::vector<float> labels(options.rows);
-  absl::Status status = WriteRows(*world, options.rows, fd, tmp, &probs, &labels, &report.bytes);
+  absl::Status status = WriteRows(*world, options.first_row, options.rows, fd, tmp, &probs, &labels, &report.bytes);
   if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, absl::StrCat("close ", tmp));
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     status = ErrnoToStatus(errno, absl::StrCat("rename ", tmp, " to ", path));

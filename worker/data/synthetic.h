@@ -26,7 +26,7 @@ struct SyntheticReport {
   double seconds = 0;  // wall time of the whole call
 };
 
-// Writes rows [0, options.rows) of the world of `options` to `path` as
+// Writes rows [first_row, first_row + rows) of the world of `options` to `path` as
 // Criteo-format TSV (through a temporary file renamed into place).
 // Deterministic for given options. Errors: InvalidArgument (options), I/O.
 absl::StatusOr<SyntheticReport> WriteSynthetic(const SyntheticOptions& options,

@@ -42,6 +42,7 @@ absl::Status ValidateSyntheticOptions(const SyntheticOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat("synthetic options: ", parts...));
   };
   if (o.rows < 0) return bad("rows ", o.rows, " < 0");
+  if (o.first_row < 0) return bad("first_row ", o.first_row, " < 0");
   if (o.num_dense < 0 || o.num_dense > 4096 || o.num_sparse < 0 || o.num_sparse > 4096) {
     return bad("num_dense/num_sparse outside [0, 4096]");
   }

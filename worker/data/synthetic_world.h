@@ -24,6 +24,9 @@ namespace pstrain::worker {
 
 struct SyntheticOptions {
   int64_t rows = 100000;  // used by WriteSynthetic
+  // WriteSynthetic writes rows [first_row, first_row + rows): a train and an
+  // eval file of one world (same seed) use disjoint row ranges.
+  int64_t first_row = 0;
   uint64_t seed = 1;
   int num_dense = 13;
   int num_sparse = 26;

@@ -1,0 +1,54 @@
+// Arguments of the launcher's subcommands: "--name=value", "--name value"
+// and bare "--flag" (= true). Kept by hand rather than with Abseil flags,
+// because `pstrain local` passes every flag it does not know on to the
+// workers, which Abseil's parser cannot do.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace pstrain::launcher {
+
+struct Arg {
+  std::string name;   // without dashes
+  std::string value;  // "true" for a bare flag
+  bool has_value = false;
+  std::string text;   // the argument as written, "--name=value"
+};
+
+// Splits argv into flags (positional arguments are an error). A flagfile
+// given as --flagfile=F is expanded in place (one flag per line, '#'
+// comments).
+absl::StatusOr<std::vector<Arg>> ParseArgs(const std::vector<std::string>& argv);
+
+// A subcommand's own flags: each known name with its default and help.
+class FlagSet {
+ public:
+  FlagSet& Define(const std::string& name, const std::string& default_value,
+                  const std::string& help);
+  // Takes the arguments this set knows; with `keep_unknown`, the rest are
+  // returned, otherwise they are an error naming the flag.
+  absl::StatusOr<std::vector<Arg>> Take(const std::vector<Arg>& args, bool keep_unknown);
+
+  std::string Get(const std::string& name) const;
+  absl::StatusOr<int64_t> GetInt(const std::string& name) const;
+  absl::StatusOr<double> GetDouble(const std::string& name) const;
+  bool GetBool(const std::string& name) const;
+  bool IsSet(const std::string& name) const { return set_.count(name) > 0; }
+  std::string Help() const;
+
+ private:
+  struct Flag {
+    std::string default_value;
+    std::string help;
+  };
+  std::map<std::string, Flag> flags_;
+  std::vector<std::string> order_;
+  std::map<std::string, std::string> set_;
+};
+
+}  // namespace pstrain::launcher

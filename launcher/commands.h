@@ -1,0 +1,13 @@
+// The launcher's subcommands. Each takes the arguments after its name and
+// returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pstrain::launcher {
+
+int RunLocal(const std::vector<std::string>& args);
+int RunGen(const std::vector<std::string>& args);
+
+}  // namespace pstrain::launcher

@@ -1,0 +1,215 @@
+// pstrain local: a whole cluster on this machine.
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/file_util.h"
+#include "common/process.h"
+#include "launcher/args.h"
+#include "launcher/commands.h"
+#include "launcher/supervisor.h"
+
+namespace pstrain::launcher {
+namespace {
+
+// Flags of the coordinator that `pstrain local` accepts and forwards.
+const char* kCoordinatorFlags[] = {"consistency", "staleness", "heartbeat_interval",
+                                   "heartbeat_timeout", "join_timeout", "dense_chunk"};
+// Flags forwarded to every process.
+const char* kCommonFlags[] = {"log_level"};
+
+std::string SelfDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return std::filesystem::path(buf).parent_path().string();
+}
+
+int g_wake_pipe[2] = {-1, -1};
+std::atomic<int> g_signal{0};
+
+std::string LastSummaryLine(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return "";
+  std::string last;
+  size_t start = 0;
+  while (start < text->size()) {
+    size_t nl = text->find('\n', start);
+    if (nl == std::string::npos) nl = text->size();
+    std::string line = text->substr(start, nl - start);
+    if (line.find("\"event\":\"summary\"") != std::string::npos) last = line;
+    start = nl + 1;
+  }
+  return last;
+}
+
+void Usage(const FlagSet& flags) {
+  std::printf(
+      "usage: pstrain local [--servers=S] [--workers=W] [--flagfile=F] [coordinator flags] "
+      "[worker flags]\n\n"
+      "Starts a coordinator, S servers and W workers on 127.0.0.1 with free ports, prefixes\n"
+      "their output with role and rank, and stops them all when the job ends, when one of\n"
+      "them fails (exit code 1) or on Ctrl-C. Coordinator flags forwarded: --%s.\n"
+      "Every other flag goes to the workers (see pstrain_worker --help).\n\n%s",
+      absl::StrJoin(kCoordinatorFlags, ", --").c_str(), flags.Help().c_str());
+}
+
+}  // namespace
+
+int RunLocal(const std::vector<std::string>& argv) {
+  FlagSet flags;
+  flags.Define("servers", "2", "Number of parameter servers.")
+      .Define("workers", "2", "Number of workers.")
+      .Define("bin_dir", "", "Folder with the pstrain_* binaries (default: next to pstrain).")
+      .Define("timeout", "0", "Stop everything after this many seconds (0: no limit).")
+      .Define("help", "false", "Show this help.");
+  for (const std::string& a : argv) {
+    if (a == "--help" || a == "-h") {
+      Usage(flags);
+      return 0;
+    }
+  }
+  auto args = ParseArgs(argv);
+  if (!args.ok()) {
+    std::fprintf(stderr, "pstrain local: %s\n", std::string(args.status().message()).c_str());
+    return 2;
+  }
+  auto rest = flags.Take(*args, /*keep_unknown=*/true);
+  auto servers = flags.GetInt("servers");
+  auto workers = flags.GetInt("workers");
+  auto timeout = flags.GetDouble("timeout");
+  for (const absl::Status& st : {rest.status(), servers.status(), workers.status(), timeout.status()}) {
+    if (!st.ok()) {
+      std::fprintf(stderr, "pstrain local: %s\n", std::string(st.message()).c_str());
+      return 2;
+    }
+  }
+  if (*servers < 1 || *workers < 1 || *servers > 64 || *workers > 256) {
+    std::fprintf(stderr, "pstrain local: need 1..64 servers and 1..256 workers\n");
+    return 2;
+  }
+  std::vector<std::string> coord_args, all_args, worker_args;
+  std::string metrics_out;
+  for (const Arg& a : *rest) {
+    bool used = false;
+    for (const char* f : kCoordinatorFlags) {
+      if (a.name == f) {
+        coord_args.push_back(a.text);
+        used = true;
+      }
+    }
+    for (const char* f : kCommonFlags) {
+      if (a.name == f) {
+        all_args.push_back(a.text);
+        used = true;
+      }
+    }
+    if (used) continue;
+    if (a.name == "metrics_out") metrics_out = a.value;
+    worker_args.push_back(a.text);
+  }
+  std::string bin = flags.Get("bin_dir").empty() ? SelfDir() : flags.Get("bin_dir");
+  char tmpl[] = "/tmp/pstrain-local-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    std::perror("pstrain local: mkdtemp");
+    return 1;
+  }
+  std::string tmp = tmpl;
+  std::string endpoint_file = tmp + "/coordinator";
+
+  if (pipe2(g_wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  HandleTerminationSignals([](int sig) {
+    g_signal = sig;
+    char c = 1;
+    (void)!write(g_wake_pipe[1], &c, 1);
+  });
+
+  Supervisor sup;
+  int exit_code = 0;
+  auto fail = [&](const std::string& why, int code) {
+    Supervisor::Say(why);
+    sup.StopAll(absl::Seconds(5));
+    exit_code = code;
+  };
+  absl::Time deadline = *timeout > 0 ? absl::Now() + absl::Seconds(*timeout) : absl::InfiniteFuture();
+
+  std::vector<std::string> cargs = {"--bind=tcp://127.0.0.1:0", "--endpoint_file=" + endpoint_file,
+                                    absl::StrCat("--servers=", *servers),
+                                    absl::StrCat("--workers=", *workers)};
+  cargs.insert(cargs.end(), coord_args.begin(), coord_args.end());
+  cargs.insert(cargs.end(), all_args.begin(), all_args.end());
+  auto coord = sup.Start({"coordinator", bin + "/pstrain_coordinator", cargs});
+  if (!coord.ok()) {
+    Supervisor::Say(std::string(coord.status().message()));
+    return 1;
+  }
+  // Wait for the coordinator to be listening.
+  std::string endpoint;
+  absl::Time wait_until = absl::Now() + absl::Seconds(30);
+  while (endpoint.empty()) {
+    sup.Pump(absl::Milliseconds(50), g_wake_pipe[0]);
+    if (auto text = ReadFileToString(endpoint_file); text.ok() && !text->empty()) {
+      endpoint = std::string(absl::StripAsciiWhitespace(*text));
+    } else if (!sup.child(*coord).running || absl::Now() > wait_until || g_signal) {
+      fail("the coordinator did not start", 1);
+      std::filesystem::remove_all(tmp);
+      return exit_code;
+    }
+  }
+  Supervisor::Say(absl::StrCat("coordinator at ", endpoint, "; starting ", *servers, " servers and ",
+                               *workers, " workers"));
+  for (int s = 0; s < *servers; ++s) {
+    std::vector<std::string> a = {"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0",
+                                  absl::StrCat("--rank=", s)};
+    a.insert(a.end(), all_args.begin(), all_args.end());
+    if (auto st = sup.Start({absl::StrCat("server ", s), bin + "/pstrain_server", a}); !st.ok()) {
+      fail(std::string(st.status().message()), 1);
+    }
+  }
+  for (int w = 0; w < *workers && exit_code == 0; ++w) {
+    std::vector<std::string> a = {"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0",
+                                  absl::StrCat("--rank=", w)};
+    a.insert(a.end(), all_args.begin(), all_args.end());
+    a.insert(a.end(), worker_args.begin(), worker_args.end());
+    if (auto st = sup.Start({absl::StrCat("worker ", w), bin + "/pstrain_worker", a}); !st.ok()) {
+      fail(std::string(st.status().message()), 1);
+    }
+  }
+  absl::Time job_done = absl::InfiniteFuture();
+  while (exit_code == 0 && sup.AnyRunning()) {
+    for (int i : sup.Pump(absl::Milliseconds(100), g_wake_pipe[0])) {
+      const ChildState& c = sup.child(i);
+      if (c.exit_code != 0 && exit_code == 0) {
+        fail(absl::StrCat(c.label, " exited with code ", c.exit_code, "; stopping the cluster"), 1);
+      } else if (i == *coord) {
+        job_done = absl::Now();  // the others are being told to stop
+      }
+    }
+    if (g_signal && exit_code == 0) fail(absl::StrCat("signal ", g_signal.load(), ": stopping the cluster"), 130);
+    if (absl::Now() > deadline && exit_code == 0) fail("--timeout reached: stopping the cluster", 124);
+    if (absl::Now() > job_done + absl::Seconds(20) && exit_code == 0) {
+      fail("processes still running 20 s after the job ended", 1);
+    }
+  }
+  std::filesystem::remove_all(tmp);
+  if (exit_code == 0) {
+    Supervisor::Say("all processes finished");
+    if (!metrics_out.empty()) {
+      std::string summary = LastSummaryLine(metrics_out);
+      if (!summary.empty()) Supervisor::Say("summary: " + summary);
+    }
+  }
+  return exit_code;
+}
+
+}  // namespace pstrain::launcher

@@ -1,0 +1,36 @@
+// pstrain: the launcher and tools of pstrain.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "launcher/commands.h"
+
+namespace {
+
+void Usage() {
+  std::printf(
+      "usage: pstrain <command> [flags]\n\n"
+      "commands:\n"
+      "  local   start a whole cluster (coordinator, servers, workers) on this machine\n"
+      "  gen     write synthetic Criteo-format click data and print its oracle AUC\n\n"
+      "`pstrain <command> --help` explains each command's flags.\n"
+      "The cluster binaries are pstrain_coordinator, pstrain_server and pstrain_worker.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    Usage();
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (cmd == "local") return pstrain::launcher::RunLocal(args);
+  if (cmd == "gen") return pstrain::launcher::RunGen(args);
+  std::fprintf(stderr, "pstrain: unknown command '%s'\n\n", cmd.c_str());
+  Usage();
+  return 2;
+}
