@@ -52,13 +52,15 @@ absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
   req.requested_rank = options_.requested_rank;
   absl::Time give_up = absl::Now() + options_.connect_timeout;
   absl::Duration backoff = absl::Milliseconds(50);
+  absl::Duration attempt = absl::Seconds(1);  // grows: 1, 2, 4, 5, 5, ... seconds
   absl::Status last;
   bool warned = false;
   while (true) {
     absl::Duration left = give_up - absl::Now();
     if (left <= absl::ZeroDuration()) break;
     auto d = CallDecoded(proto::Encode(MakeHeader(MsgType::kRegister), req),
-                         std::min(left, absl::Seconds(5)), "register");
+                         std::min(left, attempt), "register");
+    attempt = std::min(attempt * 2, absl::Seconds(5));
     if (d.ok()) {
       PS_ASSIGN_OR_RETURN(proto::ClusterView view, d->body<proto::ClusterView>());
       rank_ = view.your_rank;

@@ -397,7 +397,7 @@ void Coordinator::Finish(absl::Status status) {
   h.status_code = static_cast<int32_t>(status.code());
   h.status_message = std::string(status.message());
   for (Member* m : targets) {
-    node_->Call(m->peer, proto::EncodeHeaderOnly(h), absl::Now() + absl::Seconds(5))
+    node_->Call(m->peer, proto::EncodeHeaderOnly(h), absl::Now() + absl::Seconds(2))
         .OnDone([remaining, done](const absl::StatusOr<Message>&) {
           if (--*remaining == 0) done();
         });

@@ -1,0 +1,138 @@
+// Real processes on 127.0.0.1: a whole job through the launcher, start-up in
+// any order, failure detection, and a failing worker stopping the cluster.
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "tests/integration/test_process.h"
+#include "worker/data/synthetic.h"
+
+namespace pstrain::testing {
+namespace {
+
+// Train and eval files from one synthetic world.
+struct DataFiles {
+  std::string dir, train, eval, eval_meta;
+};
+
+DataFiles MakeData(int64_t train_rows, int64_t eval_rows) {
+  DataFiles d;
+  d.dir = MakeTempDir("pstrain-it");
+  d.train = d.dir + "/train.tsv";
+  d.eval = d.dir + "/eval.tsv";
+  worker::SyntheticOptions o;
+  o.seed = 3;
+  o.rows = train_rows;
+  EXPECT_TRUE(worker::WriteSynthetic(o, d.train).ok());
+  o.first_row = train_rows;
+  o.rows = eval_rows;
+  EXPECT_TRUE(worker::WriteSynthetic(o, d.eval).ok());
+  return d;
+}
+
+// The value of "key" in the last JSON line of `path` that has it.
+double LastJsonNumber(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  double value = NAN;
+  std::regex re("\"" + key + "\":([-0-9.eE]+)");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) value = std::stod(m[1]);
+  }
+  return value;
+}
+
+TEST(Cluster, TwoServersTwoWorkersTrainLogisticRegressionAboveAuc070) {
+  DataFiles d = MakeData(300000, 30000);
+  std::string metrics = d.dir + "/metrics.jsonl";
+  TestProcess launcher("pstrain",
+                       {"local", "--servers=2", "--workers=2", "--model=lr",
+                        "--train_data=" + d.train, "--eval_data=" + d.eval,
+                        "--metrics_out=" + metrics, "--timeout=240"},
+                       d.dir + "/launcher.log");
+  int code = launcher.Wait(absl::Minutes(5));
+  ASSERT_EQ(code, 0) << launcher.Log();
+  std::string log = launcher.Log();
+  // Every role took part and stopped in order.
+  for (const char* who : {"[server 0]", "[server 1]", "[worker 0]", "[worker 1]", "[coordinator]"}) {
+    EXPECT_NE(log.find(who), std::string::npos) << who;
+  }
+  EXPECT_NE(log.find("all processes finished"), std::string::npos);
+  double auc = LastJsonNumber(metrics, "eval_auc");
+  EXPECT_GT(auc, 0.70) << log;
+  EXPECT_GT(LastJsonNumber(metrics, "samples_per_sec"), 0);
+  std::filesystem::remove_all(d.dir);
+}
+
+TEST(Cluster, NodesStartedBeforeTheCoordinatorWaitAndJoin) {
+  DataFiles d = MakeData(20000, 2000);
+  std::string coord = absl::StrCat("tcp://127.0.0.1:", FreePort());
+  std::vector<std::string> common = {"--coordinator=" + coord, "--bind=tcp://127.0.0.1:0"};
+  TestProcess server("pstrain_server", common, d.dir + "/server.log");
+  std::vector<std::string> wargs = common;
+  wargs.insert(wargs.end(), {"--model=lr", "--train_data=" + d.train, "--eval_data=" + d.eval,
+                             "--metrics_out=" + d.dir + "/m.jsonl"});
+  TestProcess worker("pstrain_worker", wargs, d.dir + "/worker.log");
+  absl::SleepFor(absl::Seconds(1.5));
+  ASSERT_TRUE(server.running());
+  ASSERT_TRUE(worker.running());
+  TestProcess coordinator("pstrain_coordinator", {"--bind=" + coord, "--servers=1", "--workers=1"},
+                          d.dir + "/coordinator.log");
+  EXPECT_EQ(worker.Wait(absl::Minutes(2)), 0) << worker.Log();
+  EXPECT_EQ(server.Wait(absl::Seconds(30)), 0) << server.Log();
+  EXPECT_EQ(coordinator.Wait(absl::Seconds(30)), 0) << coordinator.Log();
+  EXPECT_NE(server.Log().find("waiting for the coordinator"), std::string::npos);
+  std::filesystem::remove_all(d.dir);
+}
+
+TEST(Cluster, CoordinatorReportsADeadServerWithRoleRankAndAddress) {
+  std::string dir = MakeTempDir("pstrain-it");
+  std::string endpoint_file = dir + "/coord";
+  TestProcess coordinator("pstrain_coordinator",
+                          {"--bind=tcp://127.0.0.1:0", "--endpoint_file=" + endpoint_file,
+                           "--servers=2", "--workers=1", "--heartbeat_interval=0.2",
+                           "--heartbeat_timeout=1.5"},
+                          dir + "/coordinator.log");
+  std::string coord = WaitForFileLine(endpoint_file, absl::Seconds(20));
+  ASSERT_FALSE(coord.empty()) << coordinator.Log();
+  TestProcess s0("pstrain_server", {"--coordinator=" + coord, "--bind=tcp://127.0.0.1:0", "--rank=0"},
+                 dir + "/s0.log");
+  TestProcess s1("pstrain_server", {"--coordinator=" + coord, "--bind=tcp://127.0.0.1:0", "--rank=1"},
+                 dir + "/s1.log");
+  absl::Time until = absl::Now() + absl::Seconds(20);
+  while (coordinator.Log().find("server 1 joined") == std::string::npos && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  s1.Signal(SIGKILL);
+  // The job cannot go on: the coordinator names the dead node and fails.
+  EXPECT_EQ(coordinator.Wait(absl::Seconds(30)), 1) << coordinator.Log();
+  std::string log = coordinator.Log();
+  EXPECT_TRUE(std::regex_search(log, std::regex("server 1 \\(tcp://127\\.0\\.0\\.1:[0-9]+, host .*pid [0-9]+\\) is dead")))
+      << log;
+  // The surviving server was told to stop and exits cleanly.
+  EXPECT_EQ(s0.Wait(absl::Seconds(30)), 0) << s0.Log();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cluster, LauncherStopsEveryoneAndFailsWhenAWorkerFails) {
+  std::string dir = MakeTempDir("pstrain-it");
+  TestProcess launcher("pstrain",
+                       {"local", "--servers=1", "--workers=2", "--train_data=/nonexistent/*.tsv",
+                        "--timeout=120"},
+                       dir + "/launcher.log");
+  int code = launcher.Wait(absl::Minutes(2));
+  EXPECT_EQ(code, 1) << launcher.Log();
+  std::string log = launcher.Log();
+  EXPECT_NE(log.find("exited with code"), std::string::npos) << log;
+  EXPECT_NE(log.find("nonexistent"), std::string::npos) << log;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pstrain::testing

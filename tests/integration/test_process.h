@@ -1,0 +1,51 @@
+// Helpers for tests that start real pstrain processes on 127.0.0.1: spawn
+// with output captured to a file, wait with a deadline, kill, free ports.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace pstrain::testing {
+
+// The folder with the pstrain binaries (PSTRAIN_BIN_DIR, set by CTest).
+std::string BinDir();
+// A fresh temporary folder, removed by the caller (or left for inspection).
+std::string MakeTempDir(const std::string& prefix);
+// A TCP port that was free a moment ago on 127.0.0.1.
+int FreePort();
+
+class TestProcess {
+ public:
+  // Starts `binary` (a name in BinDir() or a path) with `args`; stdout and
+  // stderr go to `log_path`. The child is killed if the test process dies.
+  TestProcess(const std::string& binary, const std::vector<std::string>& args,
+              const std::string& log_path);
+  ~TestProcess();  // SIGKILLs a child still running
+  TestProcess(const TestProcess&) = delete;
+  TestProcess& operator=(const TestProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  // Waits up to `timeout`; returns the exit code (128 + signal), or -1 when
+  // it is still running.
+  int Wait(absl::Duration timeout);
+  void Signal(int sig);
+  std::string Log() const;
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int code_ = -1;
+  std::string log_path_;
+};
+
+// Waits until `path` exists and is non-empty; returns its first line, or
+// "" after `timeout`.
+std::string WaitForFileLine(const std::string& path, absl::Duration timeout);
+
+}  // namespace pstrain::testing
