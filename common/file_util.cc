@@ -34,6 +34,14 @@ absl::Status WriteAll(int fd, const char* data, size_t n, const std::string& pat
   return absl::OkStatus();
 }
 
+void SyncDir(const std::string& path) {
+  int dfd = open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+}
+
 }  // namespace
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
@@ -50,11 +58,7 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
     unlink(tmp.c_str());
     return st;
   }
-  int dfd = open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
+  SyncDir(path);
   return absl::OkStatus();
 }
 
@@ -79,6 +83,41 @@ absl::Status MakeDirs(const std::string& path) {
       return ErrnoToStatus(errno, absl::StrCat("mkdir ", cur));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const std::string& path) {
+  std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("create ", tmp));
+  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, tmp, fd));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) close(fd_);
+  if (!committed_) unlink(tmp_.c_str());
+}
+
+absl::Status AtomicFileWriter::Append(const void* data, size_t n) {
+  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer closed"));
+  PS_RETURN_IF_ERROR(WriteAll(fd_, static_cast<const char*>(data), n, tmp_));
+  checksum_.Update(data, n);
+  bytes_ += n;
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFileWriter::Commit() {
+  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer closed"));
+  absl::Status st;
+  if (fsync(fd_) != 0) st = ErrnoToStatus(errno, absl::StrCat("fsync ", tmp_));
+  if (close(fd_) != 0 && st.ok()) st = ErrnoToStatus(errno, absl::StrCat("close ", tmp_));
+  fd_ = -1;
+  PS_RETURN_IF_ERROR(st);
+  if (rename(tmp_.c_str(), path_.c_str()) != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("rename ", tmp_, " -> ", path_));
+  }
+  committed_ = true;
+  SyncDir(path_);
   return absl::OkStatus();
 }
 

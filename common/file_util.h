@@ -2,9 +2,11 @@
 // message.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/checksum.h"
 
 namespace pstrain {
 
@@ -17,5 +19,28 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 // mkdir -p.
 absl::Status MakeDirs(const std::string& path);
+
+// Writes a file so that it appears whole or not at all: appends go to
+// PATH.tmp.<pid>, Commit() fsyncs and renames it to PATH (and fsyncs the
+// folder). A writer destroyed without Commit() removes its temp file. Keeps a
+// Checksum64 of everything appended. Not thread-safe.
+class AtomicFileWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<AtomicFileWriter>> Open(const std::string& path);
+  ~AtomicFileWriter();
+  absl::Status Append(const void* data, size_t n);
+  absl::Status Commit();
+  const Checksum64& checksum() const { return checksum_; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  AtomicFileWriter(std::string path, std::string tmp, int fd)
+      : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
+  std::string path_, tmp_;
+  int fd_;
+  bool committed_ = false;
+  Checksum64 checksum_;
+  uint64_t bytes_ = 0;
+};
 
 }  // namespace pstrain

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libzmq3-dev cppzmq-dev libcereal-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
-  libspdlog-dev libfmt-dev
+  libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgloo-dev libcpp-httplib-dev
   iproute2 procps python3
 )

@@ -1,150 +1,10 @@
 // pstrain_worker: trains a model replica on its shard of the data, pulling
 // parameters from and pushing gradients to the parameter servers.
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
 
-#include "absl/flags/flag.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "common/process.h"
+#include "worker/flags/worker_flags.h"
 #include "worker/worker_app.h"
-
-ABSL_FLAG(std::string, coordinator, "tcp://127.0.0.1:7000", "Endpoint of the job's coordinator.");
-ABSL_FLAG(std::string, bind, "tcp://0.0.0.0:0", "Endpoint to listen on (port 0: any free port).");
-ABSL_FLAG(std::string, advertise_host, "", "Host name others use to reach this node (default: hostname).");
-ABSL_FLAG(int, rank, -1, "Worker rank to take (-1: the coordinator assigns one).");
-ABSL_FLAG(double, connect_timeout, 60.0, "Seconds to keep retrying while the coordinator is unreachable.");
-
-ABSL_FLAG(std::string, model, "dlrm", "Model: lr | wide_deep | dlrm.");
-ABSL_FLAG(int, embedding_dim, 16, "Embedding width (wide_deep, dlrm).");
-ABSL_FLAG(std::string, bottom_mlp, "64,16", "dlrm: widths of the bottom MLP (last = embedding_dim).");
-ABSL_FLAG(std::string, top_mlp, "64,32", "dlrm: widths of the top MLP (a final 1-wide layer is added).");
-ABSL_FLAG(std::string, deep_mlp, "256,128", "wide_deep: widths of the deep tower.");
-ABSL_FLAG(uint64_t, hash_buckets, 0, "Fold ids into this many rows per field (0: unbounded ids).");
-ABSL_FLAG(std::string, optimizer, "adagrad", "Server-side optimizer: sgd | adagrad | rowwise_adagrad | adam | ftrl.");
-ABSL_FLAG(double, lr, 0.05, "Learning rate.");
-ABSL_FLAG(std::string, dense_optimizer, "", "Optimizer of the dense (MLP) tables (default: --optimizer).");
-ABSL_FLAG(double, dense_lr, -1,
-          "Learning rate of the dense (MLP) tables (default: --lr / 5: shared weights take every "
-          "sample's gradient, embedding rows only their ids').");
-ABSL_FLAG(double, momentum, 0, "SGD momentum.");
-ABSL_FLAG(double, initial_accumulator, 0,
-          "Adagrad: starting value of the squared-gradient sums of the embedding tables (0: the "
-          "first update of a new row moves it by lr, which rare ids need).");
-ABSL_FLAG(double, dense_initial_accumulator, 0,
-          "Adagrad: starting value of the squared-gradient sums of the dense (MLP) tables.");
-ABSL_FLAG(double, weight_decay, 0, "L2 weight decay (sgd, adagrad, adam).");
-ABSL_FLAG(uint64_t, seed, 1, "Seed of parameter initialization and shuffling.");
-ABSL_FLAG(std::string, device, "cpu", "cpu | cuda | auto.");
-
-ABSL_FLAG(std::string, train_data, "", "Training data: comma-separated paths or globs (Criteo TSV).");
-ABSL_FLAG(std::string, eval_data, "", "Held-out data evaluated at the end (and every --eval_every_steps).");
-ABSL_FLAG(std::string, eval_meta, "", "Generator meta file of the eval data (adds the oracle AUC to the summary).");
-ABSL_FLAG(int, dense_fields, 13, "Integer (dense) columns after the label.");
-ABSL_FLAG(int, sparse_fields, 26, "Categorical columns after the dense ones.");
-ABSL_FLAG(std::string, multi_hot_sep, "", "Separator of several tokens in one categorical field (empty: one token).");
-ABSL_FLAG(int, batch_size, 1024, "Rows per step on each worker.");
-ABSL_FLAG(int, epochs, 1, "Passes over the training data.");
-ABSL_FLAG(int64_t, max_steps, 0, "Stop after this many steps (0: run the epochs).");
-ABSL_FLAG(int64_t, shuffle_buffer, 0, "Rows in the shuffle window (0: file order).");
-ABSL_FLAG(double, max_bad_lines_fraction, 0.01, "Fail when more than this fraction of lines is malformed.");
-ABSL_FLAG(int64_t, eval_every_steps, 0, "Evaluate every N steps (0: only at the end).");
-ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
-ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
-ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
-
-namespace {
-
-absl::StatusOr<std::vector<int>> ParseWidths(const std::string& flag, const std::string& text) {
-  std::vector<int> out;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    int v = 0;
-    if (!absl::SimpleAtoi(part, &v) || v <= 0) {
-      return absl::InvalidArgumentError("--" + flag + ": '" + text + "' is not a list of positive widths");
-    }
-    out.push_back(v);
-  }
-  return out;
-}
-
-absl::StatusOr<pstrain::OptimizerKind> ParseOptimizer(std::string name) {
-  using pstrain::OptimizerKind;
-  name = absl::AsciiStrToLower(name);
-  if (name == "sgd") return OptimizerKind::kSgd;
-  if (name == "adagrad") return OptimizerKind::kAdagrad;
-  if (name == "rowwise_adagrad") return OptimizerKind::kRowwiseAdagrad;
-  if (name == "adam") return OptimizerKind::kAdam;
-  if (name == "ftrl") return OptimizerKind::kFtrl;
-  return absl::InvalidArgumentError("unknown optimizer '" + name +
-                                    "' (sgd, adagrad, rowwise_adagrad, adam, ftrl)");
-}
-
-std::vector<std::string> SplitList(const std::string& s) {
-  return absl::StrSplit(s, ',', absl::SkipEmpty());
-}
-
-absl::StatusOr<pstrain::worker::WorkerOptions> OptionsFromFlags() {
-  using namespace pstrain;
-  worker::WorkerOptions o;
-  o.coordinator = absl::GetFlag(FLAGS_coordinator);
-  o.bind = absl::GetFlag(FLAGS_bind);
-  o.advertise_host = absl::GetFlag(FLAGS_advertise_host);
-  o.rank = absl::GetFlag(FLAGS_rank);
-  o.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
-  worker::TrainOptions& t = o.train;
-  worker::ModelOptions& m = t.model;
-  m.name = absl::GetFlag(FLAGS_model);
-  m.embedding_dim = absl::GetFlag(FLAGS_embedding_dim);
-  PS_ASSIGN_OR_RETURN(m.bottom_mlp, ParseWidths("bottom_mlp", absl::GetFlag(FLAGS_bottom_mlp)));
-  PS_ASSIGN_OR_RETURN(m.top_mlp, ParseWidths("top_mlp", absl::GetFlag(FLAGS_top_mlp)));
-  PS_ASSIGN_OR_RETURN(m.deep_mlp, ParseWidths("deep_mlp", absl::GetFlag(FLAGS_deep_mlp)));
-  m.num_dense = absl::GetFlag(FLAGS_dense_fields);
-  m.num_sparse = absl::GetFlag(FLAGS_sparse_fields);
-  m.seed = absl::GetFlag(FLAGS_seed);
-  m.device = absl::GetFlag(FLAGS_device);
-  PS_ASSIGN_OR_RETURN(m.sparse_optimizer.kind, ParseOptimizer(absl::GetFlag(FLAGS_optimizer)));
-  m.sparse_optimizer.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
-  m.sparse_optimizer.momentum = static_cast<float>(absl::GetFlag(FLAGS_momentum));
-  m.sparse_optimizer.weight_decay = static_cast<float>(absl::GetFlag(FLAGS_weight_decay));
-  m.sparse_optimizer.initial_accumulator = static_cast<float>(absl::GetFlag(FLAGS_initial_accumulator));
-  m.dense_optimizer = m.sparse_optimizer;
-  if (std::string d = absl::GetFlag(FLAGS_dense_optimizer); !d.empty()) {
-    PS_ASSIGN_OR_RETURN(m.dense_optimizer.kind, ParseOptimizer(d));
-  }
-  m.dense_optimizer.lr = m.sparse_optimizer.lr / 5;
-  if (double lr = absl::GetFlag(FLAGS_dense_lr); lr >= 0) m.dense_optimizer.lr = static_cast<float>(lr);
-  m.dense_optimizer.initial_accumulator =
-      static_cast<float>(absl::GetFlag(FLAGS_dense_initial_accumulator));
-  if (!(m.sparse_optimizer.lr > 0)) return absl::InvalidArgumentError("--lr must be positive");
-
-  t.schema.num_dense = m.num_dense;
-  t.schema.num_sparse = m.num_sparse;
-  t.schema.hash_buckets = absl::GetFlag(FLAGS_hash_buckets);
-  std::string sep = absl::GetFlag(FLAGS_multi_hot_sep);
-  if (sep.size() > 1) return absl::InvalidArgumentError("--multi_hot_sep must be one character");
-  t.schema.multi_hot_sep = sep.empty() ? 0 : sep[0];
-  t.train_data = SplitList(absl::GetFlag(FLAGS_train_data));
-  if (t.train_data.empty()) return absl::InvalidArgumentError("--train_data is required");
-  t.eval_data = SplitList(absl::GetFlag(FLAGS_eval_data));
-  t.eval_meta = absl::GetFlag(FLAGS_eval_meta);
-  t.batch_size = absl::GetFlag(FLAGS_batch_size);
-  if (t.batch_size < 1) return absl::InvalidArgumentError("--batch_size must be >= 1");
-  t.epochs = absl::GetFlag(FLAGS_epochs);
-  if (t.epochs < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
-  t.max_steps = absl::GetFlag(FLAGS_max_steps);
-  t.shuffle_buffer = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_shuffle_buffer)));
-  t.seed = m.seed;
-  t.max_bad_lines_fraction = absl::GetFlag(FLAGS_max_bad_lines_fraction);
-  t.eval_every_steps = absl::GetFlag(FLAGS_eval_every_steps);
-  t.log_every = absl::Seconds(absl::GetFlag(FLAGS_log_every_secs));
-  t.metrics_out = absl::GetFlag(FLAGS_metrics_out);
-  t.progress_bar = isatty(STDERR_FILENO) != 0;
-  return o;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   pstrain::ParseFlagsWithEnv(
@@ -152,12 +12,12 @@ int main(int argc, char** argv) {
       "pstrain_worker --coordinator=tcp://HOST:PORT --train_data=FILES [--eval_data=FILES] "
       "[--model=dlrm] ...\nOne worker of a pstrain job. Flags may also come from PSTRAIN_<FLAG> "
       "environment variables.");
-  pstrain::InitLogging("worker", absl::GetFlag(FLAGS_log_level));
+  pstrain::InitLogging("worker", pstrain::worker::LogLevelFlag());
   pstrain::HandleTerminationSignals([](int sig) {
     spdlog::warn("signal {}: stopping", sig);
     std::_Exit(128 + sig);
   });
-  auto options = OptionsFromFlags();
+  auto options = pstrain::worker::WorkerOptionsFromFlags();
   if (!options.ok()) {
     spdlog::error("{}", options.status().ToString());
     return 2;

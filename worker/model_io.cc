@@ -1,0 +1,199 @@
+#include "worker/model_io.h"
+
+#include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/checksum.h"
+#include "common/file_util.h"
+#include "common/status.h"
+
+namespace pstrain::worker {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kMagic[8] = {'P', 'S', 'T', 'R', 'T', 'B', 'L', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 32;
+
+struct TableHeader {
+  char magic[8];
+  uint32_t version;
+  uint8_t kind;
+  uint8_t pad[3];
+  uint32_t dim;
+  uint32_t reserved;
+  uint64_t count;
+};
+static_assert(sizeof(TableHeader) == kHeaderBytes);
+
+std::string TableFile(const TableSpec& spec) { return spec.name + ".tbl"; }
+
+json ModelJson(const ModelOptions& m, const Schema& s) {
+  return json{{"name", m.name},
+              {"num_dense", m.num_dense},
+              {"num_sparse", m.num_sparse},
+              {"embedding_dim", m.embedding_dim},
+              {"bottom_mlp", m.bottom_mlp},
+              {"top_mlp", m.top_mlp},
+              {"deep_mlp", m.deep_mlp},
+              {"seed", m.seed},
+              {"hash_buckets", s.hash_buckets},
+              {"multi_hot_sep", std::string(s.multi_hot_sep ? 1 : 0, s.multi_hot_sep)},
+              {"field_sep", std::string(1, s.field_sep)}};
+}
+
+absl::Status WriteTable(const std::string& path, const TableValues& t, json* entry) {
+  PS_ASSIGN_OR_RETURN(auto w, AtomicFileWriter::Open(path));
+  TableHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version = kVersion;
+  bool sparse = t.spec.kind == TableKind::kSparse;
+  h.kind = sparse ? 1 : 0;
+  h.dim = sparse ? t.spec.dim : 0;
+  h.count = sparse ? t.ids.size() : t.dense.size();
+  if (sparse && t.rows.size() != t.ids.size() * t.spec.dim) {
+    return absl::InvalidArgumentError(absl::StrCat("table ", t.spec.name, ": rows do not match ids"));
+  }
+  if (!sparse && t.dense.size() != t.spec.size) {
+    return absl::InvalidArgumentError(absl::StrCat("table ", t.spec.name, ": ", t.dense.size(),
+                                                   " values for size ", t.spec.size));
+  }
+  PS_RETURN_IF_ERROR(w->Append(&h, sizeof(h)));
+  if (sparse) {
+    std::vector<char> rec(8 + 4 * t.spec.dim);
+    for (size_t i = 0; i < t.ids.size(); ++i) {
+      std::memcpy(rec.data(), &t.ids[i], 8);
+      std::memcpy(rec.data() + 8, t.rows.data() + i * t.spec.dim, 4 * t.spec.dim);
+      PS_RETURN_IF_ERROR(w->Append(rec.data(), rec.size()));
+    }
+  } else {
+    PS_RETURN_IF_ERROR(w->Append(t.dense.data(), t.dense.size() * sizeof(float)));
+  }
+  std::string checksum = w->checksum().Hex();
+  uint64_t bytes = w->bytes();
+  PS_RETURN_IF_ERROR(w->Commit());
+  *entry = json{{"id", t.spec.id},          {"name", t.spec.name},
+                {"kind", sparse ? "sparse" : "dense"},
+                {"size", t.spec.size},      {"dim", t.spec.dim},
+                {"rows", h.count},          {"file", TableFile(t.spec)},
+                {"bytes", bytes},           {"checksum", checksum},
+                {"init_kind", static_cast<int>(t.spec.init.kind)},
+                {"init_scale", t.spec.init.scale},
+                {"init_seed", t.spec.init.seed}};
+  return absl::OkStatus();
+}
+
+absl::Status ReadTable(const std::string& path, const json& entry, TableValues* t) {
+  PS_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path));
+  auto bad = [&](const std::string& why) {
+    return absl::DataLossError(absl::StrCat(path, ": ", why));
+  };
+  if (data.size() < kHeaderBytes) return bad("shorter than its header");
+  Checksum64 sum;
+  sum.Update(data.data(), data.size());
+  if (sum.Hex() != entry.value("checksum", "")) return bad("checksum mismatch (corrupt file?)");
+  TableHeader h;
+  std::memcpy(&h, data.data(), sizeof(h));
+  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) return bad("not a pstrain table file");
+  if (h.version != kVersion) return bad(absl::StrCat("format version ", h.version));
+  bool sparse = h.kind == 1;
+  if (sparse != (t->spec.kind == TableKind::kSparse) || (sparse && h.dim != t->spec.dim)) {
+    return bad("header does not match the manifest");
+  }
+  size_t body = data.size() - kHeaderBytes;
+  const char* p = data.data() + kHeaderBytes;
+  if (sparse) {
+    size_t rec = 8 + 4 * size_t{h.dim};
+    if (h.count > body / rec || body != h.count * rec) return bad("size does not match its row count");
+    t->ids.resize(h.count);
+    t->rows.resize(h.count * h.dim);
+    for (uint64_t i = 0; i < h.count; ++i) {
+      std::memcpy(&t->ids[i], p + i * rec, 8);
+      std::memcpy(t->rows.data() + i * h.dim, p + i * rec + 8, 4 * h.dim);
+    }
+  } else {
+    if (body != h.count * sizeof(float) || h.count != t->spec.size) {
+      return bad("size does not match the table");
+    }
+    t->dense.resize(h.count);
+    std::memcpy(t->dense.data(), p, body);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteModel(const std::string& dir, const SavedModel& model) {
+  PS_RETURN_IF_ERROR(MakeDirs(dir));
+  json tables = json::array();
+  for (const TableValues& t : model.tables) {
+    json entry;
+    PS_RETURN_IF_ERROR(WriteTable(dir + "/" + TableFile(t.spec), t, &entry));
+    tables.push_back(std::move(entry));
+  }
+  json manifest{{"format", "pstrain-model"},
+                {"version", 1},
+                {"step", model.step},
+                {"model", ModelJson(model.model, model.schema)},
+                {"tables", std::move(tables)}};
+  return WriteFileAtomically(dir + "/model.json", manifest.dump(2) + "\n");
+}
+
+absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
+  std::string manifest_path = dir + "/model.json";
+  PS_ASSIGN_OR_RETURN(std::string text, ReadFileToString(manifest_path));
+  json manifest = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_discarded() || !manifest.is_object() ||
+      manifest.value("format", "") != "pstrain-model") {
+    return absl::DataLossError(absl::StrCat(manifest_path, ": not a pstrain model manifest"));
+  }
+  if (manifest.value("version", 0) != 1) {
+    return absl::FailedPreconditionError(absl::StrCat(manifest_path, ": unsupported version"));
+  }
+  SavedModel out;
+  try {
+    const json& m = manifest.at("model");
+    out.model.name = m.at("name").get<std::string>();
+    out.model.num_dense = m.at("num_dense").get<int>();
+    out.model.num_sparse = m.at("num_sparse").get<int>();
+    out.model.embedding_dim = m.at("embedding_dim").get<int>();
+    out.model.bottom_mlp = m.at("bottom_mlp").get<std::vector<int>>();
+    out.model.top_mlp = m.at("top_mlp").get<std::vector<int>>();
+    out.model.deep_mlp = m.at("deep_mlp").get<std::vector<int>>();
+    out.model.seed = m.at("seed").get<uint64_t>();
+    out.schema.num_dense = out.model.num_dense;
+    out.schema.num_sparse = out.model.num_sparse;
+    out.schema.hash_buckets = m.at("hash_buckets").get<uint64_t>();
+    std::string sep = m.at("multi_hot_sep").get<std::string>();
+    out.schema.multi_hot_sep = sep.empty() ? 0 : sep[0];
+    std::string fsep = m.value("field_sep", std::string("\t"));
+    out.schema.field_sep = fsep.empty() ? '\t' : fsep[0];
+    out.step = manifest.value("step", int64_t{0});
+    for (const json& e : manifest.at("tables")) {
+      TableValues t;
+      t.spec.id = e.at("id").get<uint32_t>();
+      t.spec.name = e.at("name").get<std::string>();
+      t.spec.kind = e.at("kind").get<std::string>() == "sparse" ? TableKind::kSparse : TableKind::kDense;
+      t.spec.size = e.at("size").get<uint64_t>();
+      t.spec.dim = e.at("dim").get<uint32_t>();
+      t.spec.init.kind = static_cast<InitKind>(e.value("init_kind", 0));
+      t.spec.init.scale = e.value("init_scale", 0.0f);
+      t.spec.init.seed = e.value("init_seed", uint64_t{0});
+      std::string file = e.at("file").get<std::string>();
+      if (file.find('/') != std::string::npos || file.find("..") != std::string::npos) {
+        return absl::DataLossError(absl::StrCat(manifest_path, ": bad table file name ", file));
+      }
+      PS_RETURN_IF_ERROR(ReadTable(dir + "/" + file, e, &t));
+      out.tables.push_back(std::move(t));
+    }
+  } catch (const json::exception& e) {
+    return absl::DataLossError(absl::StrCat(manifest_path, ": ", e.what()));
+  }
+  return out;
+}
+
+}  // namespace pstrain::worker
