@@ -9,5 +9,8 @@ namespace pstrain::launcher {
 
 int RunLocal(const std::vector<std::string>& args);
 int RunGen(const std::vector<std::string>& args);
+int RunTrain(const std::vector<std::string>& args);
+int RunPredict(const std::vector<std::string>& args);
+int RunHealth(const std::vector<std::string>& args);
 
 }  // namespace pstrain::launcher

@@ -13,7 +13,10 @@ void Usage() {
       "usage: pstrain <command> [flags]\n\n"
       "commands:\n"
       "  local   start a whole cluster (coordinator, servers, workers) on this machine\n"
-      "  gen     write synthetic Criteo-format click data and print its oracle AUC\n\n"
+      "  gen     write synthetic Criteo-format click data and print its oracle AUC\n"
+      "  train   train in one process (coordinator, one server, one worker as threads)\n"
+      "  predict score a file with a model exported by --save_model\n"
+      "  health  ping a node (exit 0 when it answers OK): for container healthchecks\n\n"
       "`pstrain <command> --help` explains each command's flags.\n"
       "The cluster binaries are pstrain_coordinator, pstrain_server and pstrain_worker.\n");
 }
@@ -30,6 +33,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "local") return pstrain::launcher::RunLocal(args);
   if (cmd == "gen") return pstrain::launcher::RunGen(args);
+  if (cmd == "train") return pstrain::launcher::RunTrain(args);
+  if (cmd == "predict") return pstrain::launcher::RunPredict(args);
+  if (cmd == "health") return pstrain::launcher::RunHealth(args);
   std::fprintf(stderr, "pstrain: unknown command '%s'\n\n", cmd.c_str());
   Usage();
   return 2;

@@ -36,7 +36,7 @@ class Adagrad final : public Optimizer {
 
   void Apply(const UpdateArgs& a) const override {
     const OptimizerConfig& c = config();
-    AdagradRule rule{c.lr, c.weight_decay, c.eps, a.scale};
+    AdagradRule rule{c.lr * a.lr_scale, c.weight_decay, c.eps, a.scale};
     simd::RunElementwise<1>(rule, a.weights_in, a.weights_out, a.state, a.state_stride, a.grads,
                             a.n);
   }
@@ -81,7 +81,7 @@ class RowwiseAdagrad final : public Optimizer {
     float acc = a.state[0] + simd::HorizontalSum(sum) / static_cast<float>(a.n);
     a.state[0] = acc;
     // Pass 2: the update with one step size for the whole row.
-    RowStepRule rule{c.weight_decay, a.scale, c.lr / (std::sqrt(acc) + c.eps)};
+    RowStepRule rule{c.weight_decay, a.scale, c.lr * a.lr_scale / (std::sqrt(acc) + c.eps)};
     simd::RunElementwise<0>(rule, a.weights_in, a.weights_out, nullptr, 0, a.grads, a.n);
   }
 };

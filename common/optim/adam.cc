@@ -53,7 +53,7 @@ class Adam final : public Optimizer {
     const uint64_t t = a.step == 0 ? 1 : a.step;
     const float c1 = t <= kTableSteps ? c1_[t] : BiasCorrection(c.beta1, t);
     const float c2 = t <= kTableSteps ? c2_[t] : BiasCorrection(c.beta2, t);
-    AdamRule rule{c.lr, c.weight_decay, c.eps, a.scale, c.beta1, c.beta2, c1, c2};
+    AdamRule rule{c.lr * a.lr_scale, c.weight_decay, c.eps, a.scale, c.beta1, c.beta2, c1, c2};
     simd::RunElementwise<2>(rule, a.weights_in, a.weights_out, a.state, a.state_stride, a.grads,
                             a.n);
   }

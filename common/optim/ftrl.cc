@@ -43,7 +43,7 @@ class Ftrl final : public Optimizer {
 
   void Apply(const UpdateArgs& a) const override {
     const OptimizerConfig& c = config();
-    FtrlRule rule{1.0f / c.lr, c.ftrl_beta, c.ftrl_l1, c.ftrl_l2, a.scale};
+    FtrlRule rule{1.0f / (c.lr * a.lr_scale), c.ftrl_beta, c.ftrl_l1, c.ftrl_l2, a.scale};
     simd::RunElementwise<2>(rule, a.weights_in, a.weights_out, a.state, a.state_stride, a.grads,
                             a.n);
   }

@@ -32,6 +32,8 @@ struct UpdateArgs {
   const float* grads = nullptr;       // n gradients, sums over samples
   size_t n = 0;
   float scale = 1.0f;                 // gradients are multiplied by this first
+  float lr_scale = 1.0f;              // multiplies the configured learning rate
+                                      // (warm-up, scaling with the worker count)
   uint64_t step = 1;                  // 1-based count of updates of these elements,
                                       // this one included (Adam's bias correction)
 };

@@ -40,11 +40,11 @@ class Sgd final : public Optimizer {
   void Apply(const UpdateArgs& a) const override {
     const OptimizerConfig& c = config();
     if (c.momentum > 0.0f) {
-      MomentumRule rule{c.lr, c.weight_decay, a.scale, c.momentum, c.nesterov};
+      MomentumRule rule{c.lr * a.lr_scale, c.weight_decay, a.scale, c.momentum, c.nesterov};
       simd::RunElementwise<1>(rule, a.weights_in, a.weights_out, a.state, a.state_stride,
                               a.grads, a.n);
     } else {
-      PlainRule rule{c.lr, c.weight_decay, a.scale};
+      PlainRule rule{c.lr * a.lr_scale, c.weight_decay, a.scale};
       simd::RunElementwise<0>(rule, a.weights_in, a.weights_out, a.state, a.state_stride,
                               a.grads, a.n);
     }
