@@ -75,7 +75,7 @@ class DlrmModel final : public ModelBase {
     nn::MatrixView dt(dt_.as(), rows, t_width());
     nn::MatrixView dz(dz_.as(), rows, z_width());
     PS_RETURN_IF_ERROR(top_.Backward(dev, z, step.params, logits, dlogits, step.grads, dz,
-                                   accumulate));
+                                     accumulate, step.grad_ready));
     PS_RETURN_IF_ERROR(dev.DotInteractionBackward(t, dz, vectors_, dim_, dt));
     const auto& sparse = sparse_tables();
     for (size_t f = 0; f < sparse.size(); ++f) {
@@ -83,7 +83,8 @@ class DlrmModel final : public ModelBase {
                                                   nn::Pooling::kSum, step.grads[sparse[f]]));
     }
     return bottom_.Backward(dev, step.dense, step.params, t.Columns(0, dim_),
-                            dt.Columns(0, dim_), step.grads, nn::MatrixView(), accumulate);
+                            dt.Columns(0, dim_), step.grads, nn::MatrixView(), accumulate,
+                            step.grad_ready);
   }
 
   const int dim_;

@@ -54,7 +54,8 @@ absl::Status Mlp::Forward(nn::Device& device, nn::ConstMatrixView x,
 absl::Status Mlp::Backward(nn::Device& device, nn::ConstMatrixView x,
                            const std::vector<const float*>& params, nn::ConstMatrixView out,
                            nn::MatrixView d_out, const std::vector<float*>& grads,
-                           nn::MatrixView dx, bool accumulate) {
+                           nn::MatrixView dx, bool accumulate,
+                           const std::function<void(uint32_t)>* ready) {
   const int rows = x.rows;
   for (size_t i = layers_.size(); i-- > 0;) {
     Layer& layer = layers_[i];
@@ -68,6 +69,10 @@ absl::Status Mlp::Backward(nn::Device& device, nn::ConstMatrixView x,
     PS_RETURN_IF_ERROR(device.LinearBackward(input, params[layer.weight], y, layer.act, dy,
                                              grads[layer.weight], grads[layer.bias], d_input,
                                              accumulate));
+    if (ready != nullptr) {
+      (*ready)(layer.weight);
+      (*ready)(layer.bias);
+    }
   }
   return absl::OkStatus();
 }

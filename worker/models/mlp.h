@@ -5,6 +5,7 @@
 // buffers that are reused across steps. Not thread-safe.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,11 +36,13 @@ class Mlp {
   // Given the x and out of the last Forward and dL/dout in `d_out` (modified
   // in place), overwrites (or with `accumulate` adds to) the gradients of
   // every layer's tables in `grads` and writes dL/dx into `dx` unless
-  // dx.data is null.
+  // dx.data is null. `ready`, when set, is told each table whose gradient
+  // was just written (last layer first).
   absl::Status Backward(nn::Device& device, nn::ConstMatrixView x,
                         const std::vector<const float*>& params, nn::ConstMatrixView out,
                         nn::MatrixView d_out, const std::vector<float*>& grads,
-                        nn::MatrixView dx, bool accumulate);
+                        nn::MatrixView dx, bool accumulate,
+                        const std::function<void(uint32_t)>* ready = nullptr);
 
  private:
   struct Layer {

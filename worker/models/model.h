@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -44,6 +45,11 @@ struct ParamRefs {
 // over the batch (not the mean): the optimizer scales by 1/num_samples.
 struct GradRefs {
   std::vector<float*> tables;
+  // Optional. Called on the TrainStep thread once for every dense table, as
+  // soon as its gradient is final (during the backward pass, last layers
+  // first), so that the caller can start communicating it while the rest of
+  // the backward pass runs (gradient bucketing with overlap).
+  std::function<void(uint32_t table)> on_ready;
 };
 
 struct StepOutput {

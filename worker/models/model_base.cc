@@ -22,7 +22,8 @@ absl::Status CheckWidths(const char* what, const std::vector<int>& widths) {
 ModelBase::ModelBase(const ModelOptions& options, std::unique_ptr<nn::Device> device)
     : options_(options),
       device_(std::move(device)),
-      registry_(options.dense_optimizer, options.sparse_optimizer) {}
+      registry_(options.dense_optimizer, options.sparse_optimizer),
+      ready_fn_([this](uint32_t table) { ReportReady(table); }) {}
 
 void ModelBase::IndexTables() const {
   const auto& fields = registry_.sparse_fields();
@@ -251,6 +252,13 @@ absl::Status ModelBase::ExportGrads(const GradRefs& grads) {
   return absl::OkStatus();
 }
 
+void ModelBase::ReportReady(uint32_t table) {
+  if (reporting_ == nullptr || table >= reported_.size() || reported_[table]) return;
+  if (registry_.tables()[table].kind != TableKind::kDense) return;
+  reported_[table] = 1;
+  reporting_->on_ready(table);
+}
+
 absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchPlan& plan,
                                                 const ParamRefs& params, GradRefs* grads) {
   IndexTables();
@@ -259,10 +267,18 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
   PS_RETURN_IF_ERROR(Stage(batch, plan, params, grads));
   const int rows = batch.size;
   PS_RETURN_IF_ERROR(ZeroSparseGrads());
+  // Gradient-ready reports: only where the gradients are in the caller's
+  // memory as soon as they are computed (the CPU); a GPU step reports
+  // everything after copying the gradients back.
+  reporting_ = grads->on_ready ? grads : nullptr;
+  reported_.assign(registry_.tables().size(), 0);
   double loss = 0.0;
   for (int begin = 0; begin < rows; begin += chunk_rows_) {
     const int n = std::min(chunk_rows_, rows - begin);
     SliceStep(begin, n);
+    const bool last_chunk = begin + n >= rows;
+    chunk_.grad_ready = reporting_ != nullptr && last_chunk && device_->host_memory() ? &ready_fn_
+                                                                                       : nullptr;
     nn::MatrixView logits(logits_.as() + begin, n, 1);
     nn::MatrixView dlogits(dlogits_.as() + begin, n, 1);
     PS_RETURN_IF_ERROR(Forward(chunk_, logits));
@@ -272,6 +288,12 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
     PS_RETURN_IF_ERROR(Backward(chunk_, logits, dlogits, /*accumulate=*/begin > 0));
   }
   PS_RETURN_IF_ERROR(ExportGrads(*grads));
+  if (reporting_ != nullptr) {
+    for (const TableSpec& t : registry_.tables()) {
+      if (t.kind == TableKind::kDense) ReportReady(t.id);
+    }
+    reporting_ = nullptr;
+  }
   StepOutput out;
   out.loss_sum = loss;
   out.num_samples = rows;

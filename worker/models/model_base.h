@@ -8,6 +8,7 @@
 // thread per instance.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -55,6 +56,11 @@ class ModelBase : public Model {
     std::vector<nn::Bags> bags;          // by (sparse position, slot), see Bag()
     std::vector<uint32_t> bag_begin;     // first bags entry of each sparse position
     std::vector<size_t> table_floats;    // by table id: floats bound this step
+    // Set on the batch's last chunk of a TrainStep whose caller asked to be
+    // told: subclasses pass it to Mlp::Backward / call it for each dense
+    // table whose gradient is final. Tables not reported are reported when
+    // the step ends.
+    const std::function<void(uint32_t)>* grad_ready = nullptr;
 
     // The bags of the `slot`-th field served by the sparse table at BatchPlan
     // position `sparse_pos`.
@@ -107,6 +113,12 @@ class ModelBase : public Model {
   mutable std::vector<int> sparse_pos_;    // by table id: BatchPlan position or -1
   mutable std::vector<int> plan_source_;   // by sparse position: same fields as, or -1
   mutable IdDeduper dedup_;
+  // Wraps the caller's GradRefs::on_ready: reports each dense table once.
+  void ReportReady(uint32_t table);
+  std::vector<char> reported_;  // by table id, this step
+  const GradRefs* reporting_ = nullptr;
+  std::function<void(uint32_t)> ready_fn_;
+
   StepData step_;   // the whole batch
   StepData chunk_;  // the rows being computed
   int chunk_rows_ = 0;

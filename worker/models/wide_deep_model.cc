@@ -76,7 +76,7 @@ class WideDeepModel final : public ModelBase {
     nn::MatrixView x(x_.as(), step.batch, deep_.in());
     nn::MatrixView dx(dx_.as(), step.batch, deep_.in());
     PS_RETURN_IF_ERROR(deep_.Backward(dev, x, step.params, logits, dlogits, step.grads, dx,
-                                    accumulate));
+                                      accumulate, step.grad_ready));
     for (int f = 0; f < fields_; ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dx.Columns(f * dim_, dim_),
                                                   step.Bag(fields_ + f), nn::Pooling::kSum,
