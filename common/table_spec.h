@@ -68,10 +68,15 @@ struct TableSpec {
   uint32_t dim = 0;        // sparse: floats per row
   OptimizerConfig optimizer;
   InitializerConfig init;
+  // Dense table kept on the workers (allreduce mode: the workers sum its
+  // gradients among themselves and apply the optimizer); servers hold no
+  // part of it.
+  bool on_workers = false;
 
   template <class Archive>
-  void serialize(Archive& ar, std::uint32_t /*version*/) {
+  void serialize(Archive& ar, std::uint32_t version) {
     ar(id, name, kind, size, dim, optimizer, init);
+    if (version >= 2) ar(on_workers);
   }
 };
 
@@ -79,4 +84,4 @@ struct TableSpec {
 
 CEREAL_CLASS_VERSION(pstrain::OptimizerConfig, 1);
 CEREAL_CLASS_VERSION(pstrain::InitializerConfig, 1);
-CEREAL_CLASS_VERSION(pstrain::TableSpec, 1);
+CEREAL_CLASS_VERSION(pstrain::TableSpec, 2);

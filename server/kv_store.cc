@@ -66,8 +66,10 @@ absl::StatusOr<std::vector<KvOp>> KvStore::Validate(const proto::Decoded& reques
     if (spec.kind == TableKind::kDense) {
       const DenseShard* shard = dense_[part.table].get();
       if (shard == nullptr) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "table ", spec.name, " has no range on server ", rank_, " (stale cluster map?)"));
+        return absl::FailedPreconditionError(
+            spec.on_workers ? absl::StrCat("table ", spec.name, " lives on the workers")
+                            : absl::StrCat("table ", spec.name, " has no range on server ", rank_,
+                                           " (stale cluster map?)"));
       }
       if (part.count == 0 || part.begin < shard->offset() ||
           part.begin - shard->offset() > shard->length() ||

@@ -25,6 +25,10 @@ absl::Status ValidateTableSpecs(const std::vector<TableSpec>& tables) {
         return absl::InvalidArgumentError(absl::StrCat("dense table ", t.name, " has size ", t.size));
       }
     } else if (t.kind == TableKind::kSparse) {
+      if (t.on_workers) {
+        return absl::InvalidArgumentError(absl::StrCat("sparse table ", t.name,
+                                                       " cannot live on the workers"));
+      }
       if (t.dim == 0 || t.dim > 4096) {
         return absl::InvalidArgumentError(absl::StrCat("sparse table ", t.name, " has dim ", t.dim));
       }
@@ -51,7 +55,7 @@ absl::StatusOr<proto::TableLayout> ComputeLayout(const std::vector<TableSpec>& t
   std::vector<uint64_t> load(num_servers, 0);
   // Place big tables first (split evenly), then small ones greedily.
   for (const TableSpec& t : tables) {
-    if (t.kind != TableKind::kDense || t.size <= chunk_floats) continue;
+    if (t.kind != TableKind::kDense || t.on_workers || t.size <= chunk_floats) continue;
     for (int s = 0; s < num_servers; ++s) {
       uint64_t begin = t.size * s / num_servers;
       uint64_t end = t.size * (s + 1) / num_servers;
@@ -61,7 +65,7 @@ absl::StatusOr<proto::TableLayout> ComputeLayout(const std::vector<TableSpec>& t
     }
   }
   for (const TableSpec& t : tables) {
-    if (t.kind != TableKind::kDense || t.size > chunk_floats) continue;
+    if (t.kind != TableKind::kDense || t.on_workers || t.size > chunk_floats) continue;
     int s = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     layout.dense_ranges.push_back({t.id, s, 0, t.size});
     load[s] += t.size;
@@ -79,7 +83,7 @@ bool SameTables(const std::vector<TableSpec>& a, const std::vector<TableSpec>& b
     const TableSpec& x = a[i];
     const TableSpec& y = b[i];
     if (x.id != y.id || x.name != y.name || x.kind != y.kind || x.size != y.size ||
-        x.dim != y.dim || x.optimizer.kind != y.optimizer.kind || x.optimizer.lr != y.optimizer.lr ||
+        x.dim != y.dim || x.on_workers != y.on_workers || x.optimizer.kind != y.optimizer.kind || x.optimizer.lr != y.optimizer.lr ||
         x.init.kind != y.init.kind || x.init.scale != y.init.scale || x.init.seed != y.init.seed) {
       return false;
     }

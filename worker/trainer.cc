@@ -44,16 +44,19 @@ double ReadOracleAuc(const std::string& path) {
 }  // namespace
 
 Trainer::Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorClient* coordinator,
-                 int rank, int num_workers)
+                 int rank, int num_workers, DenseReplica* replica)
     : options_(std::move(options)),
       model_(model),
       kv_(kv),
       coordinator_(coordinator),
       rank_(rank),
       num_workers_(num_workers),
+      replica_(replica),
       process_start_(absl::Now()) {
   for (const TableSpec& t : model_->tables()) {
-    if (t.kind == TableKind::kDense) dense_tables_.push_back(t.id);
+    if (t.kind == TableKind::kDense && !(replica_ != nullptr && replica_->holds(t.id))) {
+      dense_tables_.push_back(t.id);
+    }
   }
 }
 
@@ -87,6 +90,9 @@ absl::Status Trainer::Bind(Prepared& p, ParamRefs* params) {
   }
   const auto& sparse = model_->sparse_tables();
   for (size_t k = 0; k < sparse.size(); ++k) params->tables[sparse[k]] = p.rows[k].data();
+  if (replica_ != nullptr) {
+    for (uint32_t t : replica_->table_ids()) params->tables[t] = replica_->params(t);
+  }
   return absl::OkStatus();
 }
 
@@ -164,6 +170,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       grad_buffers[sparse[k]] = Buffer::Allocate(cur->rows[k].size() * sizeof(float), &data);
       grads.tables[sparse[k]] = reinterpret_cast<float*>(data);
     }
+    if (replica_ != nullptr) {
+      replica_->BeginStep();
+      for (uint32_t t : replica_->table_ids()) grads.tables[t] = replica_->grad(t);
+      grads.on_ready = [this](uint32_t t) { replica_->OnReady(t); };
+    }
     PS_ASSIGN_OR_RETURN(StepOutput out, model_->TrainStep(*cur->batch, cur->plan, params, &grads));
     result.compute_seconds += Seconds(t0);
 
@@ -175,6 +186,15 @@ absl::StatusOr<TrainResult> Trainer::Run() {
           SparsePush{sparse[k], cur->plan.lookups[k].unique_ids, grad_buffers[sparse[k]]});
     }
     last_push = kv_->Push(dense_push, sparse_push, static_cast<uint32_t>(out.num_samples), clock);
+    if (replica_ != nullptr) {
+      // The sparse push travels while the dense buckets finish.
+      t0 = absl::Now();
+      PS_RETURN_IF_ERROR(
+          Annotate(replica_->Finish(static_cast<uint32_t>(out.num_samples)).status(),
+                   absl::StrCat("allreduce of step ", clock)));
+      result.wait_seconds += Seconds(t0);
+      result.allreduce_wait_seconds += replica_->last_wait_seconds();
+    }
     ++clock;
     result.samples += out.num_samples;
     loss_sum += out.loss_sum;

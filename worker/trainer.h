@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "cluster/coordinator_client.h"
 #include "worker/data/schema.h"
+#include "worker/dense_replica.h"
 #include "worker/kv_client.h"
 #include "worker/models/model.h"
 #include "worker/progress.h"
@@ -52,6 +53,7 @@ struct TrainResult {
   double compute_seconds = 0;
   double wait_seconds = 0;
   double data_seconds = 0;
+  double allreduce_wait_seconds = 0;  // allreduce mode: waiting for buckets after compute
   double reader_rows_per_sec = 0;
   double final_loss = 0;
   // Set on worker 0 after the final evaluation.
@@ -63,8 +65,10 @@ struct TrainResult {
 
 class Trainer {
  public:
+  // `replica` (allreduce mode, may be null) holds the dense tables that live
+  // on the workers; every other table is on the servers.
   Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorClient* coordinator,
-          int rank, int num_workers);
+          int rank, int num_workers, DenseReplica* replica = nullptr);
 
   // Trains, evaluates and (on worker 0) writes the summary.
   absl::StatusOr<TrainResult> Run();
@@ -87,7 +91,8 @@ class Trainer {
   CoordinatorClient* coordinator_;
   int rank_;
   int num_workers_;
-  std::vector<uint32_t> dense_tables_;
+  DenseReplica* replica_;
+  std::vector<uint32_t> dense_tables_;  // dense tables pulled from the servers
   uint64_t shard_bytes_ = 0;
   std::unique_ptr<MetricsFile> metrics_;
   absl::Time process_start_;

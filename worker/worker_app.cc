@@ -4,11 +4,52 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/coordinator_client.h"
+#include "cluster/coordinator_store.h"
 #include "cluster/node_info.h"
 #include "common/zmq_transport.h"
 #include "proto_msgs/codec.h"
+#include "worker/collective/gloo_collective.h"
+#include "worker/dense_replica.h"
 
 namespace pstrain::worker {
+namespace {
+
+// "tcp://host:port" -> "host".
+std::string HostOf(const std::string& endpoint) {
+  std::string s = endpoint;
+  if (size_t p = s.find("://"); p != std::string::npos) s = s.substr(p + 3);
+  if (size_t p = s.rfind(':'); p != std::string::npos) s = s.substr(0, p);
+  return s;
+}
+
+// Ranks of the other workers that do not answer a ping within a second.
+std::vector<int> UnresponsiveWorkers(RpcNode& node, const proto::ClusterView& view, int self) {
+  std::vector<std::pair<int, RpcFuture>> pings;
+  proto::Header h;
+  h.type = proto::MsgType::kPing;
+  for (const proto::NodeInfo& w : view.workers) {
+    if (w.rank == self) continue;
+    PeerId p = node.Connect(w.endpoint);
+    pings.emplace_back(w.rank, node.Call(p, proto::EncodeHeaderOnly(h), absl::Now() + absl::Seconds(1)));
+  }
+  std::vector<int> dead;
+  for (auto& [rank, f] : pings) {
+    if (!proto::DecodeReply(f.Wait(), "ping").ok()) dead.push_back(rank);
+  }
+  return dead;
+}
+
+// The model on options.device; "auto" takes a GPU when there is one.
+absl::StatusOr<std::unique_ptr<Model>> CreateModelOnDevice(ModelOptions options) {
+  if (options.device != "auto") return CreateModel(options);
+  options.device = "cuda";
+  auto gpu = CreateModel(options);
+  if (gpu.ok() || gpu.status().code() != absl::StatusCode::kUnavailable) return gpu;
+  options.device = "cpu";
+  return CreateModel(options);
+}
+
+}  // namespace
 
 absl::Status RunWorker(const WorkerOptions& options) {
   ZmqTransportOptions to;
@@ -20,6 +61,10 @@ absl::Status RunWorker(const WorkerOptions& options) {
   // The coordinator may tell this worker to stop (job aborted elsewhere).
   PS_RETURN_IF_ERROR(node->Start([raw](RpcRequest&& req) {
     auto d = proto::Decode(req.message);
+    if (d.ok() && d->type() == proto::MsgType::kPing) {
+      raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
+      return;
+    }
     if (d.ok() && d->type() == proto::MsgType::kShutdown) {
       raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
       absl::Status why = proto::RemoteStatus(d->header());
@@ -43,16 +88,48 @@ absl::Status RunWorker(const WorkerOptions& options) {
   coordinator.StartHeartbeats(absl::Milliseconds(first.heartbeat_interval_ms), nullptr);
   PS_ASSIGN_OR_RETURN(proto::ClusterView view, coordinator.WaitForCluster(absl::Hours(1)));
 
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateModel(options.train.model));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateModelOnDevice(options.train.model));
+  const bool allreduce = options.mode == "allreduce";
+  std::vector<TableSpec> tables = model->tables();
+  if (allreduce) {
+    for (TableSpec& t : tables) t.on_workers = t.kind == TableKind::kDense;
+  }
   PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
-                      coordinator.DefineTables(model->tables(), absl::Minutes(10)));
+                      coordinator.DefineTables(tables, absl::Minutes(10)));
   std::vector<std::string> servers;
   for (const auto& s : view.servers) servers.push_back(s.endpoint);
   KvClientOptions ko;
   ko.rank = rank;
   KvClient kv(node.get(), layout, servers, ko);
 
-  Trainer trainer(options.train, model.get(), &kv, &coordinator, rank, view.num_workers);
+  // Allreduce mode: the workers' collective group and the dense replica.
+  std::unique_ptr<CoordinatorStore> store;
+  std::unique_ptr<Collective> collective;
+  std::unique_ptr<CollectiveQueue> queue;
+  std::unique_ptr<DenseReplica> replica;
+  if (allreduce) {
+    store = std::make_unique<CoordinatorStore>(&coordinator, "collective/workers");
+    GlooOptions go;
+    go.rank = rank;
+    go.size = view.num_workers;
+    go.hostname = HostOf(endpoint);
+    go.timeout = options.collective_timeout;
+    go.probe = [&node, &view, rank] { return UnresponsiveWorkers(*node, view, rank); };
+    PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, store.get()));
+    collective = std::move(gloo);
+    queue = std::make_unique<CollectiveQueue>();
+    DenseReplicaOptions ro;
+    ro.bucket_bytes = options.bucket_bytes;
+    ro.overlap = options.overlap;
+    PS_ASSIGN_OR_RETURN(replica, DenseReplica::Create(tables, ro, collective.get(), queue.get()));
+    PS_RETURN_IF_ERROR(replica->Broadcast(0));
+    spdlog::info("allreduce mode: {} dense tables in {} buckets, summed by {} over {} workers",
+                 replica->table_ids().size(), replica->num_buckets(), collective->name(),
+                 view.num_workers);
+  }
+
+  Trainer trainer(options.train, model.get(), &kv, &coordinator, rank, view.num_workers,
+                  replica.get());
   absl::StatusOr<TrainResult> result = trainer.Run();
   if (!result.ok()) return result.status();
   PS_RETURN_IF_ERROR(coordinator.WorkerDone());

@@ -16,6 +16,13 @@ struct WorkerOptions {
   std::string advertise_host;
   int32_t rank = -1;
   absl::Duration connect_timeout = absl::Seconds(60);
+  // "ps": every table on the servers. "allreduce": dense tables replicated on
+  // the workers, their gradients summed by a collective; sparse tables on the
+  // servers.
+  std::string mode = "ps";
+  size_t bucket_bytes = 25 << 20;   // allreduce gradient buckets
+  bool overlap = true;              // allreduce buckets during the backward pass
+  absl::Duration collective_timeout = absl::Seconds(60);
   TrainOptions train;
 };
 

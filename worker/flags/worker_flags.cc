@@ -16,6 +16,13 @@ ABSL_FLAG(std::string, advertise_host, "", "Host name others use to reach this n
 ABSL_FLAG(int, rank, -1, "Worker rank to take (-1: the coordinator assigns one).");
 ABSL_FLAG(double, connect_timeout, 60.0, "Seconds to keep retrying while the coordinator is unreachable.");
 
+ABSL_FLAG(std::string, mode, "ps",
+          "ps: every table on the parameter servers. allreduce: dense (MLP) tables replicated on "
+          "the workers and their gradients summed by a collective (Gloo on CPUs), embeddings on "
+          "the servers.");
+ABSL_FLAG(double, bucket_mb, 25, "allreduce: size of the gradient buckets in MiB.");
+ABSL_FLAG(bool, overlap, true, "allreduce: start each bucket during the backward pass.");
+ABSL_FLAG(double, collective_timeout, 60, "allreduce: seconds before a collective call fails.");
 ABSL_FLAG(std::string, model, "dlrm", "Model: lr | wide_deep | dlrm.");
 ABSL_FLAG(int, embedding_dim, 16, "Embedding width (wide_deep, dlrm).");
 ABSL_FLAG(std::string, bottom_mlp, "64,16", "dlrm: widths of the bottom MLP (last = embedding_dim).");
@@ -36,7 +43,7 @@ ABSL_FLAG(double, dense_initial_accumulator, 0,
           "Adagrad: starting value of the squared-gradient sums of the dense (MLP) tables.");
 ABSL_FLAG(double, weight_decay, 0, "L2 weight decay (sgd, adagrad, adam).");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of parameter initialization and shuffling.");
-ABSL_FLAG(std::string, device, "cpu", "cpu | cuda | auto.");
+ABSL_FLAG(std::string, device, "auto", "cpu | cuda | auto (a GPU when there is one).");
 
 ABSL_FLAG(std::string, train_data, "", "Training data: comma-separated paths or globs (Criteo TSV).");
 ABSL_FLAG(std::string, eval_data, "", "Held-out data evaluated at the end (and every --eval_every_steps).");
@@ -94,6 +101,15 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   o.advertise_host = absl::GetFlag(FLAGS_advertise_host);
   o.rank = absl::GetFlag(FLAGS_rank);
   o.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
+  o.mode = absl::GetFlag(FLAGS_mode);
+  if (o.mode != "ps" && o.mode != "allreduce") {
+    return absl::InvalidArgumentError("--mode must be ps or allreduce, not '" + o.mode + "'");
+  }
+  double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  if (!(bucket_mb > 0)) return absl::InvalidArgumentError("--bucket_mb must be positive");
+  o.bucket_bytes = static_cast<size_t>(bucket_mb * (1 << 20));
+  o.overlap = absl::GetFlag(FLAGS_overlap);
+  o.collective_timeout = absl::Seconds(absl::GetFlag(FLAGS_collective_timeout));
   TrainOptions& t = o.train;
   ModelOptions& m = t.model;
   m.name = absl::GetFlag(FLAGS_model);

@@ -1,0 +1,125 @@
+#include "worker/dense_replica.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/optim/finite.h"
+#include "common/optim/initializer.h"
+#include "common/status.h"
+
+namespace pstrain::worker {
+
+absl::StatusOr<std::unique_ptr<DenseReplica>> DenseReplica::Create(
+    const std::vector<TableSpec>& tables, DenseReplicaOptions options, Collective* collective,
+    CollectiveQueue* queue) {
+  std::unique_ptr<DenseReplica> r(new DenseReplica(options, collective, queue));
+  r->slot_.assign(tables.size(), -1);
+  // Reverse table order: the backward pass finishes the last layers first.
+  size_t offset = 0;
+  size_t bucket_floats = std::max<size_t>(1, options.bucket_bytes / sizeof(float));
+  for (auto it = tables.rbegin(); it != tables.rend(); ++it) {
+    const TableSpec& spec = *it;
+    if (spec.kind != TableKind::kDense || !spec.on_workers) continue;
+    Table t;
+    t.spec = spec;
+    // As on a server's dense shard: a dense "row" is one element, so
+    // row-wise Adagrad is per-element Adagrad.
+    OptimizerConfig config = spec.optimizer;
+    if (config.kind == OptimizerKind::kRowwiseAdagrad) config.kind = OptimizerKind::kAdagrad;
+    PS_ASSIGN_OR_RETURN(t.optimizer, optim::Optimizer::Create(config));
+    PS_ASSIGN_OR_RETURN(optim::Initializer init, optim::Initializer::Create(spec.init, spec.id));
+    t.weights.resize(spec.size);
+    init.FillRange(0, t.weights.data(), spec.size);
+    t.state.resize(t.optimizer->StateFloats(spec.size));
+    if (!t.state.empty()) t.optimizer->InitState(t.state.data(), spec.size, spec.size);
+    t.grad_offset = offset;
+    if (r->buckets_.empty() || r->buckets_.back().end - r->buckets_.back().begin >= bucket_floats) {
+      r->buckets_.push_back(Bucket{offset, offset});
+    }
+    Bucket& b = r->buckets_.back();
+    b.end = offset + spec.size;
+    ++b.tables;
+    t.bucket = static_cast<int>(r->buckets_.size() - 1);
+    offset += spec.size;
+    r->slot_[spec.id] = static_cast<int>(r->tables_.size());
+    r->ids_.push_back(spec.id);
+    r->tables_.push_back(std::move(t));
+  }
+  if (r->buckets_.empty()) r->buckets_.push_back(Bucket{0, 0});
+  // The sample count rides in the last bucket (the first layers' tables).
+  r->flat_.assign(offset + 1, 0.0f);
+  r->buckets_.back().end = offset + 1;
+  return r;
+}
+
+absl::Status DenseReplica::Broadcast(int root) {
+  for (Table& t : tables_) {
+    PS_RETURN_IF_ERROR(Annotate(collective_->Broadcast(t.weights.data(), t.weights.size(), root),
+                                absl::StrCat("broadcast of ", t.spec.name)));
+  }
+  return absl::OkStatus();
+}
+
+void DenseReplica::BeginStep() {
+  for (Bucket& b : buckets_) {
+    b.ready = 0;
+    b.started = false;
+    b.handle = CollectiveQueue::Handle();
+  }
+}
+
+void DenseReplica::Start(Bucket& b) {
+  b.started = true;
+  float* data = flat_.data() + b.begin;
+  size_t n = b.end - b.begin;
+  Collective* c = collective_;
+  b.handle = queue_->Submit([c, data, n] { return c->AllReduce(data, n, ReduceOp::kSum); });
+}
+
+void DenseReplica::OnReady(uint32_t table) {
+  if (!holds(table)) return;
+  Bucket& b = buckets_[tables_[slot_[table]].bucket];
+  ++b.ready;
+  // The last bucket also carries the sample count, known only in Finish().
+  bool last = &b == &buckets_.back();
+  if (options_.overlap && !last && b.ready == b.tables && !b.started) Start(b);
+}
+
+absl::StatusOr<double> DenseReplica::Finish(uint32_t num_samples, float lr_scale) {
+  flat_.back() = static_cast<float>(num_samples);
+  for (Bucket& b : buckets_) {
+    if (!b.started) Start(b);
+  }
+  absl::Time t0 = absl::Now();
+  for (Bucket& b : buckets_) PS_RETURN_IF_ERROR(b.handle.Wait());
+  last_wait_seconds_ = absl::ToDoubleSeconds(absl::Now() - t0);
+  double total = flat_.back();
+  if (total <= 0) return total;
+  for (const Table& t : tables_) {
+    size_t bad = optim::FindNonFinite(flat_.data() + t.grad_offset, t.spec.size);
+    if (bad != t.spec.size) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "non-finite summed gradient in table ", t.spec.name, " at element ", bad,
+          " (the loss diverged?); parameters left unchanged"));
+    }
+  }
+  float scale = static_cast<float>(1.0 / total);
+  for (Table& t : tables_) {
+    ++t.step;
+    optim::UpdateArgs a;
+    a.weights_in = t.weights.data();
+    a.weights_out = t.weights.data();
+    a.state = t.state.empty() ? nullptr : t.state.data();
+    a.state_stride = t.spec.size;
+    a.grads = flat_.data() + t.grad_offset;
+    a.n = t.spec.size;
+    a.scale = scale;
+    a.lr_scale = lr_scale;
+    a.step = t.step;
+    t.optimizer->Apply(a);
+  }
+  return total;
+}
+
+}  // namespace pstrain::worker
