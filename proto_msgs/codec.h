@@ -80,6 +80,17 @@ absl::Status RemoteStatus(const Header& header);
 // reply when both are OK, the first error otherwise (with `context`).
 absl::StatusOr<Decoded> DecodeReply(absl::StatusOr<Message> reply, absl::string_view context);
 
+// The hot path (pulls, pushes and their replies) has hand-written coders
+// for the Header and the KvRequest body that write and read exactly the
+// bytes Cereal's portable binary archive does (Cereal stays the definition
+// of the format and decodes whatever the fast reader does not accept, so
+// errors read the same): no stream objects, one allocation per frame.
+struct KvRequest;  // proto_msgs/messages.h
+Message Encode(Header header, const KvRequest& body, std::vector<Buffer> payloads = {},
+               const std::vector<DType>& dtypes = {});
+template <>
+absl::StatusOr<KvRequest> Decoded::body<KvRequest>() const;
+
 // --- implementation details -------------------------------------------------
 namespace internal {
 std::string SerializeHeader(const Header& header, std::ostringstream* os);

@@ -29,7 +29,8 @@ enum class MsgType : uint16_t {
   kPull = 12,           // worker -> server
   kPush = 13,           // worker -> server
   kPing = 14,           // anyone -> anyone: liveness / health probe
-  kLast = kPing,
+  kDumpRows = 15,       // worker -> server: read out a sparse table (model export)
+  kLast = kDumpRows,
 };
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kServer = 2, kWorker = 3, kTool = 4 };

@@ -173,8 +173,24 @@ struct KvRequest {
   }
 };
 
+// kDumpRows: rows [offset, offset + max_rows) of this server's part of a
+// sparse table, in the server's iteration order (stable while the table is
+// not written). Reply: payloads u64 ids, f32 values (ids x dim); Header::step
+// = the rows this server holds.
+struct DumpRequest {
+  uint32_t table = 0;
+  uint64_t offset = 0;
+  uint64_t max_rows = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(table, offset, max_rows);
+  }
+};
+
 }  // namespace pstrain::proto
 
+CEREAL_CLASS_VERSION(pstrain::proto::DumpRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::NodeInfo, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::RegisterRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 1);

@@ -140,6 +140,25 @@ absl::Status KvStore::Push(const std::vector<KvOp>& ops, float scale) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint64_t> KvStore::Dump(uint32_t table, uint64_t offset, uint64_t max_rows,
+                                       std::vector<uint64_t>* ids,
+                                       std::vector<float>* values) const {
+  if (table >= sparse_.size() || !sparse_[table]) {
+    return absl::InvalidArgumentError(absl::StrCat("table ", table, " is not a sparse table"));
+  }
+  const SparseTable& t = *sparse_[table];
+  uint64_t index = 0;
+  uint64_t end = offset + std::min<uint64_t>(max_rows, t.size());
+  t.ForEachRow([&](const SparseRow& row) {
+    if (index >= offset && index < end) {
+      ids->push_back(row.id);
+      values->insert(values->end(), row.values.begin(), row.values.end());
+    }
+    ++index;
+  });
+  return static_cast<uint64_t>(t.size());
+}
+
 std::vector<TableStats> KvStore::Stats() const {
   std::vector<TableStats> out;
   for (const TableSpec& spec : layout_.tables) {

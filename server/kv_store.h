@@ -51,6 +51,11 @@ class KvStore {
   // Applies validated push parts, each gradient multiplied by `scale`.
   absl::Status Push(const std::vector<KvOp>& ops, float scale);
 
+  // Rows [offset, offset + max_rows) of sparse table `table` (iteration
+  // order) into `ids` / `values`; returns the rows the table holds.
+  absl::StatusOr<uint64_t> Dump(uint32_t table, uint64_t offset, uint64_t max_rows,
+                                std::vector<uint64_t>* ids, std::vector<float>* values) const;
+
   const proto::TableLayout& layout() const { return layout_; }
   int rank() const { return rank_; }
   DenseShard* dense(uint32_t table) { return dense_[table].get(); }

@@ -246,4 +246,34 @@ absl::Status PushHandle::Wait() {
   return first;
 }
 
+absl::Status KvClient::DumpSparse(uint32_t table, std::vector<uint64_t>* ids,
+                                  std::vector<float>* rows) {
+  constexpr uint64_t kPage = 1 << 20;
+  const size_t dim = layout_.tables[table].dim;
+  for (int s = 0; s < num_servers(); ++s) {
+    uint64_t offset = 0;
+    while (true) {
+      proto::DumpRequest req{table, offset, kPage};
+      Message m = proto::Encode(MakeHeader(MsgType::kDumpRows, 0), req);
+      PS_ASSIGN_OR_RETURN(
+          proto::Decoded d,
+          proto::DecodeReply(node_->Call(peers_[s], std::move(m), absl::Now() + options_.request_timeout).Wait(),
+                             absl::StrCat("dump of ", layout_.tables[table].name, " from server ", s)));
+      PS_RETURN_IF_ERROR(d.CheckPayload(0, DType::kU64));
+      PS_RETURN_IF_ERROR(d.CheckPayload(1, DType::kF32));
+      auto got_ids = d.payload_as<uint64_t>(0);
+      auto got_rows = d.payload_as<float>(1);
+      if (got_rows.size() != got_ids.size() * dim) {
+        return absl::InternalError(absl::StrCat("server ", s, " dumped rows of the wrong width"));
+      }
+      ids->insert(ids->end(), got_ids.begin(), got_ids.end());
+      rows->insert(rows->end(), got_rows.begin(), got_rows.end());
+      offset += got_ids.size();
+      uint64_t total = static_cast<uint64_t>(std::max<int64_t>(0, d.header().step));
+      if (got_ids.empty() || offset >= total) break;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace pstrain::worker

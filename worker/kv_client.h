@@ -98,6 +98,10 @@ class KvClient {
   PullHandle Pull(const std::vector<uint32_t>& dense_tables, const std::vector<SparsePull>& sparse,
                   int64_t clock);
   // Pushes gradients summed over `num_samples` samples for step `clock`.
+  // Every row of sparse table `table` on every server (model export):
+  // appends to `ids` and `rows` (ids.size() x dim). Blocks.
+  absl::Status DumpSparse(uint32_t table, std::vector<uint64_t>* ids, std::vector<float>* rows);
+
   // With `retire`, this is the worker's last push: synchronous consistency
   // models stop waiting for it.
   PushHandle Push(const std::vector<DensePush>& dense, const std::vector<SparsePush>& sparse,

@@ -11,6 +11,7 @@
 #include "worker/data/file_set.h"
 #include "worker/data/reader.h"
 #include "worker/eval/metrics.h"
+#include "worker/model_io.h"
 
 namespace pstrain::worker {
 
@@ -248,8 +249,38 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   // Everyone finishes training before the final evaluation sees the model.
   PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, absl::Hours(24)));
   if (!options_.eval_data.empty()) PS_RETURN_IF_ERROR(Evaluate(eval_round, clock, &result));
+  if (rank_ == 0 && !options_.save_model.empty()) PS_RETURN_IF_ERROR(SaveModel(clock));
   PS_RETURN_IF_ERROR(WriteSummary(result));
   return result;
+}
+
+absl::Status Trainer::SaveModel(int64_t step) {
+  absl::Time t0 = absl::Now();
+  SavedModel saved;
+  saved.model = options_.model;
+  saved.schema = options_.schema;
+  saved.step = step;
+  PS_ASSIGN_OR_RETURN(std::vector<Buffer> dense, kv_->Pull(dense_tables_, {}, step).Wait());
+  uint64_t rows = 0;
+  for (const TableSpec& spec : model_->tables()) {
+    TableValues t;
+    t.spec = spec;
+    if (spec.kind == TableKind::kSparse) {
+      PS_RETURN_IF_ERROR(kv_->DumpSparse(spec.id, &t.ids, &t.rows));
+      rows += t.ids.size();
+    } else if (replica_ != nullptr && replica_->holds(spec.id)) {
+      t.dense = replica_->weights(spec.id);
+    } else {
+      size_t k = std::find(dense_tables_.begin(), dense_tables_.end(), spec.id) - dense_tables_.begin();
+      auto v = dense[k].as<float>();
+      t.dense.assign(v.begin(), v.end());
+    }
+    saved.tables.push_back(std::move(t));
+  }
+  PS_RETURN_IF_ERROR(WriteModel(options_.save_model, saved));
+  spdlog::info("model saved to {} ({} tables, {} embedding rows) in {:.1f}s", options_.save_model,
+               saved.tables.size(), rows, Seconds(t0));
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result) {

@@ -42,6 +42,7 @@ struct TrainOptions {
   absl::Duration log_every = absl::Seconds(10);
   std::string metrics_out;       // JSON lines (worker 0 writes)
   std::string eval_meta;         // generator's meta JSON (oracle AUC), optional
+  std::string save_model;        // export the trained model here (worker 0)
   bool progress_bar = false;     // redraw a bar on stderr (a terminal)
 };
 
@@ -83,6 +84,7 @@ class Trainer {
   absl::Status Gather(int round, const std::vector<float>& probs,
                       const std::vector<float>& labels, TrainResult* result, int64_t clock);
   absl::Status WriteSummary(const TrainResult& result);
+  absl::Status SaveModel(int64_t step);
   double FractionDone(int64_t step, int64_t bytes_read) const;
 
   TrainOptions options_;

@@ -59,6 +59,8 @@ ABSL_FLAG(double, max_bad_lines_fraction, 0.01, "Fail when more than this fracti
 ABSL_FLAG(int64_t, eval_every_steps, 0, "Evaluate every N steps (0: only at the end).");
 ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
 ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
+ABSL_FLAG(std::string, save_model, "",
+          "Worker 0 exports the trained model to this folder (read by `pstrain predict`).");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace pstrain::worker {
@@ -157,6 +159,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   t.eval_every_steps = absl::GetFlag(FLAGS_eval_every_steps);
   t.log_every = absl::Seconds(absl::GetFlag(FLAGS_log_every_secs));
   t.metrics_out = absl::GetFlag(FLAGS_metrics_out);
+  t.save_model = absl::GetFlag(FLAGS_save_model);
   t.progress_bar = isatty(STDERR_FILENO) != 0;
   return o;
 }
