@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "cluster/node_info.h"
 #include "common/optim/finite.h"
 
@@ -76,6 +77,27 @@ ServerStats ParameterServer::stats() const {
   return ServerStats{pulls_.load(), pushes_.load(), errors_.load(), parked_count_.load()};
 }
 
+absl::StatusOr<std::vector<TableStats>> ParameterServer::StoreStats(
+    absl::Duration timeout) const {
+  struct Answer {
+    absl::Notification done;
+    absl::StatusOr<std::vector<TableStats>> stats;
+  };
+  auto answer = std::make_shared<Answer>();
+  node_->transport().Post([this, answer] {
+    if (store_) {
+      answer->stats = store_->Stats();
+    } else {
+      answer->stats = absl::FailedPreconditionError("tables not created yet");
+    }
+    answer->done.Notify();
+  });
+  if (!answer->done.WaitForNotificationWithTimeout(timeout)) {
+    return absl::DeadlineExceededError("server I/O thread did not answer the stats request");
+  }
+  return answer->stats;
+}
+
 void ParameterServer::ReplyError(const RpcRequest& req, const absl::Status& status) {
   errors_.fetch_add(1, std::memory_order_relaxed);
   node_->Reply(req, proto::EncodeError(Role::kServer, client_ ? rank_ : -1, status));
@@ -93,6 +115,7 @@ void ParameterServer::Handle(RpcRequest&& req) {
     case MsgType::kCreateTables: return OnCreateTables(*d, req);
     case MsgType::kShutdown: return OnShutdown(*d, req);
     case MsgType::kPing: return node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+    case MsgType::kDumpRows: return OnDumpRows(*d, req);
     default:
       ReplyError(req, absl::UnimplementedError(
                           absl::StrCat("server does not serve ", proto::MsgTypeName(d->type()))));
@@ -220,7 +243,13 @@ void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
     return ReplyError(req, absl::InvalidArgumentError("push of gradients over zero samples"));
   }
   // Refuse the whole push, before anything changes, if any part is bad.
-  for (const KvOp& op : *ops) {
+  // A single part applied on arrival needs no scan here: its table refuses
+  // a non-finite gradient by itself and stays unchanged (one pass less over
+  // the gradients). Summed (BSP) parts are checked before they are added.
+  Consistency mode = store_->layout().consistency;
+  const bool table_checks = ops->size() == 1 && mode != Consistency::kBsp;
+  for (size_t k = 0; !table_checks && k < ops->size(); ++k) {
+    const KvOp& op = (*ops)[k];
     size_t bad = optim::FindNonFinite(op.values.data(), op.values.size());
     if (bad != op.values.size()) {
       const TableSpec& spec = store_->layout().tables[op.table];
@@ -232,7 +261,6 @@ void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
   }
   int w = d.header().sender_rank;
   int64_t clock = d.header().step;
-  Consistency mode = store_->layout().consistency;
   if (mode == Consistency::kBsp) {
     bool counts = !ops->empty() || body->num_samples > 0 || !body->retire;
     if (counts && (clock != applied_ || pushed_[w] != clock)) {
@@ -263,6 +291,25 @@ void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
   pushes_.fetch_add(1, std::memory_order_relaxed);
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
   if (mode == Consistency::kSsp || body->retire) ReleaseParkedPulls();
+}
+
+void ParameterServer::OnDumpRows(const Decoded& d, const RpcRequest& req) {
+  if (!store_) return ReplyError(req, absl::UnavailableError("tables not created yet"));
+  auto body = d.body<proto::DumpRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  std::vector<uint64_t> ids;
+  std::vector<float> values;
+  uint64_t max_rows = std::min<uint64_t>(body->max_rows, 1 << 22);
+  auto total = store_->Dump(body->table, body->offset, max_rows, &ids, &values);
+  if (!total.ok()) return ReplyError(req, total.status());
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kServer;
+  h.sender_rank = rank_;
+  h.step = static_cast<int64_t>(*total);
+  node_->Reply(req, proto::EncodeHeaderOnly(
+                        h, {Buffer::FromVector(std::move(ids)), Buffer::FromVector(std::move(values))},
+                        {proto::DType::kU64, proto::DType::kF32}));
 }
 
 void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {

@@ -59,6 +59,10 @@ class ParameterServer {
   void RequestStop();
   int32_t rank() const { return client_->rank(); }
   ServerStats stats() const;
+  // Memory and row counts of this server's table shards, read on the I/O
+  // thread that owns them. FailedPrecondition before the tables exist,
+  // DeadlineExceeded when the I/O thread does not answer within `timeout`.
+  absl::StatusOr<std::vector<TableStats>> StoreStats(absl::Duration timeout) const;
 
  private:
   struct ParkedPull {
@@ -75,6 +79,7 @@ class ParameterServer {
   void OnPull(proto::Decoded&& d, RpcRequest&& req);
   void OnPush(const proto::Decoded& d, const RpcRequest& req);
   void OnShutdown(const proto::Decoded& d, const RpcRequest& req);
+  void OnDumpRows(const proto::Decoded& d, const RpcRequest& req);
   bool PullReady(int64_t clock) const;
   // BSP: applies the open step once every active worker has pushed it.
   void MaybeCompleteBspStep();
