@@ -7,6 +7,7 @@
 #include "common/optim/finite.h"
 #include "common/optim/initializer.h"
 #include "common/status.h"
+#include "worker/nn/device.h"
 
 namespace pstrain::worker {
 
@@ -50,7 +51,15 @@ absl::StatusOr<std::unique_ptr<DenseReplica>> DenseReplica::Create(
   // The sample count rides in the last bucket (the first layers' tables).
   r->flat_.assign(offset + 1, 0.0f);
   r->buckets_.back().end = offset + 1;
+  if (options.staging != nullptr) {
+    PS_ASSIGN_OR_RETURN(void* mem, options.staging->Allocate(r->flat_.size() * sizeof(float)));
+    r->device_flat_ = static_cast<float*>(mem);
+  }
   return r;
+}
+
+DenseReplica::~DenseReplica() {
+  if (device_flat_ != nullptr) options_.staging->Free(device_flat_);
 }
 
 absl::Status DenseReplica::Broadcast(int root) {
@@ -74,7 +83,18 @@ void DenseReplica::Start(Bucket& b) {
   float* data = flat_.data() + b.begin;
   size_t n = b.end - b.begin;
   Collective* c = collective_;
-  b.handle = queue_->Submit([c, data, n] { return c->AllReduce(data, n, ReduceOp::kSum); });
+  if (device_flat_ == nullptr) {
+    b.handle = queue_->Submit([c, data, n] { return c->AllReduce(data, n, ReduceOp::kSum); });
+    return;
+  }
+  nn::Device* dev = options_.staging;
+  float* on_device = device_flat_ + b.begin;
+  b.handle = queue_->Submit([c, dev, data, on_device, n]() -> absl::Status {
+    PS_RETURN_IF_ERROR(dev->CopyToDevice(on_device, data, n * sizeof(float)));
+    PS_RETURN_IF_ERROR(dev->Synchronize());  // the collective runs on its own stream
+    PS_RETURN_IF_ERROR(c->AllReduce(on_device, n, ReduceOp::kSum));
+    return dev->CopyToHost(data, on_device, n * sizeof(float));
+  });
 }
 
 void DenseReplica::OnReady(uint32_t table) {

@@ -24,9 +24,17 @@
 
 namespace pstrain::worker {
 
+namespace nn {
+class Device;
+}
+
 struct DenseReplicaOptions {
   size_t bucket_bytes = 25 << 20;
   bool overlap = true;  // start buckets during the backward pass
+  // When the collective works on GPU memory (NCCL): each bucket is copied to
+  // this device, reduced there and copied back. Null: host memory (Gloo).
+  // Used only from the collective queue's thread: give it its own Device.
+  nn::Device* staging = nullptr;
 };
 
 class DenseReplica {
@@ -84,6 +92,11 @@ class DenseReplica {
 
   DenseReplica(DenseReplicaOptions options, Collective* collective, CollectiveQueue* queue)
       : options_(options), collective_(collective), queue_(queue) {}
+
+ public:
+  ~DenseReplica();
+
+ private:
   void Start(Bucket& b);
 
   DenseReplicaOptions options_;
@@ -94,6 +107,7 @@ class DenseReplica {
   std::vector<uint32_t> ids_;
   std::vector<Bucket> buckets_;
   std::vector<float> flat_;  // gradients, then one slot for the sample count
+  float* device_flat_ = nullptr;  // staging copy on options_.staging
   double last_wait_seconds_ = 0;
 };
 

@@ -9,6 +9,8 @@
 #include "common/zmq_transport.h"
 #include "proto_msgs/codec.h"
 #include "worker/collective/gloo_collective.h"
+#include "worker/collective/nccl_collective.h"
+#include "worker/nn/device.h"
 #include "worker/dense_replica.h"
 
 namespace pstrain::worker {
@@ -40,11 +42,20 @@ std::vector<int> UnresponsiveWorkers(RpcNode& node, const proto::ClusterView& vi
 }
 
 // The model on options.device; "auto" takes a GPU when there is one.
-absl::StatusOr<std::unique_ptr<Model>> CreateModelOnDevice(ModelOptions options) {
-  if (options.device != "auto") return CreateModel(options);
+absl::StatusOr<std::unique_ptr<Model>> CreateModelOnDevice(ModelOptions options, bool* on_gpu) {
+  *on_gpu = false;
+  if (options.device != "auto") {
+    *on_gpu = options.device.rfind("cuda", 0) == 0;
+    return CreateModel(options);
+  }
   options.device = "cuda";
   auto gpu = CreateModel(options);
-  if (gpu.ok() || gpu.status().code() != absl::StatusCode::kUnavailable) return gpu;
+  if (gpu.ok()) {
+    *on_gpu = true;
+    spdlog::info("training on the GPU");
+    return gpu;
+  }
+  if (gpu.status().code() != absl::StatusCode::kUnavailable) return gpu;
   options.device = "cpu";
   return CreateModel(options);
 }
@@ -88,7 +99,9 @@ absl::Status RunWorker(const WorkerOptions& options) {
   coordinator.StartHeartbeats(absl::Milliseconds(first.heartbeat_interval_ms), nullptr);
   PS_ASSIGN_OR_RETURN(proto::ClusterView view, coordinator.WaitForCluster(absl::Hours(1)));
 
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateModelOnDevice(options.train.model));
+  bool model_device_is_gpu = false;
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                      CreateModelOnDevice(options.train.model, &model_device_is_gpu));
   const bool allreduce = options.mode == "allreduce";
   std::vector<TableSpec> tables = model->tables();
   if (allreduce) {
@@ -106,21 +119,36 @@ absl::Status RunWorker(const WorkerOptions& options) {
   std::unique_ptr<CoordinatorStore> store;
   std::unique_ptr<Collective> collective;
   std::unique_ptr<CollectiveQueue> queue;
+  std::unique_ptr<nn::Device> staging;
   std::unique_ptr<DenseReplica> replica;
   if (allreduce) {
     store = std::make_unique<CoordinatorStore>(&coordinator, "collective/workers");
-    GlooOptions go;
-    go.rank = rank;
-    go.size = view.num_workers;
-    go.hostname = HostOf(endpoint);
-    go.timeout = options.collective_timeout;
-    go.probe = [&node, &view, rank] { return UnresponsiveWorkers(*node, view, rank); };
-    PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, store.get()));
-    collective = std::move(gloo);
-    queue = std::make_unique<CollectiveQueue>();
+    PeerProbe probe = [&node, &view, rank] { return UnresponsiveWorkers(*node, view, rank); };
     DenseReplicaOptions ro;
     ro.bucket_bytes = options.bucket_bytes;
     ro.overlap = options.overlap;
+    // NCCL when the model runs on a GPU (buckets staged through GPU memory),
+    // Gloo over TCP otherwise.
+    if (model_device_is_gpu && NcclBuilt()) {
+      NcclOptions no;
+      no.rank = rank;
+      no.size = view.num_workers;
+      no.timeout = options.collective_timeout;
+      no.probe = probe;
+      PS_ASSIGN_OR_RETURN(staging, nn::CreateDevice("cuda"));
+      PS_ASSIGN_OR_RETURN(collective, CreateNcclCollective(no, store.get()));
+      ro.staging = staging.get();
+    } else {
+      GlooOptions go;
+      go.rank = rank;
+      go.size = view.num_workers;
+      go.hostname = HostOf(endpoint);
+      go.timeout = options.collective_timeout;
+      go.probe = probe;
+      PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, store.get()));
+      collective = std::move(gloo);
+    }
+    queue = std::make_unique<CollectiveQueue>();
     PS_ASSIGN_OR_RETURN(replica, DenseReplica::Create(tables, ro, collective.get(), queue.get()));
     PS_RETURN_IF_ERROR(replica->Broadcast(0));
     spdlog::info("allreduce mode: {} dense tables in {} buckets, summed by {} over {} workers",
