@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <signal.h>
 
 #include <gtest/gtest.h>
 
@@ -70,6 +71,55 @@ TEST(Allreduce, SameDenseParametersAndAucAsBspParameterServers) {
   double auc_ps = EvalAuc(dir + "/metrics_ps.jsonl");
   double auc_ar = EvalAuc(dir + "/metrics_allreduce.jsonl");
   EXPECT_NEAR(auc_ps, auc_ar, 0.0005) << "ps " << auc_ps << " allreduce " << auc_ar;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pstrain::testing
+
+namespace pstrain::testing {
+namespace {
+
+TEST(Allreduce, AWorkerKilledMidAllreduceMakesTheOthersFailNamingItsRank) {
+  std::string dir = MakeTempDir("pstrain-ar");
+  worker::SyntheticOptions o;
+  o.seed = 4;
+  o.rows = 600000;
+  ASSERT_TRUE(worker::WriteSynthetic(o, dir + "/train.tsv").ok());
+  TestProcess coordinator("pstrain_coordinator",
+                          {"--bind=tcp://127.0.0.1:0", "--endpoint_file=" + dir + "/coord",
+                           "--servers=1", "--workers=3", "--heartbeat_timeout=30"},
+                          dir + "/coordinator.log");
+  std::string coord = WaitForFileLine(dir + "/coord", absl::Seconds(20));
+  ASSERT_FALSE(coord.empty());
+  TestProcess server("pstrain_server", {"--coordinator=" + coord, "--bind=tcp://127.0.0.1:0"},
+                     dir + "/server.log");
+  std::vector<std::unique_ptr<TestProcess>> workers;
+  for (int w = 0; w < 3; ++w) {
+    workers.push_back(std::make_unique<TestProcess>(
+        "pstrain_worker",
+        std::vector<std::string>{"--coordinator=" + coord, "--bind=tcp://127.0.0.1:0",
+                                 "--rank=" + std::to_string(w), "--mode=allreduce",
+                                 "--model=dlrm", "--batch_size=256",
+                                 "--collective_timeout=20", "--train_data=" + dir + "/train.tsv"},
+        dir + "/worker" + std::to_string(w) + ".log"));
+  }
+  // Let training start, then kill rank 2 outright.
+  absl::Time until = absl::Now() + absl::Seconds(60);
+  while (workers[2]->Log().find("allreduce mode") == std::string::npos && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  absl::SleepFor(absl::Milliseconds(500));
+  workers[2]->Signal(SIGKILL);
+  absl::Time killed = absl::Now();
+  for (int w = 0; w < 2; ++w) {
+    int code = workers[w]->Wait(absl::Seconds(60));
+    EXPECT_NE(code, 0) << workers[w]->Log();
+    EXPECT_NE(code, -1) << "worker " << w << " hangs";
+    std::string log = workers[w]->Log();
+    EXPECT_NE(log.find("rank(s) 2 not responding"), std::string::npos) << log;
+  }
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(45));
   std::filesystem::remove_all(dir);
 }
 
