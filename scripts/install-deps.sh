@@ -10,7 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgloo-dev libcpp-httplib-dev
-  iproute2 procps python3
+  iproute2 procps python3 python3-yaml
 )
 # Optional extras, pulled in by tests that need them (fuzzing, compose
 # validation, browser tests). Installed when PSTRAIN_FULL_DEPS=1 or in CI.
