@@ -7,7 +7,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench clean
+.PHONY: all deps configure build test demo bench fuzz clean
 
 all: build
 
@@ -22,8 +22,13 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# In CI (CI=true) the fuzzers also run, FUZZ_SECONDS (60) each.
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	@if [ "$$CI" = true ]; then scripts/fuzz.sh; fi
+
+fuzz: deps
+	@scripts/fuzz.sh
 
 demo: build
 	@scripts/demo.sh $(BUILD)
@@ -32,4 +37,4 @@ bench: build
 	@$(BUILD)/bin/pstrain_bench all
 
 clean:
-	rm -rf $(BUILD) $(BUILD).configure.log
+	rm -rf $(BUILD) $(BUILD).configure.log build-fuzz build-fuzz.configure.log
