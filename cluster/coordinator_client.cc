@@ -140,6 +140,23 @@ absl::Status CoordinatorClient::WorkerDone() {
       .status();
 }
 
+absl::StatusOr<proto::CheckpointDone> CoordinatorClient::CheckpointArrive(
+    int64_t step, const proto::WorkerPosition& position, Buffer state) {
+  proto::CheckpointArrive req{step, position};
+  std::vector<Buffer> payloads;
+  std::vector<proto::DType> types;
+  if (!state.empty()) {
+    payloads.push_back(std::move(state));
+    types.push_back(proto::DType::kU8);
+  }
+  // Writing a checkpoint of a big model takes a while: a generous deadline.
+  PS_ASSIGN_OR_RETURN(
+      Decoded d, CallDecoded(proto::Encode(MakeHeader(MsgType::kCheckpointArrive), req,
+                                           std::move(payloads), types),
+                             absl::Hours(1), absl::StrCat("checkpoint at step ", step)));
+  return d.body<proto::CheckpointDone>();
+}
+
 void CoordinatorClient::StartHeartbeats(absl::Duration interval,
                                         std::function<proto::Heartbeat()> fill) {
   fill_ = std::move(fill);

@@ -52,6 +52,12 @@ class CoordinatorClient {
   absl::StatusOr<Buffer> StoreGet(const std::string& key, absl::Duration wait);
   // Tells the coordinator this worker has finished.
   absl::Status WorkerDone();
+  // Reports this worker paused for checkpoint `step` (or, with
+  // position.finished, done training) and waits until the checkpoint is
+  // written. `state` (optional) is worker-held state to store with it.
+  absl::StatusOr<proto::CheckpointDone> CheckpointArrive(int64_t step,
+                                                         const proto::WorkerPosition& position,
+                                                         Buffer state = Buffer());
 
   // Sends a heartbeat every `interval` until Stop; `fill` supplies its body.
   void StartHeartbeats(absl::Duration interval, std::function<proto::Heartbeat()> fill);

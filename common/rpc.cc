@@ -1,37 +1,100 @@
 #include "common/rpc.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 
 namespace pstrain {
+namespace {
+
+// An eventfd per thread that waits as a guest receiver: whoever completes
+// the call some other way writes it to end the guest's wait.
+int ThreadWakeFd() {
+  struct Fd {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ~Fd() {
+      if (fd >= 0) close(fd);
+    }
+  };
+  thread_local Fd fd;
+  return fd.fd;
+}
+
+}  // namespace
 
 struct RpcFuture::State {
   mutable absl::Mutex mu;
   bool done ABSL_GUARDED_BY(mu) = false;
   absl::StatusOr<Message> result ABSL_GUARDED_BY(mu) = absl::UnknownError("pending");
   std::vector<Callback> callbacks ABSL_GUARDED_BY(mu);
+  // Where the reply comes from, for a waiter that receives it itself.
+  CallerDrivenIo* driver = nullptr;
+  PeerId peer = kNoPeer;
+  absl::Time deadline;
+  // The guest waiting on this call (if any): completing it elsewhere wakes it.
+  int guest_wake_fd ABSL_GUARDED_BY(mu) = -1;
+  std::thread::id guest_thread ABSL_GUARDED_BY(mu);
 };
 
 absl::StatusOr<Message> RpcFuture::Wait() const {
   if (!state_) return absl::FailedPreconditionError("Wait on an empty future");
-  absl::MutexLock lock(&state_->mu);
-  state_->mu.Await(absl::Condition(&state_->done));
-  return state_->result;
+  State& st = *state_;
+  if (st.driver != nullptr) {
+    int fd = ThreadWakeFd();
+    bool guest = false;
+    {
+      absl::MutexLock lock(&st.mu);
+      if (!st.done && st.guest_wake_fd < 0 && fd >= 0) {
+        st.guest_wake_fd = fd;
+        st.guest_thread = std::this_thread::get_id();
+        guest = true;
+      }
+    }
+    bool received = false;
+    if (guest) {
+      received = st.driver->ReceiveAsGuest(
+          st.peer,
+          [&st] {
+            absl::MutexLock lock(&st.mu);
+            return st.done;
+          },
+          fd, st.deadline);
+      absl::MutexLock lock(&st.mu);
+      st.guest_wake_fd = -1;
+    }
+    // The request may still be held back: it must leave before we block.
+    if (!received) st.driver->FlushCalls();
+  }
+  absl::MutexLock lock(&st.mu);
+  st.mu.Await(absl::Condition(&st.done));
+  return st.result;
 }
 
 bool RpcFuture::Ready() const {
   if (!state_) return false;
+  if (state_->driver != nullptr) state_->driver->FlushCalls();  // or it may never be
   absl::MutexLock lock(&state_->mu);
   return state_->done;
 }
 
 void RpcFuture::OnDone(Callback fn) const {
+  bool queued = false;
   {
     absl::MutexLock lock(&state_->mu);
     if (!state_->done) {
       state_->callbacks.push_back(std::move(fn));
-      return;
+      queued = true;
     }
+  }
+  if (queued) {
+    // Nobody may wait for this call: its request must leave now.
+    if (state_->driver != nullptr) state_->driver->FlushCalls();
+    return;
   }
   absl::StatusOr<Message> result;
   {
@@ -49,12 +112,23 @@ RpcFuture RpcFuture::Completed(absl::StatusOr<Message> result) {
 
 void RpcFuture::Complete(State& state, absl::StatusOr<Message> result) {
   std::vector<Callback> callbacks;
+  int wake = -1;
   {
     absl::MutexLock lock(&state.mu);
     if (state.done) return;
     state.result = std::move(result);
     state.done = true;
     callbacks.swap(state.callbacks);
+    if (state.guest_wake_fd >= 0 && state.guest_thread != std::this_thread::get_id()) {
+      wake = state.guest_wake_fd;
+    }
+  }
+  if (wake >= 0) {
+    uint64_t one = 1;
+    ssize_t n;
+    do {
+      n = write(wake, &one, sizeof(one));
+    } while (n < 0 && errno == EINTR);
   }
   if (callbacks.empty()) return;
   absl::StatusOr<Message> copy;
@@ -65,12 +139,18 @@ void RpcFuture::Complete(State& state, absl::StatusOr<Message> result) {
   for (auto& cb : callbacks) cb(copy);
 }
 
-RpcNode::RpcNode(std::unique_ptr<Transport> transport) : transport_(std::move(transport)) {}
+RpcNode::RpcNode(std::unique_ptr<Transport> transport)
+    : transport_(std::move(transport)),
+      driver_(dynamic_cast<CallerDrivenIo*>(transport_.get())) {}
 
 RpcNode::~RpcNode() { Stop(); }
 
 absl::Status RpcNode::Start(RequestHandler handler) {
   handler_ = std::move(handler);
+  {
+    absl::MutexLock lock(&mu_);
+    stopped_ = false;
+  }
   started_ = true;
   return transport_->Start([this](Incoming&& in) { OnMessage(std::move(in)); },
                            [this](PeerId peer, uint64_t id, absl::Status st) {
@@ -80,13 +160,21 @@ absl::Status RpcNode::Start(RequestHandler handler) {
 
 void RpcNode::Stop() {
   if (!started_.exchange(false)) return;
-  // Fail what is pending on the I/O thread, then stop it.
+  {
+    absl::MutexLock lock(&mu_);
+    stopped_ = true;  // calls from now on fail at once
+  }
+  if (driver_ != nullptr) driver_->FlushCalls();
+  // Fail what is pending on the I/O thread (where callbacks run), then stop it.
   absl::Notification done;
   transport_->Post([this, &done] {
-    for (auto& [id, p] : pending_) {
-      RpcFuture::Complete(*p.state, absl::CancelledError("rpc node stopped"));
+    std::vector<std::shared_ptr<RpcFuture::State>> states;
+    {
+      absl::MutexLock lock(&mu_);
+      for (auto& [id, p] : pending_) states.push_back(std::move(p.state));
+      pending_.clear();
     }
-    pending_.clear();
+    for (auto& st : states) RpcFuture::Complete(*st, absl::CancelledError("rpc node stopped"));
     done.Notify();
   });
   done.WaitForNotificationWithTimeout(absl::Seconds(5));
@@ -110,35 +198,32 @@ const std::string& RpcNode::PeerEndpoint(PeerId peer) const {
 
 RpcFuture RpcNode::Call(PeerId peer, Message request, absl::Time deadline) {
   auto state = std::make_shared<RpcFuture::State>();
+  state->driver = driver_;
+  state->peer = peer;
+  state->deadline = deadline;
   uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
   calls_.fetch_add(1, std::memory_order_relaxed);
-  Pending pending{state, std::move(request), peer, deadline, absl::Milliseconds(2)};
-  if (transport_->InIoThread()) {
-    StartCall(id, std::move(pending));
-  } else {
-    transport_->Post([this, id, p = std::move(pending)]() mutable { StartCall(id, std::move(p)); });
+  bool sweep = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) {
+      RpcFuture::Complete(*state, absl::CancelledError("rpc node stopped"));
+      return RpcFuture(std::move(state));
+    }
+    // The request is kept for resends until the call ends.
+    pending_.emplace(id, Pending{state, request, peer, deadline, absl::Milliseconds(2)});
+    if (deadlines_.size() > 1024 && deadlines_.size() > 4 * pending_.size()) {
+      // Most entries belong to calls that already finished: rebuild.
+      decltype(deadlines_) fresh;
+      for (const auto& [pid, p] : pending_) fresh.push({p.deadline, pid});
+      deadlines_.swap(fresh);
+    }
+    deadlines_.push({deadline, id});
+    sweep = NeedSweepBy(deadline);
   }
+  if (sweep) ScheduleSweep(deadline);
+  transport_->SendRequest(peer, id, std::move(request));
   return RpcFuture(std::move(state));
-}
-
-void RpcNode::StartCall(uint64_t id, Pending pending) {
-  if (!started_) {
-    RpcFuture::Complete(*pending.state, absl::CancelledError("rpc node stopped"));
-    return;
-  }
-  absl::Time deadline = pending.deadline;
-  PeerId peer = pending.peer;
-  Message copy = pending.message;
-  pending_.emplace(id, std::move(pending));
-  if (deadlines_.size() > 1024 && deadlines_.size() > 4 * pending_.size()) {
-    // Most entries belong to calls that already finished: rebuild.
-    decltype(deadlines_) fresh;
-    for (const auto& [pid, p] : pending_) fresh.push({p.deadline, pid});
-    deadlines_.swap(fresh);
-  }
-  deadlines_.push({deadline, id});
-  ArmSweep(deadline);
-  transport_->SendRequest(peer, id, std::move(copy));
 }
 
 void RpcNode::OnMessage(Incoming&& in) {
@@ -147,62 +232,92 @@ void RpcNode::OnMessage(Incoming&& in) {
                                       std::move(in.message)});
     return;
   }
-  auto it = pending_.find(in.envelope.request_id);
-  if (it == pending_.end()) {
-    stale_.fetch_add(1, std::memory_order_relaxed);
-    return;
+  std::shared_ptr<RpcFuture::State> state;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(in.envelope.request_id);
+    if (it == pending_.end()) {
+      stale_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    state = std::move(it->second.state);
+    pending_.erase(it);
   }
-  std::shared_ptr<RpcFuture::State> state = std::move(it->second.state);
-  pending_.erase(it);
   RpcFuture::Complete(*state, std::move(in.message));
 }
 
 void RpcNode::OnSendFailure(PeerId peer, uint64_t id, absl::Status status) {
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return;
-  Pending& p = it->second;
-  absl::Time now = absl::Now();
-  if (now + p.backoff >= p.deadline) {
-    std::shared_ptr<RpcFuture::State> state = std::move(p.state);
-    pending_.erase(it);
-    RpcFuture::Complete(*state, absl::UnavailableError(absl::StrCat(
-                                    status.message(), " (gave up at the call's deadline)")));
+  std::shared_ptr<RpcFuture::State> failed;
+  absl::Duration wait;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    Pending& p = it->second;
+    absl::Time now = absl::Now();
+    if (now + p.backoff >= p.deadline) {
+      failed = std::move(p.state);
+      pending_.erase(it);
+    } else {
+      wait = p.backoff;
+      p.backoff = std::min(p.backoff * 2, absl::Milliseconds(200));
+    }
+  }
+  if (failed) {
+    RpcFuture::Complete(*failed, absl::UnavailableError(absl::StrCat(
+                                     status.message(), " (gave up at the call's deadline)")));
     return;
   }
-  absl::Duration wait = p.backoff;
-  p.backoff = std::min(p.backoff * 2, absl::Milliseconds(200));
   resends_.fetch_add(1, std::memory_order_relaxed);
   transport_->RunAfter(wait, [this, id] {
-    auto again = pending_.find(id);
-    if (again == pending_.end()) return;
-    transport_->SendRequest(again->second.peer, id, again->second.message);
+    Message again;
+    PeerId to = kNoPeer;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;
+      again = it->second.message;
+      to = it->second.peer;
+    }
+    transport_->SendRequest(to, id, std::move(again));
   });
 }
 
-void RpcNode::ArmSweep(absl::Time when) {
-  if (when >= armed_) return;
+bool RpcNode::NeedSweepBy(absl::Time when) {
+  if (when >= armed_) return false;
   armed_ = when;
+  return true;
+}
+
+void RpcNode::ScheduleSweep(absl::Time when) {
   transport_->RunAfter(when - absl::Now(), [this] { Sweep(); });
 }
 
 void RpcNode::Sweep() {
   absl::Time now = absl::Now();
-  armed_ = absl::InfiniteFuture();
-  while (!deadlines_.empty() && deadlines_.top().when <= now) {
-    DeadlineEntry e = deadlines_.top();
-    deadlines_.pop();
-    auto it = pending_.find(e.id);
-    if (it == pending_.end() || it->second.deadline != e.when) continue;
-    std::shared_ptr<RpcFuture::State> state = std::move(it->second.state);
-    std::string endpoint = PeerEndpoint(it->second.peer);
-    pending_.erase(it);
-    deadline_exceeded_.fetch_add(1, std::memory_order_relaxed);
-    RpcFuture::Complete(*state, absl::DeadlineExceededError(
-                                    absl::StrCat("no reply from ", endpoint, " by the deadline")));
+  std::vector<std::pair<std::shared_ptr<RpcFuture::State>, PeerId>> expired;
+  absl::Time next = absl::InfiniteFuture();
+  {
+    absl::MutexLock lock(&mu_);
+    armed_ = absl::InfiniteFuture();
+    while (!deadlines_.empty() && deadlines_.top().when <= now) {
+      DeadlineEntry e = deadlines_.top();
+      deadlines_.pop();
+      auto it = pending_.find(e.id);
+      if (it == pending_.end() || it->second.deadline != e.when) continue;
+      expired.emplace_back(std::move(it->second.state), it->second.peer);
+      pending_.erase(it);
+    }
+    // Drop entries of calls that already finished so the heap stays small.
+    while (!deadlines_.empty() && !pending_.contains(deadlines_.top().id)) deadlines_.pop();
+    if (!deadlines_.empty() && NeedSweepBy(deadlines_.top().when)) next = deadlines_.top().when;
   }
-  // Drop entries of calls that already finished so the heap stays small.
-  while (!deadlines_.empty() && !pending_.contains(deadlines_.top().id)) deadlines_.pop();
-  if (!deadlines_.empty()) ArmSweep(deadlines_.top().when);
+  for (auto& [state, peer] : expired) {
+    deadline_exceeded_.fetch_add(1, std::memory_order_relaxed);
+    RpcFuture::Complete(*state, absl::DeadlineExceededError(absl::StrCat(
+                                    "no reply from ", PeerEndpoint(peer), " by the deadline")));
+  }
+  if (next != absl::InfiniteFuture()) ScheduleSweep(next);
 }
 
 RpcStats RpcNode::stats() const {

@@ -9,7 +9,12 @@
 // thread; it must not block and may reply later from any thread.
 //
 // Thread-safety: all public methods are thread-safe. Future callbacks run on
-// the I/O thread.
+// the I/O thread (or a thread receiving replies as the loop). Call()
+// registers the call and hands the request to the transport on the calling
+// thread; a transport may hold it back until the calling thread waits
+// (Wait, Ready or OnDone on any future of this node), so that requests made
+// back to back leave together (see ZmqTransport): a request is never held
+// for more than a few milliseconds.
 #pragma once
 
 #include <atomic>
@@ -25,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/event_loop.h"
 #include "common/transport.h"
 
 namespace pstrain {
@@ -36,6 +42,8 @@ class RpcFuture {
   RpcFuture() = default;
   bool valid() const { return state_ != nullptr; }
   // Blocks until the call completes; returns the response or the error.
+  // When the transport allows it (CallerDrivenIo), the waiting thread
+  // receives the reply itself rather than being woken for it.
   absl::StatusOr<Message> Wait() const;
   bool Ready() const;
   // Runs `fn` once the call completes: on the I/O thread, or right away on
@@ -115,21 +123,26 @@ class RpcNode {
 
   void OnMessage(Incoming&& in);
   void OnSendFailure(PeerId peer, uint64_t id, absl::Status status);
-  void StartCall(uint64_t id, Pending pending);
-  void ArmSweep(absl::Time when);
+  // REQUIRES: mu_ held. True when a sweep must be scheduled at `when`.
+  bool NeedSweepBy(absl::Time when) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ScheduleSweep(absl::Time when);
   void Sweep();
 
   std::unique_ptr<Transport> transport_;
+  CallerDrivenIo* driver_;  // the transport, when it has that capability
   RequestHandler handler_;
   std::atomic<uint64_t> next_id_{1};
   mutable absl::Mutex endpoints_mu_;
   std::vector<std::string> endpoints_ ABSL_GUARDED_BY(endpoints_mu_);
 
-  // I/O thread only.
-  absl::flat_hash_map<uint64_t, Pending> pending_;
+  // Calls in flight: registered by the calling thread, completed on the
+  // I/O thread.
+  absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
   std::priority_queue<DeadlineEntry, std::vector<DeadlineEntry>, std::greater<DeadlineEntry>>
-      deadlines_;
-  absl::Time armed_ = absl::InfiniteFuture();
+      deadlines_ ABSL_GUARDED_BY(mu_);
+  absl::Time armed_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
 
   std::atomic<uint64_t> calls_{0}, deadline_exceeded_{0}, resends_{0}, stale_{0};
   std::atomic<bool> started_{false};

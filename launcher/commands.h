@@ -11,6 +11,8 @@ int RunLocal(const std::vector<std::string>& args);
 int RunGen(const std::vector<std::string>& args);
 int RunTrain(const std::vector<std::string>& args);
 int RunPredict(const std::vector<std::string>& args);
+int RunCkpt(const std::vector<std::string>& args);
 int RunHealth(const std::vector<std::string>& args);
+int RunPlot(const std::vector<std::string>& args);
 
 }  // namespace pstrain::launcher

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -16,14 +17,19 @@
 #include "common/process.h"
 #include "launcher/args.h"
 #include "launcher/commands.h"
+#include "launcher/local_http.h"
 #include "launcher/supervisor.h"
 
 namespace pstrain::launcher {
 namespace {
 
 // Flags of the coordinator that `pstrain local` accepts and forwards.
-const char* kCoordinatorFlags[] = {"consistency", "staleness", "heartbeat_interval",
-                                   "heartbeat_timeout", "join_timeout", "dense_chunk"};
+const char* kCoordinatorFlags[] = {"consistency",       "staleness",
+                                   "heartbeat_interval", "heartbeat_timeout",
+                                   "join_timeout",      "dense_chunk",
+                                   "checkpoint_dir",    "checkpoint_every_steps",
+                                   "checkpoint_every_secs", "keep_checkpoints",
+                                   "restore"};
 // Flags forwarded to every process.
 const char* kCommonFlags[] = {"log_level"};
 
@@ -72,6 +78,9 @@ int RunLocal(const std::vector<std::string>& argv) {
       .Define("workers", "2", "Number of workers.")
       .Define("bin_dir", "", "Folder with the pstrain_* binaries (default: next to pstrain).")
       .Define("timeout", "0", "Stop everything after this many seconds (0: no limit).")
+      .Define("metrics", "false", "Serve Prometheus /metrics from every process, on free ports (printed).")
+      .Define("dashboard", "false", "Serve the coordinator's web dashboard on a free port (printed).")
+      .Define("dashboard_port", "0", "Serve the dashboard on this port (0: see --dashboard).")
       .Define("help", "false", "Show this help.");
   for (const std::string& a : argv) {
     if (a == "--help" || a == "-h") {
@@ -94,9 +103,40 @@ int RunLocal(const std::vector<std::string>& argv) {
       return 2;
     }
   }
+  // Pipeline mode runs --replicas pipelines of --stages workers each.
+  {
+    std::string mode;
+    int64_t stages = 1, replicas = 1;
+    for (const Arg& a : *rest) {
+      if (a.name == "mode") mode = a.value;
+      if (a.name == "stages") (void)absl::SimpleAtoi(a.value, &stages);
+      if (a.name == "replicas") (void)absl::SimpleAtoi(a.value, &replicas);
+    }
+    if (mode == "pipeline") {
+      if (!flags.IsSet("workers")) {
+        *workers = stages * replicas;
+      } else if (*workers != stages * replicas) {
+        std::fprintf(stderr, "pstrain local: --workers=%lld but --replicas x --stages = %lld\n",
+                     static_cast<long long>(*workers), static_cast<long long>(stages * replicas));
+        return 2;
+      }
+    }
+  }
   if (*servers < 1 || *workers < 1 || *servers > 64 || *workers > 256) {
     std::fprintf(stderr, "pstrain local: need 1..64 servers and 1..256 workers\n");
     return 2;
+  }
+  auto dashboard_port = flags.GetInt("dashboard_port");
+  if (!dashboard_port.ok() || *dashboard_port < 0 || *dashboard_port > 65535) {
+    std::fprintf(stderr, "pstrain local: --dashboard_port must be in 0..65535\n");
+    return 2;
+  }
+  auto http_ports = PickLocalHttpPorts(static_cast<int>(*servers), static_cast<int>(*workers),
+                                       flags.GetBool("metrics"), flags.GetBool("dashboard"),
+                                       static_cast<int>(*dashboard_port));
+  if (!http_ports.ok()) {
+    std::fprintf(stderr, "pstrain local: %s\n", std::string(http_ports.status().message()).c_str());
+    return 1;
   }
   std::vector<std::string> coord_args, all_args, worker_args;
   std::string metrics_out;
@@ -148,6 +188,7 @@ int RunLocal(const std::vector<std::string>& argv) {
                                     absl::StrCat("--workers=", *workers)};
   cargs.insert(cargs.end(), coord_args.begin(), coord_args.end());
   cargs.insert(cargs.end(), all_args.begin(), all_args.end());
+  for (const std::string& h : CoordinatorHttpArgs(*http_ports)) cargs.push_back(h);
   auto coord = sup.Start({"coordinator", bin + "/pstrain_coordinator", cargs});
   if (!coord.ok()) {
     Supervisor::Say(std::string(coord.status().message()));
@@ -168,10 +209,12 @@ int RunLocal(const std::vector<std::string>& argv) {
   }
   Supervisor::Say(absl::StrCat("coordinator at ", endpoint, "; starting ", *servers, " servers and ",
                                *workers, " workers"));
+  AnnounceHttpPorts(*http_ports);
   for (int s = 0; s < *servers; ++s) {
     std::vector<std::string> a = {"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0",
                                   absl::StrCat("--rank=", s)};
     a.insert(a.end(), all_args.begin(), all_args.end());
+    for (const std::string& h : NodeHttpArgs(http_ports->server_metrics, s)) a.push_back(h);
     if (auto st = sup.Start({absl::StrCat("server ", s), bin + "/pstrain_server", a}); !st.ok()) {
       fail(std::string(st.status().message()), 1);
     }
@@ -181,6 +224,7 @@ int RunLocal(const std::vector<std::string>& argv) {
                                   absl::StrCat("--rank=", w)};
     a.insert(a.end(), all_args.begin(), all_args.end());
     a.insert(a.end(), worker_args.begin(), worker_args.end());
+    for (const std::string& h : NodeHttpArgs(http_ports->worker_metrics, w)) a.push_back(h);
     if (auto st = sup.Start({absl::StrCat("worker ", w), bin + "/pstrain_worker", a}); !st.ok()) {
       fail(std::string(st.status().message()), 1);
     }

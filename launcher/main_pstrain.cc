@@ -16,7 +16,9 @@ void Usage() {
       "  gen     write synthetic Criteo-format click data and print its oracle AUC\n"
       "  train   train in one process (coordinator, one server, one worker as threads)\n"
       "  predict score a file with a model exported by --save_model\n"
-      "  health  ping a node (exit 0 when it answers OK): for container healthchecks\n\n"
+      "  ckpt    inspect a checkpoint (tables, rows, bytes, step) and verify its checksums\n"
+      "  health  ping a node (exit 0 when it answers OK): for container healthchecks\n"
+      "  plot    draw the training curves of --metrics_out files into one HTML page\n\n"
       "`pstrain <command> --help` explains each command's flags.\n"
       "The cluster binaries are pstrain_coordinator, pstrain_server and pstrain_worker.\n");
 }
@@ -35,7 +37,9 @@ int main(int argc, char** argv) {
   if (cmd == "gen") return pstrain::launcher::RunGen(args);
   if (cmd == "train") return pstrain::launcher::RunTrain(args);
   if (cmd == "predict") return pstrain::launcher::RunPredict(args);
+  if (cmd == "ckpt") return pstrain::launcher::RunCkpt(args);
   if (cmd == "health") return pstrain::launcher::RunHealth(args);
+  if (cmd == "plot") return pstrain::launcher::RunPlot(args);
   std::fprintf(stderr, "pstrain: unknown command '%s'\n\n", cmd.c_str());
   Usage();
   return 2;

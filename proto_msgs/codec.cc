@@ -167,6 +167,11 @@ const char* MsgTypeName(MsgType t) {
     case MsgType::kPush: return "Push";
     case MsgType::kPing: return "Ping";
     case MsgType::kDumpRows: return "DumpRows";
+    case MsgType::kCheckpointArrive: return "CheckpointArrive";
+    case MsgType::kSaveShard: return "SaveShard";
+    case MsgType::kPipeActivation: return "PipeActivation";
+    case MsgType::kPipeGradient: return "PipeGradient";
+    case MsgType::kPipeAbort: return "PipeAbort";
   }
   return "Unknown";
 }

@@ -30,7 +30,12 @@ enum class MsgType : uint16_t {
   kPush = 13,           // worker -> server
   kPing = 14,           // anyone -> anyone: liveness / health probe
   kDumpRows = 15,       // worker -> server: read out a sparse table (model export)
-  kLast = kDumpRows,
+  kPipeActivation = 16, // pipeline stage -> next stage: a micro-batch's activations
+  kPipeGradient = 17,   // pipeline stage -> previous stage: their gradients
+  kPipeAbort = 18,      // pipeline stage -> neighbours: this stage failed (reason)
+  kCheckpointArrive = 19,  // worker -> coordinator: paused for a checkpoint
+  kSaveShard = 20,      // coordinator -> server: write your checkpoint shard
+  kLast = kSaveShard,
 };
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kServer = 2, kWorker = 3, kTool = 4 };

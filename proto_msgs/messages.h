@@ -4,6 +4,7 @@
 // payload frames described by Header::payloads.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -70,6 +71,22 @@ struct DenseRange {
 
 enum class Consistency : uint8_t { kAsp = 0, kBsp = 1, kSsp = 2 };
 
+// Where a worker stands in its data and its clock at a checkpoint.
+struct WorkerPosition {
+  int32_t rank = -1;
+  int64_t clock = 0;        // steps (pushes) done
+  int32_t epoch = 0;        // data epoch it is in
+  int64_t rows = 0;         // rows of that epoch already trained on
+  bool finished = false;    // it had finished training
+  std::string state_file;   // allreduce mode: worker-held dense state (rank 0)
+  std::string state_checksum;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(rank, clock, epoch, rows, finished, state_file, state_checksum);
+  }
+};
+
 // The job's parameter layout: tables and which server holds what. Sparse
 // rows belong to server Mix64(id) % num_servers.
 struct TableLayout {
@@ -79,10 +96,15 @@ struct TableLayout {
   int32_t num_workers = 0;
   Consistency consistency = Consistency::kAsp;
   int32_t staleness = 0;
+  // Version 2: checkpoints.
+  int64_t checkpoint_step = -1;      // first step at which workers pause for one
+  int64_t restored_step = -1;        // the job resumes from a checkpoint at this step
+  std::vector<WorkerPosition> positions;  // by rank, when restored
 
   template <class Archive>
-  void serialize(Archive& ar, std::uint32_t /*version*/) {
+  void serialize(Archive& ar, std::uint32_t version) {
     ar(tables, dense_ranges, num_servers, num_workers, consistency, staleness);
+    if (version >= 2) ar(checkpoint_step, restored_step, positions);
   }
 };
 
@@ -91,10 +113,70 @@ struct TableLayout {
 struct CreateTablesRequest {
   int32_t server_rank = -1;
   TableLayout layout;
+  // Version 2: restore these checkpoint shard files (every server's) and
+  // start the workers' clocks from layout.positions.
+  std::vector<std::string> restore_files;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t version) {
+    ar(server_rank, layout);
+    if (version >= 2) ar(restore_files);
+  }
+};
+
+// kCheckpointArrive (worker -> coordinator): this worker paused at
+// position.clock for checkpoint `step` (or finished training). The reply
+// (a CheckpointDone) comes when the checkpoint is written.
+struct CheckpointArrive {
+  int64_t step = -1;
+  WorkerPosition position;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t /*version*/) {
-    ar(server_rank, layout);
+    ar(step, position);
+  }
+};
+
+struct CheckpointDone {
+  std::string path;             // the checkpoint folder
+  int64_t next_step = -1;       // where to pause next (-1: none scheduled)
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(path, next_step);
+  }
+};
+
+// kSaveShard (coordinator -> server): write this server's shard of
+// checkpoint `step` into `dir`. Reply: a ShardSaved.
+struct SaveShardRequest {
+  std::string dir;
+  int64_t step = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(dir, step);
+  }
+};
+
+struct ShardSaved {
+  std::string file;  // name inside the checkpoint folder
+  uint64_t bytes = 0;
+  std::string checksum;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(file, bytes, checksum);
+  }
+};
+
+// Reply to kHeartbeat: what the coordinator wants the node to know.
+struct HeartbeatReply {
+  int64_t checkpoint_step = -1;  // workers: pause at this step for a checkpoint
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(checkpoint_step);
   }
 };
 
@@ -108,14 +190,34 @@ struct DefineTablesRequest {
   }
 };
 
-// kHeartbeat.
+// kHeartbeat. Besides liveness it carries what the coordinator's dashboard
+// shows. Version 2 added everything after samples_per_sec; a version-1
+// heartbeat decodes with those fields at their defaults. NaN: not known.
 struct Heartbeat {
   int64_t step = 0;
   double samples_per_sec = 0;
+  // Version 2.
+  uint64_t samples = 0;          // worker: samples trained so far
+  double loss = NAN;             // worker: mean training loss since the last heartbeat
+  double eval_auc = NAN;         // worker 0: the latest evaluation, at eval_step
+  double eval_logloss = NAN;
+  int64_t eval_step = -1;
+  double reader_rows_per_sec = 0;  // worker: data reader throughput (busy time)
+  uint64_t rss_bytes = 0;        // resident memory of the process
+  double cpu_seconds = 0;        // CPU time of the process so far
+  uint64_t table_rows = 0;       // server: sparse rows + dense floats held
+  uint64_t table_bytes = 0;      // server: memory of its table shards
+  uint64_t requests = 0;         // server: pulls + pushes answered so far
+  uint64_t bytes_in = 0;         // server: pull/push payload bytes received
+  uint64_t bytes_out = 0;        // server: pull payload bytes sent
 
   template <class Archive>
-  void serialize(Archive& ar, std::uint32_t /*version*/) {
+  void serialize(Archive& ar, std::uint32_t version) {
     ar(step, samples_per_sec);
+    if (version >= 2) {
+      ar(samples, loss, eval_auc, eval_logloss, eval_step, reader_rows_per_sec, rss_bytes,
+         cpu_seconds, table_rows, table_bytes, requests, bytes_in, bytes_out);
+    }
   }
 };
 
@@ -188,6 +290,64 @@ struct DumpRequest {
   }
 };
 
+// Pipeline mode: what travels between neighbouring stages of one pipeline
+// replica. A kPipeActivation carries one micro-batch's activations (payload
+// 0: f32[rows * cols]) and its labels (payload 1: f32[rows]) to the next
+// stage; a kPipeGradient carries the gradient of those activations (payload
+// 0: f32[rows * cols]) back. Marker phases carry no payloads. kPipeAbort
+// carries only `reason`.
+enum class PipePhase : uint8_t {
+  kTrain = 0,     // a training micro-batch of step `step`
+  kEval = 1,      // a forward-only micro-batch of evaluation round `step`
+  kEvalEnd = 2,   // the end of evaluation round `step`
+  kTrainEnd = 3,  // training is over (the stages retire and meet at a barrier)
+  kEnd = 4,       // the stage loop ends
+  kLastPhase = kEnd,
+};
+
+// One stage's timings of one training step, sent upstream with the step's
+// last gradient so that stage 0 sees every stage (pipeline statistics).
+struct PipeStageReport {
+  int32_t stage = 0;
+  std::vector<float> forward_seconds;   // CPU seconds of each micro-batch's forward
+  std::vector<float> backward_seconds;  // ... and backward
+  double busy_seconds = 0;   // totals since training began: compute (wall)
+  double wait_seconds = 0;   // waiting for a neighbour (wall)
+  double span_seconds = 0;   // inside the steps' schedules (wall)
+  uint64_t bytes_sent = 0;   // activation + gradient payload bytes sent
+  int32_t max_live = 0;      // most micro-batches of activations held at once
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(forward_seconds, backward_seconds, busy_seconds, wait_seconds, span_seconds, bytes_sent,
+       max_live, stage);
+  }
+};
+
+// The body of kPipeActivation / kPipeGradient / kPipeAbort. The tag
+// (replica, step, microbatch) and the shape are checked on arrival.
+struct PipeTransfer {
+  int32_t replica = 0;
+  int32_t from_stage = 0;
+  uint64_t seq = 0;               // per link and direction, from 0: delivery order
+  PipePhase phase = PipePhase::kTrain;
+  int64_t step = 0;               // training step, or evaluation round
+  int32_t microbatch = 0;
+  int32_t num_microbatches = 0;   // of this step (or evaluation batch)
+  int64_t step_rows = 0;          // rows of the whole batch
+  int32_t rows = 0;               // of this micro-batch
+  int32_t cols = 0;               // activation width
+  double loss_sum = 0;            // gradient of a step's last micro-batch: the step's loss
+  std::vector<PipeStageReport> reports;  // ditto: the downstream stages' timings
+  std::string reason;             // kPipeAbort
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(replica, from_stage, seq, phase, step, microbatch, num_microbatches, step_rows, rows, cols,
+       loss_sum, reports, reason);
+  }
+};
+
 }  // namespace pstrain::proto
 
 CEREAL_CLASS_VERSION(pstrain::proto::DumpRequest, 1);
@@ -195,11 +355,19 @@ CEREAL_CLASS_VERSION(pstrain::proto::NodeInfo, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::RegisterRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::DenseRange, 1);
-CEREAL_CLASS_VERSION(pstrain::proto::TableLayout, 1);
-CEREAL_CLASS_VERSION(pstrain::proto::CreateTablesRequest, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::TableLayout, 2);
+CEREAL_CLASS_VERSION(pstrain::proto::WorkerPosition, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::CheckpointArrive, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::CheckpointDone, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::SaveShardRequest, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::ShardSaved, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::HeartbeatReply, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::CreateTablesRequest, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::DefineTablesRequest, 1);
-CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::BarrierRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::StoreRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::KvPart, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::KvRequest, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::PipeStageReport, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::PipeTransfer, 1);

@@ -18,7 +18,14 @@ if [[ ! -s $OUT/eval.tsv.meta.json ]] || ! grep -q "\"rows\":$EVAL_ROWS," "$OUT/
 fi
 
 rm -f "$OUT/metrics.jsonl"
+# The coordinator's dashboard (live while the job runs): DEMO_DASHBOARD_PORT
+# pins the port, DEMO_DASHBOARD_PORT=0 turns it off; default a free port.
+DASHBOARD_PORT=${DEMO_DASHBOARD_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 0)}
+if [[ $DASHBOARD_PORT != 0 ]]; then
+  echo "pstrain demo: dashboard at http://127.0.0.1:$DASHBOARD_PORT/ while the job runs"
+fi
 "$BIN/pstrain" local --servers=2 --workers=2 \
+  --dashboard_port="$DASHBOARD_PORT" \
   --model=dlrm \
   --train_data="$OUT/train.tsv" --eval_data="$OUT/eval.tsv" \
   --eval_meta="$OUT/eval.tsv.meta.json" \
@@ -30,3 +37,5 @@ echo
 printf 'pstrain demo: eval AUC %.4f (oracle %.4f), eval logloss %.4f, %.0f samples/s, wall %.1f s  [%s]\n' \
   "$(field eval_auc)" "$(field oracle_auc)" "$(field eval_logloss)" "$(field samples_per_sec)" \
   "$(field wall_seconds)" "$OUT/metrics.jsonl"
+"$BIN/pstrain" plot "$OUT/metrics.jsonl" --out="$OUT/curves.html" --names=demo >/dev/null &&
+  echo "pstrain demo: training curves in $OUT/curves.html"

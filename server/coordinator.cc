@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/node_info.h"
+#include "common/http/http_server.h"
 #include "server/table_layout.h"
 
 namespace pstrain::server {
@@ -30,6 +31,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
   std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
   std::unique_ptr<Coordinator> c(new Coordinator(std::move(options), std::move(node), endpoint));
   Coordinator* self = c.get();
+  PS_RETURN_IF_ERROR(self->StartObservability());
+  PS_RETURN_IF_ERROR(self->LoadRestore());
   PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
   self->node_->transport().Post([self] { self->Tick(); });
   return c;
@@ -44,7 +47,10 @@ Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> no
       servers_(options_.num_servers),
       workers_(options_.num_workers) {}
 
-Coordinator::~Coordinator() { node_->Stop(); }
+Coordinator::~Coordinator() {
+  http_.clear();
+  node_->Stop();
+}
 
 absl::Status Coordinator::Run() {
   absl::MutexLock lock(&mu_);
@@ -81,6 +87,7 @@ void Coordinator::Handle(RpcRequest&& req) {
     case MsgType::kStoreGet: return OnStoreGet(*d, req);
     case MsgType::kWorkerDone: return OnWorkerDone(*d, req);
     case MsgType::kPing: return ReplyOk(req);
+    case MsgType::kCheckpointArrive: return OnCheckpointArrive(*d, req);
     default:
       ReplyError(req, absl::UnimplementedError(absl::StrCat(
                           "coordinator does not serve ", proto::MsgTypeName(d->type()))));
@@ -154,6 +161,7 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
     m.peer = node_->Connect(info.endpoint);
     m.last_seen = absl::Now();
     slots[rank] = std::move(m);
+    monitor_->OnJoin(info);
     spdlog::info("{} joined from {} (host {}, pid {})", MemberName(info.role, rank), info.endpoint,
                  info.host, info.pid);
   }
@@ -218,6 +226,13 @@ void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
   layout->num_workers = options_.num_workers;
   layout->consistency = options_.consistency;
   layout->staleness = options_.staleness;
+  if (restore_ && !SameTables(restore_->tables, body->tables)) {
+    layout_waiters_.pop_back();
+    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+                               "the checkpoint ", restore_->path,
+                               " holds other tables than this job's model (other model flags?)")));
+  }
+  AddCheckpointInfo(&*layout, &restore_files_);
   defined_tables_ = body->tables;
   creating_tables_ = true;
   layout_ = std::move(*layout);
@@ -234,7 +249,7 @@ void Coordinator::CreateTablesOnServers() {
   h.type = MsgType::kCreateTables;
   h.sender_role = Role::kCoordinator;
   for (int s = 0; s < options_.num_servers; ++s) {
-    proto::CreateTablesRequest req{s, layout};
+    proto::CreateTablesRequest req{s, layout, restore_files_};
     RpcFuture f = node_->Call(servers_[s]->peer, proto::Encode(h, req), absl::Now() + kCommandTimeout);
     f.OnDone([this, s, remaining, failure, layout](const absl::StatusOr<Message>& reply) {
       absl::Status st = proto::DecodeReply(reply, absl::StrCat("create tables on server ", s)).status();
@@ -270,6 +285,11 @@ void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
   if (!m->alive) {
     spdlog::warn("{} is heard from again", MemberName(m->info.role, m->info.rank));
     m->alive = true;
+    monitor_->OnAlive(m->info.role, m->info.rank);
+  }
+  // The body is for the dashboard: a malformed one still proves liveness.
+  if (auto hb = d.body<proto::Heartbeat>(); hb.ok()) {
+    monitor_->OnHeartbeat(m->info.role, m->info.rank, *hb);
   }
   ReplyOk(req);
 }
@@ -332,10 +352,24 @@ void Coordinator::OnWorkerDone(const Decoded& d, const RpcRequest& req) {
   Member* m = FindMember(Role::kWorker, d.header().sender_rank);
   if (m == nullptr) return ReplyError(req, absl::NotFoundError("unknown worker"));
   m->done = true;
+  monitor_->OnWorkerDone(m->info.rank);
   ReplyOk(req);
   spdlog::info("worker {} finished", m->info.rank);
   for (const auto& w : workers_) {
     if (!w || !w->done) return;
+  }
+  int64_t final_step = 0;
+  for (const auto& [rank, p] : done_training_) final_step = std::max(final_step, p.clock);
+  if (checkpoints_->enabled() && !finishing_ && final_step > last_checkpoint_step_) {
+    // The final checkpoint, then the orderly stop.
+    int64_t step = final_step;
+    spdlog::info("all {} workers finished; final checkpoint, then stopping the servers",
+                 options_.num_workers);
+    SaveCheckpoint(step, [this](absl::Status st) {
+      if (!st.ok()) spdlog::error("final checkpoint failed: {}", st.ToString());
+      Finish(absl::OkStatus());
+    });
+    return;
   }
   spdlog::info("all {} workers finished; stopping the servers", options_.num_workers);
   Finish(absl::OkStatus());
@@ -363,6 +397,7 @@ void Coordinator::CheckHeartbeats(absl::Time now) {
       if (!m || !m->alive || m->done) continue;
       if (now - m->last_seen <= options_.heartbeat_timeout) continue;
       m->alive = false;
+      monitor_->OnDead(m->info.role, m->info.rank);
       std::string who = MemberName(m->info.role, m->info.rank);
       spdlog::error("{} ({}, host {}, pid {}) is dead: no heartbeat for {}", who, m->info.endpoint,
                     m->info.host, m->info.pid, absl::FormatDuration(now - m->last_seen));
@@ -377,6 +412,7 @@ void Coordinator::CheckHeartbeats(absl::Time now) {
 void Coordinator::Finish(absl::Status status) {
   if (finishing_) return;
   finishing_ = true;
+  monitor_->OnJobEnd(status);
   if (!status.ok()) spdlog::error("job ends: {}", status.ToString());
   std::vector<Member*> targets;
   for (auto* slots : {&servers_, &workers_}) {

@@ -14,6 +14,8 @@
 // be called from any thread.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,7 +27,13 @@
 #include "common/rpc.h"
 #include "proto_msgs/codec.h"
 #include "proto_msgs/messages.h"
+#include "server/dashboard/cluster_monitor.h"
+#include "server/checkpoint_manager.h"
 #include "server/rendezvous_store.h"
+
+namespace pstrain::http {
+class HttpServer;
+}
 
 namespace pstrain::server {
 
@@ -41,6 +49,13 @@ struct CoordinatorOptions {
   proto::Consistency consistency = proto::Consistency::kAsp;
   int staleness = 0;
   uint64_t dense_chunk_floats = 1 << 16;
+  // Prometheus metrics at http://http_host:metrics_port/metrics and the
+  // dashboard at http://http_host:dashboard_port/ (0: off; one server when
+  // the ports are equal).
+  int metrics_port = 0;
+  int dashboard_port = 0;
+  std::string http_host = "0.0.0.0";
+  CheckpointOptions checkpoint;
 };
 
 class Coordinator {
@@ -56,6 +71,12 @@ class Coordinator {
   absl::Status Run();
   // Makes Run() return Cancelled after telling every node to stop.
   void RequestStop();
+  // Membership, heartbeat numbers and checkpoint history, as the dashboard
+  // and /metrics show them (AddCheckpoint records a checkpoint). Never null.
+  ClusterMonitor* monitor() const { return monitor_.get(); }
+  // The dashboard's and /metrics' URLs, or "" when not served.
+  std::string dashboard_url() const;
+  std::string metrics_url() const;
 
  private:
   struct Member {
@@ -93,6 +114,21 @@ class Coordinator {
   void Finish(absl::Status status);
   void ReplyError(const RpcRequest& req, const absl::Status& status);
   void ReplyOk(const RpcRequest& req);
+  // Creates the monitor and serves /metrics and the dashboard
+  // (dashboard/coordinator_http.cc).
+  absl::Status StartObservability();
+
+  // Checkpoints (coordinator_checkpoint.cc).
+  absl::Status LoadRestore();
+  // Fills the checkpoint fields of the layout (schedule, restored positions)
+  // and the shard files the servers restore from.
+  void AddCheckpointInfo(proto::TableLayout* layout, std::vector<std::string>* restore_files);
+  void OnCheckpointArrive(const proto::Decoded& d, const RpcRequest& req);
+  void MaybeCheckpoint();
+  // Writes a checkpoint at `step` (servers' shards, then the manifest) and
+  // calls `done` on the I/O thread.
+  void SaveCheckpoint(int64_t step, std::function<void(absl::Status)> done);
+  int64_t NextCheckpointStep(int64_t after) const;
 
   CoordinatorOptions options_;
   std::unique_ptr<RpcNode> node_;
@@ -108,7 +144,23 @@ class Coordinator {
   bool creating_tables_ = false;
   std::vector<Parked> layout_waiters_;
   RendezvousStore store_;
+  std::unique_ptr<CheckpointManager> checkpoints_;
+  std::optional<Manifest> restore_;           // the checkpoint this job resumes from
+  int64_t checkpoint_step_ = -1;              // where workers pause next
+  std::map<int, proto::WorkerPosition> arrived_;   // by rank, for checkpoint_step_
+  std::map<int, proto::WorkerPosition> done_training_;  // by rank
+  std::vector<Parked> arrive_waiters_;
+  std::vector<std::string> restore_files_;  // every server's shard of restore_
+  Buffer worker_state_;                       // allreduce state sent by worker 0
+  bool saving_ = false;
+  absl::Time last_checkpoint_time_;
+  int64_t last_checkpoint_step_ = 0;
   bool finishing_ = false;
+
+  std::unique_ptr<metrics::Registry> registry_;
+  std::unique_ptr<ClusterMonitor> monitor_;
+  std::vector<std::unique_ptr<http::HttpServer>> http_;  // stopped first in the destructor
+  std::string dashboard_url_, metrics_url_;
 
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/sparse_owner.h"
+#include "common/checkpoint/shard_file.h"
 
 namespace pstrain::server {
 
@@ -157,6 +158,103 @@ absl::StatusOr<uint64_t> KvStore::Dump(uint32_t table, uint64_t offset, uint64_t
     ++index;
   });
   return static_cast<uint64_t>(t.size());
+}
+
+absl::StatusOr<std::pair<uint64_t, std::string>> KvStore::SaveShard(const std::string& path,
+                                                                    uint64_t step) const {
+  int sections = 0;
+  for (size_t t = 0; t < layout_.tables.size(); ++t) sections += (dense_[t] || sparse_[t]) ? 1 : 0;
+  PS_ASSIGN_OR_RETURN(auto w, ShardFileWriter::Open(path, rank_, layout_.num_servers, sections, step));
+  for (size_t t = 0; t < layout_.tables.size(); ++t) {
+    if (dense_[t]) {
+      const DenseShard& d = *dense_[t];
+      PS_RETURN_IF_ERROR(w->AddDense(static_cast<uint32_t>(t), d.offset(), d.weights(), d.state(),
+                                     d.step()));
+    } else if (sparse_[t]) {
+      const SparseTable& sp = *sparse_[t];
+      PS_RETURN_IF_ERROR(w->AddSparse(
+          static_cast<uint32_t>(t), static_cast<uint32_t>(sp.dim()),
+          static_cast<uint32_t>(sp.state_floats()), sp.size(),
+          [&sp](ShardFileWriter::RowSink sink) {
+            sp.ForEachRow([&sink](const SparseRow& r) { sink(r.id, r.step, r.values, r.state); });
+          }));
+    }
+  }
+  PS_ASSIGN_OR_RETURN(std::string checksum, w->Finish());
+  return std::make_pair(w->bytes(), checksum);
+}
+
+absl::Status KvStore::Restore(const std::vector<std::string>& shard_files) {
+  // Dense shards are assembled whole (weights, state planes, step) and then
+  // installed; coverage is checked so a missing file cannot go unnoticed.
+  struct DenseBuild {
+    std::vector<float> weights, state;
+    uint64_t covered = 0, step = 0;
+    size_t planes = 0;
+  };
+  std::vector<DenseBuild> build(layout_.tables.size());
+  for (size_t t = 0; t < layout_.tables.size(); ++t) {
+    if (!dense_[t]) continue;
+    build[t].weights.assign(dense_[t]->length(), 0.0f);
+    build[t].planes = dense_[t]->length() ? dense_[t]->state_floats() / dense_[t]->length() : 0;
+    build[t].state.assign(dense_[t]->state_floats(), 0.0f);
+  }
+  for (const std::string& file : shard_files) {
+    PS_ASSIGN_OR_RETURN(auto shard, ShardFile::Read(file));
+    for (const ShardFile::Section& sec : shard->sections()) {
+      const ShardSectionInfo& info = sec.info;
+      if (info.table >= layout_.tables.size() || layout_.tables[info.table].kind != info.kind) {
+        return absl::DataLossError(absl::StrCat(file, ": section for table ", info.table,
+                                                " does not match the job's tables"));
+      }
+      const TableSpec& spec = layout_.tables[info.table];
+      if (info.kind == TableKind::kSparse) {
+        SparseTable* t = sparse_[info.table].get();
+        if (info.dim != t->dim() || info.state_floats != t->state_floats()) {
+          return absl::DataLossError(absl::StrCat(file, ": table ", spec.name, " has dim/state ",
+                                                  info.dim, "/", info.state_floats, ", the job ",
+                                                  t->dim(), "/", t->state_floats()));
+        }
+        absl::Status st;
+        shard->ForEachRow(sec, [&](const ShardFile::SparseRowView& r) {
+          if (!st.ok() || SparseOwner(r.id, layout_.num_servers) != rank_) return;
+          st = t->InsertRow(r.id, r.values, r.state, r.step);
+        });
+        PS_RETURN_IF_ERROR(Annotate(st, file));
+        continue;
+      }
+      DenseShard* mine = dense_[info.table].get();
+      if (mine == nullptr) continue;  // another server's range now
+      DenseBuild& b = build[info.table];
+      size_t old_planes = info.count ? info.state_floats / info.count : 0;
+      if (old_planes != b.planes) {
+        return absl::DataLossError(absl::StrCat(file, ": table ", spec.name,
+                                                " was saved with another optimizer"));
+      }
+      uint64_t lo = std::max(info.offset, mine->offset());
+      uint64_t hi = std::min(info.offset + info.count, mine->offset() + mine->length());
+      if (lo >= hi) continue;
+      uint64_t n = hi - lo;
+      std::copy_n(sec.weights.data() + (lo - info.offset), n, b.weights.data() + (lo - mine->offset()));
+      for (size_t k = 0; k < b.planes; ++k) {
+        std::copy_n(sec.state.data() + k * info.count + (lo - info.offset), n,
+                    b.state.data() + k * mine->length() + (lo - mine->offset()));
+      }
+      b.covered += n;
+      b.step = std::max(b.step, info.step);
+    }
+  }
+  for (size_t t = 0; t < layout_.tables.size(); ++t) {
+    if (!dense_[t]) continue;
+    if (build[t].covered != dense_[t]->length()) {
+      return absl::DataLossError(absl::StrCat("checkpoint covers ", build[t].covered, " of ",
+                                              dense_[t]->length(), " values of table ",
+                                              layout_.tables[t].name, " on server ", rank_,
+                                              " (a shard file is missing?)"));
+    }
+    PS_RETURN_IF_ERROR(dense_[t]->Restore(build[t].weights, build[t].state, build[t].step));
+  }
+  return absl::OkStatus();
 }
 
 std::vector<TableStats> KvStore::Stats() const {

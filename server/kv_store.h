@@ -51,6 +51,16 @@ class KvStore {
   // Applies validated push parts, each gradient multiplied by `scale`.
   absl::Status Push(const std::vector<KvOp>& ops, float scale);
 
+  // Writes every section this server holds to a checkpoint shard file.
+  // Returns {bytes, checksum}.
+  absl::StatusOr<std::pair<uint64_t, std::string>> SaveShard(const std::string& path,
+                                                             uint64_t step) const;
+  // Loads what this server owns under the current layout from the shard
+  // files of a checkpoint written by any number of servers (re-sharding:
+  // dense ranges re-cut, sparse rows re-routed by SparseOwner). Tables start
+  // empty; every dense range must be covered.
+  absl::Status Restore(const std::vector<std::string>& shard_files);
+
   // Rows [offset, offset + max_rows) of sparse table `table` (iteration
   // order) into `ids` / `values`; returns the rows the table holds.
   absl::StatusOr<uint64_t> Dump(uint32_t table, uint64_t offset, uint64_t max_rows,

@@ -24,6 +24,19 @@ ABSL_FLAG(double, heartbeat_timeout, 10.0, "Seconds without a heartbeat before a
 ABSL_FLAG(double, join_timeout, 600.0, "Seconds to wait for every node to join.");
 ABSL_FLAG(int64_t, dense_chunk, 65536,
           "Dense tables with more floats than this are split across all servers.");
+ABSL_FLAG(int, metrics_port, 0, "Serve Prometheus metrics at http://HOST:PORT/metrics (0: off).");
+ABSL_FLAG(int, dashboard_port, 0,
+          "Serve the web dashboard at http://HOST:PORT/ (0: off; may equal --metrics_port).");
+ABSL_FLAG(std::string, http_host, "0.0.0.0",
+          "Address the --metrics_port and --dashboard_port servers listen on.");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Folder for checkpoints (shared by the servers and the coordinator); empty: none.");
+ABSL_FLAG(int64_t, checkpoint_every_steps, 0, "Checkpoint every N steps (0: not by steps).");
+ABSL_FLAG(double, checkpoint_every_secs, 0, "Checkpoint about every N seconds (0: not by time).");
+ABSL_FLAG(int, keep_checkpoints, 3, "Complete checkpoints kept; older ones are deleted.");
+ABSL_FLAG(std::string, restore, "auto",
+          "auto (the latest checkpoint in --checkpoint_dir if any) | latest (must exist) | none | "
+          "PATH of a checkpoint folder.");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace {
@@ -52,6 +65,25 @@ absl::Status RunCoordinator() {
   o.heartbeat_timeout = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout));
   o.join_timeout = absl::Seconds(absl::GetFlag(FLAGS_join_timeout));
   o.dense_chunk_floats = static_cast<uint64_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_dense_chunk)));
+  o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o.dashboard_port = absl::GetFlag(FLAGS_dashboard_port);
+  o.http_host = absl::GetFlag(FLAGS_http_host);
+  for (int port : {o.metrics_port, o.dashboard_port}) {
+    if (port < 0 || port > 65535) return absl::InvalidArgumentError("ports must be in 0..65535");
+  }
+  o.checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.checkpoint.every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
+  o.checkpoint.every_secs = absl::GetFlag(FLAGS_checkpoint_every_secs);
+  o.checkpoint.keep = absl::GetFlag(FLAGS_keep_checkpoints);
+  o.checkpoint.restore = absl::GetFlag(FLAGS_restore);
+  if (o.checkpoint.every_steps < 0 || o.checkpoint.every_secs < 0 || o.checkpoint.keep < 1) {
+    return absl::InvalidArgumentError(
+        "--checkpoint_every_steps/--checkpoint_every_secs must be >= 0 and --keep_checkpoints >= 1");
+  }
+  if (o.checkpoint.dir.empty() && (o.checkpoint.every_steps > 0 || o.checkpoint.every_secs > 0)) {
+    return absl::InvalidArgumentError("checkpoints need --checkpoint_dir");
+  }
+  if (!o.checkpoint.dir.empty()) PS_RETURN_IF_ERROR(MakeDirs(o.checkpoint.dir));
   if (o.heartbeat_timeout <= o.heartbeat_interval) {
     return absl::InvalidArgumentError("--heartbeat_timeout must exceed --heartbeat_interval");
   }

@@ -14,6 +14,8 @@ ABSL_FLAG(std::string, advertise_host, "", "Host name others use to reach this n
 ABSL_FLAG(int, rank, -1, "Server rank to take (-1: the coordinator assigns one).");
 ABSL_FLAG(double, connect_timeout, 60.0, "Seconds to keep retrying while the coordinator is unreachable.");
 ABSL_FLAG(double, coordinator_timeout, 30.0, "Exit when the coordinator has not answered for this many seconds.");
+ABSL_FLAG(int, metrics_port, 0, "Serve Prometheus metrics at http://HOST:PORT/metrics (0: off).");
+ABSL_FLAG(std::string, http_host, "0.0.0.0", "Address the --metrics_port server listens on.");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace {
@@ -29,6 +31,8 @@ absl::Status RunServer() {
   o.rank = absl::GetFlag(FLAGS_rank);
   o.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
   o.coordinator_timeout = absl::Seconds(absl::GetFlag(FLAGS_coordinator_timeout));
+  o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o.http_host = absl::GetFlag(FLAGS_http_host);
   ZmqTransportOptions t;
   t.name = "server";
   PS_ASSIGN_OR_RETURN(auto server,

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "cluster/node_info.h"
+#include "common/http/http_server.h"
 #include "common/optim/finite.h"
 
 namespace pstrain::server {
@@ -25,6 +26,7 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
   std::unique_ptr<ParameterServer> s(
       new ParameterServer(std::move(options), std::move(node), std::move(endpoint)));
   ParameterServer* self = s.get();
+  PS_RETURN_IF_ERROR(self->StartMetrics());
   PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
   CoordinatorClientOptions co;
   co.coordinator = self->options_.coordinator;
@@ -41,6 +43,7 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<RpcNode>
     : options_(std::move(options)), node_(std::move(node)), endpoint_(std::move(endpoint)) {}
 
 ParameterServer::~ParameterServer() {
+  http_.reset();
   if (client_) client_->StopHeartbeats();
   node_->Stop();
 }
@@ -49,7 +52,8 @@ absl::Status ParameterServer::Run() {
   PS_ASSIGN_OR_RETURN(proto::ClusterView view, client_->Register());
   node_->transport().Post([this, r = view.your_rank] { rank_ = r; });
   spdlog::info("server {} serving at {}", view.your_rank, endpoint_);
-  client_->StartHeartbeats(absl::Milliseconds(view.heartbeat_interval_ms), nullptr);
+  client_->StartHeartbeats(absl::Milliseconds(view.heartbeat_interval_ms),
+                           [this] { return HeartbeatBody(); });
   absl::MutexLock lock(&mu_);
   while (!finished_) {
     mu_.AwaitWithTimeout(absl::Condition(&finished_), absl::Seconds(1));
@@ -100,10 +104,12 @@ absl::StatusOr<std::vector<TableStats>> ParameterServer::StoreStats(
 
 void ParameterServer::ReplyError(const RpcRequest& req, const absl::Status& status) {
   errors_.fetch_add(1, std::memory_order_relaxed);
+  metrics_->OnError();
   node_->Reply(req, proto::EncodeError(Role::kServer, client_ ? rank_ : -1, status));
 }
 
 void ParameterServer::Handle(RpcRequest&& req) {
+  metrics_->BeginRequest();
   absl::StatusOr<Decoded> d = proto::Decode(req.message);
   if (!d.ok()) {
     spdlog::warn("server: dropped a malformed request: {}", d.status().ToString());
@@ -116,6 +122,7 @@ void ParameterServer::Handle(RpcRequest&& req) {
     case MsgType::kShutdown: return OnShutdown(*d, req);
     case MsgType::kPing: return node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
     case MsgType::kDumpRows: return OnDumpRows(*d, req);
+    case MsgType::kSaveShard: return OnSaveShard(*d, req);
     default:
       ReplyError(req, absl::UnimplementedError(
                           absl::StrCat("server does not serve ", proto::MsgTypeName(d->type()))));
@@ -141,13 +148,59 @@ void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
   auto store = KvStore::Create(*layout, rank_);
   if (!store.ok()) return ReplyError(req, store.status());
   store_ = *std::move(store);
+  metrics_->OnTablesCreated(store_.get());
   bsp_ = std::make_unique<BspAggregator>(store_.get());
   pushed_.assign(std::max(layout->num_workers, 1), 0);
   retired_.assign(pushed_.size(), false);
+  applied_ = 0;
   size_t dense = 0, sparse = 0;
   for (const auto& t : layout->tables) (t.kind == TableKind::kDense ? dense : sparse)++;
   spdlog::info("server {}: {} dense and {} sparse tables created", rank_, dense, sparse);
+  if (!body->restore_files.empty()) {
+    absl::Time t0 = absl::Now();
+    if (absl::Status st = store_->Restore(body->restore_files); !st.ok()) {
+      store_.reset();
+      spdlog::error("server {}: restore failed: {}", rank_, st.ToString());
+      return ReplyError(req, st);
+    }
+    // The workers resume from their checkpointed clocks.
+    for (const proto::WorkerPosition& p : layout->positions) {
+      if (p.rank < 0 || p.rank >= static_cast<int32_t>(pushed_.size())) continue;
+      pushed_[p.rank] = p.clock;
+      retired_[p.rank] = p.finished;
+    }
+    applied_ = std::max<int64_t>(0, layout->restored_step);
+    spdlog::info("server {}: restored step {} from {} shard files in {:.2f}s", rank_,
+                 layout->restored_step, body->restore_files.size(),
+                 absl::ToDoubleSeconds(absl::Now() - t0));
+  }
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+}
+
+void ParameterServer::OnSaveShard(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kCoordinator) {
+    return ReplyError(req, absl::PermissionDeniedError("only the coordinator takes checkpoints"));
+  }
+  if (!store_) return ReplyError(req, absl::UnavailableError("tables not created yet"));
+  auto body = d.body<proto::SaveShardRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  absl::Time t0 = absl::Now();
+  proto::ShardSaved saved;
+  saved.file = absl::StrCat("server-", rank_, ".shard");
+  auto result = store_->SaveShard(body->dir + "/" + saved.file, static_cast<uint64_t>(body->step));
+  if (!result.ok()) {
+    spdlog::error("server {}: checkpoint {} failed: {}", rank_, body->step, result.status().ToString());
+    return ReplyError(req, result.status());
+  }
+  saved.bytes = result->first;
+  saved.checksum = result->second;
+  spdlog::info("server {}: checkpoint shard of step {} written ({} bytes, {:.2f}s)", rank_,
+               body->step, saved.bytes, absl::ToDoubleSeconds(absl::Now() - t0));
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kServer;
+  h.sender_rank = rank_;
+  node_->Reply(req, proto::Encode(h, saved));
 }
 
 absl::Status ParameterServer::CheckWorker(const proto::Header& h) const {
@@ -190,6 +243,7 @@ void ParameterServer::MaybeCompleteBspStep() {
     spdlog::error("server {}: applying step {} failed: {}", rank_, applied_, st.ToString());
   }
   ++applied_;
+  metrics_->OnBspStepApplied();
   ReleaseParkedPulls();
 }
 
@@ -204,7 +258,8 @@ void ParameterServer::OnPull(Decoded&& d, RpcRequest&& req) {
   if (!PullReady(clock)) {
     parked_count_.fetch_add(1, std::memory_order_relaxed);
     std::vector<KvOp> resolved = *std::move(ops);
-    parked_.push_back(ParkedPull{clock, std::move(req), std::move(d), std::move(resolved)});
+    parked_.push_back(ParkedPull{clock, std::move(req), std::move(d), std::move(resolved),
+                                 metrics_->request_start()});
     return;
   }
   ServePull(req, *ops);
@@ -220,6 +275,7 @@ void ParameterServer::ServePull(const RpcRequest& req, const std::vector<KvOp>& 
   h.step = applied_;
   std::vector<proto::DType> types(values.size(), proto::DType::kF32);
   pulls_.fetch_add(1, std::memory_order_relaxed);
+  metrics_->OnPullServed(ops);
   node_->Reply(req, proto::EncodeHeaderOnly(std::move(h), std::move(values), types));
 }
 
@@ -229,7 +285,10 @@ void ParameterServer::ReleaseParkedPulls() {
   std::vector<ParkedPull> ready;
   for (ParkedPull& p : parked_) (PullReady(p.clock) ? ready : still).push_back(std::move(p));
   parked_.swap(still);
-  for (ParkedPull& p : ready) ServePull(p.request, p.ops);
+  for (ParkedPull& p : ready) {
+    metrics_->set_request_start(p.arrived_ns);
+    ServePull(p.request, p.ops);
+  }
 }
 
 void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
@@ -275,6 +334,7 @@ void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
     }
     if (body->retire) retired_[w] = true;
     pushes_.fetch_add(1, std::memory_order_relaxed);
+    metrics_->OnPushApplied(*ops, /*applied_now=*/false);
     node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
     MaybeCompleteBspStep();
     if (body->retire) ReleaseParkedPulls();
@@ -289,6 +349,7 @@ void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
   if (!ops->empty() || !body->retire) pushed_[w] = std::max(pushed_[w], clock + 1);
   if (body->retire) retired_[w] = true;
   pushes_.fetch_add(1, std::memory_order_relaxed);
+  metrics_->OnPushApplied(*ops, /*applied_now=*/true);
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
   if (mode == Consistency::kSsp || body->retire) ReleaseParkedPulls();
 }

@@ -27,6 +27,11 @@
 #include "common/rpc.h"
 #include "server/bsp_aggregator.h"
 #include "server/kv_store.h"
+#include "server/server_metrics.h"
+
+namespace pstrain::http {
+class HttpServer;
+}
 
 namespace pstrain::server {
 
@@ -38,6 +43,9 @@ struct ServerOptions {
   absl::Duration connect_timeout = absl::Seconds(60);
   // Give up when the coordinator has not answered for this long.
   absl::Duration coordinator_timeout = absl::Seconds(30);
+  // Serve Prometheus metrics at http://http_host:metrics_port/metrics (0: off).
+  int metrics_port = 0;
+  std::string http_host = "0.0.0.0";
 };
 
 struct ServerStats {
@@ -63,6 +71,10 @@ class ParameterServer {
   // thread that owns them. FailedPrecondition before the tables exist,
   // DeadlineExceeded when the I/O thread does not answer within `timeout`.
   absl::StatusOr<std::vector<TableStats>> StoreStats(absl::Duration timeout) const;
+  // This server's metrics (e.g. RecordCheckpointWrite). Never null.
+  ServerMetrics* metrics() const { return metrics_.get(); }
+  // The /metrics URL, or "" when not served.
+  std::string metrics_url() const;
 
  private:
   struct ParkedPull {
@@ -70,6 +82,7 @@ class ParameterServer {
     RpcRequest request;
     proto::Decoded decoded;
     std::vector<KvOp> ops;
+    int64_t arrived_ns = 0;  // for the latency metric
   };
 
   ParameterServer(ServerOptions options, std::unique_ptr<RpcNode> node, std::string endpoint);
@@ -80,6 +93,7 @@ class ParameterServer {
   void OnPush(const proto::Decoded& d, const RpcRequest& req);
   void OnShutdown(const proto::Decoded& d, const RpcRequest& req);
   void OnDumpRows(const proto::Decoded& d, const RpcRequest& req);
+  void OnSaveShard(const proto::Decoded& d, const RpcRequest& req);
   bool PullReady(int64_t clock) const;
   // BSP: applies the open step once every active worker has pushed it.
   void MaybeCompleteBspStep();
@@ -90,6 +104,11 @@ class ParameterServer {
   absl::Status CheckWorker(const proto::Header& h) const;
   void ReplyError(const RpcRequest& req, const absl::Status& status);
   void Finish(absl::Status status);
+  // Creates the metrics and, with a metrics port, serves them
+  // (parameter_server_metrics.cc).
+  absl::Status StartMetrics();
+  // The heartbeat body: sizes and totals for the coordinator (I/O thread).
+  proto::Heartbeat HeartbeatBody();
 
   ServerOptions options_;
   std::unique_ptr<RpcNode> node_;
@@ -106,6 +125,10 @@ class ParameterServer {
   int pushers_this_step_ = 0;    // BSP: pushes summed for step applied_
   std::vector<ParkedPull> parked_;
   std::atomic<uint64_t> pulls_{0}, pushes_{0}, errors_{0}, parked_count_{0};
+
+  std::unique_ptr<metrics::Registry> registry_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<http::HttpServer> http_;  // stopped first in the destructor
 
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

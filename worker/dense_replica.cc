@@ -4,6 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "common/checkpoint/shard_file.h"
+#include "common/file_util.h"
 #include "common/optim/finite.h"
 #include "common/optim/initializer.h"
 #include "common/status.h"
@@ -140,6 +146,67 @@ absl::StatusOr<double> DenseReplica::Finish(uint32_t num_samples, float lr_scale
     t.optimizer->Apply(a);
   }
   return total;
+}
+
+namespace {
+
+// A private temporary file name (the shard format is written through files).
+std::string TempPath() {
+  char tmpl[] = "/tmp/pstrain-replica-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd >= 0) close(fd);
+  return tmpl;
+}
+
+}  // namespace
+
+absl::StatusOr<Buffer> DenseReplica::SerializeState() const {
+  std::string path = TempPath();
+  auto write = [&]() -> absl::Status {
+    PS_ASSIGN_OR_RETURN(auto w, ShardFileWriter::Open(path, 0, 1, static_cast<int>(tables_.size()), 0));
+    for (const Table& t : tables_) {
+      PS_RETURN_IF_ERROR(w->AddDense(t.spec.id, 0, t.weights, t.state, t.step));
+    }
+    return w->Finish().status();
+  };
+  absl::Status st = write();
+  absl::StatusOr<std::string> bytes = st.ok() ? ReadFileToString(path) : absl::StatusOr<std::string>(st);
+  std::remove(path.c_str());
+  if (!bytes.ok()) return bytes.status();
+  return Buffer::FromString(*std::move(bytes));
+}
+
+absl::Status DenseReplica::RestoreState(const Buffer& image) {
+  std::string path = TempPath();
+  auto read = [&]() -> absl::Status {
+    {
+      PS_ASSIGN_OR_RETURN(auto w, AtomicFileWriter::Open(path));
+      PS_RETURN_IF_ERROR(w->Append(image.data(), image.size()));
+      PS_RETURN_IF_ERROR(w->Commit());
+    }
+    PS_ASSIGN_OR_RETURN(auto shard, ShardFile::Read(path));
+    size_t restored = 0;
+    for (const ShardFile::Section& sec : shard->sections()) {
+      if (!holds(sec.info.table)) continue;
+      Table& t = tables_[slot_[sec.info.table]];
+      if (sec.weights.size() != t.weights.size() || sec.state.size() != t.state.size()) {
+        return absl::DataLossError(absl::StrCat("worker state of table ", t.spec.name,
+                                                " does not match the model"));
+      }
+      std::copy(sec.weights.begin(), sec.weights.end(), t.weights.begin());
+      std::copy(sec.state.begin(), sec.state.end(), t.state.begin());
+      t.step = sec.info.step;
+      ++restored;
+    }
+    if (restored != tables_.size()) {
+      return absl::DataLossError(absl::StrCat("worker state holds ", restored, " of ",
+                                              tables_.size(), " dense tables"));
+    }
+    return absl::OkStatus();
+  };
+  absl::Status st = read();
+  std::remove(path.c_str());
+  return st;
 }
 
 }  // namespace pstrain::worker

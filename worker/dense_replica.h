@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/buffer.h"
 #include "common/collective.h"
 #include "common/optim/optimizer.h"
 #include "common/table_spec.h"
@@ -66,6 +67,11 @@ class DenseReplica {
 
   // Seconds the last Finish() waited for communication after compute ended.
   double last_wait_seconds() const { return last_wait_seconds_; }
+
+  // The replica's weights, optimizer state and steps as a checkpoint shard
+  // image (common/checkpoint/shard_file.h), and back.
+  absl::StatusOr<Buffer> SerializeState() const;
+  absl::Status RestoreState(const Buffer& image);
 
   // Checkpoint access: weights, optimizer state, step of table `table`.
   std::vector<float>& weights(uint32_t table) { return tables_[slot_[table]].weights; }

@@ -12,11 +12,13 @@
 #include "worker/data/reader.h"
 #include "worker/eval/metrics.h"
 #include "worker/model_io.h"
+#include "worker/train_metrics.h"
 
 namespace pstrain::worker {
 
 struct Trainer::Prepared {
   std::shared_ptr<const Batch> batch;
+  int epoch = 0;  // data epoch the batch came from
   BatchPlan plan;
   std::vector<std::vector<float>> rows;  // per sparse table: unique x dim
   PullHandle pull;
@@ -128,29 +130,46 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int eval_round = 0;
   absl::Time train_start = absl::Now();
 
-  auto next_batch = [&]() -> absl::StatusOr<std::shared_ptr<const Batch>> {
-    if (options_.max_steps > 0 && clock + 1 > options_.max_steps) return nullptr;
+  // The batch of step `step` (null past the step budget or the data).
+  auto next_batch = [&](int64_t step) -> absl::StatusOr<std::shared_ptr<const Batch>> {
+    if (options_.max_steps > 0 && step >= options_.max_steps) return nullptr;
     absl::Time t0 = absl::Now();
     auto b = reader->Next();
     result.data_seconds += Seconds(t0);
     return b;
   };
+  // Where this worker stands in its data: the epoch of the last batch
+  // trained and the rows of that epoch trained so far (checkpoints).
+  proto::WorkerPosition position;
+  position.rank = rank_;
+  int64_t checkpoint_step = kv_->layout().checkpoint_step;
+  PS_RETURN_IF_ERROR(ResumePosition(reader.get(), &position));
+  clock = position.clock;
+  if (position.finished) {
+    spdlog::info("this worker had finished training before the checkpoint");
+  }
 
-  PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> first, reader->Next());
   std::unique_ptr<Prepared> next;
-  if (first) {
+  if (!position.finished) {
+    PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> first, next_batch(clock));
+    if (first) {
+      int epoch = reader->last_epoch();
       PS_ASSIGN_OR_RETURN(next, Prepare(std::move(first), clock));
+      next->epoch = epoch;
     }
+  }
   PushHandle last_push;
   ParamRefs params;
   GradRefs grads;
   while (next) {
     std::unique_ptr<Prepared> cur = std::move(next);
     if (prefetch) {
-      PS_ASSIGN_OR_RETURN(auto b, next_batch());
+      PS_ASSIGN_OR_RETURN(auto b, next_batch(clock + 1));
       if (b) {
-      PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock + 1));
-    }
+        int epoch = reader->last_epoch();
+        PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock + 1));
+        next->epoch = epoch;
+      }
     }
     absl::Time t0 = absl::Now();
     PS_RETURN_IF_ERROR(Bind(*cur, &params));
@@ -197,6 +216,19 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       result.allreduce_wait_seconds += replica_->last_wait_seconds();
     }
     ++clock;
+    if (cur->epoch != position.epoch) {
+      position.epoch = cur->epoch;
+      position.rows = 0;
+    }
+    position.rows += out.num_samples;
+    position.clock = clock;
+    if (clock == checkpoint_step) {
+      // Pause for the checkpoint: our gradients must be on the servers.
+      if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
+      absl::Time p0 = absl::Now();
+      PS_ASSIGN_OR_RETURN(checkpoint_step, Checkpoint(clock, position));
+      result.checkpoint_seconds += Seconds(p0);
+    }
     result.samples += out.num_samples;
     loss_sum += out.loss_sum;
     loss_count += out.num_samples;
@@ -206,10 +238,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
 
     if (!prefetch) {
-      PS_ASSIGN_OR_RETURN(auto b, next_batch());
+      PS_ASSIGN_OR_RETURN(auto b, next_batch(clock));
       if (b) {
-      PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock));
-    }
+        int epoch = reader->last_epoch();
+        PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock));
+        next->epoch = epoch;
+      }
     }
     ProgressSnapshot snap;
     snap.step = clock;
@@ -219,6 +253,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     snap.compute_seconds = result.compute_seconds;
     snap.wait_seconds = result.wait_seconds;
     snap.data_seconds = result.data_seconds;
+    if (options_.train_metrics != nullptr) {
+      ReaderStats rs = reader->stats();
+      options_.train_metrics->OnStep(StepReport{clock, out.num_samples, out.loss_sum,
+                                                result.compute_seconds, result.wait_seconds,
+                                                result.data_seconds, rs.rows, rs.rows_per_busy_second});
+    }
     if (rank_ == 0 && progress.Update(snap)) {
       total_loss += loss_sum;
       total_count += loss_count;
@@ -233,6 +273,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   }
   if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
   PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock, /*retire=*/true).Wait());
+  position.finished = true;
+  position.clock = clock;
+  if (checkpoint_step >= 0 || kv_->layout().restored_step >= 0) {
+    // From now on checkpoints do not wait for this worker.
+    PS_RETURN_IF_ERROR(Checkpoint(-1, position).status());
+  }
   result.steps = clock;
   result.train_seconds = Seconds(train_start);
   total_loss += loss_sum;
@@ -281,6 +327,55 @@ absl::Status Trainer::SaveModel(int64_t step) {
   spdlog::info("model saved to {} ({} tables, {} embedding rows) in {:.1f}s", options_.save_model,
                saved.tables.size(), rows, Seconds(t0));
   return absl::OkStatus();
+}
+
+absl::Status Trainer::ResumePosition(DataReader* reader, proto::WorkerPosition* position) {
+  const proto::TableLayout& layout = kv_->layout();
+  if (layout.restored_step < 0) return absl::OkStatus();
+  for (const proto::WorkerPosition& p : layout.positions) {
+    if (p.rank == rank_) *position = p;
+  }
+  position->state_file.clear();
+  if (replica_ != nullptr) {
+    // Worker-held state (allreduce mode) comes from the checkpoint too.
+    auto image = coordinator_->StoreGet("restore/worker_state", absl::Minutes(1));
+    if (!image.ok()) return Annotate(image.status(), "allreduce state of the checkpoint");
+    PS_RETURN_IF_ERROR(replica_->RestoreState(*image));
+  }
+  // Skip what was trained before the checkpoint: whole batches, so the
+  // resumed run sees exactly the data an unbroken one would.
+  absl::Time t0 = absl::Now();
+  int64_t skipped = 0, rows = 0;
+  if (!position->finished && (position->epoch > 0 || position->rows > 0)) {
+    while (true) {
+      PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> b, reader->Next());
+      if (!b) break;
+      int epoch = reader->last_epoch();
+      rows = epoch < position->epoch ? 0 : rows + b->size;
+      skipped += b->size;
+      if (epoch == position->epoch && rows >= position->rows) break;
+    }
+  }
+  spdlog::info("resuming at step {} (epoch {}, {} rows skipped in {:.1f}s)", position->clock,
+               position->epoch, skipped, Seconds(t0));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Trainer::Checkpoint(int64_t step, const proto::WorkerPosition& position) {
+  Buffer state;
+  if (replica_ != nullptr && rank_ == 0 && step >= 0) {
+    PS_ASSIGN_OR_RETURN(state, replica_->SerializeState());
+  }
+  PS_ASSIGN_OR_RETURN(proto::CheckpointDone done,
+                      coordinator_->CheckpointArrive(step, position, std::move(state)));
+  if (step >= 0 && rank_ == 0) {
+    if (done.path.empty()) {
+      spdlog::warn("checkpoint at step {} failed on the coordinator; training goes on", step);
+    } else {
+      spdlog::info("checkpoint at step {}: {}", step, done.path);
+    }
+  }
+  return done.next_step;
 }
 
 absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result) {
@@ -337,6 +432,7 @@ absl::Status Trainer::Gather(int round, const std::vector<float>& probs,
   result->eval_logloss = m.logloss;
   result->eval_accuracy = m.accuracy;
   result->eval_rows = m.count;
+  if (options_.train_metrics != nullptr) options_.train_metrics->OnEval(clock, m.auc, m.logloss);
   spdlog::info("eval at step {}: AUC {:.4f}, logloss {:.4f}, accuracy {:.4f} over {} rows", clock,
                m.auc, m.logloss, m.accuracy, m.count);
   JsonLine line;

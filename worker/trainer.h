@@ -26,6 +26,10 @@
 
 namespace pstrain::worker {
 
+class TrainMetrics;  // worker/train_metrics.h
+
+class DataReader;
+
 struct TrainOptions {
   ModelOptions model;
   Schema schema;
@@ -44,6 +48,7 @@ struct TrainOptions {
   std::string eval_meta;         // generator's meta JSON (oracle AUC), optional
   std::string save_model;        // export the trained model here (worker 0)
   bool progress_bar = false;     // redraw a bar on stderr (a terminal)
+  TrainMetrics* train_metrics = nullptr;  // live numbers for /metrics and heartbeats (optional)
 };
 
 // What a finished run measured (on this worker).
@@ -55,6 +60,7 @@ struct TrainResult {
   double wait_seconds = 0;
   double data_seconds = 0;
   double allreduce_wait_seconds = 0;  // allreduce mode: waiting for buckets after compute
+  double checkpoint_seconds = 0;      // paused for checkpoints
   double reader_rows_per_sec = 0;
   double final_loss = 0;
   // Set on worker 0 after the final evaluation.
@@ -85,6 +91,12 @@ class Trainer {
                       const std::vector<float>& labels, TrainResult* result, int64_t clock);
   absl::Status WriteSummary(const TrainResult& result);
   absl::Status SaveModel(int64_t step);
+  // Restored job: this worker's position from the layout, its data skipped
+  // up to there, worker-held state loaded.
+  absl::Status ResumePosition(DataReader* reader, proto::WorkerPosition* position);
+  // Pauses for the checkpoint at `step` (or reports this worker finished,
+  // step -1); returns the next checkpoint step.
+  absl::StatusOr<int64_t> Checkpoint(int64_t step, const proto::WorkerPosition& position);
   double FractionDone(int64_t step, int64_t bytes_read) const;
 
   TrainOptions options_;

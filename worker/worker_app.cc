@@ -6,12 +6,16 @@
 #include "cluster/coordinator_client.h"
 #include "cluster/coordinator_store.h"
 #include "cluster/node_info.h"
+#include "common/http/http_server.h"
+#include "common/metrics/metrics_http.h"
 #include "common/zmq_transport.h"
 #include "proto_msgs/codec.h"
 #include "worker/collective/gloo_collective.h"
 #include "worker/collective/nccl_collective.h"
 #include "worker/nn/device.h"
 #include "worker/dense_replica.h"
+#include "worker/pipeline/pipeline_worker.h"
+#include "worker/train_metrics.h"
 
 namespace pstrain::worker {
 namespace {
@@ -63,6 +67,16 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModelOnDevice(ModelOptions options,
 }  // namespace
 
 absl::Status RunWorker(const WorkerOptions& options) {
+  if (options.mode == "pipeline") return RunPipelineWorker(options);
+  // Live numbers for /metrics and the heartbeats (outlive the RPC node).
+  metrics::Registry registry;
+  TrainMetrics train_metrics(&registry);
+  std::unique_ptr<http::HttpServer> metrics_http;
+  if (options.metrics_port != 0) {
+    PS_ASSIGN_OR_RETURN(metrics_http, metrics::StartMetricsServer(&registry, options.http_host,
+                                                                  options.metrics_port));
+    spdlog::info("metrics at {}/metrics", metrics_http->url());
+  }
   ZmqTransportOptions to;
   to.name = "worker";
   auto node = std::make_unique<RpcNode>(std::make_unique<ZmqTransport>(to));
@@ -96,7 +110,11 @@ absl::Status RunWorker(const WorkerOptions& options) {
   PS_ASSIGN_OR_RETURN(proto::ClusterView first, coordinator.Register());
   int rank = first.your_rank;
   spdlog::info("worker {} of {} at {}", rank, first.num_workers, endpoint);
-  coordinator.StartHeartbeats(absl::Milliseconds(first.heartbeat_interval_ms), nullptr);
+  coordinator.StartHeartbeats(absl::Milliseconds(first.heartbeat_interval_ms), [&train_metrics] {
+    proto::Heartbeat hb;
+    train_metrics.FillHeartbeat(&hb);
+    return hb;
+  });
   PS_ASSIGN_OR_RETURN(proto::ClusterView view, coordinator.WaitForCluster(absl::Hours(1)));
 
   bool model_device_is_gpu = false;
@@ -156,8 +174,9 @@ absl::Status RunWorker(const WorkerOptions& options) {
                  view.num_workers);
   }
 
-  Trainer trainer(options.train, model.get(), &kv, &coordinator, rank, view.num_workers,
-                  replica.get());
+  TrainOptions train = options.train;
+  train.train_metrics = &train_metrics;
+  Trainer trainer(train, model.get(), &kv, &coordinator, rank, view.num_workers, replica.get());
   absl::StatusOr<TrainResult> result = trainer.Run();
   if (!result.ok()) return result.status();
   PS_RETURN_IF_ERROR(coordinator.WorkerDone());

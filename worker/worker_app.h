@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "worker/pipeline/pipeline_options.h"
 #include "worker/trainer.h"
 
 namespace pstrain::worker {
@@ -18,11 +19,16 @@ struct WorkerOptions {
   absl::Duration connect_timeout = absl::Seconds(60);
   // "ps": every table on the servers. "allreduce": dense tables replicated on
   // the workers, their gradients summed by a collective; sparse tables on the
-  // servers.
+  // servers. "pipeline": R pipelines of P stages, one worker per stage.
   std::string mode = "ps";
   size_t bucket_bytes = 25 << 20;   // allreduce gradient buckets
   bool overlap = true;              // allreduce buckets during the backward pass
   absl::Duration collective_timeout = absl::Seconds(60);
+  // Serve Prometheus metrics at http://http_host:metrics_port/metrics (0: off).
+  int metrics_port = 0;
+  std::string http_host = "0.0.0.0";
+  // "pipeline" mode: stages, replicas, micro-batches, schedule.
+  PipelineOptions pipeline;
   TrainOptions train;
 };
 

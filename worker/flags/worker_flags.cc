@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
+#include "worker/pipeline/schedule.h"
 
 ABSL_FLAG(std::string, coordinator, "tcp://127.0.0.1:7000", "Endpoint of the job's coordinator.");
 ABSL_FLAG(std::string, bind, "tcp://0.0.0.0:0", "Endpoint to listen on (port 0: any free port).");
@@ -23,11 +24,27 @@ ABSL_FLAG(std::string, mode, "ps",
 ABSL_FLAG(double, bucket_mb, 25, "allreduce: size of the gradient buckets in MiB.");
 ABSL_FLAG(bool, overlap, true, "allreduce: start each bucket during the backward pass.");
 ABSL_FLAG(double, collective_timeout, 60, "allreduce: seconds before a collective call fails.");
-ABSL_FLAG(std::string, model, "dlrm", "Model: lr | wide_deep | dlrm.");
+ABSL_FLAG(std::string, model, "dlrm", "Model: lr | wide_deep | dlrm | deep_tower.");
 ABSL_FLAG(int, embedding_dim, 16, "Embedding width (wide_deep, dlrm).");
 ABSL_FLAG(std::string, bottom_mlp, "64,16", "dlrm: widths of the bottom MLP (last = embedding_dim).");
 ABSL_FLAG(std::string, top_mlp, "64,32", "dlrm: widths of the top MLP (a final 1-wide layer is added).");
-ABSL_FLAG(std::string, deep_mlp, "256,128", "wide_deep: widths of the deep tower.");
+ABSL_FLAG(std::string, deep_mlp, "256,128",
+          "wide_deep, deep_tower: widths of the hidden layers of the deep tower.");
+ABSL_FLAG(int, tower_layers, 0,
+          "deep_tower: hidden layers of the tower, each --tower_width wide (0: use --deep_mlp).");
+ABSL_FLAG(int, tower_width, 1024, "deep_tower: width of each of the --tower_layers.");
+ABSL_FLAG(int, stages, 1, "pipeline: stages per pipeline (workers per replica).");
+ABSL_FLAG(int, replicas, 1, "pipeline: pipelines side by side (the job has replicas x stages workers).");
+ABSL_FLAG(int, microbatches, 4, "pipeline: micro-batches each batch is cut into.");
+ABSL_FLAG(std::string, schedule, "1f1b",
+          "pipeline: gpipe (all forwards, then all backwards) | 1f1b (one forward, one backward).");
+ABSL_FLAG(std::string, stage_layers, "",
+          "pipeline: tower layers of each stage, e.g. 0-11,12-24 (empty: balanced by cost).");
+ABSL_FLAG(double, pipeline_timeout, 300,
+          "pipeline: seconds a stage waits for a neighbour that is alive but sends nothing.");
+ABSL_FLAG(double, pipeline_ping_timeout, 5,
+          "pipeline: a silent neighbour is pinged every second; no answer within this many "
+          "seconds stops the stage with an error naming it.");
 ABSL_FLAG(uint64_t, hash_buckets, 0, "Fold ids into this many rows per field (0: unbounded ids).");
 ABSL_FLAG(std::string, optimizer, "adagrad", "Server-side optimizer: sgd | adagrad | rowwise_adagrad | adam | ftrl.");
 ABSL_FLAG(double, lr, 0.05, "Learning rate.");
@@ -61,6 +78,8 @@ ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
 ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
 ABSL_FLAG(std::string, save_model, "",
           "Worker 0 exports the trained model to this folder (read by `pstrain predict`).");
+ABSL_FLAG(int, metrics_port, 0, "Serve Prometheus metrics at http://HOST:PORT/metrics (0: off).");
+ABSL_FLAG(std::string, http_host, "0.0.0.0", "Address the --metrics_port server listens on.");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace pstrain::worker {
@@ -104,14 +123,20 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   o.rank = absl::GetFlag(FLAGS_rank);
   o.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
   o.mode = absl::GetFlag(FLAGS_mode);
-  if (o.mode != "ps" && o.mode != "allreduce") {
-    return absl::InvalidArgumentError("--mode must be ps or allreduce, not '" + o.mode + "'");
+  if (o.mode != "ps" && o.mode != "allreduce" && o.mode != "pipeline") {
+    return absl::InvalidArgumentError("--mode must be ps, allreduce or pipeline, not '" + o.mode +
+                                      "'");
   }
   double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   if (!(bucket_mb > 0)) return absl::InvalidArgumentError("--bucket_mb must be positive");
   o.bucket_bytes = static_cast<size_t>(bucket_mb * (1 << 20));
   o.overlap = absl::GetFlag(FLAGS_overlap);
   o.collective_timeout = absl::Seconds(absl::GetFlag(FLAGS_collective_timeout));
+  o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o.http_host = absl::GetFlag(FLAGS_http_host);
+  if (o.metrics_port < 0 || o.metrics_port > 65535) {
+    return absl::InvalidArgumentError("--metrics_port must be in 0..65535");
+  }
   TrainOptions& t = o.train;
   ModelOptions& m = t.model;
   m.name = absl::GetFlag(FLAGS_model);
@@ -119,6 +144,27 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   PS_ASSIGN_OR_RETURN(m.bottom_mlp, ParseWidths("bottom_mlp", absl::GetFlag(FLAGS_bottom_mlp)));
   PS_ASSIGN_OR_RETURN(m.top_mlp, ParseWidths("top_mlp", absl::GetFlag(FLAGS_top_mlp)));
   PS_ASSIGN_OR_RETURN(m.deep_mlp, ParseWidths("deep_mlp", absl::GetFlag(FLAGS_deep_mlp)));
+  if (int layers = absl::GetFlag(FLAGS_tower_layers); layers != 0) {
+    int width = absl::GetFlag(FLAGS_tower_width);
+    if (layers < 0 || width < 1) {
+      return absl::InvalidArgumentError("--tower_layers and --tower_width must be positive");
+    }
+    m.deep_mlp.assign(layers, width);
+  }
+  PipelineOptions& p = o.pipeline;
+  p.stages = absl::GetFlag(FLAGS_stages);
+  p.replicas = absl::GetFlag(FLAGS_replicas);
+  p.microbatches = absl::GetFlag(FLAGS_microbatches);
+  if (p.stages < 1 || p.replicas < 1 || p.microbatches < 1) {
+    return absl::InvalidArgumentError("--stages, --replicas and --microbatches must be >= 1");
+  }
+  PS_ASSIGN_OR_RETURN(p.schedule, ParseSchedule(absl::GetFlag(FLAGS_schedule)));
+  p.stage_layers = absl::GetFlag(FLAGS_stage_layers);
+  p.timeout = absl::Seconds(absl::GetFlag(FLAGS_pipeline_timeout));
+  p.ping_timeout = absl::Seconds(absl::GetFlag(FLAGS_pipeline_ping_timeout));
+  if (p.timeout <= absl::ZeroDuration() || p.ping_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--pipeline_timeout and --pipeline_ping_timeout must be positive");
+  }
   m.num_dense = absl::GetFlag(FLAGS_dense_fields);
   m.num_sparse = absl::GetFlag(FLAGS_sparse_fields);
   m.seed = absl::GetFlag(FLAGS_seed);

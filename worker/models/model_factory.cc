@@ -1,6 +1,7 @@
 // CreateModel(): picks the device and the model named in the options.
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "worker/models/deep_tower_model.h"
 #include "worker/models/dlrm_model.h"
 #include "worker/models/lr_model.h"
 #include "worker/models/model.h"
@@ -13,16 +14,14 @@ namespace pstrain::worker {
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) {
   nn::UseSingleThreadedBlas();
   const std::string& name = options.name;
-  if (name != "lr" && name != "wide_deep" && name != "dlrm") {
-    if (name == "deep_tower") {
-      return absl::UnimplementedError("model 'deep_tower' is not implemented yet");
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown model '", name, "' (expected lr, wide_deep or dlrm)"));
+  if (name != "lr" && name != "wide_deep" && name != "dlrm" && name != "deep_tower") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown model '", name, "' (expected lr, wide_deep, dlrm or deep_tower)"));
   }
   PS_ASSIGN_OR_RETURN(std::unique_ptr<nn::Device> device, nn::CreateDevice(options.device));
   if (name == "lr") return CreateLrModel(options, std::move(device));
   if (name == "wide_deep") return CreateWideDeepModel(options, std::move(device));
+  if (name == "deep_tower") return CreateDeepTowerModel(options, std::move(device));
   return CreateDlrmModel(options, std::move(device));
 }
 

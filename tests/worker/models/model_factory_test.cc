@@ -26,10 +26,17 @@ TEST(CreateModel, UnknownNameIsInvalidArgument) {
   EXPECT_EQ(CreateModel(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(CreateModel, DeepTowerIsUnimplemented) {
+TEST(CreateModel, DeepTowerHasATowerAndOneEmbeddingPerField) {
   ModelOptions options;
   options.name = "deep_tower";
-  EXPECT_EQ(CreateModel(options).status().code(), absl::StatusCode::kUnimplemented);
+  options.deep_mlp = {32, 32, 32};
+  auto model = CreateModel(options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto tables = ByName(**model);
+  EXPECT_EQ(tables.size(), 2u * 4 + 26);  // 3 hidden layers + the logit, 26 embeddings
+  EXPECT_EQ(tables["tower.0.weight"].size, 32u * (26 * 16 + 13));
+  EXPECT_EQ(tables["tower.3.weight"].size, 32u);
+  EXPECT_EQ(tables["emb.C26"].kind, TableKind::kSparse);
 }
 
 TEST(CreateModel, DlrmBottomMustEndAtTheEmbeddingDim) {

@@ -1,0 +1,202 @@
+#include "bench/bench_commands.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "bench/bench_cluster.h"
+#include "bench/bench_util.h"
+#include "bench/kv_bench.h"
+#include "bench/zmq_bench.h"
+#include "common/json_line.h"
+#include "common/status.h"
+
+namespace pstrain::bench {
+namespace {
+
+int ServersOr(const BenchOptions& o, int fallback) { return o.servers > 0 ? o.servers : fallback; }
+
+JsonLine ZmqLine(size_t bytes, double gbps, Latencies& lat, int contexts) {
+  JsonLine line;
+  line.Add("bench", "zmq")
+      .Add("bytes", static_cast<uint64_t>(bytes))
+      .Add("gbps", gbps)
+      .Add("p50_us", lat.Quantile(0.5))
+      .Add("p99_us", lat.Quantile(0.99))
+      .Add("contexts", contexts)
+      .Add("samples", static_cast<uint64_t>(lat.count()));
+  return line;
+}
+
+absl::Status RunZmq(const BenchOptions& o) {
+  for (size_t bytes : o.bytes) {
+    ZmqBenchOptions zo{bytes, o.seconds, o.zmq_contexts};
+    PS_ASSIGN_OR_RETURN(ZmqBenchResult r, RunZmqBench(zo));
+    PrintResult(ZmqLine(bytes, r.gbps, r.latency_us, o.zmq_contexts));
+  }
+  return absl::OkStatus();
+}
+
+// Alternates zmq and kv runs (`rounds` of each, seconds/rounds long) so
+// that both see the same machine load; reports median throughput and
+// pooled latencies of each.
+absl::Status RunKvAt(const BenchOptions& o, size_t bytes) {
+  BenchClusterOptions co;
+  co.servers = ServersOr(o, 1);
+  co.workers = o.workers;
+  co.local_workers = o.workers;
+  co.tables = DenseBenchTable(bytes);
+  co.stack = o.stack;
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster, BenchCluster::Start(co));
+  const int rounds = std::max(1, o.rounds);
+  const double slice = o.seconds / rounds;
+  std::vector<double> zmq_gbps, kv_gbps;
+  Latencies zmq_lat, kv_lat;
+  for (int i = 0; i < rounds; ++i) {
+    ZmqBenchResult z;
+    if (o.kv_baseline) {
+      PS_ASSIGN_OR_RETURN(z, RunZmqBench(ZmqBenchOptions{bytes, slice, o.zmq_contexts}));
+      zmq_gbps.push_back(z.gbps);
+      zmq_lat.Append(z.latency_us);
+    }
+    PS_ASSIGN_OR_RETURN(KvBenchResult k, RunKvBench(*cluster, KvBenchOptions{bytes, slice}));
+    kv_gbps.push_back(k.gbps);
+    kv_lat.Append(k.latency_us);
+    spdlog::info("kv {} B round {}: zmq {:.3f} GB/s, kv {:.3f} GB/s", bytes, i, z.gbps, k.gbps);
+  }
+  PS_RETURN_IF_ERROR(cluster->Finish());
+  const double zg = Median(zmq_gbps), kg = Median(kv_gbps);
+  const double zp50 = zmq_lat.Quantile(0.5), kp50 = kv_lat.Quantile(0.5);
+  if (o.kv_baseline) PrintResult(ZmqLine(bytes, zg, zmq_lat, o.zmq_contexts));
+  JsonLine line;
+  line.Add("bench", "kv")
+      .Add("servers", co.servers)
+      .Add("workers", co.workers)
+      .Add("bytes", static_cast<uint64_t>(bytes))
+      .Add("gbps", kg)
+      .Add("p50_us", kp50)
+      .Add("p99_us", kv_lat.Quantile(0.99));
+  if (o.kv_baseline) {
+    line.Add("ratio_vs_zmq", zg > 0 ? kg / zg : 0.0).Add("p50_vs_zmq", zp50 > 0 ? kp50 / zp50 : 0.0);
+  }
+  line.Add("samples", static_cast<uint64_t>(kv_lat.count()));
+  PrintResult(line);
+  return absl::OkStatus();
+}
+
+absl::Status RunKv(const BenchOptions& o) {
+  for (size_t bytes : o.bytes) PS_RETURN_IF_ERROR(RunKvAt(o, bytes));
+  return absl::OkStatus();
+}
+
+absl::Status RunSparse(const BenchOptions& o) {
+  BenchClusterOptions co;
+  co.servers = ServersOr(o, 2);
+  co.workers = o.workers;
+  co.local_workers = o.workers;
+  co.tables = SparseBenchTable(o.sparse.dim);
+  co.stack = o.stack;
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster, BenchCluster::Start(co));
+  SparseBenchOptions so = o.sparse;
+  so.seconds = o.seconds;
+  PS_ASSIGN_OR_RETURN(SparseBenchResult r, RunSparseBench(*cluster, so));
+  PS_RETURN_IF_ERROR(cluster->Finish());
+  JsonLine line;
+  line.Add("bench", "sparse")
+      .Add("servers", co.servers)
+      .Add("workers", co.workers)
+      .Add("ids", so.ids)
+      .Add("dim", static_cast<int64_t>(so.dim))
+      .Add("zipf", so.zipf)
+      .Add("pull_rows_per_sec", r.pull_rows_per_sec)
+      .Add("push_rows_per_sec", r.push_rows_per_sec)
+      .Add("push_unique_rows_per_sec", r.push_unique_rows_per_sec)
+      .Add("unique_ids_per_iter", r.unique_per_iteration)
+      .Add("pull_p50_us", r.pull_p50_us)
+      .Add("push_p50_us", r.push_p50_us)
+      .Add("table_rows", r.table_rows)
+      .Add("bytes_per_row", r.bytes_per_row)
+      .Add("iterations", r.iterations);
+  PrintResult(line);
+  return absl::OkStatus();
+}
+
+absl::Status RunTrain(const BenchOptions& o) {
+  const std::string& mode = o.train_mode;
+  if (mode != "local" && mode != "ps" && mode != "both") {
+    return absl::InvalidArgumentError(absl::StrCat("--mode=", mode, ": expected local, ps or both"));
+  }
+  TrainBenchOptions to = o.train;
+  to.seconds = o.seconds;
+  to.stack = o.stack;
+  if (mode == "local" || mode == "both") {
+    PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainLocal(to));
+    JsonLine line;
+    line.Add("bench", "train")
+        .Add("mode", "local")
+        .Add("model", to.model)
+        .Add("batch_size", to.batch_size)
+        .Add("samples_per_sec", r.samples_per_sec)
+        .Add("steps", r.steps)
+        .Add("seconds", r.seconds);
+    PrintResult(line);
+  }
+  if (mode == "ps" || mode == "both") {
+    PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainPs(to));
+    JsonLine line;
+    line.Add("bench", "train")
+        .Add("mode", "ps")
+        .Add("model", to.model)
+        .Add("batch_size", to.batch_size)
+        .Add("samples_per_sec", r.samples_per_sec)
+        .Add("steps", r.steps)
+        .Add("samples", r.samples)
+        .Add("seconds", r.seconds)
+        .Add("compute_seconds", r.compute_seconds)
+        .Add("wait_seconds", r.wait_seconds)
+        .Add("data_seconds", r.data_seconds)
+        .Add("other_seconds",
+             r.seconds - r.compute_seconds - r.wait_seconds - r.data_seconds)
+        .Add("reader_rows_per_sec", r.reader_rows_per_sec);
+    PrintResult(line);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunAll(const BenchOptions& o) {
+  BenchOptions kv = o;
+  kv.bytes = {64, size_t{4} << 20};
+  PS_RETURN_IF_ERROR(RunKv(kv));
+  BenchOptions sparse = o;
+  sparse.sparse.ids = 100000;
+  sparse.sparse.dim = 16;
+  sparse.sparse.zipf = 1.1;
+  if (sparse.servers <= 0) sparse.servers = 2;
+  PS_RETURN_IF_ERROR(RunSparse(sparse));
+  BenchOptions train = o;
+  train.train_mode = "both";
+  return RunTrain(train);
+}
+
+}  // namespace
+
+const std::vector<std::string>& BenchCommands() {
+  static const std::vector<std::string> kCommands = {"zmq", "kv", "sparse", "train", "all"};
+  return kCommands;
+}
+
+absl::Status RunBenchCommand(const std::string& command, const BenchOptions& options) {
+  if (options.bytes.empty()) return absl::InvalidArgumentError("--bytes: no sizes");
+  if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
+  if (!(options.seconds > 0)) return absl::InvalidArgumentError("--seconds must be > 0");
+  if (command == "zmq") return RunZmq(options);
+  if (command == "kv") return RunKv(options);
+  if (command == "sparse") return RunSparse(options);
+  if (command == "train") return RunTrain(options);
+  if (command == "all" || command.empty()) return RunAll(options);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, train, all)"));
+}
+
+}  // namespace pstrain::bench

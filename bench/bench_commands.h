@@ -1,0 +1,38 @@
+// The pstrain_bench subcommands (zmq, kv, sparse, train, all): each runs its
+// benchmark and prints one JSON object per result line on stdout; progress
+// and logs go to stderr.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "bench/bench_cluster.h"
+#include "bench/sparse_bench.h"
+#include "bench/train_bench.h"
+
+namespace pstrain::bench {
+
+struct BenchOptions {
+  std::vector<size_t> bytes = {64, size_t{4} << 20};  // zmq / kv message sizes
+  int servers = 0;      // 0: the subcommand's default (kv 1, sparse 2)
+  int workers = 1;
+  double seconds = 3.0;  // per result
+  int rounds = 3;        // kv: alternations of zmq and kv runs
+  int zmq_contexts = 2;
+  bool kv_baseline = true;       // kv: also run the zmq baseline (off: for profiling)
+  StackOptions stack;            // transports of the stack (kv, sparse, train ps)
+  SparseBenchOptions sparse;
+  TrainBenchOptions train;
+  std::string train_mode = "both";  // local | ps | both
+};
+
+// The subcommands, in the order `all` runs them.
+const std::vector<std::string>& BenchCommands();
+
+// InvalidArgument for an unknown command or option; otherwise the first
+// benchmark error.
+absl::Status RunBenchCommand(const std::string& command, const BenchOptions& options);
+
+}  // namespace pstrain::bench

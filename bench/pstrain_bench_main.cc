@@ -1,0 +1,116 @@
+// pstrain_bench: benchmarks of the transport, the kv stack, sparse tables
+// and training, printing one JSON object per result line on stdout.
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_commands.h"
+#include "common/process.h"
+
+ABSL_FLAG(std::string, bytes, "64,4194304",
+          "zmq, kv: message sizes, comma-separated; a k or m suffix means KiB or MiB (4m).");
+ABSL_FLAG(int, servers, 0, "kv, sparse: parameter servers (0: kv 1, sparse 2).");
+ABSL_FLAG(int, workers, 1, "kv, sparse: worker threads, each with its own KvClient.");
+ABSL_FLAG(double, seconds, 3.0, "Length of each measurement, in seconds (per result).");
+ABSL_FLAG(int, rounds, 3, "kv: alternations of zmq baseline and kv runs (medians reported).");
+ABSL_FLAG(int, zmq_contexts, 2,
+          "zmq baseline: 2 = client and server each have a ZeroMQ context (like two processes), "
+          "1 = one shared context.");
+ABSL_FLAG(bool, kv_baseline, true, "kv: run the zmq baseline alongside (false: kv alone, for profiling).");
+ABSL_FLAG(bool, batch_io_thread, false,
+          "Stack: run ZeroMQ's I/O threads under SCHED_BATCH (ZmqTransportOptions).");
+ABSL_FLAG(int, socket_buffer_bytes, 0,
+          "Stack: SO_SNDBUF/SO_RCVBUF of its TCP connections (0: kernel autotuning).");
+ABSL_FLAG(int, ids, 100000, "sparse: ids pulled per iteration.");
+ABSL_FLAG(int, dim, 16, "sparse: floats per row.");
+ABSL_FLAG(double, zipf, 1.1, "sparse: Zipf exponent of the ids drawn.");
+ABSL_FLAG(uint64_t, id_space, 10000000, "sparse: ids are drawn from this many distinct ids.");
+ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm).");
+ABSL_FLAG(int, batch_size, 1024, "train: rows per step.");
+ABSL_FLAG(std::string, mode, "both", "train: local (model alone) | ps (1 server + 1 worker) | both.");
+ABSL_FLAG(int64_t, train_rows, 300000, "train ps: rows in the synthetic training file.");
+ABSL_FLAG(std::string, log_level, "warn", "Logs on stderr: trace | debug | info | warn | error.");
+
+namespace {
+
+constexpr char kUsage[] =
+    "pstrain_bench [SUBCOMMAND] [--flags]\n"
+    "Prints one JSON object per result line on stdout; logs go to stderr.\n"
+    "Subcommands:\n"
+    "  zmq     raw ZeroMQ DEALER/ROUTER request/reply of --bytes over tcp loopback,\n"
+    "          one request outstanding: {bench,bytes,gbps,p50_us,p99_us}\n"
+    "  kv      dense Push + Pull of --bytes through coordinator + --servers\n"
+    "          ParameterServers + --workers KvClients (threads, tcp loopback), with the\n"
+    "          zmq baseline of the same size alternated in the same run:\n"
+    "          {bench,servers,workers,bytes,gbps,p50_us,p99_us,ratio_vs_zmq,p50_vs_zmq}\n"
+    "  sparse  pull --ids ids drawn Zipf(--zipf) over --id_space, --dim floats per\n"
+    "          row, then push Adagrad gradients of the distinct ones:\n"
+    "          {bench,servers,ids,dim,zipf,pull_rows_per_sec,push_rows_per_sec,bytes_per_row}\n"
+    "  train   --model at --batch_size: --mode=local (model alone, in-memory batches)\n"
+    "          and/or ps (1 server + 1 worker running the Trainer on a synthetic file)\n"
+    "  all     (default) kv at 64 B and 4 MiB, sparse 100k ids dim 16 zipf 1.1 on 2\n"
+    "          servers, train local and ps\n"
+    "gbps counts bytes sent plus bytes received, in 1e9 bytes per second.";
+
+bool ParseBytes(absl::string_view text, std::vector<size_t>* out) {
+  out->clear();
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    std::string p = absl::AsciiStrToLower(absl::StripAsciiWhitespace(part));
+    size_t scale = 1;
+    if (!p.empty() && (p.back() == 'k' || p.back() == 'm')) {
+      scale = p.back() == 'k' ? size_t{1} << 10 : size_t{1} << 20;
+      p.pop_back();
+    }
+    uint64_t v = 0;
+    if (!absl::SimpleAtoi(p, &v) || v == 0) return false;
+    out->push_back(static_cast<size_t>(v) * scale);
+  }
+  return !out->empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args = pstrain::ParseFlagsWithEnv(argc, argv, kUsage);
+  pstrain::InitLogging("bench", absl::GetFlag(FLAGS_log_level));
+  if (args.size() > 1) {
+    spdlog::error("one subcommand at most, got {}", args.size());
+    return 2;
+  }
+  pstrain::bench::BenchOptions o;
+  if (!ParseBytes(absl::GetFlag(FLAGS_bytes), &o.bytes)) {
+    spdlog::error("--bytes={}: expected positive sizes like 64,4m", absl::GetFlag(FLAGS_bytes));
+    return 2;
+  }
+  o.servers = absl::GetFlag(FLAGS_servers);
+  o.workers = absl::GetFlag(FLAGS_workers);
+  o.seconds = absl::GetFlag(FLAGS_seconds);
+  o.rounds = absl::GetFlag(FLAGS_rounds);
+  o.zmq_contexts = absl::GetFlag(FLAGS_zmq_contexts);
+  o.kv_baseline = absl::GetFlag(FLAGS_kv_baseline);
+  o.stack.batch_io_thread = absl::GetFlag(FLAGS_batch_io_thread);
+  o.stack.socket_buffer_bytes = absl::GetFlag(FLAGS_socket_buffer_bytes);
+  o.sparse.ids = absl::GetFlag(FLAGS_ids);
+  o.sparse.dim = static_cast<uint32_t>(absl::GetFlag(FLAGS_dim));
+  o.sparse.zipf = absl::GetFlag(FLAGS_zipf);
+  o.sparse.id_space = absl::GetFlag(FLAGS_id_space);
+  o.train.model = absl::GetFlag(FLAGS_model);
+  o.train.batch_size = absl::GetFlag(FLAGS_batch_size);
+  o.train.train_rows = absl::GetFlag(FLAGS_train_rows);
+  o.train_mode = absl::GetFlag(FLAGS_mode);
+  if (o.sparse.ids < 1 || o.sparse.dim < 1 || !(o.sparse.zipf > 0) || o.sparse.id_space < 1 ||
+      o.train.batch_size < 1 || o.train.train_rows < 1) {
+    spdlog::error("--ids, --dim, --zipf, --id_space, --batch_size and --train_rows must be positive");
+    return 2;
+  }
+  absl::Status st = pstrain::bench::RunBenchCommand(args.empty() ? "all" : args[0], o);
+  if (!st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return st.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}

@@ -1,0 +1,190 @@
+#include "common/checkpoint/shard_file.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+
+namespace pstrain {
+namespace {
+
+constexpr char kMagic[8] = {'P', 'S', 'T', 'R', 'C', 'K', 'P', '1'};
+constexpr uint32_t kVersion = 1;
+
+struct FileHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t rank;
+  uint32_t servers;
+  uint32_t sections;
+  uint64_t step;
+};
+static_assert(sizeof(FileHeader) == 32);
+
+struct SectionHeader {
+  uint32_t table;
+  uint8_t kind;
+  uint8_t pad[3];
+  uint32_t dim;
+  uint32_t state_floats;
+  uint64_t offset;
+  uint64_t count;
+  uint64_t step;
+  uint64_t payload_bytes;
+};
+static_assert(sizeof(SectionHeader) == 48);
+
+size_t SparseRecordBytes(uint32_t dim, uint32_t state_floats) {
+  return 8 + 4 + 4 * (size_t{dim} + state_floats);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardFileWriter>> ShardFileWriter::Open(const std::string& path,
+                                                                       int rank, int servers,
+                                                                       int sections,
+                                                                       uint64_t step) {
+  PS_ASSIGN_OR_RETURN(auto w, AtomicFileWriter::Open(path));
+  FileHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version = kVersion;
+  h.rank = static_cast<uint32_t>(rank);
+  h.servers = static_cast<uint32_t>(servers);
+  h.sections = static_cast<uint32_t>(sections);
+  h.step = step;
+  PS_RETURN_IF_ERROR(w->Append(&h, sizeof(h)));
+  return std::unique_ptr<ShardFileWriter>(new ShardFileWriter(std::move(w), sections));
+}
+
+absl::Status ShardFileWriter::AddDense(uint32_t table, uint64_t offset,
+                                       std::span<const float> weights,
+                                       std::span<const float> state, uint64_t step) {
+  if (sections_left_-- <= 0) return absl::InternalError("more sections than announced");
+  SectionHeader s{};
+  s.table = table;
+  s.kind = 0;
+  s.state_floats = static_cast<uint32_t>(state.size());
+  s.offset = offset;
+  s.count = weights.size();
+  s.step = step;
+  s.payload_bytes = weights.size_bytes() + state.size_bytes();
+  PS_RETURN_IF_ERROR(writer_->Append(&s, sizeof(s)));
+  PS_RETURN_IF_ERROR(writer_->Append(weights.data(), weights.size_bytes()));
+  return writer_->Append(state.data(), state.size_bytes());
+}
+
+absl::Status ShardFileWriter::AddSparse(uint32_t table, uint32_t dim, uint32_t state_floats,
+                                        uint64_t rows,
+                                        absl::FunctionRef<void(RowSink)> for_each_row) {
+  if (sections_left_-- <= 0) return absl::InternalError("more sections than announced");
+  SectionHeader s{};
+  s.table = table;
+  s.kind = 1;
+  s.dim = dim;
+  s.state_floats = state_floats;
+  s.count = rows;
+  s.payload_bytes = rows * SparseRecordBytes(dim, state_floats);
+  PS_RETURN_IF_ERROR(writer_->Append(&s, sizeof(s)));
+  // Rows are buffered into large writes.
+  std::string buf;
+  buf.reserve(1 << 20);
+  absl::Status st;
+  uint64_t written = 0;
+  for_each_row([&](uint64_t id, uint32_t step, std::span<const float> values,
+                   std::span<const float> state) {
+    if (!st.ok()) return;
+    buf.append(reinterpret_cast<const char*>(&id), 8);
+    buf.append(reinterpret_cast<const char*>(&step), 4);
+    buf.append(reinterpret_cast<const char*>(values.data()), values.size_bytes());
+    buf.append(reinterpret_cast<const char*>(state.data()), state.size_bytes());
+    ++written;
+    if (buf.size() >= (1 << 20)) {
+      st = writer_->Append(buf.data(), buf.size());
+      buf.clear();
+    }
+  });
+  PS_RETURN_IF_ERROR(st);
+  if (written != rows) return absl::InternalError("row count changed while saving");
+  return writer_->Append(buf.data(), buf.size());
+}
+
+absl::StatusOr<std::string> ShardFileWriter::Finish() {
+  if (sections_left_ != 0) return absl::InternalError("fewer sections than announced");
+  uint64_t sum = writer_->checksum().Digest();
+  PS_RETURN_IF_ERROR(writer_->Append(&sum, sizeof(sum)));
+  PS_RETURN_IF_ERROR(writer_->Commit());
+  return absl::StrFormat("%016x", sum);
+}
+
+absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& path) {
+  auto f = std::make_unique<ShardFile>();
+  f->path_ = path;
+  PS_ASSIGN_OR_RETURN(f->data_, ReadFileToString(path));
+  const std::string& d = f->data_;
+  auto bad = [&](const std::string& why) {
+    return absl::DataLossError(absl::StrCat("checkpoint shard ", path, ": ", why));
+  };
+  if (d.size() < sizeof(FileHeader) + 8) return bad("truncated (shorter than its header)");
+  Checksum64 sum;
+  sum.Update(d.data(), d.size() - 8);
+  uint64_t stored;
+  std::memcpy(&stored, d.data() + d.size() - 8, 8);
+  if (sum.Digest() != stored) return bad("checksum mismatch (corrupt or truncated)");
+  f->checksum_ = absl::StrFormat("%016x", stored);
+  FileHeader h;
+  std::memcpy(&h, d.data(), sizeof(h));
+  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) return bad("not a pstrain checkpoint shard");
+  if (h.version != kVersion) return bad(absl::StrCat("format version ", h.version));
+  f->rank_ = static_cast<int>(h.rank);
+  f->servers_ = static_cast<int>(h.servers);
+  f->step_ = h.step;
+  size_t pos = sizeof(FileHeader);
+  const size_t end = d.size() - 8;
+  for (uint32_t i = 0; i < h.sections; ++i) {
+    if (end - pos < sizeof(SectionHeader)) return bad("section header past the end");
+    SectionHeader s;
+    std::memcpy(&s, d.data() + pos, sizeof(s));
+    pos += sizeof(s);
+    if (s.payload_bytes > end - pos) return bad(absl::StrCat("section ", i, " runs past the end"));
+    Section sec;
+    sec.info = {s.table, s.kind == 1 ? TableKind::kSparse : TableKind::kDense, s.dim,
+                s.state_floats, s.offset, s.count, s.step};
+    const char* p = d.data() + pos;
+    if (s.kind == 0) {
+      if (s.count > s.payload_bytes / 4 || s.payload_bytes != 4 * (s.count + uint64_t{s.state_floats})) {
+        return bad(absl::StrCat("dense section ", i, " has inconsistent sizes"));
+      }
+      sec.weights = {reinterpret_cast<const float*>(p), s.count};
+      sec.state = {reinterpret_cast<const float*>(p + 4 * s.count), s.state_floats};
+    } else if (s.kind == 1) {
+      size_t rec = SparseRecordBytes(s.dim, s.state_floats);
+      if (s.dim == 0 || s.count > s.payload_bytes / rec || s.payload_bytes != s.count * rec) {
+        return bad(absl::StrCat("sparse section ", i, " has inconsistent sizes"));
+      }
+      sec.rows = p;
+    } else {
+      return bad(absl::StrCat("section ", i, " has an unknown kind"));
+    }
+    pos += s.payload_bytes;
+    f->sections_.push_back(sec);
+  }
+  if (pos != end) return bad("trailing bytes after the sections");
+  return f;
+}
+
+void ShardFile::ForEachRow(const Section& s,
+                           absl::FunctionRef<void(const SparseRowView&)> fn) const {
+  size_t rec = SparseRecordBytes(s.info.dim, s.info.state_floats);
+  for (uint64_t r = 0; r < s.info.count; ++r) {
+    const char* p = s.rows + r * rec;
+    SparseRowView v;
+    std::memcpy(&v.id, p, 8);
+    std::memcpy(&v.step, p + 8, 4);
+    v.values = {reinterpret_cast<const float*>(p + 12), s.info.dim};
+    v.state = {reinterpret_cast<const float*>(p + 12 + 4 * size_t{s.info.dim}), s.info.state_floats};
+    fn(v);
+  }
+}
+
+}  // namespace pstrain

@@ -1,0 +1,102 @@
+// The file one server writes for a checkpoint: every table section it holds
+// (weights, optimizer state, step counts), then a checksum of all of it.
+//
+//   header, 32 bytes: "PSTRCKP1", u32 version (1), u32 server rank,
+//                     u32 servers, u32 sections, u64 step
+//   per section, 48-byte header: u32 table, u8 kind (0 dense, 1 sparse),
+//                     3 zero bytes, u32 dim, u32 state_floats, u64 offset,
+//                     u64 count, u64 step, u64 payload bytes
+//     dense payload:  f32 weights[count], f32 state[state_floats]
+//                     (state: the optimizer's planes, each `count` floats)
+//     sparse payload: count x { u64 id, u32 step, f32 values[dim],
+//                     f32 state[state_floats] }
+//   trailer: u64 Checksum64 of everything before it
+// Little-endian. Written through AtomicFileWriter (temp, fsync, rename).
+// Reading checks the checksum and every size against the file's length
+// before touching the data, so a corrupt or truncated file is refused with a
+// DataLoss naming it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "common/file_util.h"
+#include "common/table_spec.h"
+
+namespace pstrain {
+
+struct ShardSectionInfo {
+  uint32_t table = 0;
+  TableKind kind = TableKind::kDense;
+  uint32_t dim = 0;
+  uint32_t state_floats = 0;
+  uint64_t offset = 0;
+  uint64_t count = 0;
+  uint64_t step = 0;
+};
+
+class ShardFileWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<ShardFileWriter>> Open(const std::string& path, int rank,
+                                                               int servers, int sections,
+                                                               uint64_t step);
+  absl::Status AddDense(uint32_t table, uint64_t offset, std::span<const float> weights,
+                        std::span<const float> state, uint64_t step);
+  // `rows` calls its argument once per row: (id, step, values, state).
+  using RowSink = absl::FunctionRef<void(uint64_t, uint32_t, std::span<const float>,
+                                         std::span<const float>)>;
+  absl::Status AddSparse(uint32_t table, uint32_t dim, uint32_t state_floats, uint64_t rows,
+                         absl::FunctionRef<void(RowSink)> for_each_row);
+  // Writes the trailer and commits; returns the file's checksum (hex).
+  absl::StatusOr<std::string> Finish();
+  uint64_t bytes() const { return writer_->bytes(); }
+
+ private:
+  explicit ShardFileWriter(std::unique_ptr<AtomicFileWriter> w, int sections)
+      : writer_(std::move(w)), sections_left_(sections) {}
+  std::unique_ptr<AtomicFileWriter> writer_;
+  int sections_left_;
+};
+
+// A shard file read into memory and verified.
+class ShardFile {
+ public:
+  struct SparseRowView {
+    uint64_t id;
+    uint32_t step;
+    std::span<const float> values;
+    std::span<const float> state;
+  };
+  struct Section {
+    ShardSectionInfo info;
+    std::span<const float> weights;  // dense
+    std::span<const float> state;    // dense
+    const char* rows = nullptr;      // sparse records
+  };
+
+  static absl::StatusOr<std::unique_ptr<ShardFile>> Read(const std::string& path);
+
+  int rank() const { return rank_; }
+  int servers() const { return servers_; }
+  uint64_t step() const { return step_; }
+  const std::string& checksum() const { return checksum_; }
+  uint64_t bytes() const { return data_.size(); }
+  const std::vector<Section>& sections() const { return sections_; }
+  void ForEachRow(const Section& s, absl::FunctionRef<void(const SparseRowView&)> fn) const;
+
+ private:
+  std::string path_;
+  std::string data_;  // the whole file (aligned copies of floats are not needed on x86)
+  int rank_ = 0;
+  int servers_ = 0;
+  uint64_t step_ = 0;
+  std::string checksum_;
+  std::vector<Section> sections_;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,218 @@
+// ZmqTransport under concurrency: callers that send inline and receive
+// their own replies (guest receive) racing with each other, with callbacks
+// completed on the I/O thread, with replies sent from other threads and
+// with peers that answer late. Every call must end with its own reply.
+#include <atomic>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/rpc.h"
+#include "common/zmq_transport.h"
+
+namespace pstrain {
+namespace {
+
+Message Text(const std::string& header, size_t payload_bytes = 0) {
+  Message m;
+  m.header = Buffer::FromString(std::string(header));
+  if (payload_bytes > 0) m.payloads.push_back(Buffer::FromString(std::string(payload_bytes, 'p')));
+  return m;
+}
+
+std::unique_ptr<RpcNode> Node() {
+  return std::make_unique<RpcNode>(std::make_unique<ZmqTransport>(ZmqTransportOptions{}));
+}
+
+// Echo server; every `defer_every`-th request is answered from another
+// thread a little later (a reply sent off the I/O thread).
+class Echo {
+ public:
+  explicit Echo(int defer_every) : node_(Node()), defer_every_(defer_every) {
+    auto ep = node_->Bind("tcp://127.0.0.1:0");
+    EXPECT_TRUE(ep.ok()) << ep.status();
+    endpoint_ = *ep;
+    EXPECT_TRUE(node_->Start([this](RpcRequest&& req) { OnRequest(std::move(req)); }).ok());
+  }
+  ~Echo() {
+    node_->Stop();
+    for (auto& t : deferred_) t.join();
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  void OnRequest(RpcRequest&& req) {
+    Message reply;
+    reply.header = Buffer::FromString(absl::StrCat("re:", req.message.header.view()));
+    reply.payloads = req.message.payloads;
+    if (defer_every_ > 0 && ++count_ % defer_every_ == 0) {
+      deferred_.emplace_back([this, route = req.route, id = req.id, r = std::move(reply)]() mutable {
+        absl::SleepFor(absl::Microseconds(200));
+        node_->Reply(route, id, std::move(r));
+      });
+      return;
+    }
+    node_->Reply(req, std::move(reply));
+  }
+
+  std::unique_ptr<RpcNode> node_;
+  std::string endpoint_;
+  int defer_every_;
+  int count_ = 0;                        // I/O thread
+  std::vector<std::thread> deferred_;    // I/O thread until Stop
+};
+
+TEST(ZmqTransport, ConcurrentCallersEachGetTheirOwnReplies) {
+  Echo server(/*defer_every=*/7);
+  auto client = Node();
+  ASSERT_TRUE(client->Start(nullptr).ok());
+  PeerId peer = client->Connect(server.endpoint());
+  constexpr int kThreads = 4, kCalls = 300;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int i = 0; i < kCalls; ++i) {
+        std::string text = absl::StrCat(t, ":", i);
+        size_t bytes = rng() % 3 == 0 ? 4096 + rng() % 100000 : rng() % 64;
+        // Sometimes two calls back to back, waited in reverse order.
+        RpcFuture a = client->Call(peer, Text(text, bytes), absl::Now() + absl::Seconds(20));
+        RpcFuture b;
+        if (i % 3 == 0) b = client->Call(peer, Text(text + "b"), absl::Now() + absl::Seconds(20));
+        if (b.valid()) {
+          auto rb = b.Wait();
+          if (!rb.ok() || rb->header.view() != "re:" + text + "b") failures++;
+        }
+        auto ra = a.Wait();
+        if (!ra.ok() || ra->header.view() != "re:" + text ||
+            (bytes > 0 && (ra->payloads.size() != 1 || ra->payloads[0].size() != bytes))) {
+          failures++;
+        }
+      }
+    });
+  }
+  // Callbacks completed on the I/O thread, alongside the waiting threads.
+  std::atomic<int> callbacks{0};
+  absl::Notification all_done;
+  for (int i = 0; i < 100; ++i) {
+    client->Call(peer, Text(absl::StrCat("cb", i)), absl::Now() + absl::Seconds(20))
+        .OnDone([&, i](const absl::StatusOr<Message>& m) {
+          if (!m.ok() || m->header.view() != absl::StrCat("re:cb", i)) failures++;
+          if (++callbacks == 100) all_done.Notify();
+        });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(failures.load(), 0);
+  client->Stop();
+}
+
+TEST(ZmqTransport, WaiterOnASilentPeerEndsAtTheDeadlineWhileOthersProceed) {
+  RpcNode silent(std::make_unique<ZmqTransport>(ZmqTransportOptions{}));
+  auto silent_ep = silent.Bind("tcp://127.0.0.1:0");
+  ASSERT_TRUE(silent_ep.ok());
+  ASSERT_TRUE(silent.Start([](RpcRequest&&) {}).ok());
+  Echo echo(/*defer_every=*/0);
+  auto client = Node();
+  ASSERT_TRUE(client->Start(nullptr).ok());
+  PeerId quiet = client->Connect(*silent_ep);
+  PeerId loud = client->Connect(echo.endpoint());
+  std::thread waiter([&] {
+    auto r = client->Call(quiet, Text("x"), absl::Now() + absl::Milliseconds(300)).Wait();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  });
+  for (int i = 0; i < 50; ++i) {
+    auto r = client->Call(loud, Text("y"), absl::Now() + absl::Seconds(10)).Wait();
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  waiter.join();
+  client->Stop();
+  silent.Stop();
+}
+
+TEST(ZmqTransport, StopEndsAGuestWaitWithCancelled) {
+  RpcNode silent(std::make_unique<ZmqTransport>(ZmqTransportOptions{}));
+  auto ep = silent.Bind("tcp://127.0.0.1:0");
+  ASSERT_TRUE(ep.ok());
+  ASSERT_TRUE(silent.Start([](RpcRequest&&) {}).ok());
+  auto client = Node();
+  ASSERT_TRUE(client->Start(nullptr).ok());
+  PeerId peer = client->Connect(*ep);
+  RpcFuture f = client->Call(peer, Text("x"), absl::Now() + absl::Seconds(30));
+  std::thread stopper([&] {
+    absl::SleepFor(absl::Milliseconds(100));
+    client->Stop();
+  });
+  absl::Time start = absl::Now();
+  auto r = f.Wait();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  stopper.join();
+  silent.Stop();
+}
+
+TEST(ZmqTransport, RequestNobodyWaitsForStillLeaves) {
+  RpcNode server(std::make_unique<ZmqTransport>(ZmqTransportOptions{}));
+  auto ep = server.Bind("tcp://127.0.0.1:0");
+  ASSERT_TRUE(ep.ok());
+  std::atomic<int> got{0};
+  ASSERT_TRUE(server.Start([&](RpcRequest&&) { got++; }).ok());
+  auto client = Node();
+  ASSERT_TRUE(client->Start(nullptr).ok());
+  PeerId peer = client->Connect(*ep);
+  absl::SleepFor(absl::Milliseconds(50));  // connected, so the send does not fail
+  std::vector<RpcFuture> futures;
+  for (int i = 1; i <= 3; ++i) {
+    // Held back (no one waits), yet each must reach the server on its own.
+    futures.push_back(client->Call(peer, Text("fire and forget"), absl::Now() + absl::Seconds(10)));
+    absl::Time until = absl::Now() + absl::Seconds(2);
+    while (got.load() < i && absl::Now() < until) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_EQ(got.load(), i);
+    absl::SleepFor(absl::Milliseconds(250));  // the I/O thread goes back to long waits
+  }
+  client->Stop();
+  server.Stop();
+}
+
+TEST(ZmqTransport, CallsMadeFromAHandlerAreSentAndAnswered) {
+  Echo echo(/*defer_every=*/0);
+  // A relay: each request it gets is forwarded to the echo server from its
+  // I/O thread, and answered with the echo's reply.
+  auto relay = Node();
+  auto relay_ep = relay->Bind("tcp://127.0.0.1:0");
+  ASSERT_TRUE(relay_ep.ok());
+  RpcNode* r = relay.get();
+  PeerId to_echo = kNoPeer;
+  ASSERT_TRUE(relay
+                  ->Start([r, &to_echo](RpcRequest&& req) {
+                    std::string route = req.route;
+                    uint64_t id = req.id;
+                    r->Call(to_echo, std::move(req.message), absl::Now() + absl::Seconds(10))
+                        .OnDone([r, route, id](const absl::StatusOr<Message>& m) {
+                          r->Reply(route, id, m.ok() ? *m : Text("error"));
+                        });
+                  })
+                  .ok());
+  to_echo = relay->Connect(echo.endpoint());
+  auto client = Node();
+  ASSERT_TRUE(client->Start(nullptr).ok());
+  PeerId peer = client->Connect(*relay_ep);
+  for (int i = 0; i < 50; ++i) {
+    auto m = client->Call(peer, Text(absl::StrCat("r", i)), absl::Now() + absl::Seconds(10)).Wait();
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->header.view(), absl::StrCat("re:r", i));
+  }
+  client->Stop();
+  relay->Stop();
+}
+
+}  // namespace
+}  // namespace pstrain

@@ -1,0 +1,57 @@
+#include "worker/pipeline/layer_stack.h"
+
+#include <utility>
+
+#include "common/status.h"
+
+namespace pstrain::worker {
+
+LayerStack::LayerStack(std::vector<LinearSpec> layers)
+    : layers_(std::move(layers)), dy_(layers_.size()) {}
+
+absl::Status LayerStack::Forward(nn::Device& device, nn::ConstMatrixView x,
+                                 const std::vector<const float*>& params, StackActivations* acts,
+                                 nn::MatrixView out) const {
+  const int rows = x.rows;
+  if (acts->hidden.size() < layers_.size()) acts->hidden.resize(layers_.size());
+  nn::ConstMatrixView input = x;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const LinearSpec& l = layers_[i];
+    nn::MatrixView y = out;
+    if (i + 1 < layers_.size()) {
+      PS_RETURN_IF_ERROR(
+          acts->hidden[i].ReserveElements(&device, static_cast<size_t>(rows) * l.out));
+      y = nn::MatrixView(acts->hidden[i].as(), rows, l.out);
+    }
+    PS_RETURN_IF_ERROR(device.LinearForward(input, params[l.weight], params[l.bias], l.act, y));
+    input = y;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LayerStack::Backward(nn::Device& device, nn::ConstMatrixView x,
+                                  const std::vector<const float*>& params,
+                                  const StackActivations& acts, nn::ConstMatrixView out,
+                                  nn::MatrixView d_out, const std::vector<float*>& grads,
+                                  nn::MatrixView dx, bool accumulate) {
+  const int rows = x.rows;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const LinearSpec& l = layers_[i];
+    const bool last = i + 1 == layers_.size();
+    nn::ConstMatrixView input =
+        i == 0 ? x : nn::ConstMatrixView(acts.hidden[i - 1].as(), rows, layers_[i - 1].out);
+    nn::ConstMatrixView y = last ? out : nn::ConstMatrixView(acts.hidden[i].as(), rows, l.out);
+    nn::MatrixView dy = last ? d_out : nn::MatrixView(dy_[i].as(), rows, l.out);
+    nn::MatrixView d_input = dx;
+    if (i > 0) {
+      PS_RETURN_IF_ERROR(
+          dy_[i - 1].ReserveElements(&device, static_cast<size_t>(rows) * layers_[i - 1].out));
+      d_input = nn::MatrixView(dy_[i - 1].as(), rows, layers_[i - 1].out);
+    }
+    PS_RETURN_IF_ERROR(device.LinearBackward(input, params[l.weight], y, l.act, dy, grads[l.weight],
+                                             grads[l.bias], d_input, accumulate));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain::worker

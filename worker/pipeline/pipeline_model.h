@@ -1,0 +1,59 @@
+// How a model is cut for pipeline mode: a "head" (embeddings and whatever is
+// not a plain sequence of layers: DLRM's bottom MLP and dot interaction;
+// deep_tower's embedding concat) followed by a tower of Linear layers
+// (DLRM's top MLP, deep_tower's MLP, each ending in the 1-wide logit layer).
+// Stage 0 owns the head and the first tower layers; later stages own
+// contiguous tower layers; the last stage ends with the loss.
+//
+// The description is derived from the model's own table list (tables are
+// found by name), so a stage pulls exactly the tables the unsplit model
+// defines. Pure functions, thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/models/model.h"
+#include "worker/pipeline/layer_stack.h"
+
+namespace pstrain::worker {
+
+struct PipelineModelSpec {
+  std::string name;
+  std::vector<LinearSpec> tower;
+  // Estimated cost of one step (forward + backward, in FLOP-equivalents) of
+  // each tower layer and of the head, for `batch_rows` rows.
+  std::vector<double> layer_cost;
+  double head_cost = 0;
+};
+
+// Models with a head + tower shape: dlrm, deep_tower. InvalidArgument for
+// the others (lr, wide_deep: their logit is not the end of a tower) and when
+// the model's tables do not have the expected names and sizes.
+absl::StatusOr<PipelineModelSpec> DescribePipelineModel(const ModelOptions& options,
+                                                        const Model& model, int batch_rows);
+
+// Tower layers [first[k], first[k + 1]) belong to stage k.
+struct StagePartition {
+  std::vector<int> first;  // stages + 1 entries; first[0] == 0, last == tower size
+  int stages() const { return static_cast<int>(first.size()) - 1; }
+  int begin(int stage) const { return first[stage]; }
+  int end(int stage) const { return first[stage + 1]; }
+};
+
+// Splits the tower into `stages` non-empty contiguous ranges. With
+// `explicit_ranges` ("0-5,6-11,..."; inclusive ranges of tower layers,
+// which must cover the tower in order) those are used; otherwise the split
+// minimizes the most expensive stage (head cost counted on stage 0).
+// InvalidArgument for bad ranges or more stages than tower layers.
+absl::StatusOr<StagePartition> PartitionTower(const PipelineModelSpec& spec, int stages,
+                                              const std::string& explicit_ranges);
+
+// "stage 0: head + layers 0-12 (53% of the cost), stage 1: layers 13-24 (47%)".
+std::string DescribePartition(const PipelineModelSpec& spec, const StagePartition& partition);
+
+// Position of the table named `name` in `model.tables()`, or NotFound.
+absl::StatusOr<uint32_t> FindTable(const Model& model, const std::string& name);
+
+}  // namespace pstrain::worker

@@ -1,0 +1,121 @@
+// PipelineTrainer: the training loop of one pipeline stage (one worker of
+// pipeline mode).
+//
+// Stage 0 of each replica reads the replica's shard of the data (shard r of
+// R), plans each batch's ids, pulls its own tables (every embedding table,
+// the head's dense tables and its tower layers) and runs the step's
+// schedule; the later stages pull only their tower layers and follow the
+// activations that arrive: training micro-batches, evaluation micro-batches
+// and markers (end of an evaluation round, end of training, end). Every
+// stage pushes its gradients once per step, summed over the step's
+// micro-batches, with num_samples = the batch's rows; under BSP, where a
+// server divides the sum of every pushed table by the samples of all
+// pushes, each stage scales its gradients by P so that the update still
+// equals the unsplit model's (P pushes of the same rows reach each server).
+//
+// Parameters are one step stale under ASP/SSP (the next step's pull is
+// issued before the current step computes, as in the Trainer); under BSP a
+// pull waits for the previous step to close. Evaluations (every N steps and
+// at the end) stream the replica's eval shard through the pipeline; the
+// last stage scores it, and worker 0 gathers the scores of every replica.
+// Worker 0 (stage 0 of replica 0) writes the metrics file: progress lines
+// with the pipeline statistics of its replica, evaluations, and the
+// summary.
+//
+// Not thread-safe: one thread runs Run().
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cluster/coordinator_client.h"
+#include "worker/kv_client.h"
+#include "worker/models/model.h"
+#include "worker/pipeline/pipe_comm.h"
+#include "worker/pipeline/pipeline_options.h"
+#include "worker/pipeline/pipeline_stats.h"
+#include "worker/pipeline/stage_runner.h"
+#include "worker/progress.h"
+#include "worker/trainer.h"
+
+namespace pstrain::worker {
+
+// What a finished run measured on one stage.
+struct PipelineStageResult {
+  int replica = 0;
+  int stage = 0;
+  TrainResult train;        // steps, samples of the replica, seconds; eval metrics on worker 0
+  double busy_seconds = 0;  // computing (wall)
+  double wait_seconds = 0;  // waiting for neighbours (wall)
+  uint64_t bytes_sent = 0;  // activations and gradients
+  int max_live_microbatches = 0;
+  // Worker 0: the job's rate and wall time, and the replica's statistics
+  // (bubble, bubble_wall, per stage).
+  double samples_per_sec = 0;
+  double oracle_auc = 0;  // NaN when unknown
+  double wall_seconds = 0;
+  double bubble = 0;
+  double bubble_wall = 0;
+  std::vector<proto::PipeStageReport> reports;
+};
+
+class PipelineTrainer {
+ public:
+  // All pointers must outlive Run(); `comm` is null when stages == 1.
+  PipelineTrainer(TrainOptions options, PipelineOptions pipeline, Model* model, StageRunner* runner,
+                  PipeComm* comm, KvClient* kv, CoordinatorClient* coordinator, int rank);
+  ~PipelineTrainer();
+
+  absl::StatusOr<PipelineStageResult> Run();
+
+ private:
+  struct Prepared;
+
+  absl::Status RunFirstStage();
+  absl::Status RunLaterStage();
+  absl::StatusOr<std::unique_ptr<Prepared>> Prepare(std::shared_ptr<const Batch> batch,
+                                                    int64_t clock, bool with_dense);
+  absl::Status BindParams(Prepared& p, ParamRefs* params);
+  // Gradient buffers of this stage's tables for a step (reused when free).
+  void BindGrads(const Prepared* p, GradRefs* grads);
+  PushHandle PushGrads(const Prepared* p, uint32_t rows, int64_t clock);
+  void AfterStep(const StageStepStats& stats);
+  absl::Status SendMarker(proto::PipePhase phase, int64_t step);
+  absl::Status FinishTraining(int64_t clock);
+  absl::Status EvalRoundFirst(int round, int64_t clock);
+  absl::Status EndEvalRound(int round, int64_t clock);
+  absl::Status GatherEval(int round, int64_t clock);
+  absl::Status WriteSummary();
+
+  TrainOptions options_;
+  PipelineOptions pipeline_;
+  Model* model_;
+  StageRunner* runner_;
+  PipeComm* comm_;
+  KvClient* kv_;
+  CoordinatorClient* coordinator_;
+  int rank_;
+  StagePlace place_;
+  bool bsp_ = false;
+
+  std::unique_ptr<MetricsFile> metrics_;
+  std::unique_ptr<PipelineStats> stats_;  // worker 0
+  PipelineStageResult result_;
+  std::vector<Buffer> grad_buffers_;  // by table id
+  std::vector<float*> grad_data_;
+  std::vector<size_t> grad_floats_;
+  PushHandle last_push_;
+  ParamRefs params_;
+  GradRefs grads_;
+  absl::Time process_start_;
+  absl::Time train_start_;
+  absl::Time last_log_;
+  int64_t logged_samples_ = 0;
+  double loss_sum_ = 0;  // since the last log line
+  int64_t loss_rows_ = 0;
+  double total_loss_ = 0;
+  int64_t total_rows_ = 0;
+};
+
+}  // namespace pstrain::worker

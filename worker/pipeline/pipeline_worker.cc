@@ -1,0 +1,223 @@
+#include "worker/pipeline/pipeline_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "cluster/coordinator_client.h"
+#include "cluster/node_info.h"
+#include "common/zmq_transport.h"
+#include "proto_msgs/codec.h"
+#include "worker/pipeline/pipeline_model.h"
+
+namespace pstrain::worker {
+namespace {
+
+// Hands pipeline messages to the stage's PipeComm once it exists. The RPC
+// handler is installed before the stage knows its place; messages that
+// arrive earlier are refused (the stages meet at a barrier before sending).
+class PipeRouter {
+ public:
+  void Set(std::shared_ptr<PipeComm> comm) {
+    absl::MutexLock lock(&mu_);
+    comm_ = std::move(comm);
+  }
+  void Dispatch(RpcNode* node, const proto::Decoded& d, const RpcRequest& req) {
+    std::shared_ptr<PipeComm> comm;
+    {
+      absl::MutexLock lock(&mu_);
+      comm = comm_;
+    }
+    if (comm == nullptr) {
+      node->Reply(req,
+                  proto::EncodeError(proto::Role::kWorker, -1,
+                                     absl::UnavailableError("this pipeline stage is not ready")));
+      return;
+    }
+    comm->OnRequest(d, req);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::shared_ptr<PipeComm> comm_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::Status CheckOptions(const WorkerOptions& options) {
+  const PipelineOptions& p = options.pipeline;
+  if (p.stages < 1 || p.replicas < 1 || p.microbatches < 1) {
+    return absl::InvalidArgumentError("--stages, --replicas and --microbatches must be >= 1");
+  }
+  const std::string& device = options.train.model.device;
+  if (device != "cpu" && device != "auto") {
+    return absl::UnimplementedError(
+        absl::StrCat("pipeline mode computes on the CPU (no GPU stage-to-stage "
+                     "path yet); --device=",
+                     device));
+  }
+  if (options.train.batch_size < 1) return absl::InvalidArgumentError("--batch_size must be >= 1");
+  return absl::OkStatus();
+}
+
+void PrintResult(const WorkerOptions& options, const PipelineStageResult& r) {
+  const PipelineOptions& p = options.pipeline;
+  std::string oracle =
+      std::isfinite(r.oracle_auc) ? absl::StrFormat(" (oracle %.4f)", r.oracle_auc) : "";
+  std::printf(
+      "RESULT model=%s mode=pipeline stages=%d replicas=%d microbatches=%d schedule=%s "
+      "eval_auc=%.4f%s eval_logloss=%.4f samples/s=%.0f bubble=%.3f wall=%.1fs\n",
+      options.train.model.name.c_str(), p.stages, p.replicas, p.microbatches,
+      ScheduleName(p.schedule), r.train.eval_auc, oracle.c_str(), r.train.eval_logloss,
+      r.samples_per_sec, r.bubble, r.wall_seconds);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRuntime& runtime) {
+  PS_RETURN_IF_ERROR(CheckOptions(options));
+  const PipelineOptions& pipe = options.pipeline;
+  std::unique_ptr<Transport> transport;
+  if (runtime.make_transport) {
+    transport = runtime.make_transport();
+  } else {
+    ZmqTransportOptions to;
+    to.name = "worker";
+    transport = std::make_unique<ZmqTransport>(to);
+  }
+  auto node = std::make_unique<RpcNode>(std::move(transport));
+  PS_ASSIGN_OR_RETURN(std::string bound, node->Bind(options.bind));
+  std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
+  RpcNode* raw = node.get();
+  auto router = std::make_shared<PipeRouter>();
+  std::function<void(const absl::Status&)> on_shutdown = runtime.on_shutdown;
+  if (!on_shutdown) {
+    on_shutdown = [](const absl::Status& why) {
+      spdlog::error("stopped by the coordinator: {}", why.ToString());
+      std::_Exit(why.ok() ? 0 : 3);
+    };
+  }
+  PS_RETURN_IF_ERROR(node->Start([raw, router, on_shutdown](RpcRequest&& req) {
+    auto d = proto::Decode(req.message);
+    if (!d.ok()) {
+      raw->Reply(req, proto::EncodeError(proto::Role::kWorker, -1, d.status()));
+      return;
+    }
+    switch (d->type()) {
+      case proto::MsgType::kPing:
+        raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
+        return;
+      case proto::MsgType::kShutdown:
+        raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
+        on_shutdown(proto::RemoteStatus(d->header()));
+        return;
+      case proto::MsgType::kPipeActivation:
+      case proto::MsgType::kPipeGradient:
+      case proto::MsgType::kPipeAbort:
+        router->Dispatch(raw, *d, req);
+        return;
+      default:
+        raw->Reply(req,
+                   proto::EncodeError(proto::Role::kWorker, -1,
+                                      absl::UnimplementedError("workers serve no such requests")));
+    }
+  }));
+
+  CoordinatorClientOptions co;
+  co.coordinator = options.coordinator;
+  co.role = proto::Role::kWorker;
+  co.requested_rank = options.rank;
+  co.endpoint = endpoint;
+  co.connect_timeout = options.connect_timeout;
+  CoordinatorClient coordinator(node.get(), co);
+  PS_ASSIGN_OR_RETURN(proto::ClusterView first, coordinator.Register());
+  const int rank = first.your_rank;
+  coordinator.StartHeartbeats(absl::Milliseconds(first.heartbeat_interval_ms), nullptr);
+  PS_ASSIGN_OR_RETURN(proto::ClusterView view, coordinator.WaitForCluster(absl::Hours(1)));
+  if (view.num_workers != pipe.stages * pipe.replicas) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pipeline mode with ", pipe.replicas, " replicas of ", pipe.stages, " stages needs ",
+        pipe.stages * pipe.replicas, " workers; the job has ", view.num_workers));
+  }
+  const StagePlace place = PlaceOf(rank, pipe.stages);
+  spdlog::info("worker {} of {} at {}: stage {} of {} in replica {} of {}", rank, view.num_workers,
+               endpoint, place.stage, pipe.stages, place.replica, pipe.replicas);
+
+  ModelOptions mo = options.train.model;
+  mo.device = "cpu";
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateModel(mo));
+  PS_ASSIGN_OR_RETURN(PipelineModelSpec spec,
+                      DescribePipelineModel(mo, *model, options.train.batch_size));
+  PS_ASSIGN_OR_RETURN(StagePartition partition,
+                      PartitionTower(spec, pipe.stages, pipe.stage_layers));
+  if (rank == 0) {
+    spdlog::info("{} cut into {} stages ({}, {} micro-batches): {}", mo.name, pipe.stages,
+                 ScheduleName(pipe.schedule), pipe.microbatches,
+                 DescribePartition(spec, partition));
+  }
+  PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
+                      coordinator.DefineTables(model->tables(), absl::Minutes(10)));
+  std::vector<std::string> servers;
+  for (const auto& s : view.servers) servers.push_back(s.endpoint);
+  KvClientOptions ko;
+  ko.rank = rank;
+  KvClient kv(node.get(), layout, servers, ko);
+
+  std::shared_ptr<PipeComm> comm;
+  if (pipe.stages > 1) {
+    PipeCommOptions po;
+    po.replica = place.replica;
+    po.stage = place.stage;
+    po.stages = pipe.stages;
+    po.rank = rank;
+    if (place.stage > 0) {
+      po.prev_rank = rank - 1;
+      po.prev_endpoint = view.workers[rank - 1].endpoint;
+      po.in_width = spec.tower[partition.begin(place.stage)].in;
+    }
+    if (place.stage + 1 < pipe.stages) {
+      po.next_rank = rank + 1;
+      po.next_endpoint = view.workers[rank + 1].endpoint;
+      po.out_width = spec.tower[partition.end(place.stage) - 1].out;
+    }
+    po.max_rows = std::max(options.train.batch_size, options.train.eval_batch_size);
+    po.max_microbatches = pipe.microbatches;
+    po.window = pipe.microbatches + 2;
+    po.timeout = pipe.timeout;
+    po.ping_interval = pipe.ping_interval;
+    po.ping_timeout = pipe.ping_timeout;
+    comm = std::make_shared<PipeComm>(node.get(), po);
+    router->Set(comm);
+  }
+  StageRunnerOptions ro;
+  ro.stage = place.stage;
+  ro.stages = pipe.stages;
+  ro.microbatches = pipe.microbatches;
+  ro.schedule = pipe.schedule;
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<StageRunner> runner,
+                      StageRunner::Create(mo, *model, spec, partition, ro, comm.get()));
+  // Nobody sends activations before every stage can take them.
+  PS_RETURN_IF_ERROR(coordinator.Barrier("pipeline/ready", view.num_workers, absl::Minutes(10)));
+
+  PipelineTrainer trainer(options.train, pipe, model.get(), runner.get(), comm.get(), &kv,
+                          &coordinator, rank);
+  absl::StatusOr<PipelineStageResult> result = trainer.Run();
+  if (!result.ok()) {
+    absl::Status st = Annotate(result.status(), absl::StrCat("stage ", place.stage, " (worker ",
+                                                             rank, ") of replica ", place.replica));
+    if (comm != nullptr) comm->Abort(st);
+    return st;
+  }
+  if (runtime.result != nullptr) *runtime.result = *result;
+  if (rank == 0 && runtime.print_result) PrintResult(options, *result);
+  PS_RETURN_IF_ERROR(coordinator.WorkerDone());
+  coordinator.StopHeartbeats();
+  router->Set(nullptr);
+  node->Stop();
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain::worker

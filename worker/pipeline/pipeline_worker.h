@@ -1,0 +1,34 @@
+// RunPipelineWorker: one worker process of pipeline mode (--mode=pipeline),
+// from start to finish: join the cluster, find this worker's place (rank =
+// replica * stages + stage), define every table of the model with the
+// coordinator (each stage then pulls and pushes only its own), cut the
+// model, connect to the neighbouring stages, train, evaluate, report,
+// leave. On failure the neighbours are told why before it returns.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "common/transport.h"
+#include "worker/pipeline/pipeline_trainer.h"
+#include "worker/worker_app.h"
+
+namespace pstrain::worker {
+
+// How the worker is embedded. The defaults are those of a worker process;
+// tests and benchmarks run several workers as threads of one process.
+struct PipelineRuntime {
+  // The transport of the worker's node (default: ZeroMQ).
+  std::function<std::unique_ptr<Transport>()> make_transport;
+  // Called when the coordinator stops the job (default: log and exit).
+  std::function<void(const absl::Status&)> on_shutdown;
+  // Filled with this stage's measurements on success (may be null).
+  PipelineStageResult* result = nullptr;
+  // Worker 0 prints a "RESULT model=... eval_auc=..." line on stdout.
+  bool print_result = true;
+};
+
+absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRuntime& runtime = {});
+
+}  // namespace pstrain::worker
