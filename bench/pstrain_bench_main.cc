@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_commands.h"
+#include "bench/pipeline_bench.h"
 #include "common/process.h"
 
 ABSL_FLAG(std::string, bytes, "64,4194304",
@@ -52,6 +53,8 @@ constexpr char kUsage[] =
     "          {bench,servers,ids,dim,zipf,pull_rows_per_sec,push_rows_per_sec,bytes_per_row}\n"
     "  train   --model at --batch_size: --mode=local (model alone, in-memory batches)\n"
     "          and/or ps (1 server + 1 worker running the Trainer on a synthetic file)\n"
+    "  pipeline the deep_tower model through --stages x --microbatches (own flags:\n"
+    "          pstrain_bench pipeline --help): {bench,stages,microbatches,schedule,bubble,...}\n"
     "  all     (default) kv at 64 B and 4 MiB, sparse 100k ids dim 16 zipf 1.1 on 2\n"
     "          servers, train local and ps\n"
     "gbps counts bytes sent plus bytes received, in 1e9 bytes per second.";
@@ -75,6 +78,10 @@ bool ParseBytes(absl::string_view text, std::vector<size_t>* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `pipeline` has flags of its own (the worker's pipeline flags); it parses them itself.
+  if (argc > 1 && std::string_view(argv[1]) == "pipeline") {
+    return pstrain::bench::RunPipelineBench(argc, argv);
+  }
   std::vector<std::string> args = pstrain::ParseFlagsWithEnv(argc, argv, kUsage);
   pstrain::InitLogging("bench", absl::GetFlag(FLAGS_log_level));
   if (args.size() > 1) {
