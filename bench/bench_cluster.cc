@@ -63,6 +63,10 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> BenchCluster::Start(
     so.coordinator = coord->endpoint();
     so.bind = kLoopback;
     so.rank = s;
+    if (static_cast<size_t>(s) < options.server_metrics_ports.size()) {
+      so.metrics_port = options.server_metrics_ports[s];
+      so.http_host = "127.0.0.1";
+    }
     PS_ASSIGN_OR_RETURN(auto ps, server::ParameterServer::Create(
                                      so, MakeTransport(absl::StrCat("server", s), options.stack)));
     c->servers_.push_back(std::move(ps));

@@ -38,6 +38,8 @@ struct BenchClusterOptions {
   proto::Consistency consistency = proto::Consistency::kAsp;
   std::vector<TableSpec> tables;  // defined by the local workers (if any)
   StackOptions stack;
+  // Server s serves /metrics on 127.0.0.1:server_metrics_ports[s] (empty: off).
+  std::vector<int> server_metrics_ports;
 };
 
 class BenchCluster {

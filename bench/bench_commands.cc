@@ -122,6 +122,19 @@ absl::Status RunSparse(const BenchOptions& o) {
   return absl::OkStatus();
 }
 
+// The metrics-serving fields of a train line.
+void AddScrapes(const TrainBenchOptions& to, const TrainBenchResult& r, JsonLine* line) {
+  line->Add("cpu_seconds", r.cpu_seconds)
+      .Add("cpu_us_per_sample", r.samples > 0 ? r.cpu_seconds * 1e6 / r.samples : 0.0)
+      .Add("metrics", to.metrics_port != 0);
+  if (to.metrics_port == 0) return;
+  line->Add("scrape_secs", to.scrape_seconds)
+      .Add("scrapes", r.scrapes)
+      .Add("scrape_failures", r.scrape_failures)
+      .Add("scrape_bytes", r.scrape_bytes)
+      .Add("scrape_ms", r.scrapes > 0 ? r.scrape_seconds * 1e3 / r.scrapes : 0.0);
+}
+
 absl::Status RunTrain(const BenchOptions& o) {
   const std::string& mode = o.train_mode;
   if (mode != "local" && mode != "ps" && mode != "both") {
@@ -139,7 +152,9 @@ absl::Status RunTrain(const BenchOptions& o) {
         .Add("batch_size", to.batch_size)
         .Add("samples_per_sec", r.samples_per_sec)
         .Add("steps", r.steps)
+        .Add("samples", r.samples)
         .Add("seconds", r.seconds);
+    AddScrapes(to, r, &line);
     PrintResult(line);
   }
   if (mode == "ps" || mode == "both") {
@@ -159,6 +174,7 @@ absl::Status RunTrain(const BenchOptions& o) {
         .Add("other_seconds",
              r.seconds - r.compute_seconds - r.wait_seconds - r.data_seconds)
         .Add("reader_rows_per_sec", r.reader_rows_per_sec);
+    AddScrapes(to, r, &line);
     PrintResult(line);
   }
   return absl::OkStatus();

@@ -1,13 +1,16 @@
 // pstrain_bench: benchmarks of the transport, the kv stack, sparse tables
 // and training, printing one JSON object per result line on stdout.
+#include <algorithm>
 #include <cstdio>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "bench/allreduce_bench.h"
 #include "bench/bench_commands.h"
 #include "bench/pipeline_bench.h"
 #include "common/process.h"
@@ -34,6 +37,16 @@ ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm).");
 ABSL_FLAG(int, batch_size, 1024, "train: rows per step.");
 ABSL_FLAG(std::string, mode, "both", "train: local (model alone) | ps (1 server + 1 worker) | both.");
 ABSL_FLAG(int64_t, train_rows, 300000, "train ps: rows in the synthetic training file.");
+ABSL_FLAG(int, metrics_port, 0,
+          "train: serve /metrics from the stack (ps: the server on this port, the worker on "
+          "port+1; local: this process) and scrape it every --scrape_secs while training; "
+          "-1 picks free ports; 0: off.");
+ABSL_FLAG(double, scrape_secs, 1.0, "train: interval of the /metrics scraper (with --metrics_port).");
+ABSL_FLAG(double, bucket_mb, 25, "allreduce: gradient bucket size of the bucketed path, MiB.");
+ABSL_FLAG(int, overlap_steps, 0,
+          "allreduce: also measure overlap with backward: deep_tower training steps per round (0: off).");
+ABSL_FLAG(int, tower_layers, 12, "allreduce overlap: deep_tower layers.");
+ABSL_FLAG(int, tower_width, 1024, "allreduce overlap: deep_tower layer width.");
 ABSL_FLAG(std::string, log_level, "warn", "Logs on stderr: trace | debug | info | warn | error.");
 
 namespace {
@@ -53,6 +66,11 @@ constexpr char kUsage[] =
     "          {bench,servers,ids,dim,zipf,pull_rows_per_sec,push_rows_per_sec,bytes_per_row}\n"
     "  train   --model at --batch_size: --mode=local (model alone, in-memory batches)\n"
     "          and/or ps (1 server + 1 worker running the Trainer on a synthetic file)\n"
+    "  allreduce --workers ranks (threads, Gloo TCP over loopback; default 2) all-reduce\n"
+    "          --bytes (default 4k,64k,1m,16m,64m) with gloo::allreduce directly, the\n"
+    "          pstrain Collective and the bucketed DenseReplica path, --rounds each:\n"
+    "          {bench,impl,workers,bytes,algbw_gbps,busbw_gbps,us}; --overlap_steps=N adds\n"
+    "          the overlap of the buckets with deep_tower's backward pass\n"
     "  pipeline the deep_tower model through --stages x --microbatches (own flags:\n"
     "          pstrain_bench pipeline --help): {bench,stages,microbatches,schedule,bubble,...}\n"
     "  all     (default) kv at 64 B and 4 MiB, sparse 100k ids dim 16 zipf 1.1 on 2\n"
@@ -73,6 +91,30 @@ bool ParseBytes(absl::string_view text, std::vector<size_t>* out) {
     out->push_back(static_cast<size_t>(v) * scale);
   }
   return !out->empty();
+}
+
+// `allreduce`: its own defaults for --bytes (a sweep) and --workers (2).
+absl::Status RunAllreduce(const pstrain::bench::BenchOptions& o) {
+  pstrain::bench::AllreduceBenchOptions a;
+  const absl::CommandLineFlag& bytes = absl::GetFlagReflectionHandle(FLAGS_bytes);
+  if (bytes.CurrentValue() != bytes.DefaultValue()) a.bytes = o.bytes;
+  a.ranks = std::max(2, o.workers);
+  const absl::CommandLineFlag& seconds = absl::GetFlagReflectionHandle(FLAGS_seconds);
+  if (seconds.CurrentValue() != seconds.DefaultValue()) a.seconds = o.seconds;  // else 1 s
+  a.rounds = o.rounds;
+  const double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  if (!(bucket_mb > 0)) return absl::InvalidArgumentError("--bucket_mb must be positive");
+  a.bucket_bytes = static_cast<size_t>(bucket_mb * (1 << 20));
+  a.overlap_steps = absl::GetFlag(FLAGS_overlap_steps);
+  a.overlap_rounds = o.rounds;
+  a.tower_layers = absl::GetFlag(FLAGS_tower_layers);
+  a.tower_width = absl::GetFlag(FLAGS_tower_width);
+  if (a.tower_layers < 1 || a.tower_width < 1) {
+    return absl::InvalidArgumentError("--tower_layers and --tower_width must be positive");
+  }
+  const absl::CommandLineFlag& batch = absl::GetFlagReflectionHandle(FLAGS_batch_size);
+  if (batch.CurrentValue() != batch.DefaultValue()) a.batch_size = o.train.batch_size;
+  return pstrain::bench::RunAllreduceBench(a);
 }
 
 }  // namespace
@@ -114,7 +156,18 @@ int main(int argc, char** argv) {
     spdlog::error("--ids, --dim, --zipf, --id_space, --batch_size and --train_rows must be positive");
     return 2;
   }
-  absl::Status st = pstrain::bench::RunBenchCommand(args.empty() ? "all" : args[0], o);
+  o.train.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o.train.scrape_seconds = absl::GetFlag(FLAGS_scrape_secs);
+  if (o.train.metrics_port < -1 || o.train.metrics_port > 65534 || !(o.train.scrape_seconds > 0)) {
+    spdlog::error("--metrics_port must be -1..65534 and --scrape_secs positive");
+    return 2;
+  }
+  absl::Status st;
+  if (!args.empty() && args[0] == "allreduce") {
+    st = RunAllreduce(o);
+  } else {
+    st = pstrain::bench::RunBenchCommand(args.empty() ? "all" : args[0], o);
+  }
   if (!st.ok()) {
     spdlog::error("{}", st.ToString());
     return st.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;

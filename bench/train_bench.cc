@@ -3,20 +3,32 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <thread>
 #include <vector>
 
+#include <httplib.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "bench/bench_cluster.h"
 #include "bench/bench_util.h"
+#include "common/status.h"
+#include "common/http/http_server.h"
+#include "common/metrics/metrics_http.h"
+#include "common/metrics/process_metrics.h"
+#include "common/metrics/registry.h"
 #include "common/optim/initializer.h"
 #include "worker/data/synthetic.h"
 #include "worker/models/model.h"
+#include "worker/train_metrics.h"
 #include "worker/trainer.h"
 
 namespace pstrain::bench {
@@ -43,44 +55,91 @@ worker::SyntheticOptions WorldFor(const worker::ModelOptions& m, int64_t rows) {
   return w;
 }
 
-// Parameters of one bound batch: sparse rows gathered for its plan and
-// gradient space; dense tables are shared by all batches.
-struct BoundBatch {
-  std::shared_ptr<const worker::Batch> batch;
-  worker::BatchPlan plan;
-  std::vector<std::vector<float>> rows;   // by table id (sparse tables)
-  std::vector<std::vector<float>> grads;  // by table id
-  worker::ParamRefs params;
-  worker::GradRefs grad_refs;
-};
-
-absl::Status Bind(const worker::Model& model, const std::vector<std::vector<float>>& dense,
-                  BoundBatch* b) {
-  const auto& tables = model.tables();
-  model.Plan(*b->batch, &b->plan);
-  b->rows.resize(tables.size());
-  b->grads.resize(tables.size());
-  b->params.tables.assign(tables.size(), nullptr);
-  b->grad_refs.tables.assign(tables.size(), nullptr);
-  for (const TableSpec& t : tables) {
-    if (t.kind == TableKind::kDense) {
-      b->params.tables[t.id] = dense[t.id].data();
-      b->grads[t.id].resize(t.size);
-    }
+// A free TCP port on 127.0.0.1 (bound and released: another process could
+// take it before it is used, which the bench accepts).
+absl::StatusOr<int> FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return ErrnoToStatus(errno, "socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
   }
-  const auto& sparse = model.sparse_tables();
-  for (size_t k = 0; k < sparse.size(); ++k) {
-    const TableSpec& t = tables[sparse[k]];
-    PS_ASSIGN_OR_RETURN(optim::Initializer init, optim::Initializer::Create(t.init, t.id));
-    const auto& ids = b->plan.lookups[k].unique_ids;
-    b->rows[t.id].resize(ids.size() * t.dim);
-    for (size_t i = 0; i < ids.size(); ++i) init.FillRow(ids[i], &b->rows[t.id][i * t.dim], t.dim);
-    b->params.tables[t.id] = b->rows[t.id].data();
-    b->grads[t.id].resize(ids.size() * t.dim);
-  }
-  for (const TableSpec& t : tables) b->grad_refs.tables[t.id] = b->grads[t.id].data();
-  return absl::OkStatus();
+  close(fd);
+  if (port <= 0) return absl::UnavailableError("no free port on 127.0.0.1");
+  return port;
 }
+
+// The port of endpoint `k` for options.metrics_port (> 0: base + k; -1: free).
+absl::StatusOr<int> MetricsPort(const TrainBenchOptions& o, int k) {
+  if (o.metrics_port > 0) return o.metrics_port + k;
+  return FreePort();
+}
+
+// GETs http://127.0.0.1:PORT/metrics for every port, every `interval`, on
+// its own thread (one kept-alive connection per endpoint, as Prometheus
+// does), until destroyed.
+class MetricsScraper {
+ public:
+  MetricsScraper(std::vector<int> ports, double interval_seconds)
+      : ports_(std::move(ports)), interval_(absl::Seconds(interval_seconds)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~MetricsScraper() {
+    stop_.Notify();
+    thread_.join();
+  }
+  void Fill(TrainBenchResult* r) {
+    absl::MutexLock lock(&mu_);
+    r->scrapes = scrapes_;
+    r->scrape_failures = failures_;
+    r->scrape_bytes = last_bytes_;
+    r->scrape_seconds = get_seconds_;
+  }
+
+ private:
+  void Run() {
+    std::vector<std::unique_ptr<httplib::Client>> clients;
+    for (int port : ports_) {
+      clients.push_back(std::make_unique<httplib::Client>("127.0.0.1", port));
+      clients.back()->set_keep_alive(true);
+      clients.back()->set_read_timeout(5, 0);
+    }
+    do {
+      int64_t bytes = 0, ok = 0, failed = 0;
+      const int64_t t0 = metrics::MonotonicNanos();
+      for (auto& c : clients) {
+        auto res = c->Get("/metrics");
+        if (res && res->status == 200) {
+          ++ok;
+          bytes += static_cast<int64_t>(res->body.size());
+        } else {
+          ++failed;
+        }
+      }
+      const double seconds = static_cast<double>(metrics::MonotonicNanos() - t0) * 1e-9;
+      absl::MutexLock lock(&mu_);
+      get_seconds_ += seconds;
+      scrapes_ += ok;
+      failures_ += failed;
+      last_bytes_ = bytes;
+    } while (!stop_.WaitForNotificationWithTimeout(interval_));
+  }
+
+  std::vector<int> ports_;
+  absl::Duration interval_;
+  absl::Notification stop_;
+  absl::Mutex mu_;
+  int64_t scrapes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  double get_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread thread_;
+};
 
 // Sends stdout to stderr while alive: the Trainer prints a human "RESULT"
 // line on stdout, which must not mix with the bench's JSON lines.
@@ -103,9 +162,27 @@ class StdoutToStderr {
   int saved_ = -1;
 };
 
+// Runs the Trainer as worker 0 of the job at `coordinator`. With
+// options.metrics_port it serves the worker's /metrics (TrainMetrics fed
+// by the trainer and by heartbeats, as in a worker process) and scrapes it
+// and `server_metrics_ports` while training.
 absl::StatusOr<worker::TrainResult> TrainAgainst(const std::string& coordinator,
-                                                 const worker::TrainOptions& train,
-                                                 const StackOptions& stack) {
+                                                 worker::TrainOptions train,
+                                                 const TrainBenchOptions& options,
+                                                 const std::vector<int>& server_metrics_ports,
+                                                 TrainBenchResult* scraped) {
+  const StackOptions& stack = options.stack;
+  metrics::Registry registry;
+  std::unique_ptr<worker::TrainMetrics> train_metrics;
+  std::unique_ptr<http::HttpServer> http;
+  std::vector<int> scrape_ports = server_metrics_ports;
+  if (options.metrics_port != 0) {
+    train_metrics = std::make_unique<worker::TrainMetrics>(&registry);
+    PS_ASSIGN_OR_RETURN(int port, MetricsPort(options, 1));
+    PS_ASSIGN_OR_RETURN(http, metrics::StartMetricsServer(&registry, "127.0.0.1", port));
+    scrape_ports.push_back(http->port());
+    train.train_metrics = train_metrics.get();
+  }
   std::string endpoint;
   PS_ASSIGN_OR_RETURN(std::unique_ptr<RpcNode> node, StartWorkerNode("worker", stack, &endpoint));
   CoordinatorClientOptions co;
@@ -124,12 +201,28 @@ absl::StatusOr<worker::TrainResult> TrainAgainst(const std::string& coordinator,
   worker::KvClientOptions ko;
   ko.rank = coord.rank();
   worker::KvClient kv(node.get(), layout, servers, ko);
+  if (train_metrics != nullptr) {
+    worker::TrainMetrics* tm = train_metrics.get();
+    coord.StartHeartbeats(absl::Milliseconds(view.heartbeat_interval_ms), [tm] {
+      proto::Heartbeat hb;
+      tm->FillHeartbeat(&hb);
+      return hb;
+    });
+  }
   absl::StatusOr<worker::TrainResult> result;
   {
     StdoutToStderr redirect;
+    std::unique_ptr<MetricsScraper> scraper;
+    if (!scrape_ports.empty()) {
+      scraper = std::make_unique<MetricsScraper>(scrape_ports, options.scrape_seconds);
+    }
     worker::Trainer trainer(train, model.get(), &kv, &coord, coord.rank(), view.num_workers);
+    const double cpu0 = metrics::ReadProcessUsage().cpu_seconds;
     result = trainer.Run();
+    scraped->cpu_seconds = metrics::ReadProcessUsage().cpu_seconds - cpu0;
+    if (scraper != nullptr) scraper->Fill(scraped);
   }
+  if (train_metrics != nullptr) coord.StopHeartbeats();
   absl::Status done = coord.WorkerDone();
   node->Stop();
   if (result.ok() && !done.ok()) return done;
@@ -137,6 +230,34 @@ absl::StatusOr<worker::TrainResult> TrainAgainst(const std::string& coordinator,
 }
 
 }  // namespace
+
+absl::Status BindLocalBatch(const worker::Model& model, const std::vector<const float*>& dense,
+                            LocalBatch* b) {
+  const auto& tables = model.tables();
+  model.Plan(*b->batch, &b->plan);
+  b->rows.resize(tables.size());
+  b->grads.resize(tables.size());
+  b->params.tables.assign(tables.size(), nullptr);
+  b->grad_refs.tables.assign(tables.size(), nullptr);
+  for (const TableSpec& t : tables) {
+    if (t.kind == TableKind::kDense) {
+      b->params.tables[t.id] = dense[t.id];
+      b->grads[t.id].resize(t.size);
+    }
+  }
+  const auto& sparse = model.sparse_tables();
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    const TableSpec& t = tables[sparse[k]];
+    PS_ASSIGN_OR_RETURN(optim::Initializer init, optim::Initializer::Create(t.init, t.id));
+    const auto& ids = b->plan.lookups[k].unique_ids;
+    b->rows[t.id].resize(ids.size() * t.dim);
+    for (size_t i = 0; i < ids.size(); ++i) init.FillRow(ids[i], &b->rows[t.id][i * t.dim], t.dim);
+    b->params.tables[t.id] = b->rows[t.id].data();
+    b->grads[t.id].resize(ids.size() * t.dim);
+  }
+  for (const TableSpec& t : tables) b->grad_refs.tables[t.id] = b->grads[t.id].data();
+  return absl::OkStatus();
+}
 
 absl::StatusOr<TrainBenchResult> RunTrainLocal(const TrainBenchOptions& options) {
   worker::ModelOptions mo = ModelFor(options);
@@ -151,26 +272,55 @@ absl::StatusOr<TrainBenchResult> RunTrainLocal(const TrainBenchOptions& options)
     dense[t.id].resize(t.size);
     init.FillRange(0, dense[t.id].data(), t.size);
   }
-  std::vector<BoundBatch> batches(std::max(1, options.local_batches));
+  std::vector<const float*> dense_refs(tables.size(), nullptr);
+  for (const TableSpec& t : tables) dense_refs[t.id] = dense[t.id].data();
+  std::vector<LocalBatch> batches(std::max(1, options.local_batches));
   for (size_t k = 0; k < batches.size(); ++k) {
     PS_ASSIGN_OR_RETURN(batches[k].batch,
                         worker::GenerateBatch(*world, static_cast<int64_t>(k) * options.batch_size,
                                               options.batch_size, SchemaFor(mo)));
-    PS_RETURN_IF_ERROR(Bind(*model, dense, &batches[k]));
+    PS_RETURN_IF_ERROR(BindLocalBatch(*model, dense_refs, &batches[k]));
   }
-  auto step = [&](BoundBatch& b) -> absl::StatusOr<worker::StepOutput> {
+  auto step = [&](LocalBatch& b) -> absl::StatusOr<worker::StepOutput> {
     return model->TrainStep(*b.batch, b.plan, b.params, &b.grad_refs);
   };
-  for (BoundBatch& b : batches) PS_RETURN_IF_ERROR(step(b).status());  // warm-up
+  for (LocalBatch& b : batches) PS_RETURN_IF_ERROR(step(b).status());  // warm-up
+  // With metrics: this process serves /metrics, its TrainMetrics fed every
+  // step (and sampled each second, as a worker's heartbeat does), scraped.
+  metrics::Registry registry;
+  std::unique_ptr<worker::TrainMetrics> train_metrics;
+  std::unique_ptr<http::HttpServer> http;
+  std::unique_ptr<MetricsScraper> scraper;
+  if (options.metrics_port != 0) {
+    train_metrics = std::make_unique<worker::TrainMetrics>(&registry);
+    PS_ASSIGN_OR_RETURN(int port, MetricsPort(options, 0));
+    PS_ASSIGN_OR_RETURN(http, metrics::StartMetricsServer(&registry, "127.0.0.1", port));
+    scraper = std::make_unique<MetricsScraper>(std::vector<int>{http->port()}, options.scrape_seconds);
+  }
   TrainBenchResult r;
+  const double cpu0 = metrics::ReadProcessUsage().cpu_seconds;
   const auto start = Clock::now();
+  auto sampled = start;
   for (size_t k = 0; SecondsSince(start) < options.seconds; ++k) {
+    const auto t0 = Clock::now();
     PS_ASSIGN_OR_RETURN(worker::StepOutput out, step(batches[k % batches.size()]));
     r.samples += out.num_samples;
     ++r.steps;
+    if (train_metrics != nullptr) {
+      r.compute_seconds += SecondsSince(t0);
+      train_metrics->OnStep(worker::StepReport{r.steps, out.num_samples, out.loss_sum,
+                                               r.compute_seconds, 0, 0, 0, 0});
+      if (SecondsSince(sampled) >= 1.0) {
+        proto::Heartbeat hb;
+        train_metrics->FillHeartbeat(&hb);
+        sampled = Clock::now();
+      }
+    }
   }
   r.seconds = SecondsSince(start);
+  r.cpu_seconds = metrics::ReadProcessUsage().cpu_seconds - cpu0;
   r.samples_per_sec = r.samples / r.seconds;
+  if (scraper != nullptr) scraper->Fill(&r);
   return r;
 }
 
@@ -204,6 +354,10 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
   co.workers = 1;
   co.local_workers = 0;  // the Trainer below joins as worker 0
   co.stack = options.stack;
+  if (options.metrics_port != 0) {
+    PS_ASSIGN_OR_RETURN(int port, MetricsPort(options, 0));
+    co.server_metrics_ports.push_back(port);
+  }
   PS_ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster, BenchCluster::Start(co));
 
   worker::TrainOptions train;
@@ -213,12 +367,13 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
   train.batch_size = options.batch_size;
   train.epochs = 1;
   train.log_every = absl::Hours(1);
-  absl::StatusOr<worker::TrainResult> tr = TrainAgainst(cluster->coordinator_endpoint(), train, options.stack);
+  TrainBenchResult r;
+  absl::StatusOr<worker::TrainResult> tr = TrainAgainst(
+      cluster->coordinator_endpoint(), train, options, co.server_metrics_ports, &r);
   // On failure the worker may not have reported done: the cluster's
   // destructor stops everything instead.
   PS_RETURN_IF_ERROR(tr.status());
   PS_RETURN_IF_ERROR(cluster->Finish());
-  TrainBenchResult r;
   r.steps = tr->steps;
   r.samples = tr->samples;
   r.seconds = tr->train_seconds;

@@ -5,10 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "bench/bench_cluster.h"
+#include "worker/data/batch.h"
+#include "worker/models/model.h"
 
 namespace pstrain::bench {
 
@@ -20,6 +24,12 @@ struct TrainBenchOptions {
   int64_t train_rows = 300000;  // ps: rows in the training file
   std::string temp_dir;       // ps: where the file goes ("" = $TMPDIR or /tmp)
   StackOptions stack;           // ps: the transports
+  // Metrics serving (0: off): /metrics from this process (local) or from the
+  // server (this port) and the worker (port + 1) (ps), -1 for free ports; a
+  // scraper thread GETs every endpoint each scrape_seconds while training,
+  // so the cost of serving is paid as Prometheus would make it paid.
+  int metrics_port = 0;
+  double scrape_seconds = 1.0;
 };
 
 struct TrainBenchResult {
@@ -32,7 +42,33 @@ struct TrainBenchResult {
   double wait_seconds = 0;
   double data_seconds = 0;
   double reader_rows_per_sec = 0;
+  // With metrics_port: scrapes answered and failed, bytes of the last ones.
+  int64_t scrapes = 0;
+  int64_t scrape_failures = 0;
+  int64_t scrape_bytes = 0;
+  double scrape_seconds = 0;  // wall time of all the GETs together
+  // CPU seconds of this whole process (every thread: in ps mode the
+  // coordinator, server and worker too) while training: less sensitive to
+  // other load on the machine than samples_per_sec.
+  double cpu_seconds = 0;
 };
+
+// One synthetic batch bound for Model::TrainStep without servers: its
+// sparse rows made by the tables' initializers, gradient space for every
+// table. Dense tables point at the caller's weights.
+struct LocalBatch {
+  std::shared_ptr<const worker::Batch> batch;  // set by the caller
+  worker::BatchPlan plan;
+  std::vector<std::vector<float>> rows;   // by table id (sparse tables)
+  std::vector<std::vector<float>> grads;  // by table id
+  worker::ParamRefs params;
+  worker::GradRefs grad_refs;
+};
+
+// Plans and binds `b->batch` for `model`; dense table t reads `dense[t]`
+// (indexed by table id, which must outlive `b`).
+absl::Status BindLocalBatch(const worker::Model& model, const std::vector<const float*>& dense,
+                            LocalBatch* b);
 
 absl::StatusOr<TrainBenchResult> RunTrainLocal(const TrainBenchOptions& options);
 absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options);

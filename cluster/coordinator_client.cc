@@ -106,6 +106,23 @@ absl::StatusOr<proto::TableLayout> CoordinatorClient::DefineTables(
   return d.body<proto::TableLayout>();
 }
 
+absl::StatusOr<proto::Recovered> CoordinatorClient::WaitForRecovery(uint64_t epoch,
+                                                                   absl::Duration wait) {
+  proto::WaitRecoveryRequest req{epoch, absl::ToInt64Milliseconds(wait)};
+  // A recovery may take as long as a replacement server needs to start.
+  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::Encode(MakeHeader(MsgType::kWaitRecovery), req),
+                                             wait + absl::Hours(1), "wait for recovery"));
+  PS_ASSIGN_OR_RETURN(proto::Recovered r, d.body<proto::Recovered>());
+  epoch_ = r.epoch;
+  return r;
+}
+
+absl::StatusOr<proto::ShardClaim> CoordinatorClient::ClaimShard() {
+  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::EncodeHeaderOnly(MakeHeader(MsgType::kClaimShard)),
+                                             options_.call_timeout, "claim a shard"));
+  return d.body<proto::ShardClaim>();
+}
+
 absl::Status CoordinatorClient::Barrier(const std::string& name, int participants,
                                         absl::Duration timeout) {
   proto::BarrierRequest req{name, participants};

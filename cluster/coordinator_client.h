@@ -60,6 +60,12 @@ class CoordinatorClient {
                                                          Buffer state = Buffer());
 
   // Sends a heartbeat every `interval` until Stop; `fill` supplies its body.
+  // After an error at cluster epoch `epoch`: waits up to `wait` for a
+  // recovery to begin and then for it to end. The new epoch, servers and
+  // layout, or Unavailable when no recovery is under way.
+  absl::StatusOr<proto::Recovered> WaitForRecovery(uint64_t epoch, absl::Duration wait);
+  // Elastic workers: the rest of a dead worker's shard to train, or rank -1.
+  absl::StatusOr<proto::ShardClaim> ClaimShard();
   void StartHeartbeats(absl::Duration interval, std::function<proto::Heartbeat()> fill);
   void StopHeartbeats();
 

@@ -210,6 +210,10 @@ RpcFuture RpcNode::Call(PeerId peer, Message request, absl::Time deadline) {
       RpcFuture::Complete(*state, absl::CancelledError("rpc node stopped"));
       return RpcFuture(std::move(state));
     }
+    if (fenced_ && peer != fence_spared_) {
+      RpcFuture::Complete(*state, fence_status_);
+      return RpcFuture(std::move(state));
+    }
     // The request is kept for resends until the call ends.
     pending_.emplace(id, Pending{state, request, peer, deadline, absl::Milliseconds(2)});
     if (deadlines_.size() > 1024 && deadlines_.size() > 4 * pending_.size()) {
@@ -224,6 +228,31 @@ RpcFuture RpcNode::Call(PeerId peer, Message request, absl::Time deadline) {
   if (sweep) ScheduleSweep(deadline);
   transport_->SendRequest(peer, id, std::move(request));
   return RpcFuture(std::move(state));
+}
+
+void RpcNode::Fence(PeerId spared, absl::Status why) {
+  std::vector<std::shared_ptr<RpcFuture::State>> states;
+  {
+    absl::MutexLock lock(&mu_);
+    fenced_ = true;
+    fence_spared_ = spared;
+    fence_status_ = why;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.peer == spared) {
+        ++it;
+        continue;
+      }
+      states.push_back(std::move(it->second.state));
+      pending_.erase(it++);
+    }
+  }
+  for (auto& st : states) RpcFuture::Complete(*st, why);
+}
+
+void RpcNode::Unfence() {
+  absl::MutexLock lock(&mu_);
+  fenced_ = false;
+  fence_status_ = absl::OkStatus();
 }
 
 void RpcNode::OnMessage(Incoming&& in) {

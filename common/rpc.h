@@ -97,6 +97,11 @@ class RpcNode {
   const std::string& PeerEndpoint(PeerId peer) const;
 
   RpcFuture Call(PeerId peer, Message request, absl::Time deadline);
+  // Fails every pending call to a peer other than `spared` with `why`, and
+  // every later one until Unfence(): a node that must stop talking to a
+  // group of peers at once (a worker when the cluster rolls back).
+  void Fence(PeerId spared, absl::Status why);
+  void Unfence();
   void Reply(const std::string& route, uint64_t id, Message response) {
     transport_->SendResponse(route, id, std::move(response));
   }
@@ -143,6 +148,9 @@ class RpcNode {
   std::priority_queue<DeadlineEntry, std::vector<DeadlineEntry>, std::greater<DeadlineEntry>>
       deadlines_ ABSL_GUARDED_BY(mu_);
   absl::Time armed_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool fenced_ ABSL_GUARDED_BY(mu_) = false;
+  PeerId fence_spared_ ABSL_GUARDED_BY(mu_) = kNoPeer;
+  absl::Status fence_status_ ABSL_GUARDED_BY(mu_);
 
   std::atomic<uint64_t> calls_{0}, deadline_exceeded_{0}, resends_{0}, stale_{0};
   std::atomic<bool> started_{false};

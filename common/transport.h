@@ -65,6 +65,14 @@ struct TransportLimits {
   int max_frames = 1024;
   // Most messages queued from one peer before the socket stops reading it.
   int receive_queue_messages = 1000;
+  // Largest message (all frames together); a longer one is dropped whole.
+  int64_t max_message_bytes = int64_t{1} << 31;
+  // Most bytes of one peer's requests alive at once (received and still
+  // held by the handler, e.g. waiting for their reply); a request that would
+  // exceed it is dropped and counted (one request is always admitted from
+  // a peer holding nothing, so the bound is this plus one message).
+  // <= 0: no bound.
+  int64_t max_peer_inflight_bytes = int64_t{1} << 30;
 };
 
 // CURVE security (ZeroMQ's CurveZMQ): set to encrypt and authenticate.
@@ -82,6 +90,8 @@ struct TransportStats {
   uint64_t bytes_received = 0;
   uint64_t dropped_malformed = 0;   // bad envelope, too many frames, ...
   uint64_t send_failures = 0;       // no connection / unknown route
+  uint64_t dropped_over_budget = 0; // requests over max_peer_inflight_bytes
+  uint64_t auth_refused = 0;        // connections refused by CURVE authentication
 };
 
 class Transport {

@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/security/curve_socket.h"
 #include "common/zmq_check.h"
 
 namespace pstrain {
@@ -124,7 +125,7 @@ struct ZmqTransport::Peer {
 };
 
 ZmqTransport::ZmqTransport(ZmqTransportOptions options)
-    : options_(std::move(options)), context_(1) {
+    : options_(std::move(options)), context_(1), budgets_(options_.limits.max_peer_inflight_bytes) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) {
     std::perror("pstrain: epoll_create1");
@@ -166,9 +167,21 @@ absl::Status ZmqTransport::ApplyCommonOptions(zmq::socket_t& socket) {
 
 absl::StatusOr<std::string> ZmqTransport::Bind(const std::string& endpoint) {
   if (running_) return absl::FailedPreconditionError("Bind after Start");
+  const bool curve = CurveEnabled(options_.curve);
+  if (curve) {
+    PS_RETURN_IF_ERROR(ValidateCurveKeys(options_.curve));
+    // Before the socket binds: handshakes ask it about every client.
+    if (!zap_) {
+      PS_ASSIGN_OR_RETURN(zap_, ZapHandler::Start(context_, options_.curve.allowed_clients,
+                                                  options_.name));
+    }
+  }
   auto router = std::make_unique<zmq::socket_t>();
   PS_ZMQ_CHECK(*router = zmq::socket_t(context_, zmq::socket_type::router));
   PS_RETURN_IF_ERROR(ApplyCommonOptions(*router));
+  if (curve) {
+    PS_RETURN_IF_ERROR(MakeCurveServer(*router, options_.curve));
+  }
   PS_ZMQ_CHECK(router->set(zmq::sockopt::router_mandatory, 1));
   std::string actual;
   try {
@@ -217,14 +230,23 @@ void ZmqTransport::DoConnect(PeerId id, const std::string& endpoint) {
     if (absl::Status st = ApplyCommonOptions(*socket); !st.ok()) {
       spdlog::error("{}: cannot configure socket for {}: {}", options_.name, endpoint, st.ToString());
     }
+    if (CurveEnabled(options_.curve)) {
+      // Without its keys it must not connect at all (sends then fail fast).
+      if (absl::Status st = MakeCurveClient(*socket, options_.curve); !st.ok()) {
+        spdlog::error("{}: cannot connect to {}: {}", options_.name, endpoint, st.ToString());
+        socket.reset();
+      }
+    }
     // Queue only on completed connections: a request to a peer that is not
     // (or no longer) connected fails fast and is retried by the caller,
     // instead of reaching a restarted peer long after it was sent.
-    socket->set(zmq::sockopt::immediate, 1);
-    socket->set(zmq::sockopt::reconnect_ivl, 20);
-    socket->set(zmq::sockopt::reconnect_ivl_max, 1000);
-    socket->connect(endpoint);
-    peer->socket = std::move(socket);
+    if (socket) {
+      socket->set(zmq::sockopt::immediate, 1);
+      socket->set(zmq::sockopt::reconnect_ivl, 20);
+      socket->set(zmq::sockopt::reconnect_ivl_max, 1000);
+      socket->connect(endpoint);
+      peer->socket = std::move(socket);
+    }
   } catch (const zmq::error_t& e) {
     spdlog::error("{}: cannot connect to {}: {}", options_.name, endpoint, e.what());
   }
@@ -500,6 +522,8 @@ void ZmqTransport::SendResponse(const std::string& route, uint64_t request_id, M
 bool ZmqTransport::ReadFrames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames) {
   bool ok = true;
   const size_t max_frames = static_cast<size_t>(options_.limits.max_frames) + 3;
+  const uint64_t max_bytes = static_cast<uint64_t>(options_.limits.max_message_bytes);
+  uint64_t bytes = frames.back().size();
   while (frames.back().more()) {
     zmq::message_t next;
     try {
@@ -508,7 +532,8 @@ bool ZmqTransport::ReadFrames(zmq::socket_t& socket, std::vector<zmq::message_t>
     } catch (const zmq::error_t&) {
       return false;
     }
-    if (frames.size() >= max_frames) {
+    bytes += next.size();
+    if (frames.size() >= max_frames || bytes > max_bytes) {
       ok = false;  // keep draining, drop the whole message
       frames.back() = std::move(next);
       continue;
@@ -561,10 +586,16 @@ size_t ZmqTransport::Deliver(std::vector<zmq::message_t>& frames, size_t first,
       bytes += frames[i].size();
       in.message.payloads.push_back(FromFrame(std::move(frames[i])));
     }
-    in.reply_route = route;
-    in.peer = peer;
     messages_received_.fetch_add(1, std::memory_order_relaxed);
     bytes_received_.fetch_add(bytes, std::memory_order_relaxed);
+    int64_t held = 0;
+    if (peer == kNoPeer &&
+        !budgets_.Charge(route, static_cast<int64_t>(bytes), in.message, &held)) {
+      OnOverBudget(bytes, held);
+      continue;
+    }
+    in.reply_route = route;
+    in.peer = peer;
     if (on_message_) on_message_(std::move(in));
   }
   return n;
@@ -802,6 +833,18 @@ void ZmqTransport::Run() {
   loop_.StopWork();
 }
 
+void ZmqTransport::OnOverBudget(uint64_t bytes, int64_t held) {
+  dropped_over_budget_.fetch_add(1, std::memory_order_relaxed);
+  absl::Time now = absl::Now();
+  if (now - last_budget_log_ < absl::Seconds(1)) return;  // at most a line a second
+  last_budget_log_ = now;
+  spdlog::warn(
+      "{}: dropped a {}-byte request: its sender holds {} bytes of requests not yet done "
+      "(limit {}; {} dropped so far)",
+      options_.name, bytes, held, options_.limits.max_peer_inflight_bytes,
+      dropped_over_budget_.load(std::memory_order_relaxed));
+}
+
 TransportStats ZmqTransport::stats() const {
   TransportStats s;
   s.messages_sent = messages_sent_.load();
@@ -810,6 +853,8 @@ TransportStats ZmqTransport::stats() const {
   s.bytes_received = bytes_received_.load();
   s.dropped_malformed = dropped_malformed_.load();
   s.send_failures = send_failures_.load();
+  s.dropped_over_budget = dropped_over_budget_.load();
+  s.auth_refused = zap_ ? zap_->refused() : 0;
   return s;
 }
 

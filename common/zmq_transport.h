@@ -41,6 +41,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/event_loop.h"
+#include "common/security/peer_budget.h"
+#include "common/security/zap_handler.h"
 #include "common/transport.h"
 
 namespace pstrain {
@@ -48,6 +50,11 @@ namespace pstrain {
 struct ZmqTransportOptions {
   std::string name = "node";  // for logs
   TransportLimits limits;
+  // With a public key set: every connection is CURVE-encrypted; the bound
+  // socket admits only clients whose key is in `curve.allowed_clients`
+  // (checked by a ZapHandler; others get no connection at all), and
+  // connections go out with this node's key pair to peers holding
+  // `curve.server_key`. See common/security/.
   CurveKeys curve;
   // Runs ZeroMQ's own I/O thread under SCHED_BATCH, so that it does not
   // preempt the thread that woke it. Off by default: batching is done by
@@ -132,6 +139,8 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
   void AfterSend(Peer& p, bool in_flight);
   void AfterForeignSend(zmq::socket_t& socket, Watch* watch, int guest_wake_fd);
   absl::Status ApplyCommonOptions(zmq::socket_t& socket);
+  // A request refused by budgets_: counted, logged at most once a second.
+  void OnOverBudget(uint64_t bytes, int64_t held);
   void DoConnect(PeerId id, const std::string& endpoint);
 
   ZmqTransportOptions options_;
@@ -166,7 +175,14 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
 
   // Counters: written by the I/O thread, read anywhere.
   std::atomic<uint64_t> messages_sent_{0}, messages_received_{0}, bytes_sent_{0},
-      bytes_received_{0}, dropped_malformed_{0}, send_failures_{0};
+      bytes_received_{0}, dropped_malformed_{0}, send_failures_{0}, dropped_over_budget_{0};
+
+  // Security: the per-peer bound on held requests (loop state) and, with
+  // CURVE, the context's authentication handler (declared after context_:
+  // it closes its socket first).
+  PeerBudgets budgets_;
+  absl::Time last_budget_log_ = absl::InfinitePast();
+  std::unique_ptr<ZapHandler> zap_;
 };
 
 }  // namespace pstrain

@@ -14,5 +14,7 @@ int RunPredict(const std::vector<std::string>& args);
 int RunCkpt(const std::vector<std::string>& args);
 int RunHealth(const std::vector<std::string>& args);
 int RunPlot(const std::vector<std::string>& args);
+int RunKeygen(const std::vector<std::string>& args);
+int RunPlan(const std::vector<std::string>& args);
 
 }  // namespace pstrain::launcher

@@ -3,11 +3,13 @@
 // deadline, 1 otherwise (2 for bad flags). Docker healthchecks and
 // Kubernetes exec probes call it.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/rpc.h"
+#include "common/security/curve_keys.h"
 #include "common/zmq_transport.h"
 #include "launcher/args.h"
 #include "launcher/commands.h"
@@ -20,6 +22,7 @@ struct HealthOptions {
   std::string endpoint;
   absl::Duration timeout = absl::Seconds(3);
   bool any_reply = false;
+  CurveKeys curve;  // --auth=curve
 };
 
 // Pings `o.endpoint` once. OK when it answered OK (or, with `any_reply`,
@@ -28,6 +31,7 @@ struct HealthOptions {
 absl::Status Probe(const HealthOptions& o) {
   ZmqTransportOptions t;
   t.name = "health";
+  t.curve = o.curve;
   RpcNode node(std::make_unique<ZmqTransport>(t));
   PS_RETURN_IF_ERROR(node.Start(nullptr));
   PeerId peer = node.Connect(o.endpoint);
@@ -46,6 +50,11 @@ absl::Status Probe(const HealthOptions& o) {
   return remote;
 }
 
+std::string EnvOr(const char* name, const std::string& otherwise) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : otherwise;
+}
+
 }  // namespace
 
 int RunHealth(const std::vector<std::string>& argv) {
@@ -55,7 +64,15 @@ int RunHealth(const std::vector<std::string>& argv) {
       .Define("any_reply", "false",
               "Count any well-formed reply as healthy, also an error reply (workers answer "
               "requests they do not serve with an error).")
-      .Define("quiet", "false", "Print nothing; only the exit code tells.");
+      .Define("quiet", "false", "Print nothing; only the exit code tells.")
+      // Defaults from the container's environment, like the nodes it probes.
+      .Define("auth", EnvOr("PSTRAIN_AUTH", "none"),
+              "none | curve: as the cluster's nodes (see pstrain keygen; default $PSTRAIN_AUTH).")
+      .Define("keys_dir", EnvOr("PSTRAIN_KEYS_DIR", ""),
+              "With --auth=curve: the folder of the keys (default $PSTRAIN_KEYS_DIR).")
+      .Define("key_name", "cluster",
+              "With --auth=curve: the key pair to use, NAME.key in --keys_dir (a client key "
+              "made by pstrain keygen --client NAME will do).");
   for (const std::string& a : argv) {
     if (a == "--help" || a == "-h") {
       std::printf(
@@ -80,6 +97,12 @@ int RunHealth(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "pstrain health: %s\n", std::string(st.message()).c_str());
     return 2;
   }
+  auto curve = CurveKeysForAuth(flags.Get("auth"), flags.Get("keys_dir"), flags.Get("key_name"));
+  if (!curve.ok()) {
+    std::fprintf(stderr, "pstrain health: %s\n", curve.status().ToString().c_str());
+    return 2;
+  }
+  o.curve = *curve;
   o.timeout = absl::Seconds(*timeout);
   o.any_reply = flags.GetBool("any_reply");
   bool quiet = flags.GetBool("quiet");

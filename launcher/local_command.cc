@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
 #include "common/process.h"
+#include "common/security/curve_keys.h"
 #include "launcher/args.h"
 #include "launcher/commands.h"
 #include "launcher/local_http.h"
@@ -29,9 +31,10 @@ const char* kCoordinatorFlags[] = {"consistency",       "staleness",
                                    "join_timeout",      "dense_chunk",
                                    "checkpoint_dir",    "checkpoint_every_steps",
                                    "checkpoint_every_secs", "keep_checkpoints",
-                                   "restore"};
+                                   "restore",           "recover_servers",      "elastic_workers",
+                                   "recovery_timeout"};
 // Flags forwarded to every process.
-const char* kCommonFlags[] = {"log_level"};
+const char* kCommonFlags[] = {"log_level", "auth", "keys_dir"};
 
 std::string SelfDir() {
   char buf[4096];
@@ -66,6 +69,7 @@ void Usage(const FlagSet& flags) {
       "Starts a coordinator, S servers and W workers on 127.0.0.1 with free ports, prefixes\n"
       "their output with role and rank, and stops them all when the job ends, when one of\n"
       "them fails (exit code 1) or on Ctrl-C. Coordinator flags forwarded: --%s.\n"
+      "--auth=curve --keys_dir=DIR (see pstrain keygen) and --log_level go to every process.\n"
       "Every other flag goes to the workers (see pstrain_worker --help).\n\n%s",
       absl::StrJoin(kCoordinatorFlags, ", --").c_str(), flags.Help().c_str());
 }
@@ -81,6 +85,10 @@ int RunLocal(const std::vector<std::string>& argv) {
       .Define("metrics", "false", "Serve Prometheus /metrics from every process, on free ports (printed).")
       .Define("dashboard", "false", "Serve the coordinator's web dashboard on a free port (printed).")
       .Define("dashboard_port", "0", "Serve the dashboard on this port (0: see --dashboard).")
+      .Define("restart_failed", "false",
+              "Restart a server that dies (same rank); with --checkpoint_dir the cluster rolls back "
+              "to the latest checkpoint and training goes on.")
+      .Define("max_restarts", "3", "With --restart_failed: restarts allowed per server.")
       .Define("help", "false", "Show this help.");
   for (const std::string& a : argv) {
     if (a == "--help" || a == "-h") {
@@ -103,21 +111,26 @@ int RunLocal(const std::vector<std::string>& argv) {
       return 2;
     }
   }
-  // Pipeline mode runs --replicas pipelines of --stages workers each.
+  // Pipeline mode runs --replicas pipelines of --stages x --tensor_parallel
+  // workers each.
   {
     std::string mode;
-    int64_t stages = 1, replicas = 1;
+    int64_t stages = 1, replicas = 1, tensor_parallel = 1;
     for (const Arg& a : *rest) {
       if (a.name == "mode") mode = a.value;
       if (a.name == "stages") (void)absl::SimpleAtoi(a.value, &stages);
       if (a.name == "replicas") (void)absl::SimpleAtoi(a.value, &replicas);
+      if (a.name == "tensor_parallel") (void)absl::SimpleAtoi(a.value, &tensor_parallel);
     }
     if (mode == "pipeline") {
+      const int64_t needed = stages * replicas * tensor_parallel;
       if (!flags.IsSet("workers")) {
-        *workers = stages * replicas;
-      } else if (*workers != stages * replicas) {
-        std::fprintf(stderr, "pstrain local: --workers=%lld but --replicas x --stages = %lld\n",
-                     static_cast<long long>(*workers), static_cast<long long>(stages * replicas));
+        *workers = needed;
+      } else if (*workers != needed) {
+        std::fprintf(stderr,
+                     "pstrain local: --workers=%lld but --replicas x --stages x --tensor_parallel "
+                     "= %lld\n",
+                     static_cast<long long>(*workers), static_cast<long long>(needed));
         return 2;
       }
     }
@@ -139,7 +152,7 @@ int RunLocal(const std::vector<std::string>& argv) {
     return 1;
   }
   std::vector<std::string> coord_args, all_args, worker_args;
-  std::string metrics_out;
+  std::string metrics_out, auth, keys_dir;
   for (const Arg& a : *rest) {
     bool used = false;
     for (const char* f : kCoordinatorFlags) {
@@ -154,9 +167,16 @@ int RunLocal(const std::vector<std::string>& argv) {
         used = true;
       }
     }
+    if (a.name == "auth") auth = a.value;
+    if (a.name == "keys_dir") keys_dir = a.value;
     if (used) continue;
     if (a.name == "metrics_out") metrics_out = a.value;
     worker_args.push_back(a.text);
+  }
+  // Bad keys fail here, once, rather than in every child.
+  if (auto keys = CurveKeysForAuth(auth, keys_dir); !keys.ok()) {
+    std::fprintf(stderr, "pstrain local: %s\n", keys.status().ToString().c_str());
+    return 2;
   }
   std::string bin = flags.Get("bin_dir").empty() ? SelfDir() : flags.Get("bin_dir");
   char tmpl[] = "/tmp/pstrain-local-XXXXXX";
@@ -210,13 +230,25 @@ int RunLocal(const std::vector<std::string>& argv) {
   Supervisor::Say(absl::StrCat("coordinator at ", endpoint, "; starting ", *servers, " servers and ",
                                *workers, " workers"));
   AnnounceHttpPorts(*http_ports);
+  // Children that may be restarted: index -> (spec, restarts so far).
+  std::map<int, std::pair<ChildSpec, int>> restartable;
+  const bool restart_failed = flags.GetBool("restart_failed");
+  bool elastic = false;
+  for (const Arg& a : *rest) {
+    if (a.name == "elastic_workers") elastic = !a.has_value || a.value == "true" || a.value == "1";
+  }
+  auto max_restarts = flags.GetInt("max_restarts");
   for (int s = 0; s < *servers; ++s) {
     std::vector<std::string> a = {"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0",
                                   absl::StrCat("--rank=", s)};
     a.insert(a.end(), all_args.begin(), all_args.end());
     for (const std::string& h : NodeHttpArgs(http_ports->server_metrics, s)) a.push_back(h);
-    if (auto st = sup.Start({absl::StrCat("server ", s), bin + "/pstrain_server", a}); !st.ok()) {
+    ChildSpec spec{absl::StrCat("server ", s), bin + "/pstrain_server", a};
+    auto st = sup.Start(spec);
+    if (!st.ok()) {
       fail(std::string(st.status().message()), 1);
+    } else if (restart_failed) {
+      restartable[*st] = {spec, 0};
     }
   }
   for (int w = 0; w < *workers && exit_code == 0; ++w) {
@@ -233,6 +265,27 @@ int RunLocal(const std::vector<std::string>& argv) {
   while (exit_code == 0 && sup.AnyRunning()) {
     for (int i : sup.Pump(absl::Milliseconds(100), g_wake_pipe[0])) {
       const ChildState& c = sup.child(i);
+      auto r = restartable.find(i);
+      if (c.exit_code != 0 && exit_code == 0 && r != restartable.end() && job_done == absl::InfiniteFuture() &&
+          max_restarts.ok() && r->second.second < *max_restarts) {
+        auto [spec, restarts] = r->second;
+        restartable.erase(r);
+        Supervisor::Say(absl::StrCat(c.label, " exited with code ", c.exit_code, "; restarting it (",
+                                     restarts + 1, " of ", *max_restarts, ")"));
+        auto again = sup.Start(spec);
+        if (!again.ok()) {
+          fail(std::string(again.status().message()), 1);
+        } else {
+          restartable[*again] = {spec, restarts + 1};
+        }
+        continue;
+      }
+      if (c.exit_code >= 128 && exit_code == 0 && elastic && c.label.rfind("worker ", 0) == 0 &&
+          c.label != "worker 0") {
+        Supervisor::Say(absl::StrCat(c.label, " was killed (code ", c.exit_code,
+                                     "); the job goes on without it (--elastic_workers)"));
+        continue;
+      }
       if (c.exit_code != 0 && exit_code == 0) {
         fail(absl::StrCat(c.label, " exited with code ", c.exit_code, "; stopping the cluster"), 1);
       } else if (i == *coord) {

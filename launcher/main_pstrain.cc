@@ -18,7 +18,10 @@ void Usage() {
       "  predict score a file with a model exported by --save_model\n"
       "  ckpt    inspect a checkpoint (tables, rows, bytes, step) and verify its checksums\n"
       "  health  ping a node (exit 0 when it answers OK): for container healthchecks\n"
-      "  plot    draw the training curves of --metrics_out files into one HTML page\n\n"
+      "  plot    draw the training curves of --metrics_out files into one HTML page\n"
+      "  keygen  make the CURVE keys of a cluster (for --auth=curve --keys_dir=DIR)\n"
+      "  plan    list the layouts (replicas x stages x tensor-parallel) of pipeline mode with\n"
+      "          their memory and traffic; --trial_steps runs the best ones\n\n"
       "`pstrain <command> --help` explains each command's flags.\n"
       "The cluster binaries are pstrain_coordinator, pstrain_server and pstrain_worker.\n");
 }
@@ -40,6 +43,8 @@ int main(int argc, char** argv) {
   if (cmd == "ckpt") return pstrain::launcher::RunCkpt(args);
   if (cmd == "health") return pstrain::launcher::RunHealth(args);
   if (cmd == "plot") return pstrain::launcher::RunPlot(args);
+  if (cmd == "keygen") return pstrain::launcher::RunKeygen(args);
+  if (cmd == "plan") return pstrain::launcher::RunPlan(args);
   std::fprintf(stderr, "pstrain: unknown command '%s'\n\n", cmd.c_str());
   Usage();
   return 2;

@@ -11,6 +11,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "common/process.h"
+#include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
 #include "launcher/commands.h"
 #include "server/coordinator.h"
@@ -34,6 +35,12 @@ int RunTrain(const std::vector<std::string>& args) {
     spdlog::error("{}", options.status().ToString());
     return 2;
   }
+  auto keys = CurveKeysFromFlags();
+  if (!keys.ok()) {
+    spdlog::error("{}", keys.status().ToString());
+    return 2;
+  }
+  options->curve = *keys;
   server::CoordinatorOptions co;
   co.bind = "tcp://127.0.0.1:0";
   co.num_servers = 1;
@@ -41,6 +48,7 @@ int RunTrain(const std::vector<std::string>& args) {
   co.consistency = proto::Consistency::kBsp;  // one worker: the same as any model, exactly
   ZmqTransportOptions t;
   t.name = "coordinator";
+  t.curve = *keys;
   auto coordinator = server::Coordinator::Create(co, std::make_unique<ZmqTransport>(t));
   if (!coordinator.ok()) {
     spdlog::error("{}", coordinator.status().ToString());

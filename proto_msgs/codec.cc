@@ -169,6 +169,10 @@ const char* MsgTypeName(MsgType t) {
     case MsgType::kDumpRows: return "DumpRows";
     case MsgType::kCheckpointArrive: return "CheckpointArrive";
     case MsgType::kSaveShard: return "SaveShard";
+    case MsgType::kRecover: return "Recover";
+    case MsgType::kWaitRecovery: return "WaitRecovery";
+    case MsgType::kRetireWorker: return "RetireWorker";
+    case MsgType::kClaimShard: return "ClaimShard";
     case MsgType::kPipeActivation: return "PipeActivation";
     case MsgType::kPipeGradient: return "PipeGradient";
     case MsgType::kPipeAbort: return "PipeAbort";

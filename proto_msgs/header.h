@@ -35,7 +35,11 @@ enum class MsgType : uint16_t {
   kPipeAbort = 18,      // pipeline stage -> neighbours: this stage failed (reason)
   kCheckpointArrive = 19,  // worker -> coordinator: paused for a checkpoint
   kSaveShard = 20,      // coordinator -> server: write your checkpoint shard
-  kLast = kSaveShard,
+  kRecover = 21,        // coordinator -> servers, workers: a server failed; roll back
+  kWaitRecovery = 22,   // worker -> coordinator: wait for the cluster's recovery
+  kRetireWorker = 23,   // coordinator -> servers: a worker is gone, wait no more for it
+  kClaimShard = 24,     // worker -> coordinator: give me a dead worker's remaining data
+  kLast = kClaimShard,
 };
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kServer = 2, kWorker = 3, kTool = 4 };

@@ -100,11 +100,15 @@ struct TableLayout {
   int64_t checkpoint_step = -1;      // first step at which workers pause for one
   int64_t restored_step = -1;        // the job resumes from a checkpoint at this step
   std::vector<WorkerPosition> positions;  // by rank, when restored
+  // Version 3: bumped by every recovery from a server failure; servers
+  // refuse pulls and pushes of another epoch (sent before the rollback).
+  uint64_t epoch = 0;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
     ar(tables, dense_ranges, num_servers, num_workers, consistency, staleness);
     if (version >= 2) ar(checkpoint_step, restored_step, positions);
+    if (version >= 3) ar(epoch);
   }
 };
 
@@ -170,6 +174,70 @@ struct ShardSaved {
   }
 };
 
+// kRecover (coordinator -> servers and workers): a server failed and the
+// cluster rolls back to the latest checkpoint. Servers drop their tables
+// and fail waiting requests; workers stop talking to servers until the
+// recovery of `epoch` completes (kWaitRecovery).
+struct RecoverNotice {
+  uint64_t epoch = 0;
+  std::string reason;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(epoch, reason);
+  }
+};
+
+// kWaitRecovery (worker -> coordinator): this worker, at `epoch`, hit an
+// error; wait up to wait_ms for a recovery to begin. Reply: a Recovered once
+// the cluster runs at a newer epoch, or Unavailable when none is under way.
+struct WaitRecoveryRequest {
+  uint64_t epoch = 0;
+  int64_t wait_ms = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(epoch, wait_ms);
+  }
+};
+
+struct Recovered {
+  uint64_t epoch = 0;
+  ClusterView view;    // with the replacement servers' endpoints
+  TableLayout layout;  // restored_step and positions: where to resume
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(epoch, view, layout);
+  }
+};
+
+// kRetireWorker (coordinator -> servers): worker `rank` died; BSP steps and
+// SSP bounds stop waiting for it (elastic workers).
+struct RetireWorker {
+  int32_t rank = -1;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(rank);
+  }
+};
+
+// Reply to kClaimShard: the data shard of dead worker `rank` from its last
+// reported position (data epoch, rows of that epoch trained), or rank -1
+// when no shard is left to adopt.
+struct ShardClaim {
+  int32_t rank = -1;
+  int32_t epoch = 0;
+  int64_t rows = 0;
+  uint64_t samples = 0;  // what the dead worker had trained in all
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(rank, epoch, rows, samples);
+  }
+};
+
 // Reply to kHeartbeat: what the coordinator wants the node to know.
 struct HeartbeatReply {
   int64_t checkpoint_step = -1;  // workers: pause at this step for a checkpoint
@@ -211,6 +279,12 @@ struct Heartbeat {
   uint64_t bytes_in = 0;         // server: pull/push payload bytes received
   uint64_t bytes_out = 0;        // server: pull payload bytes sent
 
+  // Version 3 (workers): the data position whose gradients are all on the
+  // servers: the data epoch and the rows of it trained. A dead worker's
+  // shard is adopted from here.
+  int32_t data_epoch = 0;
+  int64_t data_rows = 0;
+
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
     ar(step, samples_per_sec);
@@ -218,6 +292,7 @@ struct Heartbeat {
       ar(samples, loss, eval_auc, eval_logloss, eval_step, reader_rows_per_sec, rss_bytes,
          cpu_seconds, table_rows, table_bytes, requests, bytes_in, bytes_out);
     }
+    if (version >= 3) ar(data_epoch, data_rows);
   }
 };
 
@@ -355,16 +430,21 @@ CEREAL_CLASS_VERSION(pstrain::proto::NodeInfo, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::RegisterRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::DenseRange, 1);
-CEREAL_CLASS_VERSION(pstrain::proto::TableLayout, 2);
+CEREAL_CLASS_VERSION(pstrain::proto::TableLayout, 3);
 CEREAL_CLASS_VERSION(pstrain::proto::WorkerPosition, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::CheckpointArrive, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::CheckpointDone, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::SaveShardRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ShardSaved, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::HeartbeatReply, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::RecoverNotice, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::WaitRecoveryRequest, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::Recovered, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::RetireWorker, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::ShardClaim, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::CreateTablesRequest, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::DefineTablesRequest, 1);
-CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 2);
+CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 3);
 CEREAL_CLASS_VERSION(pstrain::proto::BarrierRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::StoreRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::KvPart, 1);

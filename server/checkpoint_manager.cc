@@ -148,6 +148,19 @@ absl::StatusOr<std::optional<Manifest>> CheckpointManager::FindRestore() const {
   return std::optional<Manifest>(std::move(m));
 }
 
+absl::StatusOr<std::optional<Manifest>> CheckpointManager::FindLatest() const {
+  if (options_.dir.empty()) return std::optional<Manifest>();
+  auto latest = ReadFileToString(options_.dir + "/LATEST");
+  if (!latest.ok()) {
+    if (latest.status().code() == absl::StatusCode::kNotFound) return std::optional<Manifest>();
+    return latest.status();
+  }
+  std::string name(absl::StripAsciiWhitespace(*latest));
+  if (!SafeFileName(name)) return absl::DataLossError(absl::StrCat(options_.dir, "/LATEST is corrupt"));
+  PS_ASSIGN_OR_RETURN(Manifest m, ReadManifest(options_.dir + "/" + name));
+  return std::optional<Manifest>(std::move(m));
+}
+
 absl::StatusOr<std::string> CheckpointManager::Prepare(int64_t step) {
   std::string path = options_.dir + "/" + CheckpointName(step);
   std::error_code ec;

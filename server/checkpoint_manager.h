@@ -63,6 +63,9 @@ class CheckpointManager {
 
   // The checkpoint to start from (per options.restore), or nullopt.
   absl::StatusOr<std::optional<Manifest>> FindRestore() const;
+  // The checkpoint LATEST names in the checkpoint folder (recovery from a
+  // failure), or none when there is none yet.
+  absl::StatusOr<std::optional<Manifest>> FindLatest() const;
 
   // Creates the folder of checkpoint `step` and returns its path.
   absl::StatusOr<std::string> Prepare(int64_t step);

@@ -88,6 +88,8 @@ void Coordinator::Handle(RpcRequest&& req) {
     case MsgType::kWorkerDone: return OnWorkerDone(*d, req);
     case MsgType::kPing: return ReplyOk(req);
     case MsgType::kCheckpointArrive: return OnCheckpointArrive(*d, req);
+    case MsgType::kWaitRecovery: return OnWaitRecovery(*d, req);
+    case MsgType::kClaimShard: return OnClaimShard(*d, req);
     default:
       ReplyError(req, absl::UnimplementedError(absl::StrCat(
                           "coordinator does not serve ", proto::MsgTypeName(d->type()))));
@@ -113,6 +115,7 @@ proto::ClusterView Coordinator::View(int32_t rank) const {
   v.num_servers = options_.num_servers;
   v.num_workers = options_.num_workers;
   v.heartbeat_interval_ms = absl::ToInt64Milliseconds(options_.heartbeat_interval);
+  v.epoch = epoch_;
   if (AllJoined()) {
     for (const auto& s : servers_) v.servers.push_back(s->info);
     for (const auto& w : workers_) v.workers.push_back(w->info);
@@ -142,16 +145,41 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
     for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
       if (!slots[i]) rank = static_cast<int32_t>(i);
     }
+    // A replacement for a failed server takes its rank.
+    for (size_t i = 0; i < slots.size() && rank < 0 && recovering_ && info.role == Role::kServer; ++i) {
+      if (!slots[i]->alive) rank = static_cast<int32_t>(i);
+    }
     if (rank < 0) {
       return ReplyError(req, absl::ResourceExhaustedError(absl::StrCat(
                                  "all ", slots.size(), " ", proto::RoleName(info.role),
                                  " slots are taken")));
     }
   }
+  bool replacement = false;
+  if (slots[rank] && slots[rank]->dropped) {
+    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+                               MemberName(info.role, rank),
+                               " was dropped from this job and its data handed to the others; a "
+                               "returning worker is not re-admitted")));
+  }
   if (slots[rank] && slots[rank]->info.incarnation != info.incarnation) {
-    return ReplyError(req, absl::AlreadyExistsError(absl::StrCat(
-                               MemberName(info.role, rank), " is already registered from ",
-                               slots[rank]->info.endpoint)));
+    if (info.role != Role::kServer || !CanRecover()) {
+      return ReplyError(req, absl::AlreadyExistsError(absl::StrCat(
+                                 MemberName(info.role, rank), " is already registered from ",
+                                 slots[rank]->info.endpoint)));
+    }
+    // A new process for this server's rank: the old one is gone (killed and
+    // restarted faster than the heartbeat timeout could tell).
+    if (slots[rank]->alive) {
+      StartRecovery(&*slots[rank], absl::StrCat(MemberName(info.role, rank), " (",
+                                                slots[rank]->info.endpoint, ", pid ",
+                                                slots[rank]->info.pid,
+                                                ") was replaced by a new process"));
+      if (finishing_) return ReplyError(req, absl::AbortedError("the job is ending"));
+    }
+    node_->Disconnect(slots[rank]->peer);
+    slots[rank].reset();
+    replacement = true;
   }
   bool is_new = !slots[rank].has_value();
   info.rank = rank;
@@ -162,14 +190,16 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
     m.last_seen = absl::Now();
     slots[rank] = std::move(m);
     monitor_->OnJoin(info);
-    spdlog::info("{} joined from {} (host {}, pid {})", MemberName(info.role, rank), info.endpoint,
-                 info.host, info.pid);
+    spdlog::info("{} {} from {} (host {}, pid {})", MemberName(info.role, rank),
+                 replacement ? "rejoined (a replacement)" : "joined", info.endpoint, info.host, info.pid);
   }
   proto::Header h;
   h.type = MsgType::kReply;
   h.sender_role = Role::kCoordinator;
   node_->Reply(req, proto::Encode(h, View(rank)));
-  if (is_new && AllJoined()) {
+  if (replacement) {
+    MaybeFinishRecovery();
+  } else if (is_new && AllJoined()) {
     spdlog::info("all {} servers and {} workers joined", options_.num_servers, options_.num_workers);
     ReplyCluster();
   }
@@ -205,6 +235,9 @@ void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
                                " defines tables that differ from the job's (same model flags on "
                                "every worker?)")));
   }
+  if (recovering_) {
+    return ReplyError(req, absl::UnavailableError("the cluster is recovering from a failure"));
+  }
   if (layout_) {
     proto::Header h;
     h.type = MsgType::kReply;
@@ -236,10 +269,21 @@ void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
   defined_tables_ = body->tables;
   creating_tables_ = true;
   layout_ = std::move(*layout);
-  CreateTablesOnServers();
+  CreateTablesOnServers([this](absl::Status st) {
+    proto::Header rh;
+    rh.type = MsgType::kReply;
+    rh.sender_role = Role::kCoordinator;
+    for (const Parked& p : layout_waiters_) {
+      node_->Reply(p.route, p.id,
+                   st.ok() ? proto::Encode(rh, *layout_) : proto::EncodeError(Role::kCoordinator, 0, st));
+    }
+    layout_waiters_.clear();
+    creating_tables_ = false;
+    if (!st.ok()) Finish(st);
+  });
 }
 
-void Coordinator::CreateTablesOnServers() {
+void Coordinator::CreateTablesOnServers(std::function<void(absl::Status)> done) {
   // layout_ is set but not published until every server confirms.
   proto::TableLayout layout = *layout_;
   layout_.reset();
@@ -248,30 +292,22 @@ void Coordinator::CreateTablesOnServers() {
   proto::Header h;
   h.type = MsgType::kCreateTables;
   h.sender_role = Role::kCoordinator;
+  const uint64_t epoch = epoch_;
   for (int s = 0; s < options_.num_servers; ++s) {
     proto::CreateTablesRequest req{s, layout, restore_files_};
     RpcFuture f = node_->Call(servers_[s]->peer, proto::Encode(h, req), absl::Now() + kCommandTimeout);
-    f.OnDone([this, s, remaining, failure, layout](const absl::StatusOr<Message>& reply) {
+    f.OnDone([this, s, remaining, failure, layout, done, epoch](const absl::StatusOr<Message>& reply) {
       absl::Status st = proto::DecodeReply(reply, absl::StrCat("create tables on server ", s)).status();
       if (!st.ok() && failure->ok()) *failure = st;
       if (--*remaining > 0) return;
-      proto::Header rh;
-      rh.type = MsgType::kReply;
-      rh.sender_role = Role::kCoordinator;
+      if (epoch != epoch_) return;  // a failure meanwhile: its recovery takes over
       if (failure->ok()) {
         layout_ = layout;
         spdlog::info("{} tables created on {} servers", layout.tables.size(), options_.num_servers);
       } else {
         spdlog::error("{}", failure->ToString());
       }
-      for (const Parked& p : layout_waiters_) {
-        node_->Reply(p.route, p.id,
-                     failure->ok() ? proto::Encode(rh, layout)
-                                   : proto::EncodeError(Role::kCoordinator, 0, *failure));
-      }
-      layout_waiters_.clear();
-      creating_tables_ = false;
-      if (!failure->ok()) Finish(*failure);
+      done(*failure);
     });
   }
 }
@@ -286,10 +322,17 @@ void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
     spdlog::warn("{} is heard from again", MemberName(m->info.role, m->info.rank));
     m->alive = true;
     monitor_->OnAlive(m->info.role, m->info.rank);
+    if (recovering_ && m->info.role == Role::kServer) {
+      // It was frozen, not gone: it rolls back with the others.
+      SendRecover(m);
+    }
   }
   // The body is for the dashboard: a malformed one still proves liveness.
   if (auto hb = d.body<proto::Heartbeat>(); hb.ok()) {
     monitor_->OnHeartbeat(m->info.role, m->info.rank, *hb);
+    m->data_epoch = hb->data_epoch;
+    m->data_rows = hb->data_rows;
+    m->samples = hb->samples;
   }
   ReplyOk(req);
 }
@@ -300,11 +343,15 @@ void Coordinator::OnBarrier(const Decoded& d, const RpcRequest& req) {
   if (body->participants < 1) {
     return ReplyError(req, absl::InvalidArgumentError("barrier needs at least one participant"));
   }
+  int participants = body->participants;
+  if (options_.elastic_workers && participants == options_.num_workers) {
+    participants -= dropped_workers_;  // the dropped workers will not come
+  }
   int64_t wait_ms = d.header().step > 0 ? d.header().step : 600000;
   std::string route = req.route;
   uint64_t id = req.id;
   store_.EnterBarrier(body->name, MemberName(d.header().sender_role, d.header().sender_rank),
-                      body->participants, absl::Now() + absl::Milliseconds(wait_ms),
+                      participants, absl::Now() + absl::Milliseconds(wait_ms),
                       [this, route, id, name = body->name](bool complete) {
                         node_->Reply(route, id,
                                      complete ? proto::EncodeOk(Role::kCoordinator, 0)
@@ -355,8 +402,13 @@ void Coordinator::OnWorkerDone(const Decoded& d, const RpcRequest& req) {
   monitor_->OnWorkerDone(m->info.rank);
   ReplyOk(req);
   spdlog::info("worker {} finished", m->info.rank);
+  MaybeEndJob();
+}
+
+void Coordinator::MaybeEndJob() {
+  if (finishing_) return;
   for (const auto& w : workers_) {
-    if (!w || !w->done) return;
+    if (!w || (!w->done && !w->dropped)) return;
   }
   int64_t final_step = 0;
   for (const auto& [rank, p] : done_training_) final_step = std::max(final_step, p.clock);
@@ -379,6 +431,11 @@ void Coordinator::Tick() {
   absl::Time now = absl::Now();
   store_.Expire(now);
   CheckHeartbeats(now);
+  ExpireRecoveryWaiters(now);
+  if (recovering_ && !finishing_ && now - recovery_started_ > options_.recovery_timeout) {
+    Finish(absl::UnavailableError(absl::StrCat(recovery_reason_, "; it did not come back within ",
+                                               absl::FormatDuration(options_.recovery_timeout))));
+  }
   if (!finishing_ && !AllJoined() && now - started_ > options_.join_timeout) {
     int s = 0, w = 0;
     for (const auto& m : servers_) s += m.has_value();
@@ -401,9 +458,14 @@ void Coordinator::CheckHeartbeats(absl::Time now) {
       std::string who = MemberName(m->info.role, m->info.rank);
       spdlog::error("{} ({}, host {}, pid {}) is dead: no heartbeat for {}", who, m->info.endpoint,
                     m->info.host, m->info.pid, absl::FormatDuration(now - m->last_seen));
-      if (!finishing_) {
-        Finish(absl::UnavailableError(absl::StrCat(who, " at ", m->info.endpoint,
-                                                   " stopped responding")));
+      if (finishing_) continue;
+      std::string reason = absl::StrCat(who, " at ", m->info.endpoint, " stopped responding");
+      if (m->info.role == Role::kServer && CanRecover()) {
+        StartRecovery(&*m, reason);
+      } else if (m->info.role == Role::kWorker && options_.elastic_workers) {
+        DropWorker(&*m, reason);
+      } else {
+        Finish(absl::UnavailableError(reason));
       }
     }
   }

@@ -56,6 +56,15 @@ struct CoordinatorOptions {
   int dashboard_port = 0;
   std::string http_host = "0.0.0.0";
   CheckpointOptions checkpoint;
+  // With checkpoints: when a server fails, wait for a replacement of the
+  // same rank (or the same process heard from again), roll every server
+  // back to the latest checkpoint and let the workers resume from it.
+  bool recover_servers = true;
+  absl::Duration recovery_timeout = absl::Minutes(5);
+  // Elastic workers: a worker (other than 0) that stops responding is
+  // dropped instead of ending the job; the servers stop waiting for it and
+  // the others adopt the rest of its data shard.
+  bool elastic_workers = false;
 };
 
 class Coordinator {
@@ -85,6 +94,19 @@ class Coordinator {
     absl::Time last_seen;
     bool alive = true;
     bool done = false;
+    bool dropped = false;  // elastic: dead and out of the job
+    // Workers: the data position of the last heartbeat.
+    int32_t data_epoch = 0;
+    int64_t data_rows = 0;
+    uint64_t samples = 0;
+  };
+  // A dropped worker's data left to train.
+  struct Orphan {
+    int32_t rank = -1;
+    int32_t epoch = 0;
+    int64_t rows = 0;
+    uint64_t samples = 0;
+    int32_t adopter = -1;
   };
   struct Parked {
     std::string route;
@@ -102,12 +124,20 @@ class Coordinator {
   void OnStoreSet(const proto::Decoded& d, const RpcRequest& req);
   void OnStoreGet(const proto::Decoded& d, const RpcRequest& req);
   void OnWorkerDone(const proto::Decoded& d, const RpcRequest& req);
+  void OnWaitRecovery(const proto::Decoded& d, const RpcRequest& req);
+  void OnClaimShard(const proto::Decoded& d, const RpcRequest& req);
+  // Elastic: drops dead worker `m` (coordinator_recovery.cc).
+  void DropWorker(Member* m, const std::string& reason);
+  // Ends the job when every worker has finished or was dropped.
+  void MaybeEndJob();
 
   Member* FindMember(proto::Role role, int32_t rank);
   bool AllJoined() const;
   proto::ClusterView View(int32_t rank) const;
   void ReplyCluster();
-  void CreateTablesOnServers();
+  // Creates layout_'s tables on every server (restoring restore_files_);
+  // layout_ is published when all confirm, then `done` runs.
+  void CreateTablesOnServers(std::function<void(absl::Status)> done);
   void Tick();
   void CheckHeartbeats(absl::Time now);
   // Tells every live node to stop, then ends Run() with `status`.
@@ -129,6 +159,17 @@ class Coordinator {
   // calls `done` on the I/O thread.
   void SaveCheckpoint(int64_t step, std::function<void(absl::Status)> done);
   int64_t NextCheckpointStep(int64_t after) const;
+
+  // Recovery from a server failure (coordinator_recovery.cc).
+  bool CanRecover() const;
+  // `dead` failed: every live node rolls back (kRecover) and the cluster
+  // waits for it to come back.
+  void StartRecovery(Member* dead, const std::string& reason);
+  void SendRecover(Member* m);
+  // Once every server is up: restore the latest checkpoint everywhere and
+  // answer the workers waiting in kWaitRecovery.
+  void MaybeFinishRecovery();
+  void ExpireRecoveryWaiters(absl::Time now);
 
   CoordinatorOptions options_;
   std::unique_ptr<RpcNode> node_;
@@ -156,6 +197,24 @@ class Coordinator {
   absl::Time last_checkpoint_time_;
   int64_t last_checkpoint_step_ = 0;
   bool finishing_ = false;
+
+  // Recovery state.
+  struct RecoveryWaiter {
+    std::string route;
+    uint64_t id = 0;
+    uint64_t epoch = 0;
+    absl::Time deadline;
+  };
+  uint64_t epoch_ = 0;
+  bool recovering_ = false;
+  bool restoring_ = false;         // recovery's CreateTables in flight
+  std::string recovery_reason_;
+  absl::Time recovery_started_;
+  std::optional<Manifest> job_restore_;  // what the job started from
+  uint64_t checkpoint_gen_ = 0;     // bumped to abandon a checkpoint in flight
+  std::vector<RecoveryWaiter> recovery_waiters_;
+  std::vector<Orphan> orphans_;
+  int dropped_workers_ = 0;
 
   std::unique_ptr<metrics::Registry> registry_;
   std::unique_ptr<ClusterMonitor> monitor_;

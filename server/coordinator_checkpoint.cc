@@ -34,6 +34,7 @@ absl::Status Coordinator::LoadRestore() {
   checkpoints_ = std::make_unique<CheckpointManager>(options_.checkpoint);
   last_checkpoint_time_ = absl::Now();
   PS_ASSIGN_OR_RETURN(restore_, checkpoints_->FindRestore());
+  job_restore_ = restore_;
   if (!restore_) return absl::OkStatus();
   spdlog::info("resuming from checkpoint {} (step {}, {} servers, {} workers)", restore_->path,
                restore_->step, restore_->num_servers, restore_->num_workers);
@@ -100,6 +101,9 @@ void Coordinator::OnCheckpointArrive(const Decoded& d, const RpcRequest& req) {
   }
   auto body = d.body<proto::CheckpointArrive>();
   if (!body.ok()) return ReplyError(req, body.status());
+  if (recovering_) {
+    return ReplyError(req, absl::AbortedError("the cluster is recovering from a failure"));
+  }
   int rank = m->info.rank;
   body->position.rank = rank;
   if (d.num_payloads() > 0) {
@@ -187,13 +191,15 @@ void Coordinator::SaveCheckpoint(int64_t step, std::function<void(absl::Status)>
   auto remaining = std::make_shared<int>(options_.num_servers);
   auto failure = std::make_shared<absl::Status>();
   manifest->shards.resize(options_.num_servers);
+  const uint64_t gen = checkpoint_gen_;
   proto::Header h;
   h.type = MsgType::kSaveShard;
   h.sender_role = Role::kCoordinator;
   for (int s = 0; s < options_.num_servers; ++s) {
     proto::SaveShardRequest req{*path, step};
     node_->Call(servers_[s]->peer, proto::Encode(h, req), absl::Now() + absl::Minutes(30))
-        .OnDone([this, s, remaining, failure, manifest, done, t0](const absl::StatusOr<Message>& reply) {
+        .OnDone([this, s, remaining, failure, manifest, done, t0, gen](const absl::StatusOr<Message>& reply) {
+          if (gen != checkpoint_gen_) return;  // abandoned: the cluster rolled back
           auto d = proto::DecodeReply(reply, absl::StrCat("checkpoint shard of server ", s));
           if (d.ok()) {
             auto saved = d->body<proto::ShardSaved>();
@@ -215,10 +221,23 @@ void Coordinator::SaveCheckpoint(int64_t step, std::function<void(absl::Status)>
             spdlog::info("checkpoint at step {} written to {} ({} bytes in {} shards, {:.2f}s)",
                          manifest->step, manifest->path, bytes, manifest->shards.size(),
                          absl::ToDoubleSeconds(absl::Now() - t0));
+          }
+          // The dashboard's checkpoint history and the checkpoint metrics.
+          CheckpointRecord record;
+          record.step = manifest->step;
+          record.duration_seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+          for (const ShardEntry& e : manifest->shards) record.bytes += e.bytes;
+          record.path = manifest->path;
+          record.ok = st.ok();
+          if (!st.ok()) record.message = std::string(st.message());
+          monitor_->AddCheckpoint(record);
+          // `done` picks the next step from the rate since the previous
+          // checkpoint (--checkpoint_every_secs): update after it.
+          done(st);
+          if (st.ok()) {
             last_checkpoint_time_ = absl::Now();
             last_checkpoint_step_ = manifest->step;
           }
-          done(st);
         });
   }
 }

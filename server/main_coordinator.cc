@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "common/file_util.h"
 #include "common/process.h"
+#include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
 #include "server/coordinator.h"
 
@@ -37,6 +38,16 @@ ABSL_FLAG(int, keep_checkpoints, 3, "Complete checkpoints kept; older ones are d
 ABSL_FLAG(std::string, restore, "auto",
           "auto (the latest checkpoint in --checkpoint_dir if any) | latest (must exist) | none | "
           "PATH of a checkpoint folder.");
+ABSL_FLAG(bool, recover_servers, true,
+          "With --checkpoint_dir: when a server fails, wait for a replacement of its rank (or the "
+          "same process heard from again), roll every server back to the latest checkpoint and "
+          "resume the workers from it, instead of ending the job.");
+ABSL_FLAG(bool, elastic_workers, false,
+          "When a worker other than worker 0 stops responding, drop it and go on: the servers stop "
+          "waiting for it and the first worker to finish its own data trains the rest of its "
+          "shard. Off: a dead worker ends the job.");
+ABSL_FLAG(double, recovery_timeout, 300.0,
+          "Seconds to wait for a failed server to come back before ending the job.");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace {
@@ -51,7 +62,7 @@ absl::StatusOr<pstrain::proto::Consistency> ParseConsistency(std::string s) {
   return absl::InvalidArgumentError("--consistency must be asp, bsp or ssp, not '" + s + "'");
 }
 
-absl::Status RunCoordinator() {
+absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   using namespace pstrain;
   server::CoordinatorOptions o;
   o.bind = absl::GetFlag(FLAGS_bind);
@@ -76,6 +87,9 @@ absl::Status RunCoordinator() {
   o.checkpoint.every_secs = absl::GetFlag(FLAGS_checkpoint_every_secs);
   o.checkpoint.keep = absl::GetFlag(FLAGS_keep_checkpoints);
   o.checkpoint.restore = absl::GetFlag(FLAGS_restore);
+  o.recover_servers = absl::GetFlag(FLAGS_recover_servers);
+  o.elastic_workers = absl::GetFlag(FLAGS_elastic_workers);
+  o.recovery_timeout = absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout));
   if (o.checkpoint.every_steps < 0 || o.checkpoint.every_secs < 0 || o.checkpoint.keep < 1) {
     return absl::InvalidArgumentError(
         "--checkpoint_every_steps/--checkpoint_every_secs must be >= 0 and --keep_checkpoints >= 1");
@@ -89,6 +103,7 @@ absl::Status RunCoordinator() {
   }
   ZmqTransportOptions t;
   t.name = "coordinator";
+  t.curve = keys;
   PS_ASSIGN_OR_RETURN(auto coordinator,
                       server::Coordinator::Create(o, std::make_unique<ZmqTransport>(t)));
   spdlog::info("listening at {} for {} servers and {} workers ({})", coordinator->endpoint(),
@@ -113,7 +128,13 @@ int main(int argc, char** argv) {
   pstrain::HandleTerminationSignals([](int) {
     if (auto* c = g_coordinator.load()) c->RequestStop();
   });
-  absl::Status st = RunCoordinator();
+  // Bad security settings are bad flags: exit 2, like the other flag errors.
+  auto keys = pstrain::CurveKeysFromFlags();
+  if (!keys.ok()) {
+    spdlog::error("{}", keys.status().ToString());
+    return 2;
+  }
+  absl::Status st = RunCoordinator(*keys);
   if (!st.ok()) {
     spdlog::error("{}", st.ToString());
     return 1;

@@ -5,6 +5,7 @@
 
 #include "absl/flags/flag.h"
 #include "common/process.h"
+#include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
 #include "server/parameter_server.h"
 
@@ -22,7 +23,7 @@ namespace {
 
 std::atomic<pstrain::server::ParameterServer*> g_server{nullptr};
 
-absl::Status RunServer() {
+absl::Status RunServer(const pstrain::CurveKeys& keys) {
   using namespace pstrain;
   server::ServerOptions o;
   o.coordinator = absl::GetFlag(FLAGS_coordinator);
@@ -35,6 +36,7 @@ absl::Status RunServer() {
   o.http_host = absl::GetFlag(FLAGS_http_host);
   ZmqTransportOptions t;
   t.name = "server";
+  t.curve = keys;
   PS_ASSIGN_OR_RETURN(auto server,
                       server::ParameterServer::Create(o, std::make_unique<ZmqTransport>(t)));
   g_server = server.get();
@@ -54,7 +56,13 @@ int main(int argc, char** argv) {
   pstrain::HandleTerminationSignals([](int) {
     if (auto* s = g_server.load()) s->RequestStop();
   });
-  absl::Status st = RunServer();
+  // Bad security settings are bad flags: exit 2, like the other flag errors.
+  auto keys = pstrain::CurveKeysFromFlags();
+  if (!keys.ok()) {
+    spdlog::error("{}", keys.status().ToString());
+    return 2;
+  }
+  absl::Status st = RunServer(*keys);
   if (!st.ok()) {
     spdlog::error("{}", st.ToString());
     return 1;

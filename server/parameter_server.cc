@@ -123,6 +123,8 @@ void ParameterServer::Handle(RpcRequest&& req) {
     case MsgType::kPing: return node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
     case MsgType::kDumpRows: return OnDumpRows(*d, req);
     case MsgType::kSaveShard: return OnSaveShard(*d, req);
+    case MsgType::kRecover: return OnRecover(*d, req);
+    case MsgType::kRetireWorker: return OnRetireWorker(*d, req);
     default:
       ReplyError(req, absl::UnimplementedError(
                           absl::StrCat("server does not serve ", proto::MsgTypeName(d->type()))));
@@ -177,25 +179,66 @@ void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
 }
 
+void ParameterServer::OnRecover(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kCoordinator) {
+    return ReplyError(req, absl::PermissionDeniedError("only the coordinator rolls the cluster back"));
+  }
+  auto body = d.body<proto::RecoverNotice>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  // The tables go: the coordinator recreates them from the latest checkpoint
+  // (every server, so the model stays one consistent cut). Waiting pulls
+  // fail now; their workers wait for the recovery.
+  absl::Status why = absl::AbortedError(absl::StrCat("cluster recovering (epoch ", body->epoch,
+                                                     "): ", body->reason));
+  for (ParkedPull& p : parked_) ReplyError(p.request, why);
+  parked_.clear();
+  parked_count_.store(0, std::memory_order_relaxed);
+  bsp_.reset();
+  store_.reset();
+  spdlog::warn("server {}: {}; tables dropped until the coordinator restores them", rank_,
+               std::string(why.message()));
+  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+}
+
+void ParameterServer::OnRetireWorker(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kCoordinator) {
+    return ReplyError(req, absl::PermissionDeniedError("only the coordinator retires workers"));
+  }
+  auto body = d.body<proto::RetireWorker>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (body->rank < 0 || body->rank >= static_cast<int32_t>(retired_.size())) {
+    return ReplyError(req, absl::InvalidArgumentError(absl::StrCat("no worker ", body->rank)));
+  }
+  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+  if (!store_ || retired_[body->rank]) return;
+  retired_[body->rank] = true;
+  spdlog::warn("server {}: worker {} is gone; steps no longer wait for it", rank_, body->rank);
+  if (store_->layout().consistency == proto::Consistency::kBsp) MaybeCompleteBspStep();
+  ReleaseParkedPulls();
+}
+
 void ParameterServer::OnSaveShard(const Decoded& d, const RpcRequest& req) {
   if (d.header().sender_role != Role::kCoordinator) {
     return ReplyError(req, absl::PermissionDeniedError("only the coordinator takes checkpoints"));
   }
-  if (!store_) return ReplyError(req, absl::UnavailableError("tables not created yet"));
+  if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
   auto body = d.body<proto::SaveShardRequest>();
   if (!body.ok()) return ReplyError(req, body.status());
   absl::Time t0 = absl::Now();
   proto::ShardSaved saved;
   saved.file = absl::StrCat("server-", rank_, ".shard");
   auto result = store_->SaveShard(body->dir + "/" + saved.file, static_cast<uint64_t>(body->step));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
   if (!result.ok()) {
+    metrics_->RecordCheckpointWrite(seconds, 0, /*ok=*/false);
     spdlog::error("server {}: checkpoint {} failed: {}", rank_, body->step, result.status().ToString());
     return ReplyError(req, result.status());
   }
   saved.bytes = result->first;
   saved.checksum = result->second;
+  metrics_->RecordCheckpointWrite(seconds, saved.bytes, /*ok=*/true);
   spdlog::info("server {}: checkpoint shard of step {} written ({} bytes, {:.2f}s)", rank_,
-               body->step, saved.bytes, absl::ToDoubleSeconds(absl::Now() - t0));
+               body->step, saved.bytes, seconds);
   proto::Header h;
   h.type = MsgType::kReply;
   h.sender_role = Role::kServer;
@@ -210,6 +253,10 @@ absl::Status ParameterServer::CheckWorker(const proto::Header& h) const {
                                                    " ", h.sender_rank, ", not a known worker"));
   }
   if (h.step < 0) return absl::InvalidArgumentError("negative clock");
+  if (h.epoch != store_->layout().epoch) {
+    return absl::AbortedError(absl::StrCat("request of epoch ", h.epoch, " but the cluster is at epoch ",
+                                           store_->layout().epoch, " (it rolled back after a failure)"));
+  }
   return absl::OkStatus();
 }
 
@@ -248,7 +295,7 @@ void ParameterServer::MaybeCompleteBspStep() {
 }
 
 void ParameterServer::OnPull(Decoded&& d, RpcRequest&& req) {
-  if (!store_) return ReplyError(req, absl::UnavailableError("tables not created yet"));
+  if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
   if (absl::Status st = CheckWorker(d.header()); !st.ok()) return ReplyError(req, st);
   auto body = d.body<proto::KvRequest>();
   if (!body.ok()) return ReplyError(req, body.status());
@@ -292,7 +339,7 @@ void ParameterServer::ReleaseParkedPulls() {
 }
 
 void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
-  if (!store_) return ReplyError(req, absl::UnavailableError("tables not created yet"));
+  if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
   if (absl::Status st = CheckWorker(d.header()); !st.ok()) return ReplyError(req, st);
   auto body = d.body<proto::KvRequest>();
   if (!body.ok()) return ReplyError(req, body.status());
@@ -355,7 +402,7 @@ void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
 }
 
 void ParameterServer::OnDumpRows(const Decoded& d, const RpcRequest& req) {
-  if (!store_) return ReplyError(req, absl::UnavailableError("tables not created yet"));
+  if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
   auto body = d.body<proto::DumpRequest>();
   if (!body.ok()) return ReplyError(req, body.status());
   std::vector<uint64_t> ids;

@@ -94,6 +94,8 @@ class ParameterServer {
   void OnShutdown(const proto::Decoded& d, const RpcRequest& req);
   void OnDumpRows(const proto::Decoded& d, const RpcRequest& req);
   void OnSaveShard(const proto::Decoded& d, const RpcRequest& req);
+  void OnRecover(const proto::Decoded& d, const RpcRequest& req);
+  void OnRetireWorker(const proto::Decoded& d, const RpcRequest& req);
   bool PullReady(int64_t clock) const;
   // BSP: applies the open step once every active worker has pushed it.
   void MaybeCompleteBspStep();

@@ -62,4 +62,28 @@ void RendezvousStore::Expire(absl::Time now) {
   for (auto& r : failed) r(false);
 }
 
+void RendezvousStore::ShrinkBarriers(int from, int to) {
+  std::vector<BarrierReply> ready;
+  for (auto it = barriers_.begin(); it != barriers_.end();) {
+    Barrier& b = it->second;
+    if (b.participants == from) b.participants = to;
+    if (b.participants == to && static_cast<int>(b.members.size()) >= to) {
+      for (auto& [m, entry] : b.members) ready.push_back(std::move(entry.second));
+      it = barriers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& r : ready) r(true);
+}
+
+void RendezvousStore::AbortBarriers() {
+  std::vector<BarrierReply> failed;
+  for (auto& [name, b] : barriers_) {
+    for (auto& [member, entry] : b.members) failed.push_back(std::move(entry.second));
+  }
+  barriers_.clear();
+  for (auto& r : failed) r(false);
+}
+
 }  // namespace pstrain::server

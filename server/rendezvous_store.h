@@ -31,6 +31,12 @@ class RendezvousStore {
                     absl::Time deadline, BarrierReply reply);
   // Ends parked requests whose deadline passed. Call periodically.
   void Expire(absl::Time now);
+  // Ends every barrier now (its members answered as not complete): the
+  // cluster rolled back and everyone will enter again.
+  void AbortBarriers();
+  // Barriers waiting for `from` participants now wait for `to` (< from):
+  // a member died. Those already complete are answered.
+  void ShrinkBarriers(int from, int to);
   size_t size() const { return values_.size(); }
 
  private:

@@ -56,6 +56,11 @@ void ServerMetrics::OnTablesCreated(KvStore* store) {
   auto* updates = registry_->AddCounter(
       "pstrain_server_optimizer_updates_total",
       "Optimizer steps applied to the table (one per push part, or per BSP step).", {"table"});
+  auto* latency = registry_->AddHistogram(
+      "pstrain_server_table_request_seconds",
+      "Time from arrival to reply of the pulls and pushes that carried a part of the table "
+      "(parked time included), by table and op.",
+      {"table", "op"}, metrics::LatencyBuckets());
   auto* rows = registry_->AddGauge("pstrain_server_table_rows",
                                    "Sparse rows, or dense floats, this server holds.", {"table"});
   auto* memory = registry_->AddGauge(
@@ -76,16 +81,22 @@ void ServerMetrics::OnTablesCreated(KvStore* store) {
     c.pull_bytes = bytes->Get({spec.name, "pull"});
     c.push_bytes = bytes->Get({spec.name, "push"});
     c.updates = updates->Get({spec.name});
+    c.pull_seconds = latency->Get({spec.name, "pull"});
+    c.push_seconds = latency->Get({spec.name, "push"});
     c.rows = rows->Get({spec.name});
     c.memory = memory->Get({spec.name});
     table_ids_[spec.name] = spec.id;
   }
 }
 
-void ServerMetrics::CountOps(const std::vector<KvOp>& ops, bool pull, bool applied_now) {
+void ServerMetrics::CountOps(const std::vector<KvOp>& ops, bool pull, bool applied_now,
+                             double seconds) {
+  uint32_t previous = UINT32_MAX;  // one observation per table even if it came in several parts
   for (const KvOp& op : ops) {
     if (op.table >= tables_.size() || tables_[op.table].pull_keys == nullptr) continue;
     TableCells& c = tables_[op.table];
+    if (op.table != previous) (pull ? c.pull_seconds : c.push_seconds)->Observe(seconds);
+    previous = op.table;
     uint64_t id_bytes = c.sparse ? op.count * sizeof(uint64_t) : 0;
     uint64_t value_bytes = op.count * c.value_bytes;
     (pull ? c.pull_keys : c.push_keys)->Inc(static_cast<double>(op.count));
@@ -103,17 +114,19 @@ void ServerMetrics::CountOps(const std::vector<KvOp>& ops, bool pull, bool appli
 }
 
 void ServerMetrics::OnPullServed(const std::vector<KvOp>& ops) {
-  CountOps(ops, /*pull=*/true, false);
+  const double seconds = static_cast<double>(metrics::MonotonicNanos() - request_start_ns_) * 1e-9;
+  CountOps(ops, /*pull=*/true, false, seconds);
   ++requests_;
   requests_pull_->Inc();
-  pull_seconds_->Observe(static_cast<double>(metrics::MonotonicNanos() - request_start_ns_) * 1e-9);
+  pull_seconds_->Observe(seconds);
 }
 
 void ServerMetrics::OnPushApplied(const std::vector<KvOp>& ops, bool applied_now) {
-  CountOps(ops, /*pull=*/false, applied_now);
+  const double seconds = static_cast<double>(metrics::MonotonicNanos() - request_start_ns_) * 1e-9;
+  CountOps(ops, /*pull=*/false, applied_now, seconds);
   ++requests_;
   requests_push_->Inc();
-  push_seconds_->Observe(static_cast<double>(metrics::MonotonicNanos() - request_start_ns_) * 1e-9);
+  push_seconds_->Observe(seconds);
 }
 
 void ServerMetrics::OnBspStepApplied() {

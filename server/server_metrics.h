@@ -71,11 +71,15 @@ class ServerMetrics {
     metrics::Counter* push_keys = nullptr;
     metrics::Counter* push_bytes = nullptr;
     metrics::Counter* updates = nullptr;
+    metrics::Histogram* pull_seconds = nullptr;  // latency of the requests carrying the table
+    metrics::Histogram* push_seconds = nullptr;
     metrics::Gauge* rows = nullptr;
     metrics::Gauge* memory = nullptr;
     bool pending_bsp = false;  // BSP: gradients summed, not applied yet
   };
-  void CountOps(const std::vector<KvOp>& ops, bool pull, bool applied_now);
+  // Counts the parts of one request and observes its latency (`seconds`)
+  // for each table it carried.
+  void CountOps(const std::vector<KvOp>& ops, bool pull, bool applied_now, double seconds);
 
   metrics::Registry* registry_;
   int64_t request_start_ns_ = 0;

@@ -50,6 +50,7 @@ proto::Header KvClient::MakeHeader(MsgType type, int64_t clock) const {
   h.sender_role = proto::Role::kWorker;
   h.sender_rank = options_.rank;
   h.step = clock;
+  h.epoch = layout_.epoch;
   return h;
 }
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/process.h"
+#include "common/security/security_flags.h"
 #include "worker/flags/worker_flags.h"
 #include "worker/worker_app.h"
 
@@ -22,6 +23,12 @@ int main(int argc, char** argv) {
     spdlog::error("{}", options.status().ToString());
     return 2;
   }
+  auto keys = pstrain::CurveKeysFromFlags();
+  if (!keys.ok()) {
+    spdlog::error("{}", keys.status().ToString());
+    return 2;
+  }
+  options->curve = *keys;
   absl::Status st = pstrain::worker::RunWorker(*options);
   if (!st.ok()) {
     spdlog::error("{}", st.ToString());

@@ -69,6 +69,12 @@ void TrainMetrics::OnEval(int64_t step, double auc, double logloss) {
   eval_step_value_ = step;
 }
 
+void TrainMetrics::SetPosition(int32_t epoch, int64_t rows) {
+  absl::MutexLock lock(&mu_);
+  data_epoch_ = epoch;
+  data_rows_ = rows;
+}
+
 void TrainMetrics::FillHeartbeat(proto::Heartbeat* hb) {
   metrics::ProcessUsage usage = metrics::ReadProcessUsage();
   absl::Time now = absl::Now();
@@ -90,6 +96,8 @@ void TrainMetrics::FillHeartbeat(proto::Heartbeat* hb) {
   reader_busy_rows_per_sec_->Set(reader_busy_rate_);
 
   hb->step = step_;
+  hb->data_epoch = data_epoch_;
+  hb->data_rows = data_rows_;
   hb->samples = static_cast<uint64_t>(total_samples_);
   hb->samples_per_sec = rate;
   hb->loss = last_loss_;

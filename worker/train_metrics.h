@@ -36,6 +36,9 @@ class TrainMetrics {
 
   void OnStep(const StepReport& r);
   void OnEval(int64_t step, double auc, double logloss);
+  // The data position whose gradients have all reached the servers (sent
+  // in the heartbeats: a dead worker's shard is adopted from there).
+  void SetPosition(int32_t epoch, int64_t rows);
 
   // Fills the worker's heartbeat fields and updates the rate gauges
   // (samples/s, loss, reader rows/s) over the time since the last call.
@@ -63,6 +66,8 @@ class TrainMetrics {
   int64_t window_samples_ ABSL_GUARDED_BY(mu_) = 0;
   // Totals.
   int64_t step_ ABSL_GUARDED_BY(mu_) = 0;
+  int32_t data_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t data_rows_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t total_samples_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t reader_total_ ABSL_GUARDED_BY(mu_) = 0;
   double reader_busy_rate_ ABSL_GUARDED_BY(mu_) = 0;

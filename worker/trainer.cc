@@ -161,7 +161,25 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   PushHandle last_push;
   ParamRefs params;
   GradRefs grads;
-  while (next) {
+  while (true) {
+    if (!next) {
+      // Out of data: train what a dead worker left, if any (elastic).
+      if (!adopted_.empty()) {
+        AdoptedShard& a = adopted_.back();
+        spdlog::info("worker {}'s shard done here: {} rows trained after its {} (the shard's {} rows "
+                     "were all trained)",
+                     a.rank, a.trained_rows, a.skipped_rows, a.skipped_rows + a.trained_rows);
+      }
+      PS_ASSIGN_OR_RETURN(bool adopted, AdoptShard(ro, &reader));
+      if (!adopted) break;
+      PS_ASSIGN_OR_RETURN(auto b, next_batch(clock));
+      if (b) {
+        int epoch = reader->last_epoch();
+        PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock));
+        next->epoch = epoch;
+      }
+      continue;
+    }
     std::unique_ptr<Prepared> cur = std::move(next);
     if (prefetch) {
       PS_ASSIGN_OR_RETURN(auto b, next_batch(clock + 1));
@@ -175,6 +193,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     PS_RETURN_IF_ERROR(Bind(*cur, &params));
     if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
     result.wait_seconds += Seconds(t0);
+    // Every step before this one is on the servers: the position a dead
+    // worker's shard would be adopted from.
+    if (options_.train_metrics != nullptr && adopted_.empty()) {
+      options_.train_metrics->SetPosition(position.epoch, position.rows);
+    }
 
     t0 = absl::Now();
     std::vector<Buffer> grad_buffers(model_->tables().size());
@@ -216,11 +239,15 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       result.allreduce_wait_seconds += replica_->last_wait_seconds();
     }
     ++clock;
-    if (cur->epoch != position.epoch) {
-      position.epoch = cur->epoch;
-      position.rows = 0;
+    if (!adopted_.empty()) {
+      adopted_.back().trained_rows += out.num_samples;
+    } else {
+      if (cur->epoch != position.epoch) {
+        position.epoch = cur->epoch;
+        position.rows = 0;
+      }
+      position.rows += out.num_samples;
     }
-    position.rows += out.num_samples;
     position.clock = clock;
     if (clock == checkpoint_step) {
       // Pause for the checkpoint: our gradients must be on the servers.
@@ -268,7 +295,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     if (options_.eval_every_steps > 0 && clock % options_.eval_every_steps == 0 &&
         !options_.eval_data.empty()) {
       if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
-      PS_RETURN_IF_ERROR(Evaluate(eval_round++, clock, &result));
+      PS_RETURN_IF_ERROR(Evaluate(eval_round++, clock, &result, /*final_round=*/false, rank_));
     }
   }
   if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
@@ -294,7 +321,13 @@ absl::StatusOr<TrainResult> Trainer::Run() {
 
   // Everyone finishes training before the final evaluation sees the model.
   PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, absl::Hours(24)));
-  if (!options_.eval_data.empty()) PS_RETURN_IF_ERROR(Evaluate(eval_round, clock, &result));
+  if (!options_.eval_data.empty()) {
+    // Adopted shards' evaluation rows first: worker 0 waits for them.
+    for (const AdoptedShard& a : adopted_) {
+      PS_RETURN_IF_ERROR(Evaluate(eval_round, clock, &result, /*final_round=*/true, a.rank));
+    }
+    PS_RETURN_IF_ERROR(Evaluate(eval_round, clock, &result, /*final_round=*/true, rank_));
+  }
   if (rank_ == 0 && !options_.save_model.empty()) PS_RETURN_IF_ERROR(SaveModel(clock));
   PS_RETURN_IF_ERROR(WriteSummary(result));
   return result;
@@ -345,20 +378,44 @@ absl::Status Trainer::ResumePosition(DataReader* reader, proto::WorkerPosition* 
   // Skip what was trained before the checkpoint: whole batches, so the
   // resumed run sees exactly the data an unbroken one would.
   absl::Time t0 = absl::Now();
-  int64_t skipped = 0, rows = 0;
-  if (!position->finished && (position->epoch > 0 || position->rows > 0)) {
-    while (true) {
-      PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> b, reader->Next());
-      if (!b) break;
-      int epoch = reader->last_epoch();
-      rows = epoch < position->epoch ? 0 : rows + b->size;
-      skipped += b->size;
-      if (epoch == position->epoch && rows >= position->rows) break;
-    }
+  int64_t skipped = 0;
+  if (!position->finished) {
+    PS_ASSIGN_OR_RETURN(skipped, SkipTo(reader, position->epoch, position->rows));
   }
   spdlog::info("resuming at step {} (epoch {}, {} rows skipped in {:.1f}s)", position->clock,
                position->epoch, skipped, Seconds(t0));
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Trainer::SkipTo(DataReader* reader, int32_t epoch, int64_t rows) {
+  int64_t skipped = 0, in_epoch = 0;
+  if (epoch <= 0 && rows <= 0) return skipped;
+  while (true) {
+    PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> b, reader->Next());
+    if (!b) break;
+    int e = reader->last_epoch();
+    in_epoch = e < epoch ? 0 : in_epoch + b->size;
+    skipped += b->size;
+    if (e == epoch && in_epoch >= rows) break;
+  }
+  return skipped;
+}
+
+absl::StatusOr<bool> Trainer::AdoptShard(const ReaderOptions& base, std::unique_ptr<DataReader>* reader) {
+  if (replica_ != nullptr) return false;  // allreduce mode: no elastic workers
+  PS_ASSIGN_OR_RETURN(proto::ShardClaim claim, coordinator_->ClaimShard());
+  if (claim.rank < 0) return false;
+  // The dead worker's reader, read the same way (same shard, same shuffle
+  // seed), past what it had trained.
+  ReaderOptions ro = base;
+  ro.shard_index = claim.rank;
+  ro.seed = options_.seed + static_cast<uint64_t>(claim.rank);
+  PS_ASSIGN_OR_RETURN(*reader, DataReader::Open(ro));
+  PS_ASSIGN_OR_RETURN(int64_t skipped, SkipTo(reader->get(), claim.epoch, claim.rows));
+  adopted_.push_back(AdoptedShard{claim.rank, skipped, 0, claim.samples});
+  spdlog::warn("adopting the rest of dead worker {}'s shard: epoch {}, after the {} rows it trained",
+               claim.rank, claim.epoch, skipped);
+  return true;
 }
 
 absl::StatusOr<int64_t> Trainer::Checkpoint(int64_t step, const proto::WorkerPosition& position) {
@@ -378,10 +435,11 @@ absl::StatusOr<int64_t> Trainer::Checkpoint(int64_t step, const proto::WorkerPos
   return done.next_step;
 }
 
-absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result) {
+absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result, bool final_round,
+                              int shard) {
   ReaderOptions ro;
   ro.patterns = options_.eval_data;
-  ro.shard_index = rank_;
+  ro.shard_index = shard;
   ro.num_shards = num_workers_;
   ro.schema = options_.schema;
   ro.batch_size = options_.eval_batch_size;
@@ -400,23 +458,48 @@ absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result) {
     PS_RETURN_IF_ERROR(model_->Predict(*b, p->plan, params, std::span<float>(probs).subspan(at)));
     labels.insert(labels.end(), b->labels.begin(), b->labels.end());
   }
-  return Gather(round, probs, labels, result, clock);
+  return Gather(round, probs, labels, result, clock, final_round, shard);
+}
+
+absl::StatusOr<std::optional<Buffer>> Trainer::FromWorker(const std::string& key, int w,
+                                                          bool final_round, absl::Duration timeout) {
+  absl::Time until = absl::Now() + timeout;
+  while (true) {
+    absl::Duration wait = std::min(absl::Seconds(1), std::max(absl::ZeroDuration(), until - absl::Now()));
+    auto b = coordinator_->StoreGet(key + std::to_string(w), wait);
+    if (b.ok()) return std::optional<Buffer>(*std::move(b));
+    if (b.status().code() != absl::StatusCode::kDeadlineExceeded &&
+        b.status().code() != absl::StatusCode::kNotFound) {
+      return b.status();
+    }
+    if (absl::Now() >= until) return b.status();
+    // A dead worker's part comes from its adopter (final evaluation and
+    // summary), or not at all.
+    if (coordinator_->StoreGet(absl::StrCat("dead/", w), absl::ZeroDuration()).ok() &&
+        !(final_round && coordinator_->StoreGet(absl::StrCat("adopted/", w), absl::ZeroDuration()).ok())) {
+      spdlog::warn("worker {} died: {} without its part", w, key);
+      return std::optional<Buffer>();
+    }
+  }
 }
 
 absl::Status Trainer::Gather(int round, const std::vector<float>& probs,
-                             const std::vector<float>& labels, TrainResult* result, int64_t clock) {
+                             const std::vector<float>& labels, TrainResult* result, int64_t clock,
+                             bool final_round, int shard) {
   std::string key = absl::StrCat("eval/", round, "/");
   uint64_t n = probs.size();
   std::string blob(sizeof(n) + 2 * n * sizeof(float), '\0');
   std::memcpy(blob.data(), &n, sizeof(n));
   std::memcpy(blob.data() + sizeof(n), probs.data(), n * sizeof(float));
   std::memcpy(blob.data() + sizeof(n) + n * sizeof(float), labels.data(), n * sizeof(float));
-  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(rank_),
+  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(shard),
                                             Buffer::FromString(std::move(blob))));
-  if (rank_ != 0) return absl::OkStatus();
+  if (rank_ != 0 || shard != rank_) return absl::OkStatus();
   std::vector<float> all_probs, all_labels;
   for (int w = 0; w < num_workers_; ++w) {
-    PS_ASSIGN_OR_RETURN(Buffer b, coordinator_->StoreGet(key + std::to_string(w), absl::Hours(1)));
+    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, final_round, absl::Hours(1)));
+    if (!part) continue;
+    const Buffer& b = *part;
     uint64_t m = 0;
     if (b.size() < sizeof(m)) return absl::DataLossError("short evaluation blob");
     std::memcpy(&m, b.data(), sizeof(m));
@@ -453,10 +536,20 @@ absl::Status Trainer::WriteSummary(const TrainResult& result) {
   std::string blob(sizeof(mine), '\0');
   std::memcpy(blob.data(), mine, sizeof(mine));
   PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(rank_), Buffer::FromString(std::move(blob))));
+  for (const AdoptedShard& a : adopted_) {
+    // What the dead worker had trained, for the job's total (its rows
+    // trained here are in this worker's samples).
+    double theirs[2] = {static_cast<double>(a.its_samples), 0};
+    std::string t(sizeof(theirs), '\0');
+    std::memcpy(t.data(), theirs, sizeof(theirs));
+    PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(a.rank), Buffer::FromString(std::move(t))));
+  }
   if (rank_ != 0) return absl::OkStatus();
   double samples = 0, seconds = 0;
   for (int w = 0; w < num_workers_; ++w) {
-    PS_ASSIGN_OR_RETURN(Buffer b, coordinator_->StoreGet(key + std::to_string(w), absl::Minutes(10)));
+    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, /*final_round=*/true, absl::Minutes(10)));
+    if (!part) continue;
+    const Buffer& b = *part;
     if (b.size() != 2 * sizeof(double)) return absl::DataLossError("malformed worker stats");
     double v[2];
     std::memcpy(v, b.data(), sizeof(v));

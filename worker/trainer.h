@@ -13,11 +13,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "cluster/coordinator_client.h"
+#include "worker/data/reader.h"
 #include "worker/data/schema.h"
 #include "worker/dense_replica.h"
 #include "worker/kv_client.h"
@@ -70,6 +72,14 @@ struct TrainResult {
   int64_t eval_rows = 0;
 };
 
+// A dead worker's shard trained by this one (elastic workers).
+struct AdoptedShard {
+  int rank = -1;
+  int64_t skipped_rows = 0;  // what it had trained
+  int64_t trained_rows = 0;  // trained here
+  uint64_t its_samples = 0;  // samples it had trained in all
+};
+
 class Trainer {
  public:
   // `replica` (allreduce mode, may be null) holds the dense tables that live
@@ -86,10 +96,23 @@ class Trainer {
   absl::StatusOr<std::unique_ptr<Prepared>> Prepare(std::shared_ptr<const Batch> batch,
                                                     int64_t clock);
   absl::Status Bind(Prepared& p, ParamRefs* params);
-  absl::Status Evaluate(int round, int64_t clock, TrainResult* result);
+  // Evaluates eval shard `shard` (this worker's, or an adopted one's) and
+  // hands the predictions to worker 0, which computes the metrics.
+  absl::Status Evaluate(int round, int64_t clock, TrainResult* result, bool final_round,
+                        int shard);
   absl::Status Gather(int round, const std::vector<float>& probs,
-                      const std::vector<float>& labels, TrainResult* result, int64_t clock);
+                      const std::vector<float>& labels, TrainResult* result, int64_t clock,
+                      bool final_round, int shard);
+  // Worker 0: what worker `w` stored under key+w, or nothing when `w` died
+  // (elastic) and nobody adopted it (or, mid-training, at all).
+  absl::StatusOr<std::optional<Buffer>> FromWorker(const std::string& key, int w, bool final_round,
+                                                   absl::Duration timeout);
   absl::Status WriteSummary(const TrainResult& result);
+  // Elastic: claims a dead worker's remaining shard and opens `reader` on
+  // it, positioned after the rows it had trained. False: none left.
+  absl::StatusOr<bool> AdoptShard(const ReaderOptions& base, std::unique_ptr<DataReader>* reader);
+  // Reads `reader` up to (epoch, rows of that epoch); returns rows skipped.
+  static absl::StatusOr<int64_t> SkipTo(DataReader* reader, int32_t epoch, int64_t rows);
   absl::Status SaveModel(int64_t step);
   // Restored job: this worker's position from the layout, its data skipped
   // up to there, worker-held state loaded.
@@ -108,6 +131,7 @@ class Trainer {
   DenseReplica* replica_;
   std::vector<uint32_t> dense_tables_;  // dense tables pulled from the servers
   uint64_t shard_bytes_ = 0;
+  std::vector<AdoptedShard> adopted_;
   std::unique_ptr<MetricsFile> metrics_;
   absl::Time process_start_;
 };

@@ -8,6 +8,7 @@
 #include "cluster/node_info.h"
 #include "common/http/http_server.h"
 #include "common/metrics/metrics_http.h"
+#include "common/metrics/process_metrics.h"
 #include "common/zmq_transport.h"
 #include "proto_msgs/codec.h"
 #include "worker/collective/gloo_collective.h"
@@ -67,25 +68,63 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModelOnDevice(ModelOptions options,
 }  // namespace
 
 absl::Status RunWorker(const WorkerOptions& options) {
-  if (options.mode == "pipeline") return RunPipelineWorker(options);
   // Live numbers for /metrics and the heartbeats (outlive the RPC node).
   metrics::Registry registry;
-  TrainMetrics train_metrics(&registry);
   std::unique_ptr<http::HttpServer> metrics_http;
-  if (options.metrics_port != 0) {
+  auto serve_metrics = [&]() -> absl::Status {
+    if (options.metrics_port == 0) return absl::OkStatus();
     PS_ASSIGN_OR_RETURN(metrics_http, metrics::StartMetricsServer(&registry, options.http_host,
                                                                   options.metrics_port));
     spdlog::info("metrics at {}/metrics", metrics_http->url());
+    return absl::OkStatus();
+  };
+  if (options.mode == "pipeline") {
+    // Every process serves /metrics; a pipeline stage's own statistics go
+    // to --metrics_out, its /metrics has the process metrics.
+    metrics::RegisterProcessMetrics(&registry);
+    PS_RETURN_IF_ERROR(serve_metrics());
+    return RunPipelineWorker(options);
   }
+  TrainMetrics train_metrics(&registry);
+  PS_RETURN_IF_ERROR(serve_metrics());
+  // A server failure: the cluster rolls back to epoch `recover_epoch`.
+  // (Declared before the node, whose handler uses them until it stops.)
+  std::atomic<uint64_t> recover_epoch{0}, current_epoch{0};
+  std::atomic<PeerId> coordinator_peer{kNoPeer};
   ZmqTransportOptions to;
   to.name = "worker";
+  to.curve = options.curve;
   auto node = std::make_unique<RpcNode>(std::make_unique<ZmqTransport>(to));
   PS_ASSIGN_OR_RETURN(std::string bound, node->Bind(options.bind));
   std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
   RpcNode* raw = node.get();
+  const bool allreduce = options.mode == "allreduce";
   // The coordinator may tell this worker to stop (job aborted elsewhere).
-  PS_RETURN_IF_ERROR(node->Start([raw](RpcRequest&& req) {
+  PS_RETURN_IF_ERROR(node->Start([raw, allreduce, &recover_epoch, &current_epoch,
+                                   &coordinator_peer](RpcRequest&& req) {
     auto d = proto::Decode(req.message);
+    if (d.ok() && d->type() == proto::MsgType::kRecover) {
+      auto notice = d->body<proto::RecoverNotice>();
+      if (!notice.ok() || allreduce) {
+        raw->Reply(req, proto::EncodeError(proto::Role::kWorker, -1,
+                                           notice.ok() ? absl::UnimplementedError(
+                                                             "allreduce mode does not roll back")
+                                                       : notice.status()));
+        return;
+      }
+      if (notice->epoch <= current_epoch.load()) {  // late: that recovery is over
+        raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
+        return;
+      }
+      // Stop talking to the servers: what is in flight fails now, and so
+      // does anything sent before the recovery ends.
+      recover_epoch = std::max(recover_epoch.load(), notice->epoch);
+      raw->Fence(coordinator_peer.load(),
+                 absl::AbortedError(absl::StrCat("cluster recovering (epoch ", notice->epoch, "): ",
+                                                 notice->reason)));
+      raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
+      return;
+    }
     if (d.ok() && d->type() == proto::MsgType::kPing) {
       raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
       return;
@@ -107,6 +146,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   co.endpoint = endpoint;
   co.connect_timeout = options.connect_timeout;
   CoordinatorClient coordinator(node.get(), co);
+  coordinator_peer = coordinator.peer();
   PS_ASSIGN_OR_RETURN(proto::ClusterView first, coordinator.Register());
   int rank = first.your_rank;
   spdlog::info("worker {} of {} at {}", rank, first.num_workers, endpoint);
@@ -120,7 +160,6 @@ absl::Status RunWorker(const WorkerOptions& options) {
   bool model_device_is_gpu = false;
   PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                       CreateModelOnDevice(options.train.model, &model_device_is_gpu));
-  const bool allreduce = options.mode == "allreduce";
   std::vector<TableSpec> tables = model->tables();
   if (allreduce) {
     for (TableSpec& t : tables) t.on_workers = t.kind == TableKind::kDense;
@@ -131,7 +170,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   for (const auto& s : view.servers) servers.push_back(s.endpoint);
   KvClientOptions ko;
   ko.rank = rank;
-  KvClient kv(node.get(), layout, servers, ko);
+  auto kv = std::make_unique<KvClient>(node.get(), layout, servers, ko);
 
   // Allreduce mode: the workers' collective group and the dense replica.
   std::unique_ptr<CoordinatorStore> store;
@@ -176,9 +215,34 @@ absl::Status RunWorker(const WorkerOptions& options) {
 
   TrainOptions train = options.train;
   train.train_metrics = &train_metrics;
-  Trainer trainer(train, model.get(), &kv, &coordinator, rank, view.num_workers, replica.get());
-  absl::StatusOr<TrainResult> result = trainer.Run();
-  if (!result.ok()) return result.status();
+  uint64_t epoch = layout.epoch;
+  current_epoch = epoch;
+  while (true) {
+    Trainer trainer(train, model.get(), kv.get(), &coordinator, rank, view.num_workers, replica.get());
+    absl::StatusOr<TrainResult> result = trainer.Run();
+    if (result.ok()) break;
+    if (allreduce) return result.status();
+    // A server failed? Then the cluster rolls back to its latest checkpoint
+    // and this worker resumes from there with the others.
+    const bool told = recover_epoch.load() > epoch;
+    auto recovered = coordinator.WaitForRecovery(epoch, told ? absl::Minutes(10) : absl::Seconds(3));
+    if (!recovered.ok()) {
+      if (recovered.status().code() != absl::StatusCode::kUnavailable) {
+        spdlog::error("waiting for the cluster's recovery failed: {}", recovered.status().ToString());
+      }
+      return result.status();
+    }
+    spdlog::warn("training interrupted ({}); the cluster recovered: resuming from step {} (epoch {})",
+                 result.status().ToString(), std::max<int64_t>(0, recovered->layout.restored_step),
+                 recovered->epoch);
+    epoch = recovered->epoch;
+    current_epoch = epoch;
+    servers.clear();
+    for (const auto& s : recovered->view.servers) servers.push_back(s.endpoint);
+    kv.reset();
+    node->Unfence();
+    kv = std::make_unique<KvClient>(node.get(), std::move(recovered->layout), servers, ko);
+  }
   PS_RETURN_IF_ERROR(coordinator.WorkerDone());
   coordinator.StopHeartbeats();
   node->Stop();

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/transport.h"
 #include "worker/pipeline/pipeline_options.h"
 #include "worker/trainer.h"
 
@@ -30,6 +31,8 @@ struct WorkerOptions {
   // "pipeline" mode: stages, replicas, micro-batches, schedule.
   PipelineOptions pipeline;
   TrainOptions train;
+  // CURVE keys of this node's connections (--auth=curve); empty: none.
+  CurveKeys curve;
 };
 
 absl::Status RunWorker(const WorkerOptions& options);

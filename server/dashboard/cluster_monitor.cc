@@ -158,6 +158,11 @@ void ClusterMonitor::AddCheckpoint(const CheckpointRecord& record) {
   {
     absl::MutexLock lock(&mu_);
     checkpoints_.push_back(record);
+    // The history the page lists: the latest ones.
+    constexpr size_t kMaxCheckpoints = 100;
+    if (checkpoints_.size() > kMaxCheckpoints) {
+      checkpoints_.erase(checkpoints_.begin(), checkpoints_.end() - kMaxCheckpoints);
+    }
   }
   if (checkpoints_total_ == nullptr) return;
   checkpoints_total_->Get({record.ok ? "ok" : "failed"})->Inc();

@@ -4,9 +4,10 @@
   dashboard  starts a local cluster (`pstrain local --dashboard_port=P`),
              opens the coordinator's dashboard through chromedriver (the
              WebDriver protocol, spoken here with the standard library),
-             checks that the node table lists every process as alive and
-             that the loss and AUC charts have points, and saves a
-             screenshot (OUT/dashboard.png).
+             checks that the node table lists every process as alive,
+             that the loss and AUC charts have points and that the
+             checkpoint history lists the checkpoints taken, and saves a
+             screenshot (OUT/dashboard.png) of the whole page.
   plot       writes a metrics file with a short real job, renders it with
              `pstrain plot --png` and checks the page and the PNG.
 
@@ -155,7 +156,7 @@ class WebDriver:
                 "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                          "--no-first-run", "--disable-background-networking",
                          "--disable-component-update", "--disable-sync",
-                         "--disable-dev-shm-usage", "--window-size=1400,1350",
+                         "--disable-dev-shm-usage", "--window-size=1400,1900",
                          f"--user-data-dir={profile}"],
             },
         }}}
@@ -200,6 +201,7 @@ return {
   loss_series: Number(document.getElementById('chart-loss').dataset.series || 0),
   loss_canvas: !!document.querySelector('#chart-loss canvas'),
   auc_points: Number(document.getElementById('chart-auc').dataset.points || 0),
+  checkpoints: document.querySelectorAll('#checkpoints tbody tr').length,
   job: document.getElementById('job-state').textContent,
 };
 """
@@ -209,7 +211,8 @@ def test_dashboard(args, work, deadline, chromium, chromedriver):
     make_data(args.bin_dir, work, 20000, 2000)
     # Many epochs: the job outlives the test, which stops it.
     cluster = Cluster(args.bin_dir, work, ["--epochs=1000", "--batch_size=256",
-                                           "--eval_every_steps=20"], args.time_limit + 30)
+                                           "--eval_every_steps=20", f"--checkpoint_dir={work}/ckpt",
+                                           "--checkpoint_every_secs=3"], args.time_limit + 30)
     driver = None
     try:
         log(f"cluster starting, dashboard {cluster.url}")
@@ -233,7 +236,8 @@ def test_dashboard(args, work, deadline, chromium, chromedriver):
             listed = {(n[0], n[1]) for n in p["nodes"]}
             all_alive = all(n[2] == "alive" for n in p["nodes"])
             ok = (listed == expected and all_alive and p["loss_points"] > 0 and p["loss_canvas"]
-                  and p["loss_series"] == 2 and p["auc_points"] > 0 and p["updates"] >= 2)
+                  and p["loss_series"] == 2 and p["auc_points"] > 0 and p["updates"] >= 2
+                  and p["checkpoints"] > 0)
             page_ready.last = p
             return p if ok else None
 
@@ -248,7 +252,8 @@ def test_dashboard(args, work, deadline, chromium, chromedriver):
         size = driver.screenshot(shot)
         log(f"page: {len(p['nodes'])} nodes {sorted(expected)} all alive, job {p['job']}, "
             f"loss chart {p['loss_points']} points in {p['loss_series']} series, "
-            f"AUC chart {p['auc_points']} points, {p['updates']} updates")
+            f"AUC chart {p['auc_points']} points, {p['checkpoints']} checkpoints, "
+            f"{p['updates']} updates")
         log(f"screenshot: {shot} ({size} bytes)")
         if size < 10000:
             raise Failure("the screenshot is suspiciously small")

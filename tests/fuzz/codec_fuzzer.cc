@@ -49,6 +49,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)d->body<CheckpointDone>();
   (void)d->body<SaveShardRequest>();
   (void)d->body<ShardSaved>();
+  (void)d->body<RecoverNotice>();
+  (void)d->body<WaitRecoveryRequest>();
+  (void)d->body<Recovered>();
+  (void)d->body<RetireWorker>();
+  (void)d->body<ShardClaim>();
   for (size_t i = 0; i < d->num_payloads(); ++i) {
     (void)d->CheckPayload(i, DType::kF32);
     (void)d->CheckPayload(i, DType::kU64);

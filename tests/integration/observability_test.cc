@@ -128,6 +128,16 @@ TEST(Observability, EveryProcessServesMetricsAndTheDashboardListsEveryNode) {
       EXPECT_FALSE(keys->samples.empty());
       EXPECT_NE(p.Find("pstrain_server_table_memory_bytes"), nullptr);
       EXPECT_NE(p.Find("pstrain_server_clock_lead"), nullptr);
+      // Pull and push latency histograms per table.
+      const PromFamily* latency = p.Find("pstrain_server_table_request_seconds");
+      ASSERT_NE(latency, nullptr) << text;
+      double pulls = 0, pushes = 0;
+      for (const PromSample& s : latency->samples) {
+        if (s.name != "pstrain_server_table_request_seconds_count" || !s.labels.count("table")) continue;
+        (s.labels.at("op") == "pull" ? pulls : pushes) += s.value;
+      }
+      EXPECT_GT(pulls, 0) << text;
+      EXPECT_GT(pushes, 0) << text;
     } else if (who.rfind("worker", 0) == 0) {
       EXPECT_GT(p.Value("pstrain_worker_samples_total"), 0) << text;
       EXPECT_GT(p.Value("pstrain_worker_reader_rows_total"), 0) << text;

@@ -19,10 +19,9 @@ training throughput and the traffic across the shaped links.
 
 Phase 2: a longer job; once training runs, server1's link is cut
 (`ip link set <veth> down` on the switch side) and the coordinator must
-report server1 dead. Recovery (restart policy on-failure + restore from the
-checkpoint) is being built: with PSTRAIN_MULTIHOST_RECOVERY=1 the test also
+report server1 dead. Then (unless PSTRAIN_MULTIHOST_RECOVERY=0) the test
 emulates compose's `restart: on-failure`, brings the link back and expects
-the job to complete. Off by default until checkpoints and recovery exist.
+the cluster to roll back to its latest checkpoint and the job to complete.
 
 Needs root, `ip netns`, veth, bridge, tbf and unshare; exits 77 (skipped)
 without them. Only touches namespaces it creates (names pstmh-<pid>-*), and
@@ -48,7 +47,7 @@ import deploy_lib as lib  # noqa: E402
 
 PREFIX = "pstmh-"
 SUBNET = "10.88.0."
-RECOVERY = os.environ.get("PSTRAIN_MULTIHOST_RECOVERY", "0") == "1"
+RECOVERY = os.environ.get("PSTRAIN_MULTIHOST_RECOVERY", "1") == "1"
 
 
 class Skip(Exception):
@@ -408,6 +407,13 @@ def phase1(c, args, compose_env):
 
 def phase2(c, args, compose_env):
     env = dict(compose_env, EPOCHS=str(args.phase2_epochs))
+    if RECOVERY:
+        # A job that can finish after the rollback, checkpointed often.
+        env.update(EPOCHS=str(args.recovery_epochs), CHECKPOINT_EVERY_SECS="2")
+    # A new job: phase 1's final checkpoint must not be resumed.
+    ckpt = c.volume("checkpoints")
+    shutil.rmtree(ckpt)
+    os.makedirs(ckpt)
     services, layout = plan(env)
     cut = args.cut
     if cut not in services or lib.role_of(services[cut]) != "server":
@@ -476,6 +482,8 @@ def main():
     ap.add_argument("--train-rows", type=int, default=300000)
     ap.add_argument("--eval-rows", type=int, default=30000)
     ap.add_argument("--phase2-epochs", type=int, default=100)
+    ap.add_argument("--recovery-epochs", type=int, default=2,
+                    help="phase 2 epochs when recovery is expected")
     ap.add_argument("--cut", default="server1", help="server service whose link is cut")
     ap.add_argument("--cut-after", type=float, default=2.0)
     ap.add_argument("--time-limit", type=float, default=170,

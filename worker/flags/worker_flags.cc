@@ -36,6 +36,9 @@ ABSL_FLAG(int, tower_width, 1024, "deep_tower: width of each of the --tower_laye
 ABSL_FLAG(int, stages, 1, "pipeline: stages per pipeline (workers per replica).");
 ABSL_FLAG(int, replicas, 1, "pipeline: pipelines side by side (the job has replicas x stages workers).");
 ABSL_FLAG(int, microbatches, 4, "pipeline: micro-batches each batch is cut into.");
+ABSL_FLAG(int, tensor_parallel, 1,
+          "pipeline: workers per stage, each holding a slice of the stage's tower layers "
+          "(the job has replicas x stages x tensor_parallel workers).");
 ABSL_FLAG(std::string, schedule, "1f1b",
           "pipeline: gpipe (all forwards, then all backwards) | 1f1b (one forward, one backward).");
 ABSL_FLAG(std::string, stage_layers, "",
@@ -155,6 +158,8 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   p.stages = absl::GetFlag(FLAGS_stages);
   p.replicas = absl::GetFlag(FLAGS_replicas);
   p.microbatches = absl::GetFlag(FLAGS_microbatches);
+  p.tensor_parallel = absl::GetFlag(FLAGS_tensor_parallel);
+  if (p.tensor_parallel < 1) return absl::InvalidArgumentError("--tensor_parallel must be >= 1");
   if (p.stages < 1 || p.replicas < 1 || p.microbatches < 1) {
     return absl::InvalidArgumentError("--stages, --replicas and --microbatches must be >= 1");
   }

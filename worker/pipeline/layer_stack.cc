@@ -2,12 +2,28 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/status.h"
 
 namespace pstrain::worker {
 
-LayerStack::LayerStack(std::vector<LinearSpec> layers)
-    : layers_(std::move(layers)), dy_(layers_.size()) {}
+namespace {
+
+// Sums a contiguous [rows x cols] activation over the tensor-parallel group.
+absl::Status SumOverGroup(Collective* tp, nn::MatrixView m, const char* what) {
+  if (tp == nullptr) {
+    return absl::InternalError(absl::StrCat("a split layer without its group (", what, ")"));
+  }
+  if (m.stride != m.cols) {
+    return absl::InternalError(absl::StrCat("a strided ", what, " cannot be all-reduced"));
+  }
+  return tp->AllReduce(m.data, static_cast<size_t>(m.rows) * m.cols, ReduceOp::kSum);
+}
+
+}  // namespace
+
+LayerStack::LayerStack(std::vector<LinearSpec> layers, Collective* tp)
+    : layers_(std::move(layers)), tp_(tp), dy_(layers_.size()) {}
 
 absl::Status LayerStack::Forward(nn::Device& device, nn::ConstMatrixView x,
                                  const std::vector<const float*>& params, StackActivations* acts,
@@ -23,7 +39,18 @@ absl::Status LayerStack::Forward(nn::Device& device, nn::ConstMatrixView x,
           acts->hidden[i].ReserveElements(&device, static_cast<size_t>(rows) * l.out));
       y = nn::MatrixView(acts->hidden[i].as(), rows, l.out);
     }
-    PS_RETURN_IF_ERROR(device.LinearForward(input, params[l.weight], params[l.bias], l.act, y));
+    if (l.split == TpSplit::kRow) {
+      // Partial sums of x_slice W_slice^T (+ b once), summed over the group,
+      // then the activation.
+      const float* bias = tp_ != nullptr && tp_->rank() == 0 ? params[l.bias] : nullptr;
+      PS_RETURN_IF_ERROR(
+          device.LinearForward(input, params[l.weight], bias, nn::Activation::kNone, y));
+      PS_RETURN_IF_ERROR(SumOverGroup(tp_, y, "row-parallel output"));
+      if (l.act == nn::Activation::kRelu) PS_RETURN_IF_ERROR(device.ReluForward(y, y));
+    } else {
+      PS_RETURN_IF_ERROR(
+          device.LinearForward(input, params[l.weight], params[l.bias], l.act, y));
+    }
     input = y;
   }
   return absl::OkStatus();
@@ -50,6 +77,11 @@ absl::Status LayerStack::Backward(nn::Device& device, nn::ConstMatrixView x,
     }
     PS_RETURN_IF_ERROR(device.LinearBackward(input, params[l.weight], y, l.act, dy, grads[l.weight],
                                              grads[l.bias], d_input, accumulate));
+    // A column layer saw the whole input: its input gradient is the sum of
+    // every rank's share.
+    if (l.split == TpSplit::kColumn && d_input.data != nullptr) {
+      PS_RETURN_IF_ERROR(SumOverGroup(tp_, d_input, "column-parallel input gradient"));
+    }
   }
   return absl::OkStatus();
 }

@@ -3,27 +3,47 @@
 // micro-batch: the forward of a micro-batch fills a StackActivations that
 // stays alive until its backward, so several micro-batches can be in flight
 // (pipeline schedules). Parameters and gradients come in by table id, like
-// the models'. Not thread-safe: one stage thread.
+// the models'.
+//
+// Tensor parallelism (Megatron-style): with a Collective over the T ranks
+// of a tensor-parallel group, a kColumn layer holds rows [o0, o1) of W and
+// b (its output is this rank's slice of the columns) and the kRow layer
+// after it holds the matching columns [o0, o1) of W: its partial products
+// are summed by one AllReduce in the forward pass (the bias is added by
+// rank 0 only, the activation after the sum), and the column layer's input
+// gradient by one AllReduce in the backward pass. Every rank computes the
+// full bias gradient of a kRow layer and the whole of a kNone layer
+// (replicated); which rank pushes what is the caller's business.
+// Not thread-safe: one stage thread.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/collective.h"
 #include "worker/nn/device.h"
 #include "worker/nn/linear.h"
 #include "worker/nn/tensor.h"
 
 namespace pstrain::worker {
 
+// How a layer is split over a tensor-parallel group.
+enum class TpSplit : uint8_t {
+  kNone,    // replicated: every rank holds and computes the whole layer
+  kColumn,  // W and b cut by output rows: `out` is this rank's share
+  kRow,     // W cut by input columns: `in` is this rank's share; b whole
+};
+
 // One Linear layer: y = act(x W^T + b), W [out x in] and b [out] in tables
-// `weight` and `bias`.
+// `weight` and `bias` (with a split: this rank's shapes and slice tables).
 struct LinearSpec {
   int in = 0;
   int out = 0;
   nn::Activation act = nn::Activation::kNone;
   uint32_t weight = 0;
   uint32_t bias = 0;
+  TpSplit split = TpSplit::kNone;
 };
 
 // The outputs of a stack's hidden layers (all but the last) for one
@@ -34,8 +54,11 @@ struct StackActivations {
 
 class LayerStack {
  public:
-  // REQUIRES: layers non-empty, each layer's `in` equals the previous `out`.
-  explicit LayerStack(std::vector<LinearSpec> layers);
+  // REQUIRES: layers non-empty, each layer's `in` equals the previous `out`;
+  // `tp` (not owned, may be null without splits) outlives this; each kColumn
+  // layer is followed by a kRow layer; buffers are in host memory when
+  // layers are split.
+  explicit LayerStack(std::vector<LinearSpec> layers, Collective* tp = nullptr);
 
   int in() const { return layers_.front().in; }
   int out() const { return layers_.back().out; }
@@ -58,6 +81,7 @@ class LayerStack {
 
  private:
   std::vector<LinearSpec> layers_;
+  Collective* tp_;
   std::vector<nn::DeviceBuffer> dy_;  // gradient scratch of the hidden layers
 };
 

@@ -13,7 +13,10 @@ enum class PipeSchedule { kGpipe, k1F1B };
 
 struct PipelineOptions {
   int stages = 1;        // P: stages of one pipeline (workers per replica)
-  int replicas = 1;      // R: pipelines side by side; the job has R x P workers
+  int replicas = 1;      // R: pipelines side by side; the job has R x P x T workers
+  // T: workers per stage, each holding a slice of the stage's tower layers
+  // (tensor parallelism, worker/pipeline/tensor_parallel.h).
+  int tensor_parallel = 1;
   int microbatches = 1;  // M: micro-batches per batch
   PipeSchedule schedule = PipeSchedule::k1F1B;
   // Tower layer ranges per stage, e.g. "0-5,6-11" (empty: balanced by cost).

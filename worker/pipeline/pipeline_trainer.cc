@@ -53,7 +53,8 @@ ReaderOptions ShardReader(const TrainOptions& o, const std::vector<std::string>&
 
 PipelineTrainer::PipelineTrainer(TrainOptions options, PipelineOptions pipeline, Model* model,
                                  StageRunner* runner, PipeComm* comm, KvClient* kv,
-                                 CoordinatorClient* coordinator, int rank)
+                                 CoordinatorClient* coordinator, int rank,
+                                 const std::vector<TableSpec>* tables)
     : options_(std::move(options)),
       pipeline_(pipeline),
       model_(model),
@@ -62,9 +63,10 @@ PipelineTrainer::PipelineTrainer(TrainOptions options, PipelineOptions pipeline,
       kv_(kv),
       coordinator_(coordinator),
       rank_(rank),
-      place_(PlaceOf(rank, pipeline.stages)),
+      tables_(tables != nullptr ? tables : &model->tables()),
+      place_(PlaceOf3d(rank, pipeline.stages, pipeline.tensor_parallel)),
       process_start_(absl::Now()) {
-  const size_t n = model_->tables().size();
+  const size_t n = tables_->size();
   grad_buffers_.resize(n);
   grad_data_.assign(n, nullptr);
   grad_floats_.assign(n, 0);
@@ -96,7 +98,7 @@ absl::Status PipelineTrainer::BindParams(Prepared& p, ParamRefs* params) {
   if (!dense.empty()) p.dense = std::move(dense);
   const auto& tables = runner_->dense_tables();
   if (p.dense.size() != tables.size()) return absl::InternalError("dense tables not pulled");
-  params->tables.assign(model_->tables().size(), nullptr);
+  params->tables.assign(tables_->size(), nullptr);
   for (size_t i = 0; i < tables.size(); ++i) {
     params->tables[tables[i]] = p.dense[i].as<float>().data();
   }
@@ -108,7 +110,7 @@ absl::Status PipelineTrainer::BindParams(Prepared& p, ParamRefs* params) {
 }
 
 void PipelineTrainer::BindGrads(const Prepared* p, GradRefs* grads) {
-  grads->tables.assign(model_->tables().size(), nullptr);
+  grads->tables.assign(tables_->size(), nullptr);
   auto bind = [&](uint32_t t, size_t floats) {
     Buffer& b = grad_buffers_[t];
     // Reuse the buffer once the transport has let go of the last push.
@@ -120,7 +122,7 @@ void PipelineTrainer::BindGrads(const Prepared* p, GradRefs* grads) {
     }
     grads->tables[t] = grad_data_[t];
   };
-  for (uint32_t t : runner_->dense_tables()) bind(t, model_->tables()[t].size);
+  for (uint32_t t : runner_->dense_tables()) bind(t, (*tables_)[t].size);
   if (p != nullptr && p->batch != nullptr) {
     const auto& sparse = model_->sparse_tables();
     for (size_t k = 0; k < sparse.size(); ++k) bind(sparse[k], p->rows[k].size());
@@ -129,8 +131,10 @@ void PipelineTrainer::BindGrads(const Prepared* p, GradRefs* grads) {
 
 PushHandle PipelineTrainer::PushGrads(const Prepared* p, uint32_t rows, int64_t clock) {
   // Under BSP a server divides by the samples of every push of the step,
-  // and each of the P stages pushes `rows`: scale by P to compensate.
-  const float scale = bsp_ ? static_cast<float>(pipeline_.stages) : 1.0f;
+  // and each of the P x T workers of a replica pushes `rows`: scale by
+  // P x T to compensate.
+  const float scale =
+      bsp_ ? static_cast<float>(pipeline_.stages * pipeline_.tensor_parallel) : 1.0f;
   auto slice = [&](uint32_t t, size_t floats) {
     if (scale != 1.0f) {
       for (size_t i = 0; i < floats; ++i) grad_data_[t][i] *= scale;
@@ -138,11 +142,11 @@ PushHandle PipelineTrainer::PushGrads(const Prepared* p, uint32_t rows, int64_t 
     return grad_buffers_[t].Slice(0, sizeof(float) * floats);
   };
   std::vector<DensePush> dense;
-  for (uint32_t t : runner_->dense_tables()) {
-    dense.push_back(DensePush{t, slice(t, model_->tables()[t].size)});
+  for (uint32_t t : runner_->pushed_tables()) {
+    dense.push_back(DensePush{t, slice(t, (*tables_)[t].size)});
   }
   std::vector<SparsePush> sparse;
-  if (p != nullptr && p->batch != nullptr) {
+  if (p != nullptr && p->batch != nullptr && runner_->pushes_sparse()) {
     const auto& ids = model_->sparse_tables();
     for (size_t k = 0; k < ids.size(); ++k) {
       sparse.push_back(
@@ -223,8 +227,9 @@ absl::Status PipelineTrainer::FinishTraining(int64_t clock) {
       place_.stage, place_.replica, clock, result_.train.samples, result_.train.train_seconds,
       runner_->busy_seconds(), comm_ != nullptr ? comm_->wait_seconds() : 0.0,
       comm_ != nullptr ? comm_->bytes_sent() / 1e6 : 0.0, runner_->max_live_microbatches());
-  return coordinator_->Barrier("pipeline/trained", pipeline_.stages * pipeline_.replicas,
-                               absl::Hours(24));
+  return coordinator_->Barrier(
+      "pipeline/trained", pipeline_.stages * pipeline_.replicas * pipeline_.tensor_parallel,
+      absl::Hours(24));
 }
 
 absl::Status PipelineTrainer::RunFirstStage() {
@@ -306,7 +311,7 @@ absl::Status PipelineTrainer::RunLaterStage() {
     absl::Time t0 = absl::Now();
     PS_ASSIGN_OR_RETURN(dense, pending.Wait());
     result_.train.wait_seconds += Seconds(t0);
-    params_.tables.assign(model_->tables().size(), nullptr);
+    params_.tables.assign(tables_->size(), nullptr);
     for (size_t i = 0; i < tables.size(); ++i)
       params_.tables[tables[i]] = dense[i].as<float>().data();
     have_params = true;
@@ -398,6 +403,7 @@ absl::Status PipelineTrainer::EvalRoundFirst(int round, int64_t clock) {
 absl::Status PipelineTrainer::GatherEval(int round, int64_t clock) {
   std::vector<float> probs, labels;
   runner_->TakeScores(&probs, &labels);
+  if (place_.tp != 0) return absl::OkStatus();  // the group's rank 0 reports
   uint64_t n = probs.size();
   std::string blob(sizeof(n) + 2 * n * sizeof(float), '\0');
   std::memcpy(blob.data(), &n, sizeof(n));
@@ -446,8 +452,9 @@ absl::Status PipelineTrainer::EndEvalRound(int round, int64_t clock) {
 }
 
 absl::Status PipelineTrainer::WriteSummary() {
-  const int workers = pipeline_.stages * pipeline_.replicas;
-  double mine[2] = {place_.stage == 0 ? static_cast<double>(result_.train.samples) : 0.0,
+  const int workers = pipeline_.stages * pipeline_.replicas * pipeline_.tensor_parallel;
+  double mine[2] = {place_.stage == 0 && place_.tp == 0 ? static_cast<double>(result_.train.samples)
+                                                        : 0.0,
                     result_.train.train_seconds};
   std::string blob(sizeof(mine), '\0');
   std::memcpy(blob.data(), mine, sizeof(mine));
@@ -473,6 +480,7 @@ absl::Status PipelineTrainer::WriteSummary() {
       .Add("mode", "pipeline")
       .Add("workers", workers)
       .Add("replicas", pipeline_.replicas)
+      .Add("tensor_parallel", pipeline_.tensor_parallel)
       .Add("steps", result_.train.steps)
       .Add("train_samples", static_cast<int64_t>(samples))
       .Add("eval_auc", result_.train.eval_auc)

@@ -22,6 +22,13 @@
 // with the pipeline statistics of its replica, evaluations, and the
 // summary.
 //
+// With tensor parallelism (T > 1) every rank of a stage's group runs the
+// same schedule on the same micro-batches (stage 0's ranks read the same
+// shard); each pushes only its own tables (StageRunner::pushed_tables), and
+// only tp rank 0 pushes embeddings, counts samples and reports scores.
+// Under BSP every one of the P x T workers of a replica pushes `rows`, so
+// the scale is P x T.
+//
 // Not thread-safe: one thread runs Run().
 #pragma once
 
@@ -63,8 +70,11 @@ struct PipelineStageResult {
 class PipelineTrainer {
  public:
   // All pointers must outlive Run(); `comm` is null when stages == 1.
+  // `tables` are the job's tables (the model's and any tensor-parallel
+  // slices; null: the model's). Worker `rank` sits at PlaceOf3d(rank, P, T).
   PipelineTrainer(TrainOptions options, PipelineOptions pipeline, Model* model, StageRunner* runner,
-                  PipeComm* comm, KvClient* kv, CoordinatorClient* coordinator, int rank);
+                  PipeComm* comm, KvClient* kv, CoordinatorClient* coordinator, int rank,
+                  const std::vector<TableSpec>* tables = nullptr);
   ~PipelineTrainer();
 
   absl::StatusOr<PipelineStageResult> Run();
@@ -96,7 +106,8 @@ class PipelineTrainer {
   KvClient* kv_;
   CoordinatorClient* coordinator_;
   int rank_;
-  StagePlace place_;
+  const std::vector<TableSpec>* tables_;
+  WorkerPlace place_;
   bool bsp_ = false;
 
   std::unique_ptr<MetricsFile> metrics_;

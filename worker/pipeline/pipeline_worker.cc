@@ -9,10 +9,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "cluster/coordinator_client.h"
+#include "cluster/coordinator_store.h"
 #include "cluster/node_info.h"
 #include "common/zmq_transport.h"
 #include "proto_msgs/codec.h"
+#include "worker/collective/gloo_collective.h"
 #include "worker/pipeline/pipeline_model.h"
+#include "worker/pipeline/tensor_parallel.h"
 
 namespace pstrain::worker {
 namespace {
@@ -46,10 +49,21 @@ class PipeRouter {
   std::shared_ptr<PipeComm> comm_ ABSL_GUARDED_BY(mu_);
 };
 
+// "tcp://host:port" -> "host", where the tensor-parallel group listens;
+// loopback for a worker on another transport (tests: in-process).
+std::string HostOf(const std::string& endpoint) {
+  std::string s = endpoint;
+  if (s.rfind("tcp://", 0) != 0) return "127.0.0.1";
+  if (size_t p = s.find("://"); p != std::string::npos) s = s.substr(p + 3);
+  if (size_t p = s.rfind(':'); p != std::string::npos) s = s.substr(0, p);
+  return s;
+}
+
 absl::Status CheckOptions(const WorkerOptions& options) {
   const PipelineOptions& p = options.pipeline;
-  if (p.stages < 1 || p.replicas < 1 || p.microbatches < 1) {
-    return absl::InvalidArgumentError("--stages, --replicas and --microbatches must be >= 1");
+  if (p.stages < 1 || p.replicas < 1 || p.microbatches < 1 || p.tensor_parallel < 1) {
+    return absl::InvalidArgumentError(
+        "--stages, --replicas, --tensor_parallel and --microbatches must be >= 1");
   }
   const std::string& device = options.train.model.device;
   if (device != "cpu" && device != "auto") {
@@ -67,9 +81,9 @@ void PrintResult(const WorkerOptions& options, const PipelineStageResult& r) {
   std::string oracle =
       std::isfinite(r.oracle_auc) ? absl::StrFormat(" (oracle %.4f)", r.oracle_auc) : "";
   std::printf(
-      "RESULT model=%s mode=pipeline stages=%d replicas=%d microbatches=%d schedule=%s "
-      "eval_auc=%.4f%s eval_logloss=%.4f samples/s=%.0f bubble=%.3f wall=%.1fs\n",
-      options.train.model.name.c_str(), p.stages, p.replicas, p.microbatches,
+      "RESULT model=%s mode=pipeline stages=%d replicas=%d tensor_parallel=%d microbatches=%d "
+      "schedule=%s eval_auc=%.4f%s eval_logloss=%.4f samples/s=%.0f bubble=%.3f wall=%.1fs\n",
+      options.train.model.name.c_str(), p.stages, p.replicas, p.tensor_parallel, p.microbatches,
       ScheduleName(p.schedule), r.train.eval_auc, oracle.c_str(), r.train.eval_logloss,
       r.samples_per_sec, r.bubble, r.wall_seconds);
   std::fflush(stdout);
@@ -86,6 +100,7 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
   } else {
     ZmqTransportOptions to;
     to.name = "worker";
+    to.curve = options.curve;
     transport = std::make_unique<ZmqTransport>(to);
   }
   auto node = std::make_unique<RpcNode>(std::move(transport));
@@ -137,14 +152,18 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
   const int rank = first.your_rank;
   coordinator.StartHeartbeats(absl::Milliseconds(first.heartbeat_interval_ms), nullptr);
   PS_ASSIGN_OR_RETURN(proto::ClusterView view, coordinator.WaitForCluster(absl::Hours(1)));
-  if (view.num_workers != pipe.stages * pipe.replicas) {
+  const int tp = pipe.tensor_parallel;
+  if (view.num_workers != pipe.stages * pipe.replicas * tp) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "pipeline mode with ", pipe.replicas, " replicas of ", pipe.stages, " stages needs ",
-        pipe.stages * pipe.replicas, " workers; the job has ", view.num_workers));
+        "pipeline mode with ", pipe.replicas, " replicas of ", pipe.stages, " stages of ", tp,
+        " tensor-parallel workers needs ", pipe.stages * pipe.replicas * tp,
+        " workers; the job has ", view.num_workers));
   }
-  const StagePlace place = PlaceOf(rank, pipe.stages);
-  spdlog::info("worker {} of {} at {}: stage {} of {} in replica {} of {}", rank, view.num_workers,
-               endpoint, place.stage, pipe.stages, place.replica, pipe.replicas);
+  const WorkerPlace place = PlaceOf3d(rank, pipe.stages, tp);
+  spdlog::info(
+      "worker {} of {} at {}: stage {} of {} in replica {} of {}, tensor-parallel rank {} of {}",
+      rank, view.num_workers, endpoint, place.stage, pipe.stages, place.replica, pipe.replicas,
+      place.tp, tp);
 
   ModelOptions mo = options.train.model;
   mo.device = "cpu";
@@ -158,8 +177,11 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
                  ScheduleName(pipe.schedule), pipe.microbatches,
                  DescribePartition(spec, partition));
   }
+  PS_ASSIGN_OR_RETURN(TensorParallelLayout tp_layout,
+                      TensorParallelLayout::Create(model->tables(), spec, partition, tp));
+  if (rank == 0 && tp > 1) spdlog::info("{}", tp_layout.Describe());
   PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
-                      coordinator.DefineTables(model->tables(), absl::Minutes(10)));
+                      coordinator.DefineTables(tp_layout.tables(), absl::Minutes(10)));
   std::vector<std::string> servers;
   for (const auto& s : view.servers) servers.push_back(s.endpoint);
   KvClientOptions ko;
@@ -173,14 +195,16 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
     po.stage = place.stage;
     po.stages = pipe.stages;
     po.rank = rank;
+    // The neighbours are the workers with the same tp rank in the
+    // neighbouring stages: T ranks away.
     if (place.stage > 0) {
-      po.prev_rank = rank - 1;
-      po.prev_endpoint = view.workers[rank - 1].endpoint;
+      po.prev_rank = rank - tp;
+      po.prev_endpoint = view.workers[rank - tp].endpoint;
       po.in_width = spec.tower[partition.begin(place.stage)].in;
     }
     if (place.stage + 1 < pipe.stages) {
-      po.next_rank = rank + 1;
-      po.next_endpoint = view.workers[rank + 1].endpoint;
+      po.next_rank = rank + tp;
+      po.next_endpoint = view.workers[rank + tp].endpoint;
       po.out_width = spec.tower[partition.end(place.stage) - 1].out;
     }
     po.max_rows = std::max(options.train.batch_size, options.train.eval_batch_size);
@@ -197,13 +221,31 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
   ro.stages = pipe.stages;
   ro.microbatches = pipe.microbatches;
   ro.schedule = pipe.schedule;
+  // The tensor-parallel group of this stage: T consecutive ranks, meeting
+  // through the coordinator's store.
+  std::unique_ptr<CoordinatorStore> tp_store;
+  std::unique_ptr<Collective> tp_group;
+  if (tp > 1) {
+    tp_store = std::make_unique<CoordinatorStore>(
+        &coordinator, absl::StrCat("collective/tp/", place.replica, "/", place.stage));
+    GlooOptions go;
+    go.rank = place.tp;
+    go.size = tp;
+    go.hostname = HostOf(endpoint);
+    go.timeout = options.collective_timeout;
+    PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, tp_store.get()));
+    tp_group = std::move(gloo);
+  }
+  ro.tp_layout = &tp_layout;
+  ro.tp_rank = place.tp;
+  ro.tp_group = tp_group.get();
   PS_ASSIGN_OR_RETURN(std::unique_ptr<StageRunner> runner,
                       StageRunner::Create(mo, *model, spec, partition, ro, comm.get()));
   // Nobody sends activations before every stage can take them.
   PS_RETURN_IF_ERROR(coordinator.Barrier("pipeline/ready", view.num_workers, absl::Minutes(10)));
 
   PipelineTrainer trainer(options.train, pipe, model.get(), runner.get(), comm.get(), &kv,
-                          &coordinator, rank);
+                          &coordinator, rank, &tp_layout.tables());
   absl::StatusOr<PipelineStageResult> result = trainer.Run();
   if (!result.ok()) {
     absl::Status st = Annotate(result.status(), absl::StrCat("stage ", place.stage, " (worker ",

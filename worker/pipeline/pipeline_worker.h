@@ -1,9 +1,11 @@
 // RunPipelineWorker: one worker process of pipeline mode (--mode=pipeline),
 // from start to finish: join the cluster, find this worker's place (rank =
-// replica * stages + stage), define every table of the model with the
-// coordinator (each stage then pulls and pushes only its own), cut the
-// model, connect to the neighbouring stages, train, evaluate, report,
-// leave. On failure the neighbours are told why before it returns.
+// (replica * stages + stage) * T + tp with T = --tensor_parallel), define
+// every table of the job with the coordinator (the model's and its
+// tensor-parallel slices; each worker then pulls and pushes only its own),
+// cut the model, connect to the neighbouring stages and to its
+// tensor-parallel group, train, evaluate, report, leave. On failure the
+// neighbours are told why before it returns.
 #pragma once
 
 #include <functional>

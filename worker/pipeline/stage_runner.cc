@@ -94,16 +94,25 @@ absl::StatusOr<std::unique_ptr<StageRunner>> StageRunner::Create(
   if (options.stages > 1 && comm == nullptr) {
     return absl::InvalidArgumentError("a stage of a multi-stage pipeline needs its links");
   }
+  const TensorParallelLayout* tp = options.tp_layout;
+  if (tp != nullptr && tp->tp() > 1 &&
+      (options.tp_group == nullptr || options.tp_group->size() != tp->tp() ||
+       options.tp_group->rank() != options.tp_rank)) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor-parallel rank ", options.tp_rank, " of ",
+                                                   tp->tp(), " needs its group's collective"));
+  }
   std::unique_ptr<StageRunner> r(
       new StageRunner(model_options, options, comm, nn::CreateCpuDevice()));
-  std::vector<LinearSpec> layers(spec.tower.begin() + partition.begin(options.stage),
-                                 spec.tower.begin() + partition.end(options.stage));
+  std::vector<LinearSpec> layers =
+      tp != nullptr ? tp->StageLayers(options.stage, options.tp_rank)
+                    : std::vector<LinearSpec>(spec.tower.begin() + partition.begin(options.stage),
+                                              spec.tower.begin() + partition.end(options.stage));
   for (const LinearSpec& l : layers) {
     r->dense_tables_.push_back(l.weight);
     r->dense_tables_.push_back(l.bias);
   }
   r->in_width_ = layers.front().in;
-  r->tower_ = std::make_unique<LayerStack>(std::move(layers));
+  r->tower_ = std::make_unique<LayerStack>(std::move(layers), options.tp_group);
   if (r->first()) {
     PS_ASSIGN_OR_RETURN(r->head_, CreatePipelineHead(model_options, model));
     if (r->head_->out_width() != r->in_width_) {
@@ -113,6 +122,8 @@ absl::StatusOr<std::unique_ptr<StageRunner>> StageRunner::Create(
     for (uint32_t t : r->head_->dense_tables()) r->dense_tables_.push_back(t);
     r->sparse_tables_.assign(model.sparse_tables().begin(), model.sparse_tables().end());
   }
+  r->pushed_tables_ =
+      tp != nullptr ? tp->PushedTables(r->dense_tables_, options.tp_rank) : r->dense_tables_;
   r->eval_slot_ = std::make_unique<Slot>();
   if (r->first()) r->eval_slot_->head = r->head_->NewActivations();
   return r;

@@ -30,6 +30,7 @@
 #include "worker/pipeline/pipeline_model.h"
 #include "worker/pipeline/pipeline_options.h"
 #include "worker/pipeline/schedule.h"
+#include "worker/pipeline/tensor_parallel.h"
 
 namespace pstrain::worker {
 
@@ -38,10 +39,16 @@ struct StageRunnerOptions {
   int stages = 1;
   int microbatches = 1;
   PipeSchedule schedule = PipeSchedule::k1F1B;
+  // Tensor parallelism (null layout: none): the layout, this worker's rank
+  // in its group and the group's collective (both must outlive the runner).
+  const TensorParallelLayout* tp_layout = nullptr;
+  int tp_rank = 0;
+  Collective* tp_group = nullptr;
 };
 
-// One training step's bindings. `params` and `grads` are indexed by the full
-// model's table ids; only this stage's tables are read and written.
+// One training step's bindings. `params` and `grads` are indexed by the
+// job's table ids (the model's, then any tensor-parallel slices); only this
+// stage's tables are read and written.
 struct StageStepInputs {
   int64_t step = 0;
   std::shared_ptr<const Batch> batch;  // stage 0 only
@@ -80,6 +87,11 @@ class StageRunner {
   // The dense tables this stage computes with (its tower layers; on stage 0
   // also the head's). Stage 0 also uses every sparse table.
   const std::vector<uint32_t>& dense_tables() const { return dense_tables_; }
+  // Of those, the ones this worker pushes (all without tensor parallelism;
+  // else its slices, and the replicated tables on tp rank 0).
+  const std::vector<uint32_t>& pushed_tables() const { return pushed_tables_; }
+  // Whether this worker pushes the embeddings' gradients (stage 0, tp rank 0).
+  bool pushes_sparse() const { return first() && options_.tp_rank == 0; }
 
   // Runs one step's schedule. Stage 0 splits `batch` into min(M, rows)
   // micro-batches; later stages learn the step's shape from its first
@@ -127,6 +139,7 @@ class StageRunner {
   std::unique_ptr<PipelineHead> head_;  // stage 0
   std::unique_ptr<LayerStack> tower_;
   std::vector<uint32_t> dense_tables_;
+  std::vector<uint32_t> pushed_tables_;
   std::vector<uint32_t> sparse_tables_;
   int in_width_ = 0;
 

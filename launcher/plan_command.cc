@@ -1,0 +1,375 @@
+// pstrain plan: the layouts of pipeline mode (replicas x stages x
+// tensor-parallel ranks, micro-batches) that fit a number of workers, with
+// estimated memory per worker and traffic per step (launcher/
+// plan_estimate.h); with --trial_steps, the best few run for a few steps
+// under `pstrain local` on this machine, ranked by measured samples/s, with
+// each one's peak worker memory (VmHWM) next to its estimate.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/file_util.h"
+#include "common/process.h"
+#include "launcher/args.h"
+#include "launcher/commands.h"
+#include "launcher/plan_estimate.h"
+#include "worker/flags/worker_flags.h"
+
+extern char** environ;
+
+namespace pstrain::launcher {
+namespace {
+
+std::string SelfDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return std::filesystem::path(buf).parent_path().string();
+}
+
+double Mb(double bytes) { return bytes / 1e6; }
+
+// A /proc/<pid>/status field in kB, as bytes (-1 when unreadable).
+double StatusBytes(pid_t pid, const std::string& field) {
+  auto text = ReadFileToString(absl::StrCat("/proc/", pid, "/status"));
+  if (!text.ok()) return -1;
+  size_t at = text->find(field + ":");
+  if (at == std::string::npos) return -1;
+  return 1024.0 * std::strtod(text->c_str() + at + field.size() + 1, nullptr);
+}
+
+// The children of `parent` named `comm`.
+std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& comm) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(e.path().filename().string(), &pid)) continue;
+    auto stat = ReadFileToString(absl::StrCat("/proc/", pid, "/stat"));
+    if (!stat.ok()) continue;
+    size_t open = stat->find('('), close = stat->rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    if (stat->substr(open + 1, close - open - 1) != comm) continue;
+    int ppid = 0;
+    if (std::sscanf(stat->c_str() + close + 2, "%*c %d", &ppid) == 1 && ppid == parent) {
+      out.push_back(pid);
+    }
+  }
+  return out;
+}
+
+struct TrialResult {
+  int exit_code = -1;
+  double samples_per_sec = -1;
+  double peak = -1;  // largest worker VmHWM, bytes
+  std::string log;
+};
+
+// Runs `pstrain local <args>`, polling its workers' peak memory until it ends.
+TrialResult RunTrial(const std::string& bin, const std::vector<std::string>& args,
+                     const std::string& log_path, absl::Duration timeout) {
+  TrialResult r;
+  std::vector<std::string> argv_s = {bin + "/pstrain", "local"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    r.log = absl::StrCat("cannot start ", argv[0], ": ", std::strerror(rc));
+    return r;
+  }
+  std::map<pid_t, double> hwm;
+  const absl::Time deadline = absl::Now() + timeout;
+  int status = 0;
+  while (true) {
+    for (pid_t w : ChildrenNamed(pid, "pstrain_worker")) {
+      const double v = StatusBytes(w, "VmHWM");
+      if (v > 0) hwm[w] = std::max(hwm[w], v);
+    }
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (absl::Now() > deadline) {
+      kill(pid, SIGINT);  // `pstrain local` stops its cluster
+      waitpid(pid, &status, 0);
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  for (const auto& [w, v] : hwm) r.peak = std::max(r.peak, v);
+  auto log = ReadFileToString(log_path);
+  r.log = log.ok() ? *log : "";
+  std::smatch m;
+  static const std::regex kRate("samples/s=([0-9.]+)");
+  if (std::regex_search(r.log, m, kRate)) r.samples_per_sec = std::stod(m[1]);
+  return r;
+}
+
+std::string LastLines(const std::string& text, int n) {
+  size_t at = text.size();
+  for (int i = 0; i <= n && at != std::string::npos && at > 0; ++i) at = text.rfind('\n', at - 1);
+  return at == std::string::npos ? text : text.substr(at + 1);
+}
+
+void PrintTable(const std::vector<LayoutEstimate>& layouts, const PlanInputs& in, bool trials) {
+  std::printf("%-3s %-3s %-3s %-4s | %8s %8s %8s %8s %9s | %10s | %8s %8s %8s | %10s", "R", "P",
+              "T", "M", "weights", "grads", "acts", "base", "mem/wkr", "opt/server", "pipe", "tp",
+              "ps", "est samp/s");
+  if (trials) std::printf(" | %10s %9s %6s", "samples/s", "peak", "err");
+  std::printf("\n");
+  for (const LayoutEstimate& e : layouts) {
+    std::printf(
+        "%-3d %-3d %-3d %-4d | %7.1fM %7.1fM %7.1fM %7.1fM %8.1fM | %9.1fM | %7.2fM %7.2fM "
+        "%7.2fM | %10.0f",
+        e.replicas, e.stages, e.tp, e.microbatches, Mb(e.weights), Mb(e.gradients),
+        Mb(e.activations), Mb(e.baseline), Mb(e.total), Mb(e.optimizer_per_server),
+        Mb(e.comm_pipeline), Mb(e.comm_tp), Mb(e.comm_ps), e.samples_per_sec);
+    if (trials && e.measured_peak > 0) {
+      std::printf(" | %10.0f %8.1fM %+5.1f%%", e.measured_samples_per_sec, Mb(e.measured_peak),
+                  100.0 * (e.total - e.measured_peak) / e.measured_peak);
+    } else if (trials && !e.trial_error.empty()) {
+      std::printf(" | %s", e.trial_error.c_str());
+    }
+    if (!e.feasible) std::printf("  (infeasible: %s)", e.why_not.c_str());
+    std::printf("\n");
+  }
+  std::printf(
+      "\nR replicas x P stages x T tensor-parallel ranks = %d workers; M micro-batches (%s); "
+      "batch %d rows per replica.\nMemory: per worker, the busiest one (weights = 3 copies of "
+      "its dense tables, grads = 1 copy + stage 0's embedding rows and their gradients, acts = "
+      "kept activations, base = process baseline); opt/server = optimizer state on each of %d "
+      "servers.\nTraffic: MB per step sent + received by the "
+      "busiest worker (pipe = activations between stages, tp = tensor-parallel all-reduces, "
+      "ps = pulls + pushes).\n",
+      in.workers, worker::ScheduleName(in.schedule), in.batch_size, in.servers);
+}
+
+std::string Json(const std::vector<LayoutEstimate>& layouts, const PlanInputs& in) {
+  std::vector<std::string> rows;
+  for (const LayoutEstimate& e : layouts) {
+    std::string row = absl::StrFormat(
+        "{\"replicas\":%d,\"stages\":%d,\"tensor_parallel\":%d,\"microbatches\":%d,"
+        "\"feasible\":%s,\"memory_bytes\":{\"weights\":%.0f,\"gradients\":%.0f,"
+        "\"activations\":%.0f,\"baseline\":%.0f,\"total\":%.0f,\"optimizer_per_server\":%.0f},"
+        "\"comm_bytes_per_step\":{\"pipeline\":%.0f,\"tensor_parallel\":%.0f,\"ps\":%.0f,"
+        "\"total\":%.0f},\"est_step_seconds\":%.6g,\"est_samples_per_sec\":%.6g",
+        e.replicas, e.stages, e.tp, e.microbatches, e.feasible ? "true" : "false", e.weights,
+        e.gradients, e.activations, e.baseline, e.total, e.optimizer_per_server, e.comm_pipeline,
+        e.comm_tp, e.comm_ps, e.comm_total(), e.step_seconds, e.samples_per_sec);
+    if (!e.feasible) absl::StrAppend(&row, ",\"why_not\":\"", e.why_not, "\"");
+    if (e.measured_peak > 0) {
+      absl::StrAppend(&row, absl::StrFormat(",\"measured_samples_per_sec\":%.6g,"
+                                            "\"measured_peak_bytes\":%.0f,\"memory_error\":%.4f",
+                                            e.measured_samples_per_sec, e.measured_peak,
+                                            (e.total - e.measured_peak) / e.measured_peak));
+    }
+    rows.push_back(row + "}");
+  }
+  return absl::StrFormat(
+      "{\"model\":\"%s\",\"workers\":%d,\"servers\":%d,\"batch_size\":%d,\"schedule\":\"%s\","
+      "\"flops_per_worker\":%.6g,\"bandwidth_bytes\":%.6g,\"baseline_bytes\":%.0f,"
+      "\"layouts\":[%s]}",
+      in.model.name, in.workers, in.servers, in.batch_size, worker::ScheduleName(in.schedule),
+      in.flops_per_worker, in.bandwidth_bytes, in.baseline_bytes, absl::StrJoin(rows, ","));
+}
+
+}  // namespace
+
+int RunPlan(const std::vector<std::string>& argv) {
+  FlagSet flags;
+  flags.Define("workers", "", "Workers to lay out (required).")
+      .Define("servers", "2", "Parameter servers (of the trial runs; spreads the optimizer state).")
+      .Define("consistency", "bsp", "Consistency of the trial runs.")
+      .Define("device_memory", "0",
+              "GB of memory per worker; larger layouts are infeasible (0: no limit).")
+      .Define("bandwidth", "1", "GB/s each worker sends + receives at.")
+      .Define("trial_steps", "0",
+              "Run the best layouts for this many steps and rank them by samples/s.")
+      .Define("trial_layouts", "3", "How many layouts the trial runs.")
+      .Define("trial_timeout", "600", "Seconds one trial may take.")
+      .Define("baseline_mb", "24",
+              "Memory of a worker process before its model, when not measured.")
+      .Define("json", "false", "Print JSON instead of the table.")
+      .Define("bin_dir", "", "Folder with the pstrain binaries (default: next to pstrain).")
+      .Define("help", "false", "Show this help.");
+  for (const std::string& a : argv) {
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: pstrain plan --workers=N [--device_memory=GB] [--bandwidth=GBps] "
+          "[--trial_steps=K] [--json] [worker flags: --model, --batch_size, ... or "
+          "--flagfile=F]\n\nLists the layouts of --mode=pipeline (R x P x T workers, M "
+          "micro-batches) with estimated memory and traffic; with --trial_steps, runs the best "
+          "under `pstrain local`.\n\n%s",
+          flags.Help().c_str());
+      return 0;
+    }
+  }
+  auto args = ParseArgs(argv);
+  if (!args.ok()) {
+    std::fprintf(stderr, "pstrain plan: %s\n", std::string(args.status().message()).c_str());
+    return 2;
+  }
+  auto rest = flags.Take(*args, /*keep_unknown=*/true);
+  auto workers = flags.GetInt("workers");
+  auto servers = flags.GetInt("servers");
+  auto device_memory = flags.GetDouble("device_memory");
+  auto bandwidth = flags.GetDouble("bandwidth");
+  auto trial_steps = flags.GetInt("trial_steps");
+  auto trial_layouts = flags.GetInt("trial_layouts");
+  auto trial_timeout = flags.GetDouble("trial_timeout");
+  auto baseline_mb = flags.GetDouble("baseline_mb");
+  for (const absl::Status& st :
+       {rest.status(), workers.status(), servers.status(), device_memory.status(),
+        bandwidth.status(), trial_steps.status(), trial_layouts.status(), trial_timeout.status(),
+        baseline_mb.status()}) {
+    if (!st.ok()) {
+      std::fprintf(stderr, "pstrain plan: %s\n", std::string(st.message()).c_str());
+      return 2;
+    }
+  }
+  if (*workers < 1 || *servers < 1) {
+    std::fprintf(stderr, "pstrain plan: --workers and --servers must be >= 1\n");
+    return 2;
+  }
+  // The model and batch come from the worker flags.
+  // (The worker flags require --train_data, which only the trials read.)
+  std::vector<std::string> argv_s = {"pstrain plan", "--train_data=(none)"};
+  bool has_data = false;
+  for (const Arg& a : *rest) {
+    argv_s.push_back(a.text);
+    if (a.name == "train_data") has_data = !a.value.empty();
+  }
+  std::vector<char*> cargv;
+  for (auto& s : argv_s) cargv.push_back(s.data());
+  ParseFlagsWithEnv(static_cast<int>(cargv.size()), cargv.data(), "pstrain plan");
+  InitLogging("plan", "warn");
+  auto options = worker::WorkerOptionsFromFlags();
+  if (!options.ok()) {
+    std::fprintf(stderr, "pstrain plan: %s\n", options.status().ToString().c_str());
+    return 2;
+  }
+  PlanInputs in;
+  in.model = options->train.model;
+  in.model.device = "cpu";  // pipeline mode computes on the CPU
+  in.batch_size = options->train.batch_size;
+  in.workers = static_cast<int>(*workers);
+  in.servers = static_cast<int>(*servers);
+  in.schedule = options->pipeline.schedule;
+  in.stage_layers = options->pipeline.stage_layers;
+  in.device_memory_bytes = *device_memory * 1e9;
+  in.bandwidth_bytes = *bandwidth * 1e9;
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  in.flops_per_worker = MeasureFlops() * std::min(1.0, static_cast<double>(cores) / in.workers);
+  in.baseline_bytes = *baseline_mb * 1e6;
+  const std::string bin = flags.Get("bin_dir").empty() ? SelfDir() : flags.Get("bin_dir");
+  const bool json = flags.GetBool("json");
+
+  std::vector<std::string> trial_args;
+  std::string tmp;
+  if (*trial_steps > 0) {
+    if (!has_data) {
+      std::fprintf(stderr, "pstrain plan: --trial_steps needs --train_data\n");
+      return 2;
+    }
+    char tmpl[] = "/tmp/pstrain-plan-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return 1;
+    tmp = tmpl;
+    trial_args = {absl::StrCat("--servers=", *servers), "--consistency=" + flags.Get("consistency"),
+                  "--mode=pipeline"};
+    for (const Arg& a : *rest) trial_args.push_back(a.text);
+    for (const char* f : {"--eval_data=", "--eval_meta=", "--metrics_out=", "--save_model=",
+                          "--log_every_secs=100000"}) {
+      trial_args.push_back(f);
+    }
+    trial_args.push_back(absl::StrCat("--max_steps=", *trial_steps));
+    // The baseline: one step of a one-layer tower on the same data.
+    std::vector<std::string> a = trial_args;
+    for (const char* f :
+         {"--model=deep_tower", "--tower_layers=1", "--tower_width=8", "--stages=1", "--replicas=1",
+          "--tensor_parallel=1", "--microbatches=1", "--stage_layers=", "--max_steps=1"}) {
+      a.push_back(f);
+    }
+    TrialResult base = RunTrial(bin, a, tmp + "/baseline.log", absl::Seconds(*trial_timeout));
+    if (base.exit_code == 0 && base.peak > 0) {
+      in.baseline_bytes = base.peak;
+      if (!json) std::printf("measured worker baseline: %.1f MB\n", Mb(base.peak));
+    } else {
+      std::fprintf(stderr, "pstrain plan: the baseline run failed (exit %d):\n%s\n", base.exit_code,
+                   LastLines(base.log, 10).c_str());
+    }
+  }
+  auto layouts = EstimateLayouts(in);
+  if (!layouts.ok()) {
+    std::fprintf(stderr, "pstrain plan: %s\n", layouts.status().ToString().c_str());
+    return 2;
+  }
+  if (*trial_steps > 0) {
+    int tried = 0;
+    for (LayoutEstimate& e : *layouts) {
+      if (tried >= *trial_layouts || !e.feasible) break;
+      ++tried;
+      std::vector<std::string> a = trial_args;
+      a.push_back(absl::StrCat("--replicas=", e.replicas));
+      a.push_back(absl::StrCat("--stages=", e.stages));
+      a.push_back(absl::StrCat("--tensor_parallel=", e.tp));
+      a.push_back(absl::StrCat("--microbatches=", e.microbatches));
+      if (std::count(in.stage_layers.begin(), in.stage_layers.end(), ',') + 1 != e.stages) {
+        a.push_back("--stage_layers=");
+      }
+      const std::string name =
+          absl::StrCat("R", e.replicas, "P", e.stages, "T", e.tp, "M", e.microbatches);
+      if (!json) {
+        std::printf("trial %s: %lld steps...\n", name.c_str(),
+                    static_cast<long long>(*trial_steps));
+        std::fflush(stdout);
+      }
+      TrialResult r = RunTrial(bin, a, tmp + "/" + name + ".log", absl::Seconds(*trial_timeout));
+      if (r.exit_code == 0 && r.samples_per_sec >= 0) {
+        e.measured_samples_per_sec = r.samples_per_sec;
+        e.measured_peak = r.peak;
+      } else {
+        e.trial_error = absl::StrCat("trial failed (exit ", r.exit_code, ")");
+        std::fprintf(stderr, "pstrain plan: trial %s failed:\n%s\n", name.c_str(),
+                     LastLines(r.log, 10).c_str());
+      }
+    }
+    // Measured layouts first, fastest first.
+    std::stable_sort(layouts->begin(), layouts->end(),
+                     [](const LayoutEstimate& a, const LayoutEstimate& b) {
+                       return a.measured_samples_per_sec > b.measured_samples_per_sec;
+                     });
+    std::filesystem::remove_all(tmp);
+  }
+  if (json) {
+    std::printf("%s\n", Json(*layouts, in).c_str());
+  } else {
+    PrintTable(*layouts, in, *trial_steps > 0);
+  }
+  return 0;
+}
+
+}  // namespace pstrain::launcher

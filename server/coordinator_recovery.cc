@@ -1,0 +1,262 @@
+// The coordinator's part of recovering from a server failure.
+//
+// With checkpoints on, a failed server does not end the job. The coordinator
+// bumps the cluster's epoch and sends kRecover to every live node: servers
+// drop their tables and fail their waiting pulls, workers stop talking to
+// servers. When a replacement registers with the failed server's rank (or
+// the same process is heard from again, e.g. after SIGSTOP/SIGCONT), every
+// server is given the tables again, restored from the latest checkpoint, so
+// the model is one consistent cut; the workers, waiting in kWaitRecovery,
+// get the new layout (epoch, restored step, data positions) and the new
+// server addresses, and resume from the checkpoint. Pulls and pushes carry
+// the epoch, so a request sent before the rollback never touches the
+// restored tables. At most the steps since the last checkpoint are redone.
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/coordinator.h"
+#include "server/table_layout.h"
+
+namespace pstrain::server {
+
+using proto::MsgType;
+using proto::Role;
+
+namespace {
+constexpr absl::Duration kRetireTimeout = absl::Seconds(30);
+}  // namespace
+
+bool Coordinator::CanRecover() const {
+  return options_.recover_servers && checkpoints_->enabled() && !defined_tables_.empty() &&
+         !finishing_;
+}
+
+void Coordinator::SendRecover(Member* m) {
+  proto::Header h;
+  h.type = MsgType::kRecover;
+  h.sender_role = Role::kCoordinator;
+  const Role role = m->info.role;
+  const int32_t rank = m->info.rank;
+  const uint64_t epoch = epoch_;
+  node_->Call(m->peer, proto::Encode(h, proto::RecoverNotice{epoch_, recovery_reason_}),
+              absl::Now() + absl::Seconds(10))
+      .OnDone([this, role, rank, epoch](const absl::StatusOr<Message>& reply) {
+        absl::Status st = proto::DecodeReply(reply, "recover").status();
+        if (epoch != epoch_ || finishing_) return;
+        std::string who = absl::StrCat(proto::RoleName(role), " ", rank);
+        if (st.ok()) {
+          if (role == Role::kServer) MaybeFinishRecovery();
+          return;
+        }
+        if (role == Role::kWorker && st.code() != absl::StatusCode::kDeadlineExceeded &&
+            st.code() != absl::StatusCode::kUnavailable) {
+          // It cannot roll back (e.g. allreduce or pipeline mode).
+          Finish(absl::FailedPreconditionError(
+              absl::StrCat(recovery_reason_, "; ", who, " cannot recover: ", st.message())));
+          return;
+        }
+        spdlog::warn("recover: {} did not confirm: {}", who, st.ToString());
+      });
+}
+
+void Coordinator::StartRecovery(Member* dead, const std::string& reason) {
+  for (const auto& w : workers_) {
+    if (w && w->done) {
+      Finish(absl::UnavailableError(absl::StrCat(
+          reason, "; worker ", w->info.rank,
+          " has already left the job, so the cluster cannot roll back to a checkpoint")));
+      return;
+    }
+  }
+  dead->alive = false;
+  ++epoch_;
+  ++checkpoint_gen_;
+  recovery_reason_ = reason;
+  if (!recovering_) recovery_started_ = absl::Now();
+  recovering_ = true;
+  restoring_ = false;
+  spdlog::warn("{}: the cluster rolls back to the latest checkpoint (epoch {}) once it is back; "
+               "waiting up to {} for it", reason, epoch_,
+               absl::FormatDuration(options_.recovery_timeout));
+  // A checkpoint in progress is abandoned; workers paused for it resume
+  // through the recovery.
+  saving_ = false;
+  for (const Parked& p : arrive_waiters_) {
+    node_->Reply(p.route, p.id,
+                 proto::EncodeError(Role::kCoordinator, 0,
+                                    absl::AbortedError("the cluster is recovering from a failure")));
+  }
+  arrive_waiters_.clear();
+  arrived_.clear();
+  store_.AbortBarriers();
+  layout_.reset();
+  for (auto* slots : {&servers_, &workers_}) {
+    for (auto& m : *slots) {
+      if (m && m->alive && !m->done) SendRecover(&*m);
+    }
+  }
+}
+
+void Coordinator::MaybeFinishRecovery() {
+  if (!recovering_ || restoring_ || finishing_) return;
+  for (const auto& s : servers_) {
+    if (!s || !s->alive) return;
+  }
+  auto latest = checkpoints_->FindLatest();
+  if (!latest.ok()) {
+    return Finish(absl::DataLossError(
+        absl::StrCat(recovery_reason_, "; cannot read the latest checkpoint: ", latest.status().message())));
+  }
+  restore_ = latest->has_value() ? *latest : job_restore_;
+  restore_files_.clear();
+  if (restore_) {
+    for (const ShardEntry& e : restore_->shards) restore_files_.push_back(restore_->path + "/" + e.file);
+  }
+  auto layout = ComputeLayout(defined_tables_, options_.num_servers, options_.dense_chunk_floats);
+  if (!layout.ok()) return Finish(layout.status());
+  layout->num_workers = options_.num_workers;
+  layout->consistency = options_.consistency;
+  layout->staleness = options_.staleness;
+  AddCheckpointInfo(&*layout, &restore_files_);
+  layout->epoch = epoch_;
+  if (!restore_) {
+    // No checkpoint yet: everyone starts over from the initial tables.
+    layout->restored_step = 0;
+    for (int r = 0; r < options_.num_workers; ++r) {
+      proto::WorkerPosition p;
+      p.rank = r;
+      layout->positions.push_back(p);
+    }
+  }
+  done_training_.clear();
+  for (const proto::WorkerPosition& p : layout->positions) {
+    if (p.finished) done_training_[p.rank] = p;
+  }
+  last_checkpoint_step_ = restore_ ? restore_->step : 0;
+  last_checkpoint_time_ = absl::Now();
+  restoring_ = true;
+  layout_ = std::move(*layout);
+  spdlog::info("every server is up: restoring {} on all {} servers (epoch {})",
+               restore_ ? restore_->path : std::string("the initial tables"), options_.num_servers,
+               epoch_);
+  CreateTablesOnServers([this](absl::Status st) {
+    restoring_ = false;
+    if (!st.ok()) return Finish(st);
+    recovering_ = false;
+    spdlog::info("recovered in {:.1f}s: workers resume from step {} (epoch {})",
+                 absl::ToDoubleSeconds(absl::Now() - recovery_started_),
+                 std::max<int64_t>(0, layout_->restored_step), epoch_);
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kCoordinator;
+    proto::Recovered r{epoch_, View(-1), *layout_};
+    for (const RecoveryWaiter& w : recovery_waiters_) node_->Reply(w.route, w.id, proto::Encode(h, r));
+    recovery_waiters_.clear();
+  });
+}
+
+void Coordinator::OnWaitRecovery(const proto::Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kWorker || FindMember(Role::kWorker, d.header().sender_rank) == nullptr) {
+    return ReplyError(req, absl::InvalidArgumentError("only workers wait for a recovery"));
+  }
+  auto body = d.body<proto::WaitRecoveryRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (!recovering_ && epoch_ > body->epoch && layout_) {
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kCoordinator;
+    node_->Reply(req, proto::Encode(h, proto::Recovered{epoch_, View(-1), *layout_}));
+    return;
+  }
+  absl::Duration wait = absl::Milliseconds(std::clamp<int64_t>(body->wait_ms, 0, 600000));
+  recovery_waiters_.push_back({req.route, req.id, body->epoch, absl::Now() + wait});
+  ExpireRecoveryWaiters(absl::Now());
+}
+
+void Coordinator::ExpireRecoveryWaiters(absl::Time now) {
+  if (recovering_) return;  // all wait for its end (bounded by recovery_timeout)
+  for (auto it = recovery_waiters_.begin(); it != recovery_waiters_.end();) {
+    if (it->deadline > now) {
+      ++it;
+      continue;
+    }
+    node_->Reply(it->route, it->id,
+                 proto::EncodeError(Role::kCoordinator, 0,
+                                    absl::UnavailableError("no recovery under way")));
+    it = recovery_waiters_.erase(it);
+  }
+}
+
+// Elastic workers. A dead worker (not worker 0, which gathers the
+// evaluation and writes the summary) is dropped: the servers retire it, so
+// BSP steps and SSP bounds stop waiting for it; barriers shrink; its shard's
+// remaining rows, from the position of its last heartbeat (rows whose
+// gradients had reached the servers), go to the first worker that runs out
+// of its own data (kClaimShard), so no row of the epoch is skipped. Rows it
+// trained after that heartbeat are trained twice, never lost.
+void Coordinator::DropWorker(Member* m, const std::string& reason) {
+  const int32_t rank = m->info.rank;
+  if (rank == 0 || finishing_) {
+    return Finish(absl::UnavailableError(absl::StrCat(
+        reason, rank == 0 ? "; worker 0 gathers the evaluation and writes the summary, so the job "
+                            "cannot go on without it"
+                          : "")));
+  }
+  for (const auto& t : defined_tables_) {
+    if (t.on_workers) {
+      return Finish(absl::UnavailableError(
+          absl::StrCat(reason, "; allreduce mode cannot drop a worker from its collective group")));
+    }
+  }
+  m->dropped = true;
+  ++dropped_workers_;
+  orphans_.push_back(Orphan{rank, m->data_epoch, m->data_rows, m->samples, -1});
+  spdlog::warn("{}: dropped from the job (elastic); its shard goes on from epoch {} row {} on the "
+               "first worker to finish its own; {} workers left",
+               reason, m->data_epoch, m->data_rows, options_.num_workers - dropped_workers_);
+  store_.Set(absl::StrCat("dead/", rank), Buffer::FromString(std::to_string(m->samples)));
+  store_.ShrinkBarriers(options_.num_workers - dropped_workers_ + 1,
+                        options_.num_workers - dropped_workers_);
+  proto::Header h;
+  h.type = MsgType::kRetireWorker;
+  h.sender_role = Role::kCoordinator;
+  for (int s = 0; s < options_.num_servers; ++s) {
+    if (!servers_[s]) continue;
+    node_->Call(servers_[s]->peer, proto::Encode(h, proto::RetireWorker{rank}),
+                absl::Now() + kRetireTimeout)
+        .OnDone([s, rank](const absl::StatusOr<Message>& reply) {
+          absl::Status st = proto::DecodeReply(reply, "retire").status();
+          if (!st.ok()) spdlog::warn("server {} did not retire worker {}: {}", s, rank, st.ToString());
+        });
+  }
+  // Checkpoints no longer wait for it.
+  proto::WorkerPosition p;
+  p.rank = rank;
+  p.finished = true;
+  done_training_[rank] = p;
+  MaybeCheckpoint();
+  MaybeEndJob();
+}
+
+void Coordinator::OnClaimShard(const proto::Decoded& d, const RpcRequest& req) {
+  Member* m = FindMember(Role::kWorker, d.header().sender_rank);
+  if (m == nullptr || d.header().sender_role != Role::kWorker || m->dropped) {
+    return ReplyError(req, absl::InvalidArgumentError("only live workers adopt shards"));
+  }
+  proto::ShardClaim claim;
+  for (Orphan& o : orphans_) {
+    if (o.adopter >= 0) continue;
+    o.adopter = m->info.rank;
+    claim = proto::ShardClaim{o.rank, o.epoch, o.rows, o.samples};
+    store_.Set(absl::StrCat("adopted/", o.rank), Buffer::FromString(std::to_string(o.adopter)));
+    spdlog::info("worker {} adopts the rest of worker {}'s shard (epoch {}, from row {})",
+                 o.adopter, o.rank, o.epoch, o.rows);
+    break;
+  }
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kCoordinator;
+  node_->Reply(req, proto::Encode(h, claim));
+}
+
+}  // namespace pstrain::server

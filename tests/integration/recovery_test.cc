@@ -1,0 +1,221 @@
+// Server failures survived: a server killed with SIGKILL mid-run and
+// restarted by the launcher, and a server frozen (SIGSTOP) past the
+// heartbeat timeout and then resumed. In both the cluster rolls back to the
+// latest checkpoint and the job finishes with the AUC of an unbroken run.
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/integration/test_process.h"
+#include "worker/data/reader.h"
+#include "worker/data/synthetic.h"
+
+namespace pstrain::testing {
+namespace {
+
+constexpr int kEvery = 25;  // checkpoint every this many steps
+
+struct Job {
+  std::string dir, train, eval;
+};
+
+Job MakeJob() {
+  Job j;
+  j.dir = MakeTempDir("pstrain-recovery");
+  j.train = j.dir + "/train.tsv";
+  j.eval = j.dir + "/eval.tsv";
+  worker::SyntheticOptions o;
+  o.seed = 11;
+  o.rows = 200000;
+  EXPECT_TRUE(worker::WriteSynthetic(o, j.train).ok());
+  o.first_row = o.rows;
+  o.rows = 20000;
+  EXPECT_TRUE(worker::WriteSynthetic(o, j.eval).ok());
+  return j;
+}
+
+std::vector<std::string> JobArgs(const Job& j, const std::string& name) {
+  return {"local", "--servers=2", "--workers=2", "--model=dlrm", "--consistency=bsp",
+          "--batch_size=128", "--train_data=" + j.train, "--eval_data=" + j.eval,
+          "--metrics_out=" + j.dir + "/" + name + ".jsonl",
+          "--checkpoint_dir=" + j.dir + "/" + name + "-ckpt",
+          absl::StrCat("--checkpoint_every_steps=", kEvery), "--heartbeat_interval=0.2",
+          "--heartbeat_timeout=2", "--timeout=240"};
+}
+
+double LastAuc(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  double auc = NAN;
+  std::regex re("\"eval_auc\":([-0-9.eE]+)");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) auc = std::stod(m[1]);
+  }
+  return auc;
+}
+
+// The first match of `re`'s group 1 in `text`, or -1.
+int64_t FirstNumber(const std::string& text, const std::string& re) {
+  std::smatch m;
+  int64_t v = -1;
+  if (std::regex_search(text, m, std::regex(re))) (void)absl::SimpleAtoi(m[1].str(), &v);
+  return v;
+}
+
+// Waits until the launcher's log shows checkpoint `step` written.
+bool WaitForCheckpoint(TestProcess& p, int step) {
+  std::string want = absl::StrCat("checkpoint at step ", step, " written");
+  absl::Time until = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < until && p.running()) {
+    if (p.Log().find(want) != std::string::npos) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return false;
+}
+
+// The last checkpoint written before `marker` appears in `log`.
+int64_t LastCheckpointBefore(const std::string& log, const std::string& marker) {
+  std::string before = log.substr(0, log.find(marker));
+  std::regex re("checkpoint at step ([0-9]+) written");
+  int64_t last = -1;
+  for (auto it = std::sregex_iterator(before.begin(), before.end(), re); it != std::sregex_iterator(); ++it) {
+    last = std::stoll((*it)[1].str());
+  }
+  return last;
+}
+
+class Recovery : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    job_ = new Job(MakeJob());
+    TestProcess unbroken("pstrain", JobArgs(*job_, "unbroken"), job_->dir + "/unbroken.log");
+    ASSERT_EQ(unbroken.Wait(absl::Minutes(4)), 0) << unbroken.Log();
+    unbroken_auc_ = LastAuc(job_->dir + "/unbroken.jsonl");
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(job_->dir);
+    delete job_;
+  }
+  static Job* job_;
+  static double unbroken_auc_;
+};
+Job* Recovery::job_ = nullptr;
+double Recovery::unbroken_auc_ = NAN;
+
+TEST_F(Recovery, ServerKilledMidRunIsRestartedAndTheJobFinishesWithTheSameAuc) {
+  ASSERT_GT(unbroken_auc_, 0.65);
+  std::vector<std::string> args = JobArgs(*job_, "killed");
+  args.push_back("--restart_failed");
+  TestProcess launcher("pstrain", args, job_->dir + "/killed.log");
+  ASSERT_TRUE(WaitForCheckpoint(launcher, 2 * kEvery)) << launcher.Log();
+  pid_t server1 = static_cast<pid_t>(FirstNumber(launcher.Log(), "server 1 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
+  ASSERT_GT(server1, 0) << launcher.Log();
+  ASSERT_EQ(kill(server1, SIGKILL), 0);
+  ASSERT_EQ(launcher.Wait(absl::Minutes(4)), 0) << launcher.Log();
+  std::string log = launcher.Log();
+  EXPECT_NE(log.find("server 1 exited with code 137; restarting it"), std::string::npos) << log;
+  EXPECT_NE(log.find("server 1 rejoined (a replacement)"), std::string::npos) << log;
+  EXPECT_NE(log.find("recovered in"), std::string::npos) << log;
+  // Both workers resume from the last checkpoint written before the failure:
+  // at most --checkpoint_every_steps steps are redone.
+  int64_t last = LastCheckpointBefore(log, "was replaced by a new process");
+  if (last < 0 || log.find("was replaced by a new process") == std::string::npos) {
+    last = LastCheckpointBefore(log, "stopped responding");
+  }
+  EXPECT_GE(last, 2 * kEvery);
+  int64_t resumed = FirstNumber(log, "resuming from step ([0-9]+)");
+  EXPECT_EQ(resumed, last) << log;
+  double auc = LastAuc(job_->dir + "/killed.jsonl");
+  std::printf("unbroken AUC %.5f, killed and restarted %.5f; resumed from step %lld\n", unbroken_auc_,
+              auc, static_cast<long long>(resumed));
+  EXPECT_NEAR(auc, unbroken_auc_, 0.005) << log;
+}
+
+TEST_F(Recovery, ServerFrozenPastTheHeartbeatTimeoutRollsBackAndTheJobFinishes) {
+  TestProcess launcher("pstrain", JobArgs(*job_, "frozen"), job_->dir + "/frozen.log");
+  ASSERT_TRUE(WaitForCheckpoint(launcher, 2 * kEvery)) << launcher.Log();
+  pid_t server1 = static_cast<pid_t>(FirstNumber(launcher.Log(), "server 1 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
+  ASSERT_GT(server1, 0) << launcher.Log();
+  ASSERT_EQ(kill(server1, SIGSTOP), 0);
+  // Past the 2 s heartbeat timeout: declared dead, the others roll back.
+  absl::Time until = absl::Now() + absl::Seconds(30);
+  while (launcher.Log().find("stopped responding") == std::string::npos && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  absl::SleepFor(absl::Seconds(1));
+  ASSERT_EQ(kill(server1, SIGCONT), 0);
+  ASSERT_EQ(launcher.Wait(absl::Minutes(4)), 0) << launcher.Log();
+  std::string log = launcher.Log();
+  EXPECT_NE(log.find("server 1 is heard from again"), std::string::npos) << log;
+  EXPECT_NE(log.find("recovered in"), std::string::npos) << log;
+  EXPECT_EQ(FirstNumber(log, "resuming from step ([0-9]+)"), LastCheckpointBefore(log, "stopped responding"))
+      << log;
+  double auc = LastAuc(job_->dir + "/frozen.jsonl");
+  std::printf("unbroken AUC %.5f, frozen and resumed %.5f\n", unbroken_auc_, auc);
+  EXPECT_NEAR(auc, unbroken_auc_, 0.005) << log;
+}
+
+// Rows of shard `shard` of `num_shards` of `path`, as a worker's reader sees them.
+int64_t ShardRows(const std::string& path, int shard, int num_shards) {
+  worker::ReaderOptions ro;
+  ro.patterns = {path};
+  ro.shard_index = shard;
+  ro.num_shards = num_shards;
+  auto reader = worker::DataReader::Open(ro);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return -1;
+  int64_t rows = 0;
+  while (true) {
+    auto b = (*reader)->Next();
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok() || !*b) break;
+    rows += (*b)->size;
+  }
+  return rows;
+}
+
+TEST_F(Recovery, WorkerKilledUnderBspIsDroppedAndItsRowsAreTrainedByAnother) {
+  std::vector<std::string> args = {
+      "local", "--servers=2", "--workers=3", "--model=dlrm", "--consistency=bsp", "--batch_size=128",
+      "--train_data=" + job_->train, "--eval_data=" + job_->eval,
+      "--metrics_out=" + job_->dir + "/elastic.jsonl", "--elastic_workers", "--heartbeat_interval=0.2",
+      "--heartbeat_timeout=2", "--timeout=240"};
+  TestProcess launcher("pstrain", args, job_->dir + "/elastic.log");
+  absl::Time until = absl::Now() + absl::Seconds(60);
+  while (launcher.Log().find("tables created") == std::string::npos && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  absl::SleepFor(absl::Seconds(1.5));
+  pid_t worker2 = static_cast<pid_t>(FirstNumber(launcher.Log(), "worker 2 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
+  ASSERT_GT(worker2, 0) << launcher.Log();
+  ASSERT_EQ(kill(worker2, SIGKILL), 0);
+  ASSERT_EQ(launcher.Wait(absl::Minutes(4)), 0) << launcher.Log();
+  std::string log = launcher.Log();
+  EXPECT_NE(log.find("worker 2 was killed"), std::string::npos) << log;
+  EXPECT_NE(log.find("dropped from the job"), std::string::npos) << log;
+  // The adopter read worker 2's shard the way it did: what it had trained
+  // (skipped) plus what the adopter trained is the whole shard.
+  std::smatch m;
+  std::regex re("worker 2's shard done here: ([0-9]+) rows trained after its ([0-9]+) \\(the shard's ([0-9]+) rows");
+  ASSERT_TRUE(std::regex_search(log, m, re)) << log;
+  int64_t trained_here = std::stoll(m[1].str()), before = std::stoll(m[2].str()), total = std::stoll(m[3].str());
+  EXPECT_GT(before, 0) << "killed before it trained anything";
+  EXPECT_GT(trained_here, 0) << "killed after it had finished";
+  EXPECT_EQ(total, ShardRows(job_->train, 2, 3));
+  std::printf("worker 2 trained %lld rows, its adopter %lld more: %lld of the shard's %lld\n",
+              static_cast<long long>(before), static_cast<long long>(trained_here),
+              static_cast<long long>(before + trained_here), static_cast<long long>(total));
+  EXPECT_GT(LastAuc(job_->dir + "/elastic.jsonl"), 0.65) << log;
+}
+
+}  // namespace
+}  // namespace pstrain::testing
