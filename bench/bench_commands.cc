@@ -117,6 +117,9 @@ absl::Status RunSparse(const BenchOptions& o) {
       .Add("push_p50_us", r.push_p50_us)
       .Add("table_rows", r.table_rows)
       .Add("bytes_per_row", r.bytes_per_row)
+      .Add("bytes_per_row_without_scratch", r.bytes_per_row_without_scratch)
+      .Add("index_bytes_per_row", r.index_bytes_per_row)
+      .Add("scratch_bytes", r.scratch_bytes)
       .Add("iterations", r.iterations);
   PrintResult(line);
   return absl::OkStatus();

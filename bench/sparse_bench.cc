@@ -135,7 +135,7 @@ absl::StatusOr<SparseBenchResult> RunSparseBench(BenchCluster& cluster,
   r.unique_per_iteration = r.iterations > 0 ? double(unique) / double(r.iterations) : 0;
   r.pull_p50_us = pull_us.Quantile(0.5);
   r.push_p50_us = push_us.Quantile(0.5);
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, index_bytes = 0, scratch_bytes = 0;
   for (int s = 0; s < cluster.num_servers(); ++s) {
     PS_ASSIGN_OR_RETURN(std::vector<server::TableStats> stats,
                         cluster.server(s).StoreStats(absl::Seconds(30)));
@@ -143,9 +143,17 @@ absl::StatusOr<SparseBenchResult> RunSparseBench(BenchCluster& cluster,
       if (!t.sparse) continue;
       r.table_rows += t.rows;
       bytes += t.bytes;
+      index_bytes += t.index_bytes;
+      scratch_bytes += t.scratch_bytes;
     }
   }
-  r.bytes_per_row = r.table_rows > 0 ? double(bytes) / double(r.table_rows) : 0;
+  if (r.table_rows > 0) {
+    const double rows = static_cast<double>(r.table_rows);
+    r.bytes_per_row = double(bytes) / rows;
+    r.index_bytes_per_row = double(index_bytes) / rows;
+    r.bytes_per_row_without_scratch = double(bytes - scratch_bytes) / rows;
+  }
+  r.scratch_bytes = static_cast<double>(scratch_bytes);
   return r;
 }
 

@@ -32,6 +32,9 @@ struct SparseBenchResult {
   double pull_p50_us = 0, push_p50_us = 0;
   uint64_t table_rows = 0;              // rows held by all servers
   double bytes_per_row = 0;             // servers' table memory / rows
+  double index_bytes_per_row = 0;       // of which the id -> row index
+  double scratch_bytes = 0;             // per-request buffers, all servers (not per row)
+  double bytes_per_row_without_scratch = 0;
 };
 
 // The table the sparse bench uses: `dim` floats per row, Adagrad.

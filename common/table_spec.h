@@ -34,13 +34,24 @@ struct OptimizerConfig {
   float ftrl_beta = 1.0f;      // FTRL: per-coordinate lr = lr / (beta + sqrt(n))
   float ftrl_l1 = 0.0f;        // FTRL
   float ftrl_l2 = 0.0f;        // FTRL
+  // Version 2: the learning rate ramps up linearly over the first
+  // warmup_steps steps (worker clocks): lr * min(1, (step + 1) / warmup_steps).
+  int32_t warmup_steps = 0;
 
   template <class Archive>
-  void serialize(Archive& ar, std::uint32_t /*version*/) {
+  void serialize(Archive& ar, std::uint32_t version) {
     ar(kind, lr, momentum, nesterov, weight_decay, eps, initial_accumulator, beta1, beta2,
        ftrl_beta, ftrl_l1, ftrl_l2);
+    if (version >= 2) ar(warmup_steps);
   }
 };
+
+// The learning-rate multiplier of `step` under the warm-up (1: none; a
+// negative step: not known, 1).
+inline float WarmupScale(const OptimizerConfig& c, int64_t step) {
+  if (c.warmup_steps <= 0 || step < 0 || step + 1 >= c.warmup_steps) return 1.0f;
+  return static_cast<float>(step + 1) / static_cast<float>(c.warmup_steps);
+}
 
 enum class InitKind : uint8_t {
   kZeros = 0,
@@ -82,6 +93,6 @@ struct TableSpec {
 
 }  // namespace pstrain
 
-CEREAL_CLASS_VERSION(pstrain::OptimizerConfig, 1);
+CEREAL_CLASS_VERSION(pstrain::OptimizerConfig, 2);
 CEREAL_CLASS_VERSION(pstrain::InitializerConfig, 1);
 CEREAL_CLASS_VERSION(pstrain::TableSpec, 2);

@@ -16,7 +16,7 @@ int Inspect(const std::string& dir_arg) {
   // A checkpoint folder, or a --checkpoint_dir (then its LATEST).
   std::string dir = dir_arg;
   if (auto latest = ReadFileToString(dir + "/LATEST"); latest.ok()) {
-    dir += "/" + std::string(absl::StripAsciiWhitespace(*latest));
+    dir = absl::StrCat(dir, "/", absl::StripAsciiWhitespace(*latest));
   }
   auto m = server::ReadManifest(dir);
   if (!m.ok()) {

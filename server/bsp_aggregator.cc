@@ -41,7 +41,7 @@ void BspAggregator::Add(const std::vector<KvOp>& ops, uint32_t num_samples) {
   }
 }
 
-absl::Status BspAggregator::Apply() {
+absl::Status BspAggregator::Apply(int64_t step) {
   std::vector<KvOp> ops;
   for (size_t t = 0; t < dense_.size(); ++t) {
     DenseSum& d = dense_[t];
@@ -66,7 +66,7 @@ absl::Status BspAggregator::Apply() {
   }
   absl::Status st = absl::OkStatus();
   if (samples_ > 0 && !ops.empty()) {
-    st = store_->Push(ops, 1.0f / static_cast<float>(samples_));
+    st = store_->Push(ops, 1.0f / static_cast<float>(samples_), step);
   }
   for (DenseSum& d : dense_) {
     if (d.hi > d.lo) std::fill(d.sum.begin() + d.lo, d.sum.begin() + d.hi, 0.0f);

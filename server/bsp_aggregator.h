@@ -22,7 +22,8 @@ class BspAggregator {
   // Adds validated push parts from one worker.
   void Add(const std::vector<KvOp>& ops, uint32_t num_samples);
   // Applies the sum (scale 1 / samples) and clears it.
-  absl::Status Apply();
+  // `step`: the BSP step being applied (for the tables' warm-up).
+  absl::Status Apply(int64_t step = -1);
   uint64_t samples() const { return samples_; }
 
  private:

@@ -26,7 +26,7 @@ json SpecJson(const TableSpec& t) {
                              {"nesterov", o.nesterov}, {"weight_decay", o.weight_decay}, {"eps", o.eps},
                              {"initial_accumulator", o.initial_accumulator}, {"beta1", o.beta1},
                              {"beta2", o.beta2}, {"ftrl_beta", o.ftrl_beta}, {"ftrl_l1", o.ftrl_l1},
-                             {"ftrl_l2", o.ftrl_l2}}},
+                             {"ftrl_l2", o.ftrl_l2}, {"warmup_steps", o.warmup_steps}}},
               {"init", {{"kind", static_cast<int>(t.init.kind)}, {"scale", t.init.scale}, {"seed", t.init.seed}}}};
 }
 
@@ -51,6 +51,7 @@ TableSpec SpecFromJson(const json& j) {
   t.optimizer.ftrl_beta = o.at("ftrl_beta").get<float>();
   t.optimizer.ftrl_l1 = o.at("ftrl_l1").get<float>();
   t.optimizer.ftrl_l2 = o.at("ftrl_l2").get<float>();
+  t.optimizer.warmup_steps = o.value("warmup_steps", 0);
   const json& i = j.at("init");
   t.init.kind = static_cast<InitKind>(i.at("kind").get<int>());
   t.init.scale = i.at("scale").get<float>();

@@ -130,12 +130,13 @@ absl::Status KvStore::Pull(const std::vector<KvOp>& ops, std::vector<Buffer>* ou
   return absl::OkStatus();
 }
 
-absl::Status KvStore::Push(const std::vector<KvOp>& ops, float scale) {
+absl::Status KvStore::Push(const std::vector<KvOp>& ops, float scale, int64_t step) {
   for (const KvOp& op : ops) {
+    const float lr_scale = WarmupScale(layout_.tables[op.table].optimizer, step);
     if (op.sparse) {
-      PS_RETURN_IF_ERROR(sparse_[op.table]->Push(op.ids, op.values.data(), scale));
+      PS_RETURN_IF_ERROR(sparse_[op.table]->Push(op.ids, op.values.data(), scale, lr_scale));
     } else {
-      PS_RETURN_IF_ERROR(dense_[op.table]->Push(op.begin, op.values, scale));
+      PS_RETURN_IF_ERROR(dense_[op.table]->Push(op.begin, op.values, scale, lr_scale));
     }
   }
   return absl::OkStatus();
@@ -267,6 +268,8 @@ std::vector<TableStats> KvStore::Stats() const {
       MemoryStats m = sparse_[spec.id]->memory_stats();
       s.rows = m.rows;
       s.bytes = m.total_bytes;
+      s.index_bytes = m.index_bytes;
+      s.scratch_bytes = m.scratch_bytes;
     } else if (dense_[spec.id]) {
       s.rows = dense_[spec.id]->length();
       s.bytes = (dense_[spec.id]->length() + dense_[spec.id]->state_floats()) * sizeof(float);

@@ -34,6 +34,9 @@ struct TableStats {
   bool sparse = false;
   uint64_t rows = 0;   // sparse rows, or dense floats held
   uint64_t bytes = 0;
+  // Sparse: of `bytes`, the index and the per-request scratch buffers.
+  uint64_t index_bytes = 0;
+  uint64_t scratch_bytes = 0;
 };
 
 class KvStore {
@@ -49,7 +52,8 @@ class KvStore {
   // Reads the values of validated pull parts: one payload per part.
   absl::Status Pull(const std::vector<KvOp>& ops, std::vector<Buffer>* out);
   // Applies validated push parts, each gradient multiplied by `scale`.
-  absl::Status Push(const std::vector<KvOp>& ops, float scale);
+  // `step`: the worker clock of the push, for the tables' warm-up (-1: none).
+  absl::Status Push(const std::vector<KvOp>& ops, float scale, int64_t step = -1);
 
   // Writes every section this server holds to a checkpoint shard file.
   // Returns {bytes, checksum}.

@@ -286,7 +286,7 @@ void ParameterServer::MaybeCompleteBspStep() {
     if (!retired_[w] && pushed_[w] <= applied_) return;  // still owes this step
   }
   pushers_this_step_ = 0;
-  if (absl::Status st = bsp_->Apply(); !st.ok()) {
+  if (absl::Status st = bsp_->Apply(applied_); !st.ok()) {
     spdlog::error("server {}: applying step {} failed: {}", rank_, applied_, st.ToString());
   }
   ++applied_;
@@ -388,7 +388,7 @@ void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
     return;
   }
   if (!ops->empty()) {
-    if (absl::Status st = store_->Push(*ops, 1.0f / static_cast<float>(body->num_samples));
+    if (absl::Status st = store_->Push(*ops, 1.0f / static_cast<float>(body->num_samples), clock);
         !st.ok()) {
       return ReplyError(req, st);
     }

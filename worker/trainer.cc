@@ -10,6 +10,7 @@
 #include "common/file_util.h"
 #include "worker/data/file_set.h"
 #include "worker/data/reader.h"
+#include "worker/eval/eval_blob.h"
 #include "worker/eval/metrics.h"
 #include "worker/model_io.h"
 #include "worker/train_metrics.h"
@@ -161,6 +162,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   PushHandle last_push;
   ParamRefs params;
   GradRefs grads;
+  OptimizerConfig warmup;  // the warm-up of the dense replica's steps (allreduce mode)
+  warmup.warmup_steps = options_.warmup_steps;
   while (true) {
     if (!next) {
       // Out of data: train what a dead worker left, if any (elastic).
@@ -233,7 +236,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       // The sparse push travels while the dense buckets finish.
       t0 = absl::Now();
       PS_RETURN_IF_ERROR(
-          Annotate(replica_->Finish(static_cast<uint32_t>(out.num_samples)).status(),
+          Annotate(replica_->Finish(static_cast<uint32_t>(out.num_samples), WarmupScale(warmup, clock))
+                       .status(),
                    absl::StrCat("allreduce of step ", clock)));
       result.wait_seconds += Seconds(t0);
       result.allreduce_wait_seconds += replica_->last_wait_seconds();
@@ -387,6 +391,13 @@ absl::Status Trainer::ResumePosition(DataReader* reader, proto::WorkerPosition* 
   return absl::OkStatus();
 }
 
+void ApplyLrSchedule(const TrainOptions& options, int num_workers, std::vector<TableSpec>* tables) {
+  for (TableSpec& t : *tables) {
+    if (options.lr_scaling == "linear") t.optimizer.lr *= static_cast<float>(num_workers);
+    t.optimizer.warmup_steps = options.warmup_steps;
+  }
+}
+
 absl::StatusOr<int64_t> Trainer::SkipTo(DataReader* reader, int32_t epoch, int64_t rows) {
   int64_t skipped = 0, in_epoch = 0;
   if (epoch <= 0 && rows <= 0) return skipped;
@@ -487,28 +498,13 @@ absl::Status Trainer::Gather(int round, const std::vector<float>& probs,
                              const std::vector<float>& labels, TrainResult* result, int64_t clock,
                              bool final_round, int shard) {
   std::string key = absl::StrCat("eval/", round, "/");
-  uint64_t n = probs.size();
-  std::string blob(sizeof(n) + 2 * n * sizeof(float), '\0');
-  std::memcpy(blob.data(), &n, sizeof(n));
-  std::memcpy(blob.data() + sizeof(n), probs.data(), n * sizeof(float));
-  std::memcpy(blob.data() + sizeof(n) + n * sizeof(float), labels.data(), n * sizeof(float));
-  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(shard),
-                                            Buffer::FromString(std::move(blob))));
+  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(shard), EncodeEvalBlob(probs, labels)));
   if (rank_ != 0 || shard != rank_) return absl::OkStatus();
   std::vector<float> all_probs, all_labels;
   for (int w = 0; w < num_workers_; ++w) {
     PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, final_round, absl::Hours(1)));
     if (!part) continue;
-    const Buffer& b = *part;
-    uint64_t m = 0;
-    if (b.size() < sizeof(m)) return absl::DataLossError("short evaluation blob");
-    std::memcpy(&m, b.data(), sizeof(m));
-    if (b.size() != sizeof(m) + 2 * m * sizeof(float)) {
-      return absl::DataLossError(absl::StrCat("evaluation blob of worker ", w, " is malformed"));
-    }
-    const float* f = reinterpret_cast<const float*>(b.data() + sizeof(m));
-    all_probs.insert(all_probs.end(), f, f + m);
-    all_labels.insert(all_labels.end(), f + m, f + 2 * m);
+    PS_RETURN_IF_ERROR(AppendEvalBlob(*part, absl::StrCat("worker ", w), &all_probs, &all_labels));
   }
   BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
   result->eval_auc = m.auc;

@@ -44,6 +44,8 @@ struct TrainOptions {
   uint64_t seed = 1;
   double max_bad_lines_fraction = 0.01;
   int64_t eval_every_steps = 0;  // 0: only at the end
+  std::string lr_scaling = "none";  // none | linear (by the number of workers)
+  int32_t warmup_steps = 0;         // linear learning-rate warm-up
   int eval_batch_size = 4096;
   absl::Duration log_every = absl::Seconds(10);
   std::string metrics_out;       // JSON lines (worker 0 writes)
@@ -79,6 +81,11 @@ struct AdoptedShard {
   int64_t trained_rows = 0;  // trained here
   uint64_t its_samples = 0;  // samples it had trained in all
 };
+
+// --lr_scaling and --warmup_steps applied to the tables a job defines:
+// linear scaling multiplies every learning rate by `num_workers`; the
+// warm-up is carried in each table's optimizer config.
+void ApplyLrSchedule(const TrainOptions& options, int num_workers, std::vector<TableSpec>* tables);
 
 class Trainer {
  public:

@@ -164,6 +164,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   if (allreduce) {
     for (TableSpec& t : tables) t.on_workers = t.kind == TableKind::kDense;
   }
+  ApplyLrSchedule(options.train, view.num_workers, &tables);
   PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
                       coordinator.DefineTables(tables, absl::Minutes(10)));
   std::vector<std::string> servers;

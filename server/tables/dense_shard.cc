@@ -148,7 +148,8 @@ absl::StatusOr<Buffer> DenseShard::Snapshot(uint64_t begin, uint64_t len) const 
   return Buffer(p, len * sizeof(float), std::move(owner));
 }
 
-absl::Status DenseShard::Push(uint64_t begin, std::span<const float> grads, float scale) {
+absl::Status DenseShard::Push(uint64_t begin, std::span<const float> grads, float scale,
+                              float lr_scale) {
   PS_RETURN_IF_ERROR(CheckRange("push", begin, grads.size()));
   if (!std::isfinite(scale)) {
     return absl::InvalidArgumentError(absl::StrCat("dense table '", spec_.name,
@@ -183,6 +184,7 @@ absl::Status DenseShard::Push(uint64_t begin, std::span<const float> grads, floa
   args.grads = grads.data();
   args.n = n;
   args.scale = scale;
+  args.lr_scale = lr_scale;
   args.step = ++step_;
   optimizer_->Apply(args);
   if (fresh) weights_ = std::move(fresh);

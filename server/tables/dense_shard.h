@@ -63,7 +63,7 @@ class DenseShard {
   // `scale`. OutOfRange when the range is not inside the shard;
   // InvalidArgument, with the shard unchanged, for a non-finite scale or
   // gradient. An empty push changes nothing.
-  absl::Status Push(uint64_t begin, std::span<const float> grads, float scale);
+  absl::Status Push(uint64_t begin, std::span<const float> grads, float scale, float lr_scale = 1.0f);
 
   // Checkpoint access. The spans stay valid until the next non-const call.
   std::span<const float> weights() const;

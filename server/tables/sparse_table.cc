@@ -148,11 +148,13 @@ bool SparseTable::MergeDuplicates(std::span<const uint64_t> ids, const float* gr
   return true;
 }
 
-void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, float scale) {
+void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, float scale,
+                            float lr_scale) {
   optim::UpdateArgs args;
   args.state_stride = dim_;
   args.n = dim_;
   args.scale = scale;
+  args.lr_scale = lr_scale;
   for (size_t i = 0; i < n; ++i) {
     if (i + kRowPrefetch < n) arena_.Prefetch<true>(rows[i + kRowPrefetch]);
     float* row = arena_.row(rows[i]);
@@ -171,7 +173,8 @@ void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, 
   }
 }
 
-absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads, float scale) {
+absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads, float scale,
+                               float lr_scale) {
   PS_RETURN_IF_ERROR(CheckGradients(ids, grads, scale));
   std::span<const uint64_t> unique = ids;
   const float* unique_grads = grads;
@@ -186,7 +189,7 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
   }
   rows_.resize(unique.size());
   absl::Status status = ResolveRows(unique, rows_.data());
-  if (status.ok()) ApplyRows(rows_.data(), unique.size(), unique_grads, scale);
+  if (status.ok()) ApplyRows(rows_.data(), unique.size(), unique_grads, scale, lr_scale);
   TrimScratch();
   return status;
 }
@@ -252,7 +255,9 @@ MemoryStats SparseTable::memory_stats() const {
   stats.rows = arena_.size();
   stats.value_bytes = stats.rows * dim_ * sizeof(float);
   stats.state_bytes = stats.rows * (arena_.stride() - dim_) * sizeof(float);
-  stats.total_bytes = arena_.bytes() + index_.bytes() + ScratchBytes() + sizeof(*this);
+  stats.index_bytes = index_.bytes();
+  stats.scratch_bytes = ScratchBytes();
+  stats.total_bytes = arena_.bytes() + stats.index_bytes + stats.scratch_bytes + sizeof(*this);
   return stats;
 }
 

@@ -36,6 +36,8 @@ struct MemoryStats {
   size_t value_bytes = 0;  // rows * dim floats
   size_t state_bytes = 0;  // rows * (optimizer state + Adam's step count)
   size_t total_bytes = 0;  // everything the table holds: rows, index, scratch
+  size_t index_bytes = 0;    // the id -> row map
+  size_t scratch_bytes = 0;  // per-request working buffers (sized by requests, not rows)
 };
 
 // One row as seen by SparseTable::ForEachRow. The spans point into the table
@@ -90,7 +92,8 @@ class SparseTable {
   // unchanged, for a non-finite scale or gradient (or a sum of duplicates
   // that overflows); ResourceExhausted as for Pull, before any update.
   // REQUIRES: grads holds ids.size() * dim floats.
-  absl::Status Push(std::span<const uint64_t> ids, const float* grads, float scale);
+  absl::Status Push(std::span<const uint64_t> ids, const float* grads, float scale,
+                    float lr_scale = 1.0f);
 
   // Calls fn for every row, in no particular order. For checkpoints/export.
   void ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const;
@@ -122,7 +125,7 @@ class SparseTable {
   bool MergeDuplicates(std::span<const uint64_t> ids, const float* grads);
   absl::Status CheckGradients(std::span<const uint64_t> ids, const float* grads,
                               float scale) const;
-  void ApplyRows(const uint32_t* rows, size_t n, const float* grads, float scale);
+  void ApplyRows(const uint32_t* rows, size_t n, const float* grads, float scale, float lr_scale);
   void TrimScratch();
   size_t ScratchBytes() const;
 

@@ -15,17 +15,7 @@
 namespace pstrain::testing {
 namespace {
 
-double EvalAuc(const std::string& metrics) {
-  std::ifstream in(metrics);
-  std::string line;
-  double auc = NAN;
-  std::regex re("\"eval_auc\":([-0-9.eE]+)");
-  while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_search(line, m, re)) auc = std::stod(m[1]);
-  }
-  return auc;
-}
+double EvalAuc(const std::string& metrics) { return LastJsonNumber(metrics, "eval_auc"); }
 
 TEST(Allreduce, SameDenseParametersAndAucAsBspParameterServers) {
   std::string dir = MakeTempDir("pstrain-ar");

@@ -35,19 +35,6 @@ DataFiles MakeData(int64_t train_rows, int64_t eval_rows) {
   return d;
 }
 
-// The value of "key" in the last JSON line of `path` that has it.
-double LastJsonNumber(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  std::string line;
-  double value = NAN;
-  std::regex re("\"" + key + "\":([-0-9.eE]+)");
-  while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_search(line, m, re)) value = std::stod(m[1]);
-  }
-  return value;
-}
-
 TEST(Cluster, TwoServersTwoWorkersTrainLogisticRegressionAboveAuc070) {
   DataFiles d = MakeData(300000, 30000);
   std::string metrics = d.dir + "/metrics.jsonl";

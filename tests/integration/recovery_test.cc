@@ -51,17 +51,7 @@ std::vector<std::string> JobArgs(const Job& j, const std::string& name) {
           "--heartbeat_timeout=2", "--timeout=240"};
 }
 
-double LastAuc(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  double auc = NAN;
-  std::regex re("\"eval_auc\":([-0-9.eE]+)");
-  while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_search(line, m, re)) auc = std::stod(m[1]);
-  }
-  return auc;
-}
+double LastAuc(const std::string& path) { return LastJsonNumber(path, "eval_auc"); }
 
 // The first match of `re`'s group 1 in `text`, or -1.
 int64_t FirstNumber(const std::string& text, const std::string& re) {

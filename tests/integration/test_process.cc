@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -113,6 +115,18 @@ std::string WaitForFileLine(const std::string& path, absl::Duration timeout) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   return "";
+}
+
+double LastJsonNumber(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  double value = NAN;
+  std::regex re("\"" + key + "\":([-0-9.eE]+)");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) value = std::stod(m[1]);
+  }
+  return value;
 }
 
 }  // namespace pstrain::testing

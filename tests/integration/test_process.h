@@ -48,4 +48,7 @@ class TestProcess {
 // "" after `timeout`.
 std::string WaitForFileLine(const std::string& path, absl::Duration timeout);
 
+// The value of "key" in the last JSON line of `path` that has it (NaN: none).
+double LastJsonNumber(const std::string& path, const std::string& key);
+
 }  // namespace pstrain::testing

@@ -77,6 +77,12 @@ ABSL_FLAG(int64_t, max_steps, 0, "Stop after this many steps (0: run the epochs)
 ABSL_FLAG(int64_t, shuffle_buffer, 0, "Rows in the shuffle window (0: file order).");
 ABSL_FLAG(double, max_bad_lines_fraction, 0.01, "Fail when more than this fraction of lines is malformed.");
 ABSL_FLAG(int64_t, eval_every_steps, 0, "Evaluate every N steps (0: only at the end).");
+ABSL_FLAG(std::string, lr_scaling, "none",
+          "none | linear: multiply every table's learning rate by the number of workers (the "
+          "global batch grows with them).");
+ABSL_FLAG(int32_t, warmup_steps, 0,
+          "Ramp every learning rate up linearly over the first N steps (0: none); applied by the "
+          "servers (and the dense replica in allreduce mode) at each step.");
 ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
 ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
 ABSL_FLAG(std::string, save_model, "",
@@ -208,6 +214,12 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   t.seed = m.seed;
   t.max_bad_lines_fraction = absl::GetFlag(FLAGS_max_bad_lines_fraction);
   t.eval_every_steps = absl::GetFlag(FLAGS_eval_every_steps);
+  t.lr_scaling = absl::GetFlag(FLAGS_lr_scaling);
+  if (t.lr_scaling != "none" && t.lr_scaling != "linear") {
+    return absl::InvalidArgumentError("--lr_scaling must be none or linear");
+  }
+  t.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
+  if (t.warmup_steps < 0) return absl::InvalidArgumentError("--warmup_steps must be >= 0");
   t.log_every = absl::Seconds(absl::GetFlag(FLAGS_log_every_secs));
   t.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   t.save_model = absl::GetFlag(FLAGS_save_model);

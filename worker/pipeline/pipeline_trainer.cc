@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
 #include "worker/data/reader.h"
+#include "worker/eval/eval_blob.h"
 #include "worker/eval/metrics.h"
 
 namespace pstrain::worker {
@@ -404,14 +405,9 @@ absl::Status PipelineTrainer::GatherEval(int round, int64_t clock) {
   std::vector<float> probs, labels;
   runner_->TakeScores(&probs, &labels);
   if (place_.tp != 0) return absl::OkStatus();  // the group's rank 0 reports
-  uint64_t n = probs.size();
-  std::string blob(sizeof(n) + 2 * n * sizeof(float), '\0');
-  std::memcpy(blob.data(), &n, sizeof(n));
-  std::memcpy(blob.data() + sizeof(n), probs.data(), n * sizeof(float));
-  std::memcpy(blob.data() + sizeof(n) + n * sizeof(float), labels.data(), n * sizeof(float));
-  spdlog::debug("replica {} scored {} evaluation rows at step {}", place_.replica, n, clock);
+  spdlog::debug("replica {} scored {} evaluation rows at step {}", place_.replica, probs.size(), clock);
   return coordinator_->StoreSet(absl::StrCat("pipeline/eval/", round, "/", place_.replica),
-                                Buffer::FromString(std::move(blob)));
+                                EncodeEvalBlob(probs, labels));
 }
 
 absl::Status PipelineTrainer::EndEvalRound(int round, int64_t clock) {
@@ -420,15 +416,7 @@ absl::Status PipelineTrainer::EndEvalRound(int round, int64_t clock) {
     PS_ASSIGN_OR_RETURN(
         Buffer b,
         coordinator_->StoreGet(absl::StrCat("pipeline/eval/", round, "/", r), absl::Hours(1)));
-    uint64_t m = 0;
-    if (b.size() < sizeof(m)) return absl::DataLossError("short evaluation blob");
-    std::memcpy(&m, b.data(), sizeof(m));
-    if (b.size() != sizeof(m) + 2 * m * sizeof(float)) {
-      return absl::DataLossError(absl::StrCat("evaluation blob of replica ", r, " is malformed"));
-    }
-    const float* f = reinterpret_cast<const float*>(b.data() + sizeof(m));
-    all_probs.insert(all_probs.end(), f, f + m);
-    all_labels.insert(all_labels.end(), f + m, f + 2 * m);
+    PS_RETURN_IF_ERROR(AppendEvalBlob(b, absl::StrCat("replica ", r), &all_probs, &all_labels));
   }
   BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
   result_.train.eval_auc = m.auc;
