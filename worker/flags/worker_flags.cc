@@ -45,7 +45,7 @@ ABSL_FLAG(std::string, stage_layers, "",
           "pipeline: tower layers of each stage, e.g. 0-11,12-24 (empty: balanced by cost).");
 ABSL_FLAG(double, pipeline_timeout, 300,
           "pipeline: seconds a stage waits for a neighbour that is alive but sends nothing.");
-ABSL_FLAG(double, pipeline_ping_timeout, 5,
+ABSL_FLAG(double, pipeline_ping_timeout, 15,
           "pipeline: a silent neighbour is pinged every second; no answer within this many "
           "seconds stops the stage with an error naming it.");
 ABSL_FLAG(uint64_t, hash_buckets, 0, "Fold ids into this many rows per field (0: unbounded ids).");

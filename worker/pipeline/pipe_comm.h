@@ -56,7 +56,7 @@ struct PipeCommOptions {
   int window = 4;  // unconsumed messages per direction
   absl::Duration timeout = absl::Seconds(300);
   absl::Duration ping_interval = absl::Seconds(1);
-  absl::Duration ping_timeout = absl::Seconds(5);
+  absl::Duration ping_timeout = absl::Seconds(15);
 };
 
 enum class PipeDir { kPrev = 0, kNext = 1 };

@@ -26,7 +26,7 @@ struct PipelineOptions {
   // While waiting, a neighbour that has sent nothing for `ping_interval` is
   // pinged; no answer within `ping_timeout` means it is gone.
   absl::Duration ping_interval = absl::Seconds(1);
-  absl::Duration ping_timeout = absl::Seconds(5);
+  absl::Duration ping_timeout = absl::Seconds(15);
 };
 
 // "gpipe" or "1f1b".
