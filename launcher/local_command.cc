@@ -32,6 +32,7 @@ const char* kCoordinatorFlags[] = {"consistency",       "staleness",
                                    "checkpoint_dir",    "checkpoint_every_steps",
                                    "checkpoint_every_secs", "keep_checkpoints",
                                    "restore",           "recover_servers",      "elastic_workers",
+                                   "worker_timeout",
                                    "recovery_timeout"};
 // Flags forwarded to every process.
 const char* kCommonFlags[] = {"log_level", "auth", "keys_dir"};

@@ -452,7 +452,11 @@ void Coordinator::CheckHeartbeats(absl::Time now) {
   for (auto* slots : {&servers_, &workers_}) {
     for (auto& m : *slots) {
       if (!m || !m->alive || m->done) continue;
-      if (now - m->last_seen <= options_.heartbeat_timeout) continue;
+      absl::Duration timeout = options_.heartbeat_timeout;
+      if (m->info.role == Role::kWorker && options_.worker_timeout > absl::ZeroDuration()) {
+        timeout = options_.worker_timeout;
+      }
+      if (now - m->last_seen <= timeout) continue;
       m->alive = false;
       monitor_->OnDead(m->info.role, m->info.rank);
       std::string who = MemberName(m->info.role, m->info.rank);

@@ -65,6 +65,8 @@ struct CoordinatorOptions {
   // dropped instead of ending the job; the servers stop waiting for it and
   // the others adopt the rest of its data shard.
   bool elastic_workers = false;
+  // A worker not heard from for this long is dead (zero: heartbeat_timeout).
+  absl::Duration worker_timeout = absl::ZeroDuration();
 };
 
 class Coordinator {

@@ -46,6 +46,9 @@ ABSL_FLAG(bool, elastic_workers, false,
           "When a worker other than worker 0 stops responding, drop it and go on: the servers stop "
           "waiting for it and the first worker to finish its own data trains the rest of its "
           "shard. Off: a dead worker ends the job.");
+ABSL_FLAG(double, worker_timeout, 0,
+          "Seconds without a heartbeat before a worker is declared dead (and, with "
+          "--elastic_workers, dropped); 0: --heartbeat_timeout.");
 ABSL_FLAG(double, recovery_timeout, 300.0,
           "Seconds to wait for a failed server to come back before ending the job.");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
@@ -89,6 +92,10 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   o.checkpoint.restore = absl::GetFlag(FLAGS_restore);
   o.recover_servers = absl::GetFlag(FLAGS_recover_servers);
   o.elastic_workers = absl::GetFlag(FLAGS_elastic_workers);
+  o.worker_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout));
+  if (o.worker_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--worker_timeout must be >= 0");
+  }
   o.recovery_timeout = absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout));
   if (o.checkpoint.every_steps < 0 || o.checkpoint.every_secs < 0 || o.checkpoint.keep < 1) {
     return absl::InvalidArgumentError(

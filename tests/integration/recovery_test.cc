@@ -177,7 +177,7 @@ TEST_F(Recovery, WorkerKilledUnderBspIsDroppedAndItsRowsAreTrainedByAnother) {
       "local", "--servers=2", "--workers=3", "--model=dlrm", "--consistency=bsp", "--batch_size=128",
       "--train_data=" + job_->train, "--eval_data=" + job_->eval,
       "--metrics_out=" + job_->dir + "/elastic.jsonl", "--elastic_workers", "--heartbeat_interval=0.2",
-      "--heartbeat_timeout=2", "--timeout=240"};
+      "--worker_timeout=2", "--timeout=240"};
   TestProcess launcher("pstrain", args, job_->dir + "/elastic.log");
   absl::Time until = absl::Now() + absl::Seconds(60);
   while (launcher.Log().find("tables created") == std::string::npos && absl::Now() < until) {
