@@ -78,14 +78,15 @@ absl::Status RunWorker(const WorkerOptions& options) {
     spdlog::info("metrics at {}/metrics", metrics_http->url());
     return absl::OkStatus();
   };
-  if (options.mode == "pipeline") {
-    // Every process serves /metrics; a pipeline stage's own statistics go
-    // to --metrics_out, its /metrics has the process metrics.
-    metrics::RegisterProcessMetrics(&registry);
-    PS_RETURN_IF_ERROR(serve_metrics());
-    return RunPipelineWorker(options);
-  }
   TrainMetrics train_metrics(&registry);
+  if (options.mode == "pipeline") {
+    // A stage's steps, samples and loss go to /metrics and the heartbeats
+    // (the dashboard); its pipeline statistics to --metrics_out.
+    PS_RETURN_IF_ERROR(serve_metrics());
+    WorkerOptions staged = options;
+    staged.train.train_metrics = &train_metrics;
+    return RunPipelineWorker(staged);
+  }
   PS_RETURN_IF_ERROR(serve_metrics());
   // A server failure: the cluster rolls back to epoch `recover_epoch`.
   // (Declared before the node, whose handler uses them until it stops.)

@@ -11,6 +11,7 @@
 #include "worker/data/reader.h"
 #include "worker/eval/eval_blob.h"
 #include "worker/eval/metrics.h"
+#include "worker/train_metrics.h"
 
 namespace pstrain::worker {
 
@@ -166,6 +167,13 @@ void PipelineTrainer::AfterStep(const StageStepStats& stats) {
     loss_rows_ += stats.rows;
   }
   if (rank_ == 0 && stats_ != nullptr) stats_->AddStep(stats.reports);
+  if (options_.train_metrics != nullptr) {
+    // Middle stages never see the loss: NaN reads as "not known".
+    const bool knows_loss = runner_->first() || runner_->last();
+    options_.train_metrics->OnStep(StepReport{
+        result_.train.steps, stats.rows, knows_loss ? stats.loss_sum : NAN,
+        result_.train.compute_seconds, result_.train.wait_seconds, result_.train.data_seconds, 0, 0});
+  }
   if (absl::Now() - last_log_ < options_.log_every) return;
   const double interval = Seconds(last_log_);
   const double rate = (result_.train.samples - logged_samples_) / std::max(1e-9, interval);

@@ -16,6 +16,7 @@
 #include "worker/collective/gloo_collective.h"
 #include "worker/pipeline/pipeline_model.h"
 #include "worker/pipeline/tensor_parallel.h"
+#include "worker/train_metrics.h"
 
 namespace pstrain::worker {
 namespace {
@@ -154,7 +155,15 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
   CoordinatorClient coordinator(node.get(), co);
   PS_ASSIGN_OR_RETURN(proto::ClusterView first, coordinator.Register());
   const int rank = first.your_rank;
-  coordinator.StartHeartbeats(absl::Milliseconds(first.heartbeat_interval_ms), nullptr);
+  std::function<proto::Heartbeat()> fill;
+  if (TrainMetrics* tm = options.train.train_metrics; tm != nullptr) {
+    fill = [tm] {
+      proto::Heartbeat hb;
+      tm->FillHeartbeat(&hb);
+      return hb;
+    };
+  }
+  coordinator.StartHeartbeats(absl::Milliseconds(first.heartbeat_interval_ms), fill);
   PS_ASSIGN_OR_RETURN(proto::ClusterView view, coordinator.WaitForCluster(absl::Hours(1)));
   const int tp = pipe.tensor_parallel;
   if (view.num_workers != pipe.stages * pipe.replicas * tp) {
