@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -16,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 extern char** environ;
 
@@ -50,6 +53,19 @@ void InitLogging(const std::string& name, const std::string& level) {
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
   spdlog::flush_on(spdlog::level::info);
+}
+
+void ExitWithin(absl::Duration grace, int exit_code) {
+  static std::atomic<bool> armed{false};
+  if (armed.exchange(true)) return;
+  std::thread([grace, exit_code] {
+    absl::SleepFor(grace);
+    spdlog::error("shutdown did not finish within {}: exiting with code {}",
+                  absl::FormatDuration(grace), exit_code);
+    spdlog::default_logger()->flush();
+    std::fflush(nullptr);
+    std::_Exit(exit_code);
+  }).detach();
 }
 
 void HandleTerminationSignals(std::function<void(int)> fn) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace pstrain {
 
@@ -25,5 +26,11 @@ void InitLogging(const std::string& name, const std::string& level);
 // afterwards, and runs `fn(signal)` on a dedicated thread when one arrives.
 // Call at the top of main(), before any thread exists.
 void HandleTerminationSignals(std::function<void(int)> fn);
+
+// The job's work is over and the process is tearing down: if it has not
+// exited within `grace` (a shutdown stuck on a vanished peer), it is ended
+// with `exit_code` and a log line saying so. Everything worth keeping
+// (checkpoints, metrics, results) is written before this is called.
+void ExitWithin(absl::Duration grace, int exit_code);
 
 }  // namespace pstrain

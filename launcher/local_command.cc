@@ -296,7 +296,11 @@ int RunLocal(const std::vector<std::string>& argv) {
     if (g_signal && exit_code == 0) fail(absl::StrCat("signal ", g_signal.load(), ": stopping the cluster"), 130);
     if (absl::Now() > deadline && exit_code == 0) fail("--timeout reached: stopping the cluster", 124);
     if (absl::Now() > job_done + absl::Seconds(20) && exit_code == 0) {
-      fail("processes still running 20 s after the job ended", 1);
+      std::string still;
+      for (int i = 0; i < sup.size(); ++i) {
+        if (sup.child(i).running) absl::StrAppend(&still, still.empty() ? "" : ", ", sup.child(i).label);
+      }
+      fail(absl::StrCat("processes still running 20 s after the job ended: ", still), 1);
     }
   }
   std::filesystem::remove_all(tmp);

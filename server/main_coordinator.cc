@@ -121,6 +121,7 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   g_coordinator = coordinator.get();
   absl::Status st = coordinator->Run();
   g_coordinator = nullptr;
+  ExitWithin(absl::Seconds(10), st.ok() ? 0 : 1);
   return st;
 }
 

@@ -42,6 +42,7 @@ absl::Status RunServer(const pstrain::CurveKeys& keys) {
   g_server = server.get();
   absl::Status st = server->Run();
   g_server = nullptr;
+  ExitWithin(absl::Seconds(10), st.ok() ? 0 : 1);
   return st;
 }
 

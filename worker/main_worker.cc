@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   options->curve = *keys;
+  options->exit_watchdog = true;
   absl::Status st = pstrain::worker::RunWorker(*options);
   if (!st.ok()) {
     spdlog::error("{}", st.ToString());

@@ -7,6 +7,7 @@
 #include "cluster/coordinator_store.h"
 #include "cluster/node_info.h"
 #include "common/http/http_server.h"
+#include "common/process.h"
 #include "common/metrics/metrics_http.h"
 #include "common/metrics/process_metrics.h"
 #include "common/zmq_transport.h"
@@ -223,7 +224,10 @@ absl::Status RunWorker(const WorkerOptions& options) {
     Trainer trainer(train, model.get(), kv.get(), &coordinator, rank, view.num_workers, replica.get());
     absl::StatusOr<TrainResult> result = trainer.Run();
     if (result.ok()) break;
-    if (allreduce) return result.status();
+    if (allreduce) {
+      if (options.exit_watchdog) ExitWithin(absl::Seconds(10), 1);
+      return result.status();
+    }
     // A server failed? Then the cluster rolls back to its latest checkpoint
     // and this worker resumes from there with the others.
     const bool told = recover_epoch.load() > epoch;
@@ -232,6 +236,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
       if (recovered.status().code() != absl::StatusCode::kUnavailable) {
         spdlog::error("waiting for the cluster's recovery failed: {}", recovered.status().ToString());
       }
+      if (options.exit_watchdog) ExitWithin(absl::Seconds(10), 1);
       return result.status();
     }
     spdlog::warn("training interrupted ({}); the cluster recovered: resuming from step {} (epoch {})",
@@ -245,6 +250,8 @@ absl::Status RunWorker(const WorkerOptions& options) {
     node->Unfence();
     kv = std::make_unique<KvClient>(node.get(), std::move(recovered->layout), servers, ko);
   }
+  // The work is done: a stuck teardown must not hold the job up.
+  if (options.exit_watchdog) ExitWithin(absl::Seconds(10), 0);
   PS_RETURN_IF_ERROR(coordinator.WorkerDone());
   coordinator.StopHeartbeats();
   node->Stop();

@@ -13,6 +13,9 @@
 namespace pstrain::worker {
 
 struct WorkerOptions {
+  // A process of its own: once training ends, a teardown stuck for 10 s
+  // ends the process (common/process.h ExitWithin). Off for in-process use.
+  bool exit_watchdog = false;
   std::string coordinator;
   std::string bind = "tcp://0.0.0.0:0";
   std::string advertise_host;
