@@ -555,16 +555,17 @@ absl::Status Trainer::WriteSummary(const TrainResult& result) {
   double rate = seconds > 0 ? samples / seconds : 0;
   double oracle = ReadOracleAuc(options_.eval_meta);
   double wall = Seconds(process_start_);
+  const bool evaluated = !options_.eval_data.empty();  // else the eval fields are null
   JsonLine line;
   line.Add("event", "summary")
       .Add("model", options_.model.name)
       .Add("workers", num_workers_)
       .Add("steps", result.steps)
       .Add("train_samples", static_cast<int64_t>(samples))
-      .Add("eval_auc", result.eval_auc)
+      .Add("eval_auc", evaluated ? result.eval_auc : NAN)
       .Add("oracle_auc", oracle)
-      .Add("eval_logloss", result.eval_logloss)
-      .Add("eval_accuracy", result.eval_accuracy)
+      .Add("eval_logloss", evaluated ? result.eval_logloss : NAN)
+      .Add("eval_accuracy", evaluated ? result.eval_accuracy : NAN)
       .Add("samples_per_sec", rate)
       .Add("wall_seconds", wall)
       .Add("compute_seconds", result.compute_seconds)
