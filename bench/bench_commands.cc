@@ -138,6 +138,20 @@ void AddScrapes(const TrainBenchOptions& to, const TrainBenchResult& r, JsonLine
       .Add("scrape_ms", r.scrapes > 0 ? r.scrape_seconds * 1e3 / r.scrapes : 0.0);
 }
 
+// The fields every train result line has.
+JsonLine TrainLine(const char* mode, const TrainBenchOptions& to, const TrainBenchResult& r) {
+  JsonLine line;
+  line.Add("bench", "train")
+      .Add("mode", mode)
+      .Add("model", to.model)
+      .Add("batch_size", to.batch_size)
+      .Add("samples_per_sec", r.samples_per_sec)
+      .Add("steps", r.steps)
+      .Add("samples", r.samples)
+      .Add("seconds", r.seconds);
+  return line;
+}
+
 absl::Status RunTrain(const BenchOptions& o) {
   const std::string& mode = o.train_mode;
   if (mode != "local" && mode != "ps" && mode != "both") {
@@ -148,30 +162,14 @@ absl::Status RunTrain(const BenchOptions& o) {
   to.stack = o.stack;
   if (mode == "local" || mode == "both") {
     PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainLocal(to));
-    JsonLine line;
-    line.Add("bench", "train")
-        .Add("mode", "local")
-        .Add("model", to.model)
-        .Add("batch_size", to.batch_size)
-        .Add("samples_per_sec", r.samples_per_sec)
-        .Add("steps", r.steps)
-        .Add("samples", r.samples)
-        .Add("seconds", r.seconds);
+    JsonLine line = TrainLine("local", to, r);
     AddScrapes(to, r, &line);
     PrintResult(line);
   }
   if (mode == "ps" || mode == "both") {
     PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainPs(to));
-    JsonLine line;
-    line.Add("bench", "train")
-        .Add("mode", "ps")
-        .Add("model", to.model)
-        .Add("batch_size", to.batch_size)
-        .Add("samples_per_sec", r.samples_per_sec)
-        .Add("steps", r.steps)
-        .Add("samples", r.samples)
-        .Add("seconds", r.seconds)
-        .Add("compute_seconds", r.compute_seconds)
+    JsonLine line = TrainLine("ps", to, r);
+    line.Add("compute_seconds", r.compute_seconds)
         .Add("wait_seconds", r.wait_seconds)
         .Add("data_seconds", r.data_seconds)
         .Add("other_seconds",

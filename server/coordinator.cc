@@ -251,14 +251,11 @@ void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
     layout_waiters_.pop_back();
     return ReplyError(req, absl::FailedPreconditionError("tables defined before all nodes joined"));
   }
-  auto layout = ComputeLayout(body->tables, options_.num_servers, options_.dense_chunk_floats);
+  auto layout = JobLayout(body->tables);
   if (!layout.ok()) {
     layout_waiters_.pop_back();
     return ReplyError(req, layout.status());
   }
-  layout->num_workers = options_.num_workers;
-  layout->consistency = options_.consistency;
-  layout->staleness = options_.staleness;
   if (restore_ && !SameTables(restore_->tables, body->tables)) {
     layout_waiters_.pop_back();
     return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
@@ -281,6 +278,16 @@ void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
     creating_tables_ = false;
     if (!st.ok()) Finish(st);
   });
+}
+
+absl::StatusOr<proto::TableLayout> Coordinator::JobLayout(const std::vector<TableSpec>& tables) const {
+  PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
+                      ComputeLayout(tables, options_.num_servers, options_.dense_chunk_floats));
+  layout.num_workers = options_.num_workers;
+  layout.consistency = options_.consistency;
+  layout.staleness = options_.staleness;
+  layout.epoch = epoch_;
+  return layout;
 }
 
 void Coordinator::CreateTablesOnServers(std::function<void(absl::Status)> done) {

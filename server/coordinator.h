@@ -137,6 +137,8 @@ class Coordinator {
   bool AllJoined() const;
   proto::ClusterView View(int32_t rank) const;
   void ReplyCluster();
+  // The layout of `tables` for this job (servers, workers, consistency, epoch).
+  absl::StatusOr<proto::TableLayout> JobLayout(const std::vector<TableSpec>& tables) const;
   // Creates layout_'s tables on every server (restoring restore_files_);
   // layout_ is published when all confirm, then `done` runs.
   void CreateTablesOnServers(std::function<void(absl::Status)> done);

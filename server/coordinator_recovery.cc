@@ -15,7 +15,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/coordinator.h"
-#include "server/table_layout.h"
 
 namespace pstrain::server {
 
@@ -112,13 +111,9 @@ void Coordinator::MaybeFinishRecovery() {
   if (restore_) {
     for (const ShardEntry& e : restore_->shards) restore_files_.push_back(restore_->path + "/" + e.file);
   }
-  auto layout = ComputeLayout(defined_tables_, options_.num_servers, options_.dense_chunk_floats);
+  auto layout = JobLayout(defined_tables_);
   if (!layout.ok()) return Finish(layout.status());
-  layout->num_workers = options_.num_workers;
-  layout->consistency = options_.consistency;
-  layout->staleness = options_.staleness;
   AddCheckpointInfo(&*layout, &restore_files_);
-  layout->epoch = epoch_;
   if (!restore_) {
     // No checkpoint yet: everyone starts over from the initial tables.
     layout->restored_step = 0;
