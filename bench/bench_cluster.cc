@@ -63,6 +63,7 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> BenchCluster::Start(
     so.coordinator = coord->endpoint();
     so.bind = kLoopback;
     so.rank = s;
+    so.threads = options.stack.server_threads;
     if (static_cast<size_t>(s) < options.server_metrics_ports.size()) {
       so.metrics_port = options.server_metrics_ports[s];
       so.http_host = "127.0.0.1";

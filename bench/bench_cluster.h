@@ -29,6 +29,7 @@ namespace pstrain::bench {
 struct StackOptions {
   bool batch_io_thread = false;
   int socket_buffer_bytes = 0;
+  int server_threads = 1;  // ServerOptions::threads of every server
 };
 
 struct BenchClusterOptions {

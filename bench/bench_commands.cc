@@ -72,6 +72,7 @@ absl::Status RunKvAt(const BenchOptions& o, size_t bytes) {
   JsonLine line;
   line.Add("bench", "kv")
       .Add("servers", co.servers)
+      .Add("server_threads", co.stack.server_threads)
       .Add("workers", co.workers)
       .Add("bytes", static_cast<uint64_t>(bytes))
       .Add("gbps", kg)
@@ -105,6 +106,7 @@ absl::Status RunSparse(const BenchOptions& o) {
   JsonLine line;
   line.Add("bench", "sparse")
       .Add("servers", co.servers)
+      .Add("server_threads", co.stack.server_threads)
       .Add("workers", co.workers)
       .Add("ids", so.ids)
       .Add("dim", static_cast<int64_t>(so.dim))

@@ -29,6 +29,8 @@ ABSL_FLAG(bool, batch_io_thread, false,
           "Stack: run ZeroMQ's I/O threads under SCHED_BATCH (ZmqTransportOptions).");
 ABSL_FLAG(int, socket_buffer_bytes, 0,
           "Stack: SO_SNDBUF/SO_RCVBUF of its TCP connections (0: kernel autotuning).");
+ABSL_FLAG(int, server_threads, 1,
+          "kv, sparse, train ps: executor threads per server (pstrain_server --server_threads).");
 ABSL_FLAG(int, ids, 100000, "sparse: ids pulled per iteration.");
 ABSL_FLAG(int, dim, 16, "sparse: floats per row.");
 ABSL_FLAG(double, zipf, 1.1, "sparse: Zipf exponent of the ids drawn.");
@@ -143,6 +145,11 @@ int main(int argc, char** argv) {
   o.kv_baseline = absl::GetFlag(FLAGS_kv_baseline);
   o.stack.batch_io_thread = absl::GetFlag(FLAGS_batch_io_thread);
   o.stack.socket_buffer_bytes = absl::GetFlag(FLAGS_socket_buffer_bytes);
+  o.stack.server_threads = absl::GetFlag(FLAGS_server_threads);
+  if (o.stack.server_threads < 1) {
+    spdlog::error("--server_threads must be at least 1");
+    return 2;
+  }
   o.sparse.ids = absl::GetFlag(FLAGS_ids);
   o.sparse.dim = static_cast<uint32_t>(absl::GetFlag(FLAGS_dim));
   o.sparse.zipf = absl::GetFlag(FLAGS_zipf);

@@ -123,6 +123,14 @@ absl::StatusOr<proto::ShardClaim> CoordinatorClient::ClaimShard() {
   return d.body<proto::ShardClaim>();
 }
 
+absl::StatusOr<proto::Rejoin> CoordinatorClient::Rejoin() {
+  // Two round trips to every server at most (see kReadmitWorker).
+  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::EncodeHeaderOnly(MakeHeader(MsgType::kRejoin)),
+                                             std::max(options_.call_timeout, absl::Seconds(30)),
+                                             "rejoin"));
+  return d.body<proto::Rejoin>();
+}
+
 absl::Status CoordinatorClient::Barrier(const std::string& name, int participants,
                                         absl::Duration timeout) {
   proto::BarrierRequest req{name, participants};

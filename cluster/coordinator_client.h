@@ -66,6 +66,9 @@ class CoordinatorClient {
   absl::StatusOr<proto::Recovered> WaitForRecovery(uint64_t epoch, absl::Duration wait);
   // Elastic workers: the rest of a dead worker's shard to train, or rank -1.
   absl::StatusOr<proto::ShardClaim> ClaimShard();
+  // Elastic workers: whether this worker returns after it was dropped, and
+  // from where it trains (blocks while the servers take it back).
+  absl::StatusOr<proto::Rejoin> Rejoin();
   void StartHeartbeats(absl::Duration interval, std::function<proto::Heartbeat()> fill);
   void StopHeartbeats();
 

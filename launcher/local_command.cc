@@ -88,8 +88,10 @@ int RunLocal(const std::vector<std::string>& argv) {
       .Define("dashboard_port", "0", "Serve the dashboard on this port (0: see --dashboard).")
       .Define("restart_failed", "false",
               "Restart a server that dies (same rank); with --checkpoint_dir the cluster rolls back "
-              "to the latest checkpoint and training goes on.")
-      .Define("max_restarts", "3", "With --restart_failed: restarts allowed per server.")
+              "to the latest checkpoint and training goes on. With --elastic_workers, restart a "
+              "worker (other than 0) that dies too: the coordinator re-admits it.")
+      .Define("max_restarts", "3", "With --restart_failed: restarts allowed per process.")
+      .Define("server_threads", "1", "Executor threads per server (pstrain_server --server_threads).")
       .Define("help", "false", "Show this help.");
   for (const std::string& a : argv) {
     if (a == "--help" || a == "-h") {
@@ -106,7 +108,9 @@ int RunLocal(const std::vector<std::string>& argv) {
   auto servers = flags.GetInt("servers");
   auto workers = flags.GetInt("workers");
   auto timeout = flags.GetDouble("timeout");
-  for (const absl::Status& st : {rest.status(), servers.status(), workers.status(), timeout.status()}) {
+  auto server_threads = flags.GetInt("server_threads");
+  for (const absl::Status& st : {rest.status(), servers.status(), workers.status(), timeout.status(),
+                                 server_threads.status()}) {
     if (!st.ok()) {
       std::fprintf(stderr, "pstrain local: %s\n", std::string(st.message()).c_str());
       return 2;
@@ -135,6 +139,10 @@ int RunLocal(const std::vector<std::string>& argv) {
         return 2;
       }
     }
+  }
+  if (*server_threads < 1 || *server_threads > 64) {
+    std::fprintf(stderr, "pstrain local: --server_threads must be in [1, 64]\n");
+    return 2;
   }
   if (*servers < 1 || *workers < 1 || *servers > 64 || *workers > 256) {
     std::fprintf(stderr, "pstrain local: need 1..64 servers and 1..256 workers\n");
@@ -241,7 +249,8 @@ int RunLocal(const std::vector<std::string>& argv) {
   auto max_restarts = flags.GetInt("max_restarts");
   for (int s = 0; s < *servers; ++s) {
     std::vector<std::string> a = {"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0",
-                                  absl::StrCat("--rank=", s)};
+                                  absl::StrCat("--rank=", s),
+                                  absl::StrCat("--server_threads=", *server_threads)};
     a.insert(a.end(), all_args.begin(), all_args.end());
     for (const std::string& h : NodeHttpArgs(http_ports->server_metrics, s)) a.push_back(h);
     ChildSpec spec{absl::StrCat("server ", s), bin + "/pstrain_server", a};
@@ -258,8 +267,13 @@ int RunLocal(const std::vector<std::string>& argv) {
     a.insert(a.end(), all_args.begin(), all_args.end());
     a.insert(a.end(), worker_args.begin(), worker_args.end());
     for (const std::string& h : NodeHttpArgs(http_ports->worker_metrics, w)) a.push_back(h);
-    if (auto st = sup.Start({absl::StrCat("worker ", w), bin + "/pstrain_worker", a}); !st.ok()) {
+    ChildSpec spec{absl::StrCat("worker ", w), bin + "/pstrain_worker", a};
+    auto st = sup.Start(spec);
+    if (!st.ok()) {
       fail(std::string(st.status().message()), 1);
+    } else if (restart_failed && elastic && w != 0) {
+      // Same rank: the coordinator re-admits it (worker 0 cannot be dropped).
+      restartable[*st] = {spec, 0};
     }
   }
   absl::Time job_done = absl::InfiniteFuture();

@@ -173,6 +173,8 @@ const char* MsgTypeName(MsgType t) {
     case MsgType::kWaitRecovery: return "WaitRecovery";
     case MsgType::kRetireWorker: return "RetireWorker";
     case MsgType::kClaimShard: return "ClaimShard";
+    case MsgType::kReadmitWorker: return "ReadmitWorker";
+    case MsgType::kRejoin: return "Rejoin";
     case MsgType::kPipeActivation: return "PipeActivation";
     case MsgType::kPipeGradient: return "PipeGradient";
     case MsgType::kPipeAbort: return "PipeAbort";

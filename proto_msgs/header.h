@@ -39,7 +39,9 @@ enum class MsgType : uint16_t {
   kWaitRecovery = 22,   // worker -> coordinator: wait for the cluster's recovery
   kRetireWorker = 23,   // coordinator -> servers: a worker is gone, wait no more for it
   kClaimShard = 24,     // worker -> coordinator: give me a dead worker's remaining data
-  kLast = kClaimShard,
+  kReadmitWorker = 25,  // coordinator -> servers: a dropped worker is back (two phases)
+  kRejoin = 26,         // worker -> coordinator: am I a returning worker, and from where?
+  kLast = kRejoin,
 };
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kServer = 2, kWorker = 3, kTool = 4 };

@@ -238,6 +238,44 @@ struct ShardClaim {
   }
 };
 
+// kReadmitWorker (coordinator -> servers): dropped worker `rank` is back.
+// kPrepare: from the next BSP step on, complete no step until the commit;
+// the reply (a ReadmitWorker) proposes in `step` the first step this server
+// can take the worker at. kCommit: the worker takes part from `step` on
+// (the largest proposal, so no server has passed it); step -1 cancels the
+// re-admission and the worker stays retired.
+enum class ReadmitPhase : uint8_t { kPrepare = 0, kCommit = 1 };
+struct ReadmitWorker {
+  int32_t rank = -1;
+  ReadmitPhase phase = ReadmitPhase::kPrepare;
+  int64_t step = -1;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(rank, phase, step);
+  }
+};
+
+// Reply to kRejoin (worker -> coordinator, after its tables are defined):
+// whether this worker is a returning one and what it does.
+enum class RejoinState : uint8_t {
+  kNew = 0,      // not a returning worker: start as usual
+  kResume = 1,   // re-admitted: train from clock `step`, its shard from `position`
+  kAdopted = 2,  // its shard went to worker `adopter`: nothing left to train here
+};
+struct Rejoin {
+  RejoinState state = RejoinState::kNew;
+  int64_t step = -1;
+  WorkerPosition position;  // clock = step; data epoch and rows to skip
+  uint64_t samples = 0;     // what the rank had trained before it was dropped
+  int32_t adopter = -1;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(state, step, position, samples, adopter);
+  }
+};
+
 // Reply to kHeartbeat: what the coordinator wants the node to know.
 struct HeartbeatReply {
   int64_t checkpoint_step = -1;  // workers: pause at this step for a checkpoint
@@ -442,6 +480,8 @@ CEREAL_CLASS_VERSION(pstrain::proto::WaitRecoveryRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::Recovered, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::RetireWorker, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ShardClaim, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::ReadmitWorker, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::Rejoin, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::CreateTablesRequest, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::DefineTablesRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 3);

@@ -41,7 +41,8 @@ void BspAggregator::Add(const std::vector<KvOp>& ops, uint32_t num_samples) {
   }
 }
 
-absl::Status BspAggregator::Apply(int64_t step) {
+absl::Status BspAggregator::Apply(int64_t step, uint64_t samples) {
+  if (samples == 0) samples = samples_;
   std::vector<KvOp> ops;
   for (size_t t = 0; t < dense_.size(); ++t) {
     DenseSum& d = dense_[t];
@@ -65,8 +66,8 @@ absl::Status BspAggregator::Apply(int64_t step) {
     }
   }
   absl::Status st = absl::OkStatus();
-  if (samples_ > 0 && !ops.empty()) {
-    st = store_->Push(ops, 1.0f / static_cast<float>(samples_), step);
+  if (samples > 0 && !ops.empty()) {
+    st = store_->Push(ops, 1.0f / static_cast<float>(samples), step);
   }
   for (DenseSum& d : dense_) {
     if (d.hi > d.lo) std::fill(d.sum.begin() + d.lo, d.sum.begin() + d.hi, 0.0f);

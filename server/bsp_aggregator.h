@@ -23,7 +23,10 @@ class BspAggregator {
   void Add(const std::vector<KvOp>& ops, uint32_t num_samples);
   // Applies the sum (scale 1 / samples) and clears it.
   // `step`: the BSP step being applied (for the tables' warm-up).
-  absl::Status Apply(int64_t step = -1);
+  // `samples`: the samples the step's pushes carried in all, when this
+  // aggregator sums one part of a split shard (a part sees only the pushes
+  // that touch it); 0: the samples added here.
+  absl::Status Apply(int64_t step = -1, uint64_t samples = 0);
   uint64_t samples() const { return samples_; }
 
  private:

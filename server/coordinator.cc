@@ -90,6 +90,7 @@ void Coordinator::Handle(RpcRequest&& req) {
     case MsgType::kCheckpointArrive: return OnCheckpointArrive(*d, req);
     case MsgType::kWaitRecovery: return OnWaitRecovery(*d, req);
     case MsgType::kClaimShard: return OnClaimShard(*d, req);
+    case MsgType::kRejoin: return OnRejoin(*d, req);
     default:
       ReplyError(req, absl::UnimplementedError(absl::StrCat(
                           "coordinator does not serve ", proto::MsgTypeName(d->type()))));
@@ -156,11 +157,32 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
     }
   }
   bool replacement = false;
+  if (info.role == Role::kWorker && slots[rank] && options_.elastic_workers && rank != 0 &&
+      !finishing_ && !slots[rank]->done &&
+      (slots[rank]->dropped || slots[rank]->info.incarnation != info.incarnation)) {
+    // A worker coming back (elastic; coordinator_elastic.cc).
+    Member& old = *slots[rank];
+    if (!old.dropped) {
+      // Its old process is gone: killed and restarted faster than
+      // --worker_timeout could tell. Drop that one first.
+      old.alive = false;
+      monitor_->OnDead(Role::kWorker, rank);
+      DropWorker(&old, absl::StrCat(MemberName(info.role, rank), " (", old.info.endpoint, ", pid ",
+                                    old.info.pid, ") was replaced by a new process"));
+      if (finishing_ || !old.dropped) return ReplyError(req, absl::AbortedError("the job is ending"));
+    }
+    AdmitReturningWorker(&old, info);
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kCoordinator;
+    node_->Reply(req, proto::Encode(h, View(rank)));
+    return;
+  }
   if (slots[rank] && slots[rank]->dropped) {
     return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
                                MemberName(info.role, rank),
-                               " was dropped from this job and its data handed to the others; a "
-                               "returning worker is not re-admitted")));
+                               " was dropped from this job and the job is ending (or it has "
+                               "finished): it is not re-admitted")));
   }
   if (slots[rank] && slots[rank]->info.incarnation != info.incarnation) {
     if (info.role != Role::kServer || !CanRecover()) {
@@ -337,9 +359,15 @@ void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
   // The body is for the dashboard: a malformed one still proves liveness.
   if (auto hb = d.body<proto::Heartbeat>(); hb.ok()) {
     monitor_->OnHeartbeat(m->info.role, m->info.rank, *hb);
-    m->data_epoch = hb->data_epoch;
-    m->data_rows = hb->data_rows;
-    m->samples = hb->samples;
+    // A re-admitted worker reports no position before its first step.
+    const bool behind = m->resuming && std::make_pair(hb->data_epoch, hb->data_rows) <
+                                           std::make_pair(m->data_epoch, m->data_rows);
+    if (!behind) {
+      m->data_epoch = hb->data_epoch;
+      m->data_rows = hb->data_rows;
+      m->resuming = false;
+    }
+    m->samples = m->samples_before + hb->samples;
   }
   ReplyOk(req);
 }

@@ -101,6 +101,13 @@ class Coordinator {
     int32_t data_epoch = 0;
     int64_t data_rows = 0;
     uint64_t samples = 0;
+    // Re-admitted workers: samples of the earlier processes (its heartbeats
+    // count from zero again), and whether heartbeats behind the position it
+    // resumes from are ignored (it reports none before its first step).
+    uint64_t samples_before = 0;
+    bool resuming = false;
+    // A returning worker's answer to kRejoin, set when it registered.
+    std::optional<proto::Rejoin> rejoin;
   };
   // A dropped worker's data left to train.
   struct Orphan {
@@ -128,8 +135,16 @@ class Coordinator {
   void OnWorkerDone(const proto::Decoded& d, const RpcRequest& req);
   void OnWaitRecovery(const proto::Decoded& d, const RpcRequest& req);
   void OnClaimShard(const proto::Decoded& d, const RpcRequest& req);
-  // Elastic: drops dead worker `m` (coordinator_recovery.cc).
+  // Elastic workers (coordinator_elastic.cc). DropWorker drops dead worker
+  // `m`; AdmitReturningWorker takes dropped worker `m` back under its new
+  // process `info` (deciding what it trains); OnRejoin answers a worker that
+  // asks whether it returns, re-admitting it on the servers first.
   void DropWorker(Member* m, const std::string& reason);
+  void AdmitReturningWorker(Member* m, const proto::NodeInfo& info);
+  void OnRejoin(const proto::Decoded& d, const RpcRequest& req);
+  // Re-admits worker `rank` on every server (prepare, then commit at the
+  // largest proposed step); `done` gets the step or why it failed.
+  void ReadmitOnServers(int32_t rank, std::function<void(absl::StatusOr<int64_t>)> done);
   // Ends the job when every worker has finished or was dropped.
   void MaybeEndJob();
 

@@ -21,10 +21,6 @@ namespace pstrain::server {
 using proto::MsgType;
 using proto::Role;
 
-namespace {
-constexpr absl::Duration kRetireTimeout = absl::Seconds(30);
-}  // namespace
-
 bool Coordinator::CanRecover() const {
   return options_.recover_servers && checkpoints_->enabled() && !defined_tables_.empty() &&
          !finishing_;
@@ -180,78 +176,6 @@ void Coordinator::ExpireRecoveryWaiters(absl::Time now) {
                                     absl::UnavailableError("no recovery under way")));
     it = recovery_waiters_.erase(it);
   }
-}
-
-// Elastic workers. A dead worker (not worker 0, which gathers the
-// evaluation and writes the summary) is dropped: the servers retire it, so
-// BSP steps and SSP bounds stop waiting for it; barriers shrink; its shard's
-// remaining rows, from the position of its last heartbeat (rows whose
-// gradients had reached the servers), go to the first worker that runs out
-// of its own data (kClaimShard), so no row of the epoch is skipped. Rows it
-// trained after that heartbeat are trained twice, never lost.
-void Coordinator::DropWorker(Member* m, const std::string& reason) {
-  const int32_t rank = m->info.rank;
-  if (rank == 0 || finishing_) {
-    return Finish(absl::UnavailableError(absl::StrCat(
-        reason, rank == 0 ? "; worker 0 gathers the evaluation and writes the summary, so the job "
-                            "cannot go on without it"
-                          : "")));
-  }
-  for (const auto& t : defined_tables_) {
-    if (t.on_workers) {
-      return Finish(absl::UnavailableError(
-          absl::StrCat(reason, "; allreduce mode cannot drop a worker from its collective group")));
-    }
-  }
-  m->dropped = true;
-  ++dropped_workers_;
-  orphans_.push_back(Orphan{rank, m->data_epoch, m->data_rows, m->samples, -1});
-  spdlog::warn("{}: dropped from the job (elastic); its shard goes on from epoch {} row {} on the "
-               "first worker to finish its own; {} workers left",
-               reason, m->data_epoch, m->data_rows, options_.num_workers - dropped_workers_);
-  store_.Set(absl::StrCat("dead/", rank), Buffer::FromString(std::to_string(m->samples)));
-  store_.ShrinkBarriers(options_.num_workers - dropped_workers_ + 1,
-                        options_.num_workers - dropped_workers_);
-  proto::Header h;
-  h.type = MsgType::kRetireWorker;
-  h.sender_role = Role::kCoordinator;
-  for (int s = 0; s < options_.num_servers; ++s) {
-    if (!servers_[s]) continue;
-    node_->Call(servers_[s]->peer, proto::Encode(h, proto::RetireWorker{rank}),
-                absl::Now() + kRetireTimeout)
-        .OnDone([s, rank](const absl::StatusOr<Message>& reply) {
-          absl::Status st = proto::DecodeReply(reply, "retire").status();
-          if (!st.ok()) spdlog::warn("server {} did not retire worker {}: {}", s, rank, st.ToString());
-        });
-  }
-  // Checkpoints no longer wait for it.
-  proto::WorkerPosition p;
-  p.rank = rank;
-  p.finished = true;
-  done_training_[rank] = p;
-  MaybeCheckpoint();
-  MaybeEndJob();
-}
-
-void Coordinator::OnClaimShard(const proto::Decoded& d, const RpcRequest& req) {
-  Member* m = FindMember(Role::kWorker, d.header().sender_rank);
-  if (m == nullptr || d.header().sender_role != Role::kWorker || m->dropped) {
-    return ReplyError(req, absl::InvalidArgumentError("only live workers adopt shards"));
-  }
-  proto::ShardClaim claim;
-  for (Orphan& o : orphans_) {
-    if (o.adopter >= 0) continue;
-    o.adopter = m->info.rank;
-    claim = proto::ShardClaim{o.rank, o.epoch, o.rows, o.samples};
-    store_.Set(absl::StrCat("adopted/", o.rank), Buffer::FromString(std::to_string(o.adopter)));
-    spdlog::info("worker {} adopts the rest of worker {}'s shard (epoch {}, from row {})",
-                 o.adopter, o.rank, o.epoch, o.rows);
-    break;
-  }
-  proto::Header h;
-  h.type = MsgType::kReply;
-  h.sender_role = Role::kCoordinator;
-  node_->Reply(req, proto::Encode(h, claim));
 }
 
 }  // namespace pstrain::server

@@ -1,5 +1,7 @@
 #include "server/kv_store.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "cluster/sparse_owner.h"
 #include "common/checkpoint/shard_file.h"
@@ -8,16 +10,43 @@ namespace pstrain::server {
 
 using proto::DType;
 
+namespace {
+
+// Dense ranges shorter than this many floats per part stay whole.
+constexpr uint64_t kMinPieceFloats = 16384;
+// Piece boundaries fall on 64-byte lines: no two threads write one line.
+constexpr uint64_t kPieceAlign = 16;
+
+}  // namespace
+
+KvStore::Piece KvStore::PieceOf(uint32_t table, uint64_t offset, uint64_t length, int part,
+                                int parts) {
+  if (parts <= 1) return Piece{offset, length};
+  const auto n = static_cast<uint64_t>(parts);
+  if (length < n * kMinPieceFloats) {
+    return static_cast<int>(table % n) == part ? Piece{offset, length} : Piece{offset, 0};
+  }
+  auto cut = [&](uint64_t k) {
+    return k == n ? length : (length / n * k) / kPieceAlign * kPieceAlign;
+  };
+  const uint64_t lo = cut(static_cast<uint64_t>(part)), hi = cut(static_cast<uint64_t>(part) + 1);
+  return Piece{offset + lo, hi - lo};
+}
+
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(const proto::TableLayout& layout,
-                                                         int rank) {
+                                                         int rank, int part, int parts) {
   if (rank < 0 || rank >= layout.num_servers) {
     return absl::InvalidArgumentError(absl::StrCat("server rank ", rank, " outside the layout's ",
                                                    layout.num_servers, " servers"));
   }
-  std::unique_ptr<KvStore> store(new KvStore(layout, rank));
+  if (parts < 1 || part < 0 || part >= parts) {
+    return absl::InvalidArgumentError(absl::StrCat("part ", part, " of ", parts));
+  }
+  std::unique_ptr<KvStore> store(new KvStore(layout, rank, part, parts));
   size_t n = layout.tables.size();
   store->dense_.resize(n);
   store->sparse_.resize(n);
+  store->server_ranges_.resize(n);
   for (const TableSpec& spec : layout.tables) {
     if (spec.id >= n) return absl::InvalidArgumentError("table id outside the layout");
     if (spec.kind == TableKind::kSparse) {
@@ -30,12 +59,16 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(const proto::TableLayou
       return absl::InvalidArgumentError(absl::StrCat("dense range for table ", r.table,
                                                      " which is not a dense table"));
     }
-    if (store->dense_[r.table]) {
+    if (store->server_ranges_[r.table].length > 0) {
       return absl::InvalidArgumentError(absl::StrCat("two ranges of table ", r.table,
                                                      " on one server"));
     }
+    if (r.length == 0) return absl::InvalidArgumentError(absl::StrCat("empty range of table ", r.table));
+    store->server_ranges_[r.table] = Piece{r.begin, r.length};
+    Piece mine = PieceOf(r.table, r.begin, r.length, part, parts);
+    if (mine.length == 0) continue;
     PS_ASSIGN_OR_RETURN(store->dense_[r.table],
-                        DenseShard::Create(layout.tables[r.table], r.begin, r.length));
+                        DenseShard::Create(layout.tables[r.table], mine.begin, mine.length));
   }
   return store;
 }
@@ -65,19 +98,19 @@ absl::StatusOr<std::vector<KvOp>> KvStore::Validate(const proto::Decoded& reques
     op.table = part.table;
     op.count = part.count;
     if (spec.kind == TableKind::kDense) {
-      const DenseShard* shard = dense_[part.table].get();
-      if (shard == nullptr) {
+      const Piece range = server_ranges_[part.table];
+      if (range.length == 0) {
         return absl::FailedPreconditionError(
             spec.on_workers ? absl::StrCat("table ", spec.name, " lives on the workers")
                             : absl::StrCat("table ", spec.name, " has no range on server ", rank_,
                                            " (stale cluster map?)"));
       }
-      if (part.count == 0 || part.begin < shard->offset() ||
-          part.begin - shard->offset() > shard->length() ||
-          part.count > shard->length() - (part.begin - shard->offset())) {
+      if (part.count == 0 || part.begin < range.begin ||
+          part.begin - range.begin > range.length ||
+          part.count > range.length - (part.begin - range.begin)) {
         return absl::OutOfRangeError(absl::StrCat(
             "table ", spec.name, ": range [", part.begin, ", +", part.count,
-            ") is not inside this server's [", shard->offset(), ", +", shard->length(), ")"));
+            ") is not inside this server's [", range.begin, ", +", range.length, ")"));
       }
       op.begin = part.begin;
       if (is_push) {
@@ -161,25 +194,60 @@ absl::StatusOr<uint64_t> KvStore::Dump(uint32_t table, uint64_t offset, uint64_t
   return static_cast<uint64_t>(t.size());
 }
 
-absl::StatusOr<std::pair<uint64_t, std::string>> KvStore::SaveShard(const std::string& path,
-                                                                    uint64_t step) const {
+absl::StatusOr<std::pair<uint64_t, std::string>> KvStore::SaveShard(
+    const std::vector<const KvStore*>& parts, const std::string& path, uint64_t step) {
+  if (parts.empty()) return absl::InvalidArgumentError("no parts to save");
+  const KvStore& first = *parts[0];
+  const proto::TableLayout& layout = first.layout_;
   int sections = 0;
-  for (size_t t = 0; t < layout_.tables.size(); ++t) sections += (dense_[t] || sparse_[t]) ? 1 : 0;
-  PS_ASSIGN_OR_RETURN(auto w, ShardFileWriter::Open(path, rank_, layout_.num_servers, sections, step));
-  for (size_t t = 0; t < layout_.tables.size(); ++t) {
-    if (dense_[t]) {
-      const DenseShard& d = *dense_[t];
-      PS_RETURN_IF_ERROR(w->AddDense(static_cast<uint32_t>(t), d.offset(), d.weights(), d.state(),
-                                     d.step()));
-    } else if (sparse_[t]) {
-      const SparseTable& sp = *sparse_[t];
+  for (size_t t = 0; t < layout.tables.size(); ++t) {
+    sections += first.holds(static_cast<uint32_t>(t)) ? 1 : 0;
+  }
+  PS_ASSIGN_OR_RETURN(auto w,
+                      ShardFileWriter::Open(path, first.rank_, layout.num_servers, sections, step));
+  for (size_t t = 0; t < layout.tables.size(); ++t) {
+    const auto table = static_cast<uint32_t>(t);
+    if (!first.holds(table)) continue;
+    if (first.sparse_[t]) {
+      uint64_t rows = 0;
+      for (const KvStore* p : parts) rows += p->sparse_[t]->size();
+      const SparseTable& sp = *first.sparse_[t];
       PS_RETURN_IF_ERROR(w->AddSparse(
-          static_cast<uint32_t>(t), static_cast<uint32_t>(sp.dim()),
-          static_cast<uint32_t>(sp.state_floats()), sp.size(),
-          [&sp](ShardFileWriter::RowSink sink) {
-            sp.ForEachRow([&sink](const SparseRow& r) { sink(r.id, r.step, r.values, r.state); });
+          table, static_cast<uint32_t>(sp.dim()), static_cast<uint32_t>(sp.state_floats()), rows,
+          [&parts, t](ShardFileWriter::RowSink sink) {
+            for (const KvStore* p : parts) {
+              p->sparse_[t]->ForEachRow(
+                  [&sink](const SparseRow& r) { sink(r.id, r.step, r.values, r.state); });
+            }
           }));
+      continue;
     }
+    // The pieces of the server's range, in part order (contiguous).
+    std::vector<const DenseShard*> pieces;
+    for (const KvStore* p : parts) {
+      if (p->dense_[t]) pieces.push_back(p->dense_[t].get());
+    }
+    const Piece range = first.server_ranges_[t];
+    if (pieces.size() == 1) {
+      const DenseShard& d = *pieces[0];
+      PS_RETURN_IF_ERROR(w->AddDense(table, d.offset(), d.weights(), d.state(), d.step()));
+      continue;
+    }
+    // Split over threads: the section is written as one range, the state
+    // plane by plane. Adam's step: the most pushes any piece has seen.
+    const size_t planes = pieces.empty() ? 0 : pieces[0]->state_floats() / pieces[0]->length();
+    std::vector<float> weights(range.length), state(planes * range.length);
+    uint64_t dense_step = 0;
+    for (const DenseShard* d : pieces) {
+      const uint64_t at = d->offset() - range.begin;
+      std::copy_n(d->weights().data(), d->length(), weights.data() + at);
+      for (size_t k = 0; k < planes; ++k) {
+        std::copy_n(d->state().data() + k * d->length(), d->length(),
+                    state.data() + k * range.length + at);
+      }
+      dense_step = std::max(dense_step, d->step());
+    }
+    PS_RETURN_IF_ERROR(w->AddDense(table, range.begin, weights, state, dense_step));
   }
   PS_ASSIGN_OR_RETURN(std::string checksum, w->Finish());
   return std::make_pair(w->bytes(), checksum);
@@ -218,7 +286,10 @@ absl::Status KvStore::Restore(const std::vector<std::string>& shard_files) {
         }
         absl::Status st;
         shard->ForEachRow(sec, [&](const ShardFile::SparseRowView& r) {
-          if (!st.ok() || SparseOwner(r.id, layout_.num_servers) != rank_) return;
+          if (!st.ok() || SparseOwner(r.id, layout_.num_servers) != rank_ ||
+              SparseOwnerPart(r.id, layout_.num_servers, parts_) != part_) {
+            return;
+          }
           st = t->InsertRow(r.id, r.values, r.state, r.step);
         });
         PS_RETURN_IF_ERROR(Annotate(st, file));

@@ -1,5 +1,11 @@
-// KvStore: this server's shards of every table, and the validated execution
-// of pull and push requests against them.
+// KvStore: this server's shards of every table (or, with executor threads,
+// one part of them), and the validated execution of pull and push requests
+// against them.
+//
+// Parts (--server_threads): part p of `parts` holds the sparse rows with
+// SparseOwnerPart(id) == p and piece p of each dense range (PieceOf). Every
+// part validates requests against the whole server's shard; Pull and Push
+// take ops already cut to the part (ShardSet does the cutting).
 //
 // Every request is checked in full before anything changes: table ids,
 // kinds, ranges this server holds, ids this server owns, payload shapes and
@@ -41,9 +47,19 @@ struct TableStats {
 
 class KvStore {
  public:
-  // Creates the shards that `layout` assigns to server `rank`.
+  // Creates part `part` of the shards that `layout` assigns to server `rank`.
   static absl::StatusOr<std::unique_ptr<KvStore>> Create(const proto::TableLayout& layout,
-                                                         int rank);
+                                                         int rank, int part = 0, int parts = 1);
+
+  // The piece [begin, begin + length) of a server's dense range
+  // [offset, offset + length) that part `part` of `parts` holds; length 0
+  // when it holds none. Small ranges are not cut: one part (chosen by the
+  // table id) holds them whole. Pieces are contiguous, in part order, and
+  // cover the range.
+  struct Piece {
+    uint64_t begin = 0, length = 0;
+  };
+  static Piece PieceOf(uint32_t table, uint64_t offset, uint64_t length, int part, int parts);
 
   // Checks a pull/push request and resolves its parts.
   absl::StatusOr<std::vector<KvOp>> Validate(const proto::Decoded& request,
@@ -58,7 +74,13 @@ class KvStore {
   // Writes every section this server holds to a checkpoint shard file.
   // Returns {bytes, checksum}.
   absl::StatusOr<std::pair<uint64_t, std::string>> SaveShard(const std::string& path,
-                                                             uint64_t step) const;
+                                                             uint64_t step) const {
+    return SaveShard({this}, path, step);
+  }
+  // The same for a server whose shard is split into `parts` (all the parts
+  // of one server, in part order): one file, as if written unsplit.
+  static absl::StatusOr<std::pair<uint64_t, std::string>> SaveShard(
+      const std::vector<const KvStore*>& parts, const std::string& path, uint64_t step);
   // Loads what this server owns under the current layout from the shard
   // files of a checkpoint written by any number of servers (re-sharding:
   // dense ranges re-cut, sparse rows re-routed by SparseOwner). Tables start
@@ -72,15 +94,26 @@ class KvStore {
 
   const proto::TableLayout& layout() const { return layout_; }
   int rank() const { return rank_; }
+  int part() const { return part_; }
+  int parts() const { return parts_; }
+  // The server's dense range of `table` ({0, 0} when it has none).
+  Piece server_range(uint32_t table) const { return server_ranges_[table]; }
+  // True when this server (any part) holds a share of `table`.
+  bool holds(uint32_t table) const {
+    return sparse_[table] != nullptr || server_ranges_[table].length > 0;
+  }
   DenseShard* dense(uint32_t table) { return dense_[table].get(); }
   SparseTable* sparse(uint32_t table) { return sparse_[table].get(); }
   std::vector<TableStats> Stats() const;
 
  private:
-  KvStore(proto::TableLayout layout, int rank) : layout_(std::move(layout)), rank_(rank) {}
+  KvStore(proto::TableLayout layout, int rank, int part, int parts)
+      : layout_(std::move(layout)), rank_(rank), part_(part), parts_(parts) {}
 
   proto::TableLayout layout_;
   int rank_;
+  int part_, parts_;
+  std::vector<Piece> server_ranges_;                 // by table id
   std::vector<std::unique_ptr<DenseShard>> dense_;    // by table id; null if not held
   std::vector<std::unique_ptr<SparseTable>> sparse_;  // by table id; null for dense tables
 };

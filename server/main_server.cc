@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
@@ -17,6 +18,10 @@ ABSL_FLAG(double, connect_timeout, 60.0, "Seconds to keep retrying while the coo
 ABSL_FLAG(double, coordinator_timeout, 30.0, "Exit when the coordinator has not answered for this many seconds.");
 ABSL_FLAG(int, metrics_port, 0, "Serve Prometheus metrics at http://HOST:PORT/metrics (0: off).");
 ABSL_FLAG(std::string, http_host, "0.0.0.0", "Address the --metrics_port server listens on.");
+ABSL_FLAG(int, server_threads, 1,
+          "Executor threads that own parts of this server's shard (sparse rows by hash, dense "
+          "ranges in pieces); the I/O thread hands each request's parts to their owners. 1: the "
+          "I/O thread owns the whole shard (no hand-over; best when cores are scarce).");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace {
@@ -34,6 +39,11 @@ absl::Status RunServer(const pstrain::CurveKeys& keys) {
   o.coordinator_timeout = absl::Seconds(absl::GetFlag(FLAGS_coordinator_timeout));
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o.http_host = absl::GetFlag(FLAGS_http_host);
+  o.threads = absl::GetFlag(FLAGS_server_threads);
+  if (o.threads < 1 || o.threads > server::ShardSet::kMaxThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("--server_threads=", o.threads, ": must be in [1, ",
+                                                   server::ShardSet::kMaxThreads, "]"));
+  }
   ZmqTransportOptions t;
   t.name = "server";
   t.curve = keys;

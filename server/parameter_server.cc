@@ -117,7 +117,7 @@ void ParameterServer::Handle(RpcRequest&& req) {
   }
   switch (d->type()) {
     case MsgType::kPull: return OnPull(*std::move(d), std::move(req));
-    case MsgType::kPush: return OnPush(*d, req);
+    case MsgType::kPush: return OnPush(*std::move(d), std::move(req));
     case MsgType::kCreateTables: return OnCreateTables(*d, req);
     case MsgType::kShutdown: return OnShutdown(*d, req);
     case MsgType::kPing: return node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
@@ -125,6 +125,7 @@ void ParameterServer::Handle(RpcRequest&& req) {
     case MsgType::kSaveShard: return OnSaveShard(*d, req);
     case MsgType::kRecover: return OnRecover(*d, req);
     case MsgType::kRetireWorker: return OnRetireWorker(*d, req);
+    case MsgType::kReadmitWorker: return OnReadmitWorker(*d, req);
     default:
       ReplyError(req, absl::UnimplementedError(
                           absl::StrCat("server does not serve ", proto::MsgTypeName(d->type()))));
@@ -147,11 +148,14 @@ void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
   }
   rank_ = body->server_rank;
   const proto::TableLayout* layout = &body->layout;
-  auto store = KvStore::Create(*layout, rank_);
+  auto store = ShardSet::Create(*layout, rank_, options_.threads,
+                                [this](absl::AnyInvocable<void()> fn) {
+                                  node_->transport().Post(std::move(fn));
+                                });
   if (!store.ok()) return ReplyError(req, store.status());
   store_ = *std::move(store);
-  metrics_->OnTablesCreated(store_.get());
-  bsp_ = std::make_unique<BspAggregator>(store_.get());
+  ++generation_;
+  metrics_->OnTablesCreated(store_->layout(), [this](uint32_t t) { return store_->holds(t); });
   pushed_.assign(std::max(layout->num_workers, 1), 0);
   retired_.assign(pushed_.size(), false);
   applied_ = 0;
@@ -190,31 +194,14 @@ void ParameterServer::OnRecover(const Decoded& d, const RpcRequest& req) {
   // fail now; their workers wait for the recovery.
   absl::Status why = absl::AbortedError(absl::StrCat("cluster recovering (epoch ", body->epoch,
                                                      "): ", body->reason));
-  for (ParkedPull& p : parked_) ReplyError(p.request, why);
+  for (ParkedPull& p : parked_) ReplyError(p.pull->request, why);
   parked_.clear();
   parked_count_.store(0, std::memory_order_relaxed);
-  bsp_.reset();
   store_.reset();
+  ++generation_;
   spdlog::warn("server {}: {}; tables dropped until the coordinator restores them", rank_,
                std::string(why.message()));
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
-}
-
-void ParameterServer::OnRetireWorker(const Decoded& d, const RpcRequest& req) {
-  if (d.header().sender_role != Role::kCoordinator) {
-    return ReplyError(req, absl::PermissionDeniedError("only the coordinator retires workers"));
-  }
-  auto body = d.body<proto::RetireWorker>();
-  if (!body.ok()) return ReplyError(req, body.status());
-  if (body->rank < 0 || body->rank >= static_cast<int32_t>(retired_.size())) {
-    return ReplyError(req, absl::InvalidArgumentError(absl::StrCat("no worker ", body->rank)));
-  }
-  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
-  if (!store_ || retired_[body->rank]) return;
-  retired_[body->rank] = true;
-  spdlog::warn("server {}: worker {} is gone; steps no longer wait for it", rank_, body->rank);
-  if (store_->layout().consistency == proto::Consistency::kBsp) MaybeCompleteBspStep();
-  ReleaseParkedPulls();
 }
 
 void ParameterServer::OnSaveShard(const Decoded& d, const RpcRequest& req) {
@@ -281,14 +268,15 @@ int64_t ParameterServer::SlowestActiveClock() const {
 }
 
 void ParameterServer::MaybeCompleteBspStep() {
+  if (!ApplyReadmissions()) return;  // elastic workers (parameter_server_workers.cc)
   if (pushers_this_step_ == 0) return;
   for (size_t w = 0; w < pushed_.size(); ++w) {
     if (!retired_[w] && pushed_[w] <= applied_) return;  // still owes this step
   }
   pushers_this_step_ = 0;
-  if (absl::Status st = bsp_->Apply(applied_); !st.ok()) {
-    spdlog::error("server {}: applying step {} failed: {}", rank_, applied_, st.ToString());
-  }
+  store_->BspApply(applied_, [this, step = applied_](absl::Status st) {
+    if (!st.ok()) spdlog::error("server {}: applying step {} failed: {}", rank_, step, st.ToString());
+  });
   ++applied_;
   metrics_->OnBspStepApplied();
   ReleaseParkedPulls();
@@ -297,33 +285,38 @@ void ParameterServer::MaybeCompleteBspStep() {
 void ParameterServer::OnPull(Decoded&& d, RpcRequest&& req) {
   if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
   if (absl::Status st = CheckWorker(d.header()); !st.ok()) return ReplyError(req, st);
-  auto body = d.body<proto::KvRequest>();
-  if (!body.ok()) return ReplyError(req, body.status());
-  auto ops = store_->Validate(d, *body, /*is_push=*/false);
-  if (!ops.ok()) return ReplyError(req, ops.status());
-  int64_t clock = d.header().step;
+  // The request moves into the call first: the ops point into it.
+  auto call = std::make_shared<KvCall>(
+      KvCall{std::move(req), std::move(d), {}, metrics_->request_start()});
+  auto body = call->decoded.body<proto::KvRequest>();
+  if (!body.ok()) return ReplyError(call->request, body.status());
+  auto ops = store_->Validate(call->decoded, *body, /*is_push=*/false);
+  if (!ops.ok()) return ReplyError(call->request, ops.status());
+  call->ops = *std::move(ops);
+  int64_t clock = call->decoded.header().step;
   if (!PullReady(clock)) {
     parked_count_.fetch_add(1, std::memory_order_relaxed);
-    std::vector<KvOp> resolved = *std::move(ops);
-    parked_.push_back(ParkedPull{clock, std::move(req), std::move(d), std::move(resolved),
-                                 metrics_->request_start()});
+    parked_.push_back(ParkedPull{clock, std::move(call)});
     return;
   }
-  ServePull(req, *ops);
+  ServePull(std::move(call));
 }
 
-void ParameterServer::ServePull(const RpcRequest& req, const std::vector<KvOp>& ops) {
-  std::vector<Buffer> values;
-  if (absl::Status st = store_->Pull(ops, &values); !st.ok()) return ReplyError(req, st);
-  proto::Header h;
-  h.type = MsgType::kReply;
-  h.sender_role = Role::kServer;
-  h.sender_rank = rank_;
-  h.step = applied_;
-  std::vector<proto::DType> types(values.size(), proto::DType::kF32);
-  pulls_.fetch_add(1, std::memory_order_relaxed);
-  metrics_->OnPullServed(ops);
-  node_->Reply(req, proto::EncodeHeaderOnly(std::move(h), std::move(values), types));
+void ParameterServer::ServePull(std::shared_ptr<KvCall> pull) {
+  const std::vector<KvOp>& ops = pull->ops;
+  store_->Pull(ops, pull, [this, pull](absl::StatusOr<std::vector<Buffer>> values) {
+    if (!values.ok()) return ReplyError(pull->request, values.status());
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kServer;
+    h.sender_rank = rank_;
+    h.step = applied_;
+    std::vector<proto::DType> types(values->size(), proto::DType::kF32);
+    pulls_.fetch_add(1, std::memory_order_relaxed);
+    metrics_->set_request_start(pull->arrived_ns);
+    metrics_->OnPullServed(pull->ops);
+    node_->Reply(pull->request, proto::EncodeHeaderOnly(std::move(h), *std::move(values), types));
+  });
 }
 
 void ParameterServer::ReleaseParkedPulls() {
@@ -332,73 +325,90 @@ void ParameterServer::ReleaseParkedPulls() {
   std::vector<ParkedPull> ready;
   for (ParkedPull& p : parked_) (PullReady(p.clock) ? ready : still).push_back(std::move(p));
   parked_.swap(still);
-  for (ParkedPull& p : ready) {
-    metrics_->set_request_start(p.arrived_ns);
-    ServePull(p.request, p.ops);
-  }
+  for (ParkedPull& p : ready) ServePull(std::move(p.pull));
 }
 
-void ParameterServer::OnPush(const Decoded& d, const RpcRequest& req) {
+void ParameterServer::OnPush(Decoded&& d, RpcRequest&& req) {
   if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
   if (absl::Status st = CheckWorker(d.header()); !st.ok()) return ReplyError(req, st);
-  auto body = d.body<proto::KvRequest>();
-  if (!body.ok()) return ReplyError(req, body.status());
-  auto ops = store_->Validate(d, *body, /*is_push=*/true);
-  if (!ops.ok()) return ReplyError(req, ops.status());
-  if (body->num_samples == 0 && !ops->empty()) {
-    return ReplyError(req, absl::InvalidArgumentError("push of gradients over zero samples"));
+  auto call = std::make_shared<KvCall>(
+      KvCall{std::move(req), std::move(d), {}, metrics_->request_start()});
+  auto body = call->decoded.body<proto::KvRequest>();
+  if (!body.ok()) return ReplyError(call->request, body.status());
+  auto ops = store_->Validate(call->decoded, *body, /*is_push=*/true);
+  if (!ops.ok()) return ReplyError(call->request, ops.status());
+  call->ops = *std::move(ops);
+  const std::vector<KvOp>& parts = call->ops;
+  if (body->num_samples == 0 && !parts.empty()) {
+    return ReplyError(call->request, absl::InvalidArgumentError("push of gradients over zero samples"));
   }
   // Refuse the whole push, before anything changes, if any part is bad.
-  // A single part applied on arrival needs no scan here: its table refuses
-  // a non-finite gradient by itself and stays unchanged (one pass less over
-  // the gradients). Summed (BSP) parts are checked before they are added.
+  // A single part applied on arrival by the I/O thread needs no scan here:
+  // its table refuses a non-finite gradient by itself and stays unchanged
+  // (one pass less over the gradients). Summed (BSP) parts are checked
+  // before they are added; executor threads each refuse only their part.
   Consistency mode = store_->layout().consistency;
-  const bool table_checks = ops->size() == 1 && mode != Consistency::kBsp;
-  for (size_t k = 0; !table_checks && k < ops->size(); ++k) {
-    const KvOp& op = (*ops)[k];
+  const bool table_checks = parts.size() == 1 && mode != Consistency::kBsp && store_->threads() == 1;
+  for (size_t k = 0; !table_checks && k < parts.size(); ++k) {
+    const KvOp& op = parts[k];
     size_t bad = optim::FindNonFinite(op.values.data(), op.values.size());
     if (bad != op.values.size()) {
       const TableSpec& spec = store_->layout().tables[op.table];
-      return ReplyError(req, absl::InvalidArgumentError(absl::StrCat(
+      return ReplyError(call->request, absl::InvalidArgumentError(absl::StrCat(
                                  "non-finite gradient in table ", spec.name, " at element ", bad,
                                  op.sparse ? absl::StrCat(" (id ", op.ids[bad / spec.dim], ")") : "",
                                  "; push refused, table unchanged")));
     }
   }
-  int w = d.header().sender_rank;
-  int64_t clock = d.header().step;
+  const int w = call->decoded.header().sender_rank;
+  const int64_t clock = call->decoded.header().step;
+  const bool retire = body->retire;
   if (mode == Consistency::kBsp) {
-    bool counts = !ops->empty() || body->num_samples > 0 || !body->retire;
+    bool counts = !parts.empty() || body->num_samples > 0 || !retire;
     if (counts && (clock != applied_ || pushed_[w] != clock)) {
-      return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+      return ReplyError(call->request, absl::FailedPreconditionError(absl::StrCat(
                                  "BSP push from worker ", w, " for step ", clock, " while step ",
                                  applied_, " is open and it has pushed ", pushed_[w], " times")));
     }
     if (counts) {
-      bsp_->Add(*ops, body->num_samples);
       pushed_[w] = clock + 1;
       ++pushers_this_step_;
     }
-    if (body->retire) retired_[w] = true;
+    if (retire) retired_[w] = true;
     pushes_.fetch_add(1, std::memory_order_relaxed);
-    metrics_->OnPushApplied(*ops, /*applied_now=*/false);
-    node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+    auto reply = [this, call](absl::Status st) {
+      if (!st.ok()) return ReplyError(call->request, st);
+      metrics_->set_request_start(call->arrived_ns);
+      metrics_->OnPushApplied(call->ops, /*applied_now=*/false);
+      node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
+    };
+    // Summed before the step is applied: each part runs its queue in order.
+    if (counts) {
+      store_->BspAdd(parts, body->num_samples, call, std::move(reply));
+    } else {
+      reply(absl::OkStatus());
+    }
     MaybeCompleteBspStep();
-    if (body->retire) ReleaseParkedPulls();
+    if (retire) ReleaseParkedPulls();
     return;
   }
-  if (!ops->empty()) {
-    if (absl::Status st = store_->Push(*ops, 1.0f / static_cast<float>(body->num_samples), clock);
-        !st.ok()) {
-      return ReplyError(req, st);
+  // ASP/SSP: the clock moves once the push is applied, so the pulls it
+  // releases read it.
+  auto done = [this, call, w, clock, retire, mode, generation = generation_](absl::Status st) {
+    if (!st.ok()) return ReplyError(call->request, st);
+    if (generation != generation_) {
+      return ReplyError(call->request, absl::AbortedError("the tables were replaced meanwhile"));
     }
-  }
-  if (!ops->empty() || !body->retire) pushed_[w] = std::max(pushed_[w], clock + 1);
-  if (body->retire) retired_[w] = true;
-  pushes_.fetch_add(1, std::memory_order_relaxed);
-  metrics_->OnPushApplied(*ops, /*applied_now=*/true);
-  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
-  if (mode == Consistency::kSsp || body->retire) ReleaseParkedPulls();
+    if (!call->ops.empty() || !retire) pushed_[w] = std::max(pushed_[w], clock + 1);
+    if (retire) retired_[w] = true;
+    pushes_.fetch_add(1, std::memory_order_relaxed);
+    metrics_->set_request_start(call->arrived_ns);
+    metrics_->OnPushApplied(call->ops, /*applied_now=*/true);
+    node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
+    if (mode == Consistency::kSsp || retire) ReleaseParkedPulls();
+  };
+  if (parts.empty()) return done(absl::OkStatus());
+  store_->Push(parts, 1.0f / static_cast<float>(body->num_samples), clock, call, std::move(done));
 }
 
 void ParameterServer::OnDumpRows(const Decoded& d, const RpcRequest& req) {

@@ -11,12 +11,16 @@
 //        worker has pushed at least c - s times.
 // Waiting pulls are parked, never blocking a thread.
 //
-// Threading: requests are handled on the RPC node's I/O thread, which owns
-// the tables (one shard owner, no locks on the hot path). Run() and
-// RequestStop() may be called from any thread.
+// Threading: requests are handled on the RPC node's I/O thread, which keeps
+// the consistency state (clocks, parked pulls). The tables belong to the
+// ShardSet: on the I/O thread itself with one server thread, or split among
+// --server_threads executor threads that each own part of the rows (no
+// locks on the hot path either way). Run() and RequestStop() may be called
+// from any thread.
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,8 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cluster/coordinator_client.h"
 #include "common/rpc.h"
-#include "server/bsp_aggregator.h"
-#include "server/kv_store.h"
+#include "server/shard_set.h"
 #include "server/server_metrics.h"
 
 namespace pstrain::http {
@@ -46,6 +49,8 @@ struct ServerOptions {
   // Serve Prometheus metrics at http://http_host:metrics_port/metrics (0: off).
   int metrics_port = 0;
   std::string http_host = "0.0.0.0";
+  // Executor threads owning parts of the shard (1: the I/O thread owns it).
+  int threads = 1;
 };
 
 struct ServerStats {
@@ -77,12 +82,18 @@ class ParameterServer {
   std::string metrics_url() const;
 
  private:
-  struct ParkedPull {
-    int64_t clock;
+  // A pull or push being served: the request, and the ops that point into
+  // it, alive until the reply is sent (the tables may work on it on other
+  // threads meanwhile).
+  struct KvCall {
     RpcRequest request;
     proto::Decoded decoded;
     std::vector<KvOp> ops;
     int64_t arrived_ns = 0;  // for the latency metric
+  };
+  struct ParkedPull {
+    int64_t clock;
+    std::shared_ptr<KvCall> pull;
   };
 
   ParameterServer(ServerOptions options, std::unique_ptr<RpcNode> node, std::string endpoint);
@@ -90,18 +101,30 @@ class ParameterServer {
   void Handle(RpcRequest&& req);
   void OnCreateTables(const proto::Decoded& d, const RpcRequest& req);
   void OnPull(proto::Decoded&& d, RpcRequest&& req);
-  void OnPush(const proto::Decoded& d, const RpcRequest& req);
+  void OnPush(proto::Decoded&& d, RpcRequest&& req);
   void OnShutdown(const proto::Decoded& d, const RpcRequest& req);
   void OnDumpRows(const proto::Decoded& d, const RpcRequest& req);
   void OnSaveShard(const proto::Decoded& d, const RpcRequest& req);
   void OnRecover(const proto::Decoded& d, const RpcRequest& req);
+  // Elastic workers (parameter_server_workers.cc): a dropped worker is
+  // retired (kRetireWorker) and, when it comes back, re-admitted from a step
+  // the coordinator picks (kReadmitWorker: prepare, then commit).
+  struct Readmission {  // prepared, not committed yet
+    int64_t hold = 0;    // complete no BSP step >= hold until the commit
+    uint64_t epoch = 0;  // the cluster epoch it was made in (a rollback voids it)
+  };
   void OnRetireWorker(const proto::Decoded& d, const RpcRequest& req);
+  void OnReadmitWorker(const proto::Decoded& d, const RpcRequest& req);
+  // Called first in MaybeCompleteBspStep: false while a prepared
+  // re-admission holds the open step.
+  bool ApplyReadmissions();
+  std::map<int32_t, Readmission> readmissions_;  // by worker rank (I/O thread)
   bool PullReady(int64_t clock) const;
   // BSP: applies the open step once every active worker has pushed it.
   void MaybeCompleteBspStep();
   // The smallest clock among workers still training (SSP), or INT64_MAX.
   int64_t SlowestActiveClock() const;
-  void ServePull(const RpcRequest& req, const std::vector<KvOp>& ops);
+  void ServePull(std::shared_ptr<KvCall> pull);
   void ReleaseParkedPulls();
   absl::Status CheckWorker(const proto::Header& h) const;
   void ReplyError(const RpcRequest& req, const absl::Status& status);
@@ -119,8 +142,10 @@ class ParameterServer {
 
   // I/O thread state.
   int32_t rank_ = -1;  // from the registration reply or the tables request
-  std::unique_ptr<KvStore> store_;
-  std::unique_ptr<BspAggregator> bsp_;
+  std::unique_ptr<ShardSet> store_;
+  // Bumped whenever store_ is replaced or dropped: work that finishes on
+  // the executors after that changes no consistency state.
+  uint64_t generation_ = 0;
   std::vector<int64_t> pushed_;  // per worker: pushes received (its clock)
   std::vector<bool> retired_;    // per worker: finished, no longer waited for
   int64_t applied_ = 0;          // BSP: steps applied

@@ -32,7 +32,9 @@ proto::Heartbeat ParameterServer::HeartbeatBody() {
   if (store_ && store_->layout().consistency != proto::Consistency::kBsp) {
     for (int64_t c : pushed_) hb.step = std::max(hb.step, c);
   }
-  metrics_->Sample(store_.get(), pushed_, retired_, parked_.size(), &hb);
+  std::vector<TableStats> stats;
+  if (store_) stats = store_->Stats();
+  metrics_->Sample(store_ ? &stats : nullptr, pushed_, retired_, parked_.size(), &hb);
   return hb;
 }
 

@@ -77,6 +77,12 @@ void RendezvousStore::ShrinkBarriers(int from, int to) {
   for (auto& r : ready) r(true);
 }
 
+void RendezvousStore::GrowBarriers(int from, int to) {
+  for (auto& [name, b] : barriers_) {
+    if (b.participants == from) b.participants = to;
+  }
+}
+
 void RendezvousStore::AbortBarriers() {
   std::vector<BarrierReply> failed;
   for (auto& [name, b] : barriers_) {

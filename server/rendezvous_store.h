@@ -37,6 +37,11 @@ class RendezvousStore {
   // Barriers waiting for `from` participants now wait for `to` (< from):
   // a member died. Those already complete are answered.
   void ShrinkBarriers(int from, int to);
+  // Barriers waiting for `from` participants now wait for `to` (> from): a
+  // dropped member came back and will enter them too.
+  void GrowBarriers(int from, int to);
+  // Removes `key` (a later Get waits for it again).
+  void Erase(const std::string& key) { values_.erase(key); }
   size_t size() const { return values_.size(); }
 
  private:

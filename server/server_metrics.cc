@@ -44,8 +44,8 @@ ServerMetrics::ServerMetrics(Registry* r) : registry_(r) {
                                  "When the last checkpoint shard was written (unix time).");
 }
 
-void ServerMetrics::OnTablesCreated(KvStore* store) {
-  const proto::TableLayout& layout = store->layout();
+void ServerMetrics::OnTablesCreated(const proto::TableLayout& layout,
+                                    absl::FunctionRef<bool(uint32_t table)> held) {
   auto* keys = registry_->AddCounter(
       "pstrain_server_table_keys_total",
       "Keys read or written: sparse rows (ids) or dense floats, by table and op.", {"table", "op"});
@@ -69,10 +69,7 @@ void ServerMetrics::OnTablesCreated(KvStore* store) {
   tables_.assign(layout.tables.size(), TableCells{});
   for (const TableSpec& spec : layout.tables) {
     if (spec.id >= tables_.size() || spec.on_workers) continue;
-    if (spec.kind == TableKind::kDense ? store->dense(spec.id) == nullptr
-                                       : store->sparse(spec.id) == nullptr) {
-      continue;  // not held by this server
-    }
+    if (!held(spec.id)) continue;  // not held by this server
     TableCells& c = tables_[spec.id];
     c.sparse = spec.kind == TableKind::kSparse;
     c.value_bytes = c.sparse ? uint64_t{spec.dim} * sizeof(float) : sizeof(float);
@@ -138,7 +135,7 @@ void ServerMetrics::OnBspStepApplied() {
   }
 }
 
-void ServerMetrics::Sample(const KvStore* store, const std::vector<int64_t>& pushed,
+void ServerMetrics::Sample(const std::vector<TableStats>* stats, const std::vector<int64_t>& pushed,
                            const std::vector<bool>& retired, size_t parked, proto::Heartbeat* hb) {
   metrics::ProcessUsage usage = metrics::ReadProcessUsage();
   hb->rss_bytes = usage.resident_bytes;
@@ -147,9 +144,9 @@ void ServerMetrics::Sample(const KvStore* store, const std::vector<int64_t>& pus
   hb->bytes_in = bytes_in_;
   hb->bytes_out = bytes_out_;
   parked_->Set(static_cast<double>(parked));
-  if (store == nullptr) return;
+  if (stats == nullptr) return;
   uint64_t rows = 0, bytes = 0;
-  for (const TableStats& t : store->Stats()) {
+  for (const TableStats& t : *stats) {
     rows += t.rows;
     bytes += t.bytes;
     auto it = table_ids_.find(t.name);

@@ -19,6 +19,7 @@
 #include "common/metrics/process_metrics.h"
 #include "common/metrics/registry.h"
 #include "proto_msgs/messages.h"
+#include "absl/functional/function_ref.h"
 #include "server/kv_store.h"
 
 namespace pstrain::server {
@@ -29,9 +30,11 @@ class ServerMetrics {
   // this object) and the process metrics.
   explicit ServerMetrics(metrics::Registry* registry);
 
-  // Creates the cells of the tables `store` holds (every sparse table, the
-  // dense tables with a range here). I/O thread, once the tables exist.
-  void OnTablesCreated(KvStore* store);
+  // Creates the cells of the tables this server holds (`held`: every sparse
+  // table, the dense tables with a range here). I/O thread, once the tables
+  // exist.
+  void OnTablesCreated(const proto::TableLayout& layout,
+                       absl::FunctionRef<bool(uint32_t table)> held);
 
   // Marks the start of the request being handled (I/O thread).
   void BeginRequest() { request_start_ns_ = metrics::MonotonicNanos(); }
@@ -53,7 +56,7 @@ class ServerMetrics {
 
   // Reads table sizes and worker clocks into gauges, and fills the
   // server's part of `hb` (rows, bytes, requests). I/O thread.
-  void Sample(const KvStore* store, const std::vector<int64_t>& pushed,
+  void Sample(const std::vector<TableStats>* stats, const std::vector<int64_t>& pushed,
               const std::vector<bool>& retired, size_t parked, proto::Heartbeat* hb);
 
   // A checkpoint shard written (or failed) in `seconds`, `bytes` long.

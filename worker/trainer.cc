@@ -146,6 +146,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int64_t checkpoint_step = kv_->layout().checkpoint_step;
   PS_RETURN_IF_ERROR(ResumePosition(reader.get(), &position));
   clock = position.clock;
+  // Evaluation rounds are numbered by step, so that a worker that starts
+  // late (re-admitted, or resumed) gathers under the others' round keys.
+  if (options_.eval_every_steps > 0) eval_round = static_cast<int>(clock / options_.eval_every_steps);
   if (position.finished) {
     spdlog::info("this worker had finished training before the checkpoint");
   }
@@ -528,7 +531,8 @@ absl::Status Trainer::Gather(int round, const std::vector<float>& probs,
 
 absl::Status Trainer::WriteSummary(const TrainResult& result) {
   std::string key = "stats/";
-  double mine[2] = {static_cast<double>(result.samples), result.train_seconds};
+  double mine[2] = {static_cast<double>(result.samples + options_.samples_before),
+                    result.train_seconds};
   std::string blob(sizeof(mine), '\0');
   std::memcpy(blob.data(), mine, sizeof(mine));
   PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(rank_), Buffer::FromString(std::move(blob))));

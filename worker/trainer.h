@@ -53,6 +53,9 @@ struct TrainOptions {
   std::string save_model;        // export the trained model here (worker 0)
   bool progress_bar = false;     // redraw a bar on stderr (a terminal)
   TrainMetrics* train_metrics = nullptr;  // live numbers for /metrics and heartbeats (optional)
+  // A re-admitted worker: samples its rank trained in the process that was
+  // dropped, counted in the job's summary.
+  uint64_t samples_before = 0;
 };
 
 // What a finished run measured (on this worker).

@@ -169,6 +169,42 @@ absl::Status RunWorker(const WorkerOptions& options) {
   ApplyLrSchedule(options.train, view.num_workers, &tables);
   PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
                       coordinator.DefineTables(tables, absl::Minutes(10)));
+  // Elastic workers: a worker dropped earlier and now back either resumes
+  // its shard from where the coordinator recorded it, at the step every
+  // server takes it back at, or finishes when another worker adopted it.
+  uint64_t samples_before = 0;
+  if (!allreduce) {
+    auto rejoin = coordinator.Rejoin();
+    if (!rejoin.ok()) return Annotate(rejoin.status(), "asking whether this worker rejoins");
+    switch (rejoin->state) {
+      case proto::RejoinState::kNew:
+        break;
+      case proto::RejoinState::kAdopted:
+        spdlog::warn("worker {} was dropped from the job earlier and worker {} adopted the rest of "
+                     "its shard (from epoch {} row {}): nothing is left for this worker to train; "
+                     "finishing without training",
+                     rank, rejoin->adopter, rejoin->position.epoch, rejoin->position.rows);
+        if (options.exit_watchdog) ExitWithin(absl::Seconds(10), 0);
+        PS_RETURN_IF_ERROR(coordinator.WorkerDone());
+        coordinator.StopHeartbeats();
+        node->Stop();
+        return absl::OkStatus();
+      case proto::RejoinState::kResume:
+        // Resumed the way a restore from a checkpoint resumes: clock and
+        // data position from the layout. Checkpoints do not wait for it.
+        layout.restored_step = rejoin->step;
+        layout.checkpoint_step = -1;
+        layout.positions = {rejoin->position};
+        samples_before = rejoin->samples;
+        spdlog::info("worker {} re-admitted: it trains from step {}, its shard from epoch {} row {} "
+                     "({} samples trained before it was dropped)",
+                     rank, rejoin->step, rejoin->position.epoch, rejoin->position.rows,
+                     rejoin->samples);
+        break;
+      default:
+        return absl::InvalidArgumentError("the coordinator answered rejoin with an unknown state");
+    }
+  }
   std::vector<std::string> servers;
   for (const auto& s : view.servers) servers.push_back(s.endpoint);
   KvClientOptions ko;
@@ -218,6 +254,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
 
   TrainOptions train = options.train;
   train.train_metrics = &train_metrics;
+  train.samples_before = samples_before;
   uint64_t epoch = layout.epoch;
   current_epoch = epoch;
   while (true) {

@@ -54,6 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)d->body<Recovered>();
   (void)d->body<RetireWorker>();
   (void)d->body<ShardClaim>();
+  (void)d->body<ReadmitWorker>();
+  (void)d->body<Rejoin>();
   for (size_t i = 0; i < d->num_payloads(); ++i) {
     (void)d->CheckPayload(i, DType::kF32);
     (void)d->CheckPayload(i, DType::kU64);

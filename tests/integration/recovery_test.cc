@@ -1,12 +1,15 @@
-// Server failures survived: a server killed with SIGKILL mid-run and
-// restarted by the launcher, and a server frozen (SIGSTOP) past the
-// heartbeat timeout and then resumed. In both the cluster rolls back to the
-// latest checkpoint and the job finishes with the AUC of an unbroken run.
+// Failures survived: a server killed with SIGKILL mid-run and restarted by
+// the launcher, and a server frozen (SIGSTOP) past the heartbeat timeout and
+// then resumed (in both the cluster rolls back to the latest checkpoint and
+// the job finishes with the AUC of an unbroken run); a worker killed under
+// BSP with elastic workers (dropped, its shard adopted), and such a worker
+// coming back (re-admitted; or finishing when its shard was adopted).
 #include <signal.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -204,6 +207,149 @@ TEST_F(Recovery, WorkerKilledUnderBspIsDroppedAndItsRowsAreTrainedByAnother) {
               static_cast<long long>(before), static_cast<long long>(trained_here),
               static_cast<long long>(before + trained_here), static_cast<long long>(total));
   EXPECT_GT(LastAuc(job_->dir + "/elastic.jsonl"), 0.65) << log;
+}
+
+
+// An elastic BSP job with 3 workers: its arguments, and the launcher's.
+std::vector<std::string> ElasticArgs(const Job& j, const std::string& name) {
+  return {"local", "--servers=2", "--workers=3", "--model=dlrm", "--consistency=bsp",
+          "--batch_size=128", "--train_data=" + j.train, "--eval_data=" + j.eval,
+          "--metrics_out=" + j.dir + "/" + name + ".jsonl", "--elastic_workers",
+          "--heartbeat_interval=0.2", "--worker_timeout=2", "--timeout=240"};
+}
+
+// Waits up to `timeout` for `text` in `p`'s log.
+bool WaitForLog(TestProcess& p, const std::string& text, absl::Duration timeout) {
+  absl::Time until = absl::Now() + timeout;
+  while (absl::Now() < until && p.running()) {
+    if (p.Log().find(text) != std::string::npos) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return p.Log().find(text) != std::string::npos;
+}
+
+// Kills worker 2 of `launcher` with SIGKILL a little after training began.
+void KillWorker2(TestProcess& launcher) {
+  ASSERT_TRUE(WaitForLog(launcher, "tables created", absl::Seconds(60))) << launcher.Log();
+  absl::SleepFor(absl::Seconds(1.5));
+  pid_t worker2 = static_cast<pid_t>(
+      FirstNumber(launcher.Log(), "worker 2 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
+  ASSERT_GT(worker2, 0) << launcher.Log();
+  ASSERT_EQ(kill(worker2, SIGKILL), 0);
+}
+
+// A new worker 2 process for `launcher`'s cluster, started by hand.
+std::unique_ptr<TestProcess> StartWorker2(const Job& j, TestProcess& launcher, const std::string& log) {
+  std::smatch m;
+  std::string text = launcher.Log();
+  EXPECT_TRUE(std::regex_search(text, m, std::regex("coordinator at ([^ ;]+);"))) << text;
+  return std::make_unique<TestProcess>(
+      "pstrain_worker",
+      std::vector<std::string>{"--coordinator=" + m[1].str(), "--bind=tcp://127.0.0.1:0", "--rank=2",
+                               "--model=dlrm", "--batch_size=128", "--train_data=" + j.train,
+                               "--eval_data=" + j.eval},
+      log);
+}
+
+// Worker 2 killed, dropped past --worker_timeout, then started again before
+// anyone adopted its shard: re-admitted at a step no server had passed, it
+// trains the rest of its own shard, and the job finishes with every row of
+// that shard trained once from the recorded position.
+TEST_F(Recovery, DroppedWorkerStartedAgainIsReadmittedAndTrainsTheRestOfItsShard) {
+  absl::Time t0 = absl::Now();
+  TestProcess launcher("pstrain", ElasticArgs(*job_, "readmit"), job_->dir + "/readmit.log");
+  KillWorker2(launcher);
+  ASSERT_TRUE(WaitForLog(launcher, "dropped from the job", absl::Seconds(30))) << launcher.Log();
+  auto worker2 = StartWorker2(*job_, launcher, job_->dir + "/readmit-worker2.log");
+  ASSERT_EQ(launcher.Wait(absl::Minutes(4)), 0) << launcher.Log() << worker2->Log();
+  ASSERT_EQ(worker2->Wait(absl::Seconds(30)), 0) << worker2->Log();
+  std::string log = launcher.Log(), wlog = worker2->Log();
+  EXPECT_EQ(log.find("adopts the rest of worker 2's shard"), std::string::npos) << log;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex("worker 2 re-admitted at step ([0-9]+), resuming its shard at epoch ([0-9]+) row ([0-9]+)")))
+      << log;
+  int64_t step = std::stoll(m[1].str()), rows_before = std::stoll(m[3].str());
+  EXPECT_EQ(std::stoll(m[2].str()), 0);
+  ASSERT_TRUE(std::regex_search(wlog, m, std::regex("trained ([0-9]+) steps, ([0-9]+) samples"))) << wlog;
+  int64_t last_step = std::stoll(m[1].str()), rows_after = std::stoll(m[2].str());
+  int64_t shard = ShardRows(job_->train, 2, 3);
+  EXPECT_GT(rows_before, 0) << "killed before it trained anything";
+  EXPECT_GT(last_step, step) << "trained nothing after its return";
+  // Its rows before the drop and after the return are the whole shard, none twice.
+  EXPECT_EQ(rows_before + rows_after, shard) << wlog;
+  EXPECT_NE(wlog.find(absl::StrCat("resuming at step ", step, " (epoch 0, ", rows_before, " rows skipped")),
+            std::string::npos)
+      << wlog;
+  double auc = LastAuc(job_->dir + "/readmit.jsonl");
+  std::printf("worker 2 trained %lld rows, was re-admitted at step %lld and trained %lld more rows in "
+              "%lld steps: %lld of the shard's %lld; AUC %.4f; %.1fs\n",
+              static_cast<long long>(rows_before), static_cast<long long>(step),
+              static_cast<long long>(rows_after), static_cast<long long>(last_step - step),
+              static_cast<long long>(rows_before + rows_after), static_cast<long long>(shard), auc,
+              absl::ToDoubleSeconds(absl::Now() - t0));
+  EXPECT_GT(auc, 0.65) << log;
+}
+
+// Worker 2 comes back after another worker adopted its shard: it trains
+// nothing (its rows are the adopter's), finishes cleanly, and the job ends
+// with the shard trained once by the two of them.
+TEST_F(Recovery, WorkerReturningAfterItsShardWasAdoptedFinishesWithoutTraining) {
+  absl::Time t0 = absl::Now();
+  TestProcess launcher("pstrain", ElasticArgs(*job_, "adopted"), job_->dir + "/adopted.log");
+  KillWorker2(launcher);
+  ASSERT_TRUE(WaitForLog(launcher, "adopts the rest of worker 2's shard", absl::Seconds(180)))
+      << launcher.Log();
+  auto worker2 = StartWorker2(*job_, launcher, job_->dir + "/adopted-worker2.log");
+  ASSERT_EQ(worker2->Wait(absl::Seconds(60)), 0) << worker2->Log();
+  ASSERT_EQ(launcher.Wait(absl::Minutes(4)), 0) << launcher.Log();
+  std::string log = launcher.Log(), wlog = worker2->Log();
+  EXPECT_NE(wlog.find("nothing is left for this worker to train"), std::string::npos) << wlog;
+  EXPECT_EQ(wlog.find("trained "), std::string::npos) << wlog;
+  EXPECT_NE(log.find("adopted its shard"), std::string::npos) << log;
+  EXPECT_EQ(log.find("worker 2 re-admitted"), std::string::npos) << log;
+  std::smatch m;
+  std::regex re("worker 2's shard done here: ([0-9]+) rows trained after its ([0-9]+) \\(the shard's ([0-9]+) rows");
+  ASSERT_TRUE(std::regex_search(log, m, re)) << log;
+  int64_t total = std::stoll(m[3].str());
+  EXPECT_EQ(total, ShardRows(job_->train, 2, 3));
+  double auc = LastAuc(job_->dir + "/adopted.jsonl");
+  std::printf("worker 2 trained %s rows, its adopter %s more (%lld of the shard's); it came back and "
+              "finished without training; AUC %.4f; %.1fs\n",
+              m[2].str().c_str(), m[1].str().c_str(), static_cast<long long>(total), auc,
+              absl::ToDoubleSeconds(absl::Now() - t0));
+  EXPECT_GT(auc, 0.65) << log;
+}
+
+// `pstrain local --restart_failed --elastic_workers` restarts a killed
+// worker at once, before --worker_timeout: the coordinator drops the old
+// process and re-admits the new one.
+TEST_F(Recovery, KilledWorkerRestartedByTheLauncherIsReadmitted) {
+  absl::Time t0 = absl::Now();
+  std::vector<std::string> args = ElasticArgs(*job_, "restarted");
+  args.push_back("--restart_failed");
+  args.push_back("--worker_timeout=20");  // restarted long before it would be declared dead
+  TestProcess launcher("pstrain", args, job_->dir + "/restarted.log");
+  KillWorker2(launcher);
+  ASSERT_EQ(launcher.Wait(absl::Minutes(4)), 0) << launcher.Log();
+  std::string log = launcher.Log();
+  EXPECT_NE(log.find("worker 2 exited with code 137; restarting it"), std::string::npos) << log;
+  EXPECT_NE(log.find("was replaced by a new process"), std::string::npos) << log;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex("worker 2 re-admitted at step ([0-9]+), resuming its shard at epoch 0 row ([0-9]+)")))
+      << log;
+  int64_t step = std::stoll(m[1].str()), rows_before = std::stoll(m[2].str());
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("\\[worker 2\\] [^\\n]*trained ([0-9]+) steps, ([0-9]+) samples")))
+      << log;
+  int64_t last_step = std::stoll(m[1].str()), rows_after = std::stoll(m[2].str());
+  EXPECT_GT(last_step, step);
+  EXPECT_EQ(rows_before + rows_after, ShardRows(job_->train, 2, 3)) << log;
+  double auc = LastAuc(job_->dir + "/restarted.jsonl");
+  std::printf("restarted worker 2 re-admitted at step %lld: %lld + %lld rows of its shard; AUC %.4f; %.1fs\n",
+              static_cast<long long>(step), static_cast<long long>(rows_before),
+              static_cast<long long>(rows_after), auc, absl::ToDoubleSeconds(absl::Now() - t0));
+  EXPECT_GT(auc, 0.65) << log;
 }
 
 }  // namespace

@@ -98,6 +98,41 @@ TEST(Codec, BodyWithTrailingBytesIsRejected) {
   EXPECT_EQ(d->body<BarrierRequest>().status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(Codec, ReadmissionMessagesRoundTrip) {
+  Header h;
+  h.type = MsgType::kReadmitWorker;
+  ReadmitWorker r{2, ReadmitPhase::kCommit, 41};
+  auto d = Decode(Encode(h, r));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->type(), MsgType::kReadmitWorker);
+  auto back = d->body<ReadmitWorker>();
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rank, 2);
+  EXPECT_EQ(back->phase, ReadmitPhase::kCommit);
+  EXPECT_EQ(back->step, 41);
+
+  h.type = MsgType::kReply;
+  Rejoin j;
+  j.state = RejoinState::kResume;
+  j.step = 41;
+  j.position.rank = 2;
+  j.position.clock = 41;
+  j.position.epoch = 1;
+  j.position.rows = 3200;
+  j.samples = 9000;
+  j.adopter = -1;
+  auto e = Decode(Encode(h, j));
+  ASSERT_TRUE(e.ok()) << e.status();
+  auto jb = e->body<Rejoin>();
+  ASSERT_TRUE(jb.ok()) << jb.status();
+  EXPECT_EQ(jb->state, RejoinState::kResume);
+  EXPECT_EQ(jb->step, 41);
+  EXPECT_EQ(jb->position.epoch, 1);
+  EXPECT_EQ(jb->position.rows, 3200);
+  EXPECT_EQ(jb->samples, 9000u);
+  EXPECT_EQ(jb->adopter, -1);
+}
+
 TEST(Codec, ErrorReplyCarriesCodeAndMessage) {
   Message m = EncodeError(Role::kServer, 1, absl::NotFoundError("no table 7"));
   auto d = DecodeReply(std::move(m), "pull");

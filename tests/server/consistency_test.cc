@@ -1,4 +1,5 @@
-// BSP, SSP and ASP as the workers see them.
+// BSP, SSP and ASP as the workers see them, with the servers' shards owned
+// by their I/O threads (1) and split among executor threads (3).
 #include <atomic>
 #include <cmath>
 #include <random>
@@ -79,7 +80,12 @@ std::vector<float> Snapshot(worker::KvClient& kv, int64_t clock) {
   return all;
 }
 
-TEST(Consistency, BspWithTwoWorkersEqualsOneWorkerOnTheUnionOfTheBatches) {
+class Consistency : public ::testing::TestWithParam<int> {
+ protected:
+  int threads() const { return GetParam(); }
+};
+
+TEST_P(Consistency, BspWithTwoWorkersEqualsOneWorkerOnTheUnionOfTheBatches) {
   constexpr int kSteps = 12;
   std::vector<std::vector<Sample>> half[2];
   for (int s = 0; s < kSteps; ++s) {
@@ -88,7 +94,7 @@ TEST(Consistency, BspWithTwoWorkersEqualsOneWorkerOnTheUnionOfTheBatches) {
   }
   std::vector<float> two, one;
   {
-    TestCluster c(2, 2, proto::Consistency::kBsp);
+    TestCluster c(2, 2, proto::Consistency::kBsp, 0, 1 << 16, threads());
     c.DefineTables(Tables());
     std::vector<std::thread> threads;
     for (int w = 0; w < 2; ++w) {
@@ -116,8 +122,8 @@ TEST(Consistency, BspWithTwoWorkersEqualsOneWorkerOnTheUnionOfTheBatches) {
   }
 }
 
-TEST(Consistency, BspPullOfTheNextStepWaitsForEveryWorkersPush) {
-  TestCluster c(1, 2, proto::Consistency::kBsp);
+TEST_P(Consistency, BspPullOfTheNextStepWaitsForEveryWorkersPush) {
+  TestCluster c(1, 2, proto::Consistency::kBsp, 0, 1 << 16, threads());
   c.DefineTables(Tables());
   auto batch = MakeBatch(4, 1);
   ASSERT_TRUE(Step(c.kv(0), batch, 0).ok());
@@ -128,10 +134,10 @@ TEST(Consistency, BspPullOfTheNextStepWaitsForEveryWorkersPush) {
   EXPECT_TRUE(next.Wait().ok());
 }
 
-TEST(Consistency, SspFastWorkerNeverRunsMoreThanStalenessAheadOfASlowOne) {
+TEST_P(Consistency, SspFastWorkerNeverRunsMoreThanStalenessAheadOfASlowOne) {
   constexpr int kStaleness = 2;
   constexpr int kSteps = 15;
-  TestCluster c(2, 2, proto::Consistency::kSsp, kStaleness);
+  TestCluster c(2, 2, proto::Consistency::kSsp, kStaleness, 1 << 16, threads());
   c.DefineTables(Tables());
   std::atomic<int> slow_pushes_started{0};
   std::atomic<int> max_lead{0};
@@ -160,8 +166,8 @@ TEST(Consistency, SspFastWorkerNeverRunsMoreThanStalenessAheadOfASlowOne) {
   EXPECT_EQ(max_lead.load(), kStaleness);
 }
 
-TEST(Consistency, AspFastWorkerFinishesWhileAnotherWorkerIsStalled) {
-  TestCluster c(2, 2, proto::Consistency::kAsp);
+TEST_P(Consistency, AspFastWorkerFinishesWhileAnotherWorkerIsStalled) {
+  TestCluster c(2, 2, proto::Consistency::kAsp, 0, 1 << 16, threads());
   c.DefineTables(Tables());
   auto batch = MakeBatch(4, 5);
   // Worker 1 never makes a step; worker 0 must not wait for it.
@@ -170,6 +176,11 @@ TEST(Consistency, AspFastWorkerFinishesWhileAnotherWorkerIsStalled) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
   EXPECT_EQ(c.server(0).stats().parked_pulls, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(ServerThreads, Consistency, ::testing::Values(1, 3),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "Threads" + std::to_string(info.param);
+                         });
 
 }  // namespace
 }  // namespace pstrain::testing

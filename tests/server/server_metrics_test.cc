@@ -54,14 +54,15 @@ TEST(ServerMetrics, PullsAndPushesCountKeysBytesAndUpdatesPerTable) {
   metrics::Registry registry;
   ServerMetrics m(&registry);
   auto store = MakeStore(2, proto::Consistency::kAsp);
-  m.OnTablesCreated(store.get());
+  m.OnTablesCreated(store->layout(), [&](uint32_t t) { return store->holds(t); });
   std::vector<uint64_t> ids = {1, 2, 3};
   m.BeginRequest();
   m.OnPullServed(Ops(*store, ids));
   m.BeginRequest();
   m.OnPushApplied(Ops(*store, ids), /*applied_now=*/true);
   proto::Heartbeat hb;
-  m.Sample(store.get(), {5, 2}, {false, false}, 0, &hb);
+  const std::vector<TableStats> stats = store->Stats();
+  m.Sample(&stats, {5, 2}, {false, false}, 0, &hb);
   testing::PromText p = testing::ParsePrometheusText(registry.Render());
   ASSERT_EQ(p.error, "");
   EXPECT_EQ(p.Value("pstrain_server_table_keys_total", {{"table", "emb.C1"}, {"op", "pull"}}), 3);
@@ -89,7 +90,7 @@ TEST(ServerMetrics, BspCountsOneUpdatePerTablePerAppliedStep) {
   metrics::Registry registry;
   ServerMetrics m(&registry);
   auto store = MakeStore(1, proto::Consistency::kBsp);
-  m.OnTablesCreated(store.get());
+  m.OnTablesCreated(store->layout(), [&](uint32_t t) { return store->holds(t); });
   std::vector<uint64_t> ids = {7};
   m.OnPushApplied(Ops(*store, ids), /*applied_now=*/false);  // worker 0's share
   m.OnPushApplied(Ops(*store, ids), /*applied_now=*/false);  // worker 1's share
@@ -121,7 +122,7 @@ TEST(ServerMetrics, APullOfTwentySevenTablesCostsMicrosecondsAtMost) {
   metrics::Registry registry;
   ServerMetrics m(&registry);
   auto store = MakeStore(26, proto::Consistency::kAsp);
-  m.OnTablesCreated(store.get());
+  m.OnTablesCreated(store->layout(), [&](uint32_t t) { return store->holds(t); });
   std::vector<uint64_t> ids(100);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
   std::vector<KvOp> ops = Ops(*store, ids);

@@ -3,6 +3,7 @@
 // and get a KvClient. Everything is torn down in the destructor.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -26,7 +27,8 @@ struct TestWorker {
 class TestCluster {
  public:
   TestCluster(int servers, int workers, proto::Consistency consistency = proto::Consistency::kAsp,
-              int staleness = 0, uint64_t chunk = 1 << 16) {
+              int staleness = 0, uint64_t chunk = 1 << 16, int server_threads = 1,
+              std::function<void(server::CoordinatorOptions*)> configure = nullptr) {
     server::CoordinatorOptions co;
     co.bind = "coord";
     co.num_servers = servers;
@@ -35,6 +37,7 @@ class TestCluster {
     co.staleness = staleness;
     co.dense_chunk_floats = chunk;
     co.heartbeat_timeout = absl::Seconds(30);
+    if (configure) configure(&co);  // e.g. elastic workers
     auto c = server::Coordinator::Create(co, std::make_unique<InProcTransport>(&net_));
     EXPECT_TRUE(c.ok()) << c.status();
     coordinator_ = *std::move(c);
@@ -43,6 +46,7 @@ class TestCluster {
       so.coordinator = "coord";
       so.bind = "server" + std::to_string(s);
       so.rank = s;
+      so.threads = server_threads;
       auto ps = server::ParameterServer::Create(so, std::make_unique<InProcTransport>(&net_));
       EXPECT_TRUE(ps.ok()) << ps.status();
       servers_.push_back(*std::move(ps));
@@ -52,21 +56,25 @@ class TestCluster {
       server_threads_.emplace_back([p] { (void)p->Run(); });
     }
     workers_.resize(workers);
-    for (int w = 0; w < workers; ++w) {
-      TestWorker& tw = workers_[w];
-      tw.node = std::make_unique<RpcNode>(std::make_unique<InProcTransport>(&net_));
-      std::string ep = "worker" + std::to_string(w);
-      EXPECT_TRUE(tw.node->Bind(ep).ok());
-      EXPECT_TRUE(tw.node->Start([](RpcRequest&&) {}).ok());
-      CoordinatorClientOptions o;
-      o.coordinator = "coord";
-      o.role = proto::Role::kWorker;
-      o.requested_rank = w;
-      o.endpoint = ep;
-      tw.coord = std::make_unique<CoordinatorClient>(tw.node.get(), o);
-      auto view = tw.coord->Register();
-      EXPECT_TRUE(view.ok()) << view.status();
-    }
+    for (int w = 0; w < workers; ++w) workers_[w] = NewWorker("worker" + std::to_string(w), w);
+  }
+
+  // A worker endpoint `endpoint` registered with rank `rank` (also a worker
+  // process coming back); the caller owns it.
+  TestWorker NewWorker(const std::string& endpoint, int rank) {
+    TestWorker tw;
+    tw.node = std::make_unique<RpcNode>(std::make_unique<InProcTransport>(&net_));
+    EXPECT_TRUE(tw.node->Bind(endpoint).ok());
+    EXPECT_TRUE(tw.node->Start([](RpcRequest&&) {}).ok());
+    CoordinatorClientOptions o;
+    o.coordinator = "coord";
+    o.role = proto::Role::kWorker;
+    o.requested_rank = rank;
+    o.endpoint = endpoint;
+    tw.coord = std::make_unique<CoordinatorClient>(tw.node.get(), o);
+    auto view = tw.coord->Register();
+    EXPECT_TRUE(view.ok()) << view.status();
+    return tw;
   }
 
   // Defines `tables` from every worker and builds the KvClients.
