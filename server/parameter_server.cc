@@ -161,7 +161,12 @@ void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
   applied_ = 0;
   size_t dense = 0, sparse = 0;
   for (const auto& t : layout->tables) (t.kind == TableKind::kDense ? dense : sparse)++;
-  spdlog::info("server {}: {} dense and {} sparse tables created", rank_, dense, sparse);
+  if (store_->threads() > 1) {
+    spdlog::info("server {}: {} dense and {} sparse tables created on {} executor threads", rank_,
+                 dense, sparse, store_->threads());
+  } else {
+    spdlog::info("server {}: {} dense and {} sparse tables created", rank_, dense, sparse);
+  }
   if (!body->restore_files.empty()) {
     absl::Time t0 = absl::Now();
     if (absl::Status st = store_->Restore(body->restore_files); !st.ok()) {

@@ -35,11 +35,13 @@ DataFiles MakeData(int64_t train_rows, int64_t eval_rows) {
   return d;
 }
 
+// The servers split their shards among two executor threads here (every
+// other integration test runs the default, one owner thread).
 TEST(Cluster, TwoServersTwoWorkersTrainLogisticRegressionAboveAuc070) {
   DataFiles d = MakeData(300000, 30000);
   std::string metrics = d.dir + "/metrics.jsonl";
   TestProcess launcher("pstrain",
-                       {"local", "--servers=2", "--workers=2", "--model=lr",
+                       {"local", "--servers=2", "--workers=2", "--model=lr", "--server_threads=2",
                         "--train_data=" + d.train, "--eval_data=" + d.eval,
                         "--metrics_out=" + metrics, "--timeout=240"},
                        d.dir + "/launcher.log");
@@ -51,6 +53,7 @@ TEST(Cluster, TwoServersTwoWorkersTrainLogisticRegressionAboveAuc070) {
     EXPECT_NE(log.find(who), std::string::npos) << who;
   }
   EXPECT_NE(log.find("all processes finished"), std::string::npos);
+  EXPECT_NE(log.find("tables created on 2 executor threads"), std::string::npos) << log;
   double auc = LastJsonNumber(metrics, "eval_auc");
   EXPECT_GT(auc, 0.70) << log;
   EXPECT_GT(LastJsonNumber(metrics, "samples_per_sec"), 0);
