@@ -287,17 +287,38 @@ void ParameterServer::MaybeCompleteBspStep() {
   ReleaseParkedPulls();
 }
 
-void ParameterServer::OnPull(Decoded&& d, RpcRequest&& req) {
-  if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
-  if (absl::Status st = CheckWorker(d.header()); !st.ok()) return ReplyError(req, st);
+std::shared_ptr<ParameterServer::KvCall> ParameterServer::StartKvCall(
+    Decoded&& d, RpcRequest&& req, bool is_push, proto::KvRequest* body) {
+  if (!store_) {
+    ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
+    return nullptr;
+  }
+  if (absl::Status st = CheckWorker(d.header()); !st.ok()) {
+    ReplyError(req, st);
+    return nullptr;
+  }
   // The request moves into the call first: the ops point into it.
   auto call = std::make_shared<KvCall>(
       KvCall{std::move(req), std::move(d), {}, metrics_->request_start()});
-  auto body = call->decoded.body<proto::KvRequest>();
-  if (!body.ok()) return ReplyError(call->request, body.status());
-  auto ops = store_->Validate(call->decoded, *body, /*is_push=*/false);
-  if (!ops.ok()) return ReplyError(call->request, ops.status());
+  auto decoded = call->decoded.body<proto::KvRequest>();
+  if (!decoded.ok()) {
+    ReplyError(call->request, decoded.status());
+    return nullptr;
+  }
+  *body = *std::move(decoded);
+  auto ops = store_->Validate(call->decoded, *body, is_push);
+  if (!ops.ok()) {
+    ReplyError(call->request, ops.status());
+    return nullptr;
+  }
   call->ops = *std::move(ops);
+  return call;
+}
+
+void ParameterServer::OnPull(Decoded&& d, RpcRequest&& req) {
+  proto::KvRequest body;
+  std::shared_ptr<KvCall> call = StartKvCall(std::move(d), std::move(req), /*is_push=*/false, &body);
+  if (!call) return;
   int64_t clock = call->decoded.header().step;
   if (!PullReady(clock)) {
     parked_count_.fetch_add(1, std::memory_order_relaxed);
@@ -334,15 +355,10 @@ void ParameterServer::ReleaseParkedPulls() {
 }
 
 void ParameterServer::OnPush(Decoded&& d, RpcRequest&& req) {
-  if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
-  if (absl::Status st = CheckWorker(d.header()); !st.ok()) return ReplyError(req, st);
-  auto call = std::make_shared<KvCall>(
-      KvCall{std::move(req), std::move(d), {}, metrics_->request_start()});
-  auto body = call->decoded.body<proto::KvRequest>();
-  if (!body.ok()) return ReplyError(call->request, body.status());
-  auto ops = store_->Validate(call->decoded, *body, /*is_push=*/true);
-  if (!ops.ok()) return ReplyError(call->request, ops.status());
-  call->ops = *std::move(ops);
+  proto::KvRequest request;
+  std::shared_ptr<KvCall> call = StartKvCall(std::move(d), std::move(req), /*is_push=*/true, &request);
+  if (!call) return;
+  const proto::KvRequest* body = &request;
   const std::vector<KvOp>& parts = call->ops;
   if (body->num_samples == 0 && !parts.empty()) {
     return ReplyError(call->request, absl::InvalidArgumentError("push of gradients over zero samples"));

@@ -125,6 +125,10 @@ class ParameterServer {
   // The smallest clock among workers still training (SSP), or INT64_MAX.
   int64_t SlowestActiveClock() const;
   void ServePull(std::shared_ptr<KvCall> pull);
+  // Checks and validates a pull or push and moves it into a call; null
+  // after replying with the error.
+  std::shared_ptr<KvCall> StartKvCall(proto::Decoded&& d, RpcRequest&& req, bool is_push,
+                                      proto::KvRequest* body);
   void ReleaseParkedPulls();
   absl::Status CheckWorker(const proto::Header& h) const;
   void ReplyError(const RpcRequest& req, const absl::Status& status);
