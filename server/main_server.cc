@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/str_cat.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
@@ -40,10 +39,6 @@ absl::Status RunServer(const pstrain::CurveKeys& keys) {
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o.http_host = absl::GetFlag(FLAGS_http_host);
   o.threads = absl::GetFlag(FLAGS_server_threads);
-  if (o.threads < 1 || o.threads > server::ShardSet::kMaxThreads) {
-    return absl::InvalidArgumentError(absl::StrCat("--server_threads=", o.threads, ": must be in [1, ",
-                                                   server::ShardSet::kMaxThreads, "]"));
-  }
   ZmqTransportOptions t;
   t.name = "server";
   t.curve = keys;
@@ -67,6 +62,12 @@ int main(int argc, char** argv) {
   pstrain::HandleTerminationSignals([](int) {
     if (auto* s = g_server.load()) s->RequestStop();
   });
+  const int threads = absl::GetFlag(FLAGS_server_threads);
+  if (threads < 1 || threads > pstrain::server::ShardSet::kMaxThreads) {
+    spdlog::error("--server_threads={}: must be in [1, {}]", threads,
+                  pstrain::server::ShardSet::kMaxThreads);
+    return 2;
+  }
   // Bad security settings are bad flags: exit 2, like the other flag errors.
   auto keys = pstrain::CurveKeysFromFlags();
   if (!keys.ok()) {
