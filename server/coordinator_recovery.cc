@@ -11,9 +11,14 @@
 // server addresses, and resume from the checkpoint. Pulls and pushes carry
 // the epoch, so a request sent before the rollback never touches the
 // restored tables. At most the steps since the last checkpoint are redone.
+// In allreduce mode the workers' dense replicas roll back too: each worker
+// drops its collective group on the failure, rebuilds it under the new
+// epoch and restores its replica from the same checkpoint
+// (worker/replica_group.h).
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "server/coordinator.h"
 
 namespace pstrain::server {
@@ -45,7 +50,7 @@ void Coordinator::SendRecover(Member* m) {
         }
         if (role == Role::kWorker && st.code() != absl::StatusCode::kDeadlineExceeded &&
             st.code() != absl::StatusCode::kUnavailable) {
-          // It cannot roll back (e.g. allreduce or pipeline mode).
+          // It cannot roll back (e.g. pipeline mode).
           Finish(absl::FailedPreconditionError(
               absl::StrCat(recovery_reason_, "; ", who, " cannot recover: ", st.message())));
           return;
@@ -106,6 +111,21 @@ void Coordinator::MaybeFinishRecovery() {
   restore_files_.clear();
   if (restore_) {
     for (const ShardEntry& e : restore_->shards) restore_files_.push_back(restore_->path + "/" + e.file);
+    // Worker-held state (allreduce mode: the dense replica and its optimizer
+    // state) rolls back too: the workers read it from the store when they
+    // resume, so it must be this checkpoint's, not the one the job began from.
+    for (const proto::WorkerPosition& p : restore_->workers) {
+      if (p.state_file.empty()) continue;
+      auto bytes = ReadFileToString(restore_->path + "/" + p.state_file);
+      if (!bytes.ok()) {
+        return Finish(absl::DataLossError(absl::StrCat(recovery_reason_,
+                                                       "; cannot read the workers' state in ",
+                                                       restore_->path, ": ",
+                                                       bytes.status().message())));
+      }
+      store_.Set("restore/worker_state", Buffer::FromString(std::move(*bytes)));
+      break;
+    }
   }
   auto layout = JobLayout(defined_tables_);
   if (!layout.ok()) return Finish(layout.status());

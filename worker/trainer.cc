@@ -376,8 +376,10 @@ absl::Status Trainer::ResumePosition(DataReader* reader, proto::WorkerPosition* 
     if (p.rank == rank_) *position = p;
   }
   position->state_file.clear();
-  if (replica_ != nullptr) {
+  if (replica_ != nullptr && layout.restored_step > 0) {
     // Worker-held state (allreduce mode) comes from the checkpoint too.
+    // (Step 0: a rollback before the first checkpoint; the replica, rebuilt
+    // for it, holds the initial values.)
     auto image = coordinator_->StoreGet("restore/worker_state", absl::Minutes(1));
     if (!image.ok()) return Annotate(image.status(), "allreduce state of the checkpoint");
     PS_RETURN_IF_ERROR(replica_->RestoreState(*image));

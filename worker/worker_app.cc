@@ -12,10 +12,8 @@
 #include "common/metrics/process_metrics.h"
 #include "common/zmq_transport.h"
 #include "proto_msgs/codec.h"
-#include "worker/collective/gloo_collective.h"
 #include "worker/collective/nccl_collective.h"
-#include "worker/nn/device.h"
-#include "worker/dense_replica.h"
+#include "worker/replica_group.h"
 #include "worker/pipeline/pipeline_worker.h"
 #include "worker/train_metrics.h"
 
@@ -102,16 +100,13 @@ absl::Status RunWorker(const WorkerOptions& options) {
   RpcNode* raw = node.get();
   const bool allreduce = options.mode == "allreduce";
   // The coordinator may tell this worker to stop (job aborted elsewhere).
-  PS_RETURN_IF_ERROR(node->Start([raw, allreduce, &recover_epoch, &current_epoch,
+  PS_RETURN_IF_ERROR(node->Start([raw, &recover_epoch, &current_epoch,
                                    &coordinator_peer](RpcRequest&& req) {
     auto d = proto::Decode(req.message);
     if (d.ok() && d->type() == proto::MsgType::kRecover) {
       auto notice = d->body<proto::RecoverNotice>();
-      if (!notice.ok() || allreduce) {
-        raw->Reply(req, proto::EncodeError(proto::Role::kWorker, -1,
-                                           notice.ok() ? absl::UnimplementedError(
-                                                             "allreduce mode does not roll back")
-                                                       : notice.status()));
+      if (!notice.ok()) {
+        raw->Reply(req, proto::EncodeError(proto::Role::kWorker, -1, notice.status()));
         return;
       }
       if (notice->epoch <= current_epoch.load()) {  // late: that recovery is over
@@ -213,43 +208,25 @@ absl::Status RunWorker(const WorkerOptions& options) {
 
   // Allreduce mode: the workers' collective group and the dense replica.
   std::unique_ptr<CoordinatorStore> store;
-  std::unique_ptr<Collective> collective;
-  std::unique_ptr<CollectiveQueue> queue;
-  std::unique_ptr<nn::Device> staging;
-  std::unique_ptr<DenseReplica> replica;
+  std::unique_ptr<ReplicaGroup> group;
   if (allreduce) {
     store = std::make_unique<CoordinatorStore>(&coordinator, "collective/workers");
-    PeerProbe probe = [&node, &view, rank] { return UnresponsiveWorkers(*node, view, rank); };
-    DenseReplicaOptions ro;
-    ro.bucket_bytes = options.bucket_bytes;
-    ro.overlap = options.overlap;
+    ReplicaGroupOptions go;
+    go.rank = rank;
+    go.size = view.num_workers;
+    go.hostname = HostOf(endpoint);
+    go.timeout = options.collective_timeout;
+    go.probe = [&node, &view, rank] { return UnresponsiveWorkers(*node, view, rank); };
+    go.replica.bucket_bytes = options.bucket_bytes;
+    go.replica.overlap = options.overlap;
     // NCCL when the model runs on a GPU (buckets staged through GPU memory),
     // Gloo over TCP otherwise.
-    if (model_device_is_gpu && NcclBuilt()) {
-      NcclOptions no;
-      no.rank = rank;
-      no.size = view.num_workers;
-      no.timeout = options.collective_timeout;
-      no.probe = probe;
-      PS_ASSIGN_OR_RETURN(staging, nn::CreateDevice("cuda"));
-      PS_ASSIGN_OR_RETURN(collective, CreateNcclCollective(no, store.get()));
-      ro.staging = staging.get();
-    } else {
-      GlooOptions go;
-      go.rank = rank;
-      go.size = view.num_workers;
-      go.hostname = HostOf(endpoint);
-      go.timeout = options.collective_timeout;
-      go.probe = probe;
-      PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, store.get()));
-      collective = std::move(gloo);
-    }
-    queue = std::make_unique<CollectiveQueue>();
-    PS_ASSIGN_OR_RETURN(replica, DenseReplica::Create(tables, ro, collective.get(), queue.get()));
-    PS_RETURN_IF_ERROR(replica->Broadcast(0));
+    go.use_nccl = model_device_is_gpu && NcclBuilt();
+    group = std::make_unique<ReplicaGroup>(std::move(go), tables, store.get());
+    PS_RETURN_IF_ERROR(group->Build(0));
     spdlog::info("allreduce mode: {} dense tables in {} buckets, summed by {} over {} workers",
-                 replica->table_ids().size(), replica->num_buckets(), collective->name(),
-                 view.num_workers);
+                 group->replica()->table_ids().size(), group->replica()->num_buckets(),
+                 group->collective()->name(), view.num_workers);
   }
 
   TrainOptions train = options.train;
@@ -258,12 +235,27 @@ absl::Status RunWorker(const WorkerOptions& options) {
   uint64_t epoch = layout.epoch;
   current_epoch = epoch;
   while (true) {
-    Trainer trainer(train, model.get(), kv.get(), &coordinator, rank, view.num_workers, replica.get());
-    absl::StatusOr<TrainResult> result = trainer.Run();
+    // After a rollback the allreduce group is rebuilt (see below) before the
+    // trainer restores its replica from the checkpoint; a failure to rebuild
+    // (say, another server failed meanwhile) is one more failed attempt.
+    absl::Status built =
+        group != nullptr && !group->built() ? group->Build(epoch) : absl::OkStatus();
+    absl::StatusOr<TrainResult> result = absl::UnknownError("not trained");
+    if (!built.ok()) {
+      result = Annotate(built, "rebuilding the allreduce group");
+    } else {
+      Trainer trainer(train, model.get(), kv.get(), &coordinator, rank, view.num_workers,
+                      group != nullptr ? group->replica() : nullptr);
+      result = trainer.Run();
+    }
     if (result.ok()) break;
-    if (allreduce) {
-      if (options.exit_watchdog) ExitWithin(absl::Seconds(10), 1);
-      return result.status();
+    if (group != nullptr) {
+      // The dense replica rolls back with the cluster: drop it with its
+      // group now, before waiting for the recovery. Closing the group's
+      // connections also fails an allreduce a peer is blocked in with this
+      // worker, so every worker leaves its step instead of waiting out the
+      // collective timeout.
+      group->Tear();
     }
     // A server failed? Then the cluster rolls back to its latest checkpoint
     // and this worker resumes from there with the others.

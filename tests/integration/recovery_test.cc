@@ -1,5 +1,5 @@
 // Failures survived: a server killed with SIGKILL mid-run and restarted by
-// the launcher, and a server frozen (SIGSTOP) past the heartbeat timeout and
+// the launcher (in ps and in allreduce mode), and a server frozen (SIGSTOP) past the heartbeat timeout and
 // then resumed (in both the cluster rolls back to the latest checkpoint and
 // the job finishes with the AUC of an unbroken run); a worker killed under
 // BSP with elastic workers (dropped, its shard adopted), and such a worker
@@ -129,6 +129,56 @@ TEST_F(Recovery, ServerKilledMidRunIsRestartedAndTheJobFinishesWithTheSameAuc) {
   double auc = LastAuc(job_->dir + "/killed.jsonl");
   std::printf("unbroken AUC %.5f, killed and restarted %.5f; resumed from step %lld\n", unbroken_auc,
               auc, static_cast<long long>(resumed));
+  EXPECT_NEAR(auc, unbroken_auc, 0.005) << log;
+}
+
+// Allreduce mode: the dense tables live on the workers, so a server failure
+// rolls back each worker's dense replica (weights and optimizer state) to
+// the checkpoint the servers restore, and the workers rebuild their
+// collective group. The recovered model is the same cut as an unbroken run's.
+TEST_F(Recovery, AllreduceServerKilledMidRunRollsBackTheDenseReplicasAndKeepsTheAuc) {
+  auto args_for = [](const std::string& name) {
+    std::vector<std::string> args = JobArgs(*job_, name);
+    // Bounded: enough steps for checkpoints at 25, 50, ... and a kill after 50.
+    args.insert(args.end(), {"--mode=allreduce", "--max_steps=200", "--collective_timeout=20"});
+    return args;
+  };
+  absl::Time t0 = absl::Now();
+  double unbroken_auc = NAN;
+  {
+    TestProcess unbroken("pstrain", args_for("ar-unbroken"), job_->dir + "/ar-unbroken.log");
+    ASSERT_EQ(unbroken.Wait(absl::Minutes(2)), 0) << unbroken.Log();
+    unbroken_auc = LastAuc(job_->dir + "/ar-unbroken.jsonl");
+    ASSERT_GT(unbroken_auc, 0.6);
+  }
+  const double unbroken_secs = absl::ToDoubleSeconds(absl::Now() - t0);
+  std::vector<std::string> args = args_for("ar-killed");
+  args.push_back("--restart_failed");
+  t0 = absl::Now();
+  TestProcess launcher("pstrain", args, job_->dir + "/ar-killed.log");
+  ASSERT_TRUE(WaitForCheckpoint(launcher, 2 * kEvery)) << launcher.Log();
+  pid_t server1 = static_cast<pid_t>(FirstNumber(launcher.Log(), "server 1 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
+  ASSERT_GT(server1, 0) << launcher.Log();
+  ASSERT_EQ(kill(server1, SIGKILL), 0);
+  ASSERT_EQ(launcher.Wait(absl::Minutes(2)), 0) << launcher.Log();
+  const double killed_secs = absl::ToDoubleSeconds(absl::Now() - t0);
+  std::string log = launcher.Log();
+  EXPECT_NE(log.find("server 1 exited with code 137; restarting it"), std::string::npos) << log;
+  EXPECT_NE(log.find("recovered in"), std::string::npos) << log;
+  EXPECT_EQ(log.find("cannot recover"), std::string::npos) << log;
+  // Both workers resume from the last checkpoint written before the
+  // failure: at most --checkpoint_every_steps steps are redone.
+  int64_t last = LastCheckpointBefore(log, "was replaced by a new process");
+  if (last < 0 || log.find("was replaced by a new process") == std::string::npos) {
+    last = LastCheckpointBefore(log, "stopped responding");
+  }
+  EXPECT_GE(last, 2 * kEvery);
+  int64_t resumed = FirstNumber(log, "resuming from step ([0-9]+)");
+  EXPECT_EQ(resumed, last) << log;
+  double auc = LastAuc(job_->dir + "/ar-killed.jsonl");
+  std::printf("allreduce: unbroken AUC %.5f (%.1fs), killed and restarted %.5f (%.1fs); resumed from "
+              "step %lld, at most %d steps redone\n",
+              unbroken_auc, unbroken_secs, auc, killed_secs, static_cast<long long>(resumed), kEvery);
   EXPECT_NEAR(auc, unbroken_auc, 0.005) << log;
 }
 
