@@ -14,7 +14,10 @@
 // In allreduce mode the workers' dense replicas roll back too: each worker
 // drops its collective group on the failure, rebuilds it under the new
 // epoch and restores its replica from the same checkpoint
-// (worker/replica_group.h).
+// (worker/replica_group.h). In pipeline mode every stage leaves its step
+// (its waits on its neighbours fail on kRecover), rebuilds its stage links
+// and tensor-parallel group under the new epoch and resumes from the same
+// checkpoint (worker/pipeline/pipeline_worker.cc).
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -50,7 +53,7 @@ void Coordinator::SendRecover(Member* m) {
         }
         if (role == Role::kWorker && st.code() != absl::StatusCode::kDeadlineExceeded &&
             st.code() != absl::StatusCode::kUnavailable) {
-          // It cannot roll back (e.g. pipeline mode).
+          // It cannot roll back (a worker of a build without recovery).
           Finish(absl::FailedPreconditionError(
               absl::StrCat(recovery_reason_, "; ", who, " cannot recover: ", st.message())));
           return;

@@ -1,5 +1,5 @@
 // Failures survived: a server killed with SIGKILL mid-run and restarted by
-// the launcher (in ps and in allreduce mode), and a server frozen (SIGSTOP) past the heartbeat timeout and
+// the launcher (in ps, allreduce and pipeline mode), and a server frozen (SIGSTOP) past the heartbeat timeout and
 // then resumed (in both the cluster rolls back to the latest checkpoint and
 // the job finishes with the AUC of an unbroken run); a worker killed under
 // BSP with elastic workers (dropped, its shard adopted), and such a worker
@@ -177,6 +177,63 @@ TEST_F(Recovery, AllreduceServerKilledMidRunRollsBackTheDenseReplicasAndKeepsThe
   EXPECT_EQ(resumed, last) << log;
   double auc = LastAuc(job_->dir + "/ar-killed.jsonl");
   std::printf("allreduce: unbroken AUC %.5f (%.1fs), killed and restarted %.5f (%.1fs); resumed from "
+              "step %lld, at most %d steps redone\n",
+              unbroken_auc, unbroken_secs, auc, killed_secs, static_cast<long long>(resumed), kEvery);
+  EXPECT_NEAR(auc, unbroken_auc, 0.005) << log;
+}
+
+// Pipeline mode: every stage leaves its step on the failure (a stage
+// waiting for its neighbour's activations included), rebuilds its links to
+// its neighbours under the new epoch and resumes from the checkpoint's step,
+// stage 0 at the checkpoint's data position. The recovered model is the same
+// cut as an unbroken run's.
+TEST_F(Recovery, PipelineServerKilledMidRunRebuildsTheStageLinksAndKeepsTheAuc) {
+  auto args_for = [](const std::string& name) {
+    std::vector<std::string> args = JobArgs(*job_, name);
+    // 2 stages of one replica (the job's 2 workers); bounded: checkpoints at
+    // 25, 50, ... and a kill after 50.
+    args.insert(args.end(), {"--mode=pipeline", "--stages=2", "--microbatches=2", "--max_steps=400"});
+    return args;
+  };
+  absl::Time t0 = absl::Now();
+  double unbroken_auc = NAN;
+  {
+    TestProcess unbroken("pstrain", args_for("pipe-unbroken"), job_->dir + "/pipe-unbroken.log");
+    ASSERT_EQ(unbroken.Wait(absl::Seconds(60)), 0) << unbroken.Log();
+    unbroken_auc = LastAuc(job_->dir + "/pipe-unbroken.jsonl");
+    ASSERT_GT(unbroken_auc, 0.6);
+  }
+  const double unbroken_secs = absl::ToDoubleSeconds(absl::Now() - t0);
+  std::vector<std::string> args = args_for("pipe-killed");
+  args.push_back("--restart_failed");
+  t0 = absl::Now();
+  TestProcess launcher("pstrain", args, job_->dir + "/pipe-killed.log");
+  ASSERT_TRUE(WaitForCheckpoint(launcher, 2 * kEvery)) << launcher.Log();
+  pid_t server1 = static_cast<pid_t>(FirstNumber(launcher.Log(), "server 1 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
+  ASSERT_GT(server1, 0) << launcher.Log();
+  ASSERT_EQ(kill(server1, SIGKILL), 0);
+  ASSERT_EQ(launcher.Wait(absl::Seconds(60)), 0) << launcher.Log();
+  const double killed_secs = absl::ToDoubleSeconds(absl::Now() - t0);
+  std::string log = launcher.Log();
+  EXPECT_NE(log.find("server 1 exited with code 137; restarting it"), std::string::npos) << log;
+  EXPECT_NE(log.find("recovered in"), std::string::npos) << log;
+  EXPECT_EQ(log.find("cannot recover"), std::string::npos) << log;
+  // Both stages left their step and resumed.
+  EXPECT_NE(log.find("stage 0 (worker 0) of replica 0: training interrupted"), std::string::npos) << log;
+  EXPECT_NE(log.find("stage 1 (worker 1) of replica 0: training interrupted"), std::string::npos) << log;
+  // From the last checkpoint written before the failure: at most
+  // --checkpoint_every_steps steps are redone.
+  int64_t last = LastCheckpointBefore(log, "was replaced by a new process");
+  if (last < 0 || log.find("was replaced by a new process") == std::string::npos) {
+    last = LastCheckpointBefore(log, "stopped responding");
+  }
+  EXPECT_GE(last, 2 * kEvery);
+  int64_t resumed = FirstNumber(log, "resuming from step ([0-9]+)");
+  EXPECT_EQ(resumed, last) << log;
+  EXPECT_EQ(FirstNumber(log, "stage 0 of replica 0: resuming at step ([0-9]+)"), last) << log;
+  EXPECT_EQ(FirstNumber(log, "stage 1 of replica 0: resuming at step ([0-9]+)"), last) << log;
+  double auc = LastAuc(job_->dir + "/pipe-killed.jsonl");
+  std::printf("pipeline: unbroken AUC %.5f (%.1fs), killed and restarted %.5f (%.1fs); resumed from "
               "step %lld, at most %d steps redone\n",
               unbroken_auc, unbroken_secs, auc, killed_secs, static_cast<long long>(resumed), kEvery);
   EXPECT_NEAR(auc, unbroken_auc, 0.005) << log;

@@ -66,7 +66,10 @@ PipeComm::PipeComm(RpcNode* node, PipeCommOptions options)
   if (!options_.prev_endpoint.empty()) peers_[0] = node_->Connect(options_.prev_endpoint);
   if (!options_.next_endpoint.empty()) peers_[1] = node_->Connect(options_.next_endpoint);
   absl::MutexLock lock(&shared_->mu);
-  for (auto& l : shared_->links) l.last_heard = absl::Now();
+  for (auto& l : shared_->links) {
+    l.last_heard = absl::Now();
+    l.next_recv = l.next_send = options_.first_seq;
+  }
 }
 
 PipeComm::~PipeComm() = default;
@@ -139,6 +142,14 @@ void PipeComm::OnRequest(const proto::Decoded& d, const RpcRequest& req) {
     return;
   }
   Shared& s = *shared_;
+  if (body->seq < options_.first_seq) {
+    // From the links this one replaced (before a rollback): not for us.
+    node_->Reply(req, proto::EncodeError(proto::Role::kWorker, options_.rank,
+                                         absl::AbortedError(absl::StrCat(
+                                             SelfName(), " dropped a message of its links before "
+                                                         "the cluster rolled back"))));
+    return;
+  }
   if (d.type() == proto::MsgType::kPipeAbort) {
     node_->Reply(req, proto::EncodeOk(proto::Role::kWorker, options_.rank));
     absl::MutexLock lock(&s.mu);
@@ -324,6 +335,7 @@ void PipeComm::Abort(const absl::Status& why) {
   t.replica = options_.replica;
   t.from_stage = options_.stage;
   t.reason = why.ToString();
+  t.seq = options_.first_seq;  // marks the abort as one of these links
   proto::Header h;
   h.type = proto::MsgType::kPipeAbort;
   h.sender_role = proto::Role::kWorker;
@@ -334,6 +346,11 @@ void PipeComm::Abort(const absl::Status& why) {
       calls.push_back(node_->Call(p, proto::Encode(h, t), absl::Now() + absl::Seconds(1)));
   }
   for (const RpcFuture& f : calls) (void)f.Wait();
+}
+
+void PipeComm::Interrupt(const absl::Status& why) {
+  absl::MutexLock lock(&shared_->mu);
+  shared_->Fail(why);
 }
 
 }  // namespace pstrain::worker

@@ -18,7 +18,9 @@
 // fails the wait with Unavailable naming that stage; a neighbour that is
 // alive but sends nothing fails it after `timeout` (DeadlineExceeded). A
 // stage that fails calls Abort(), which tells its neighbours why; their
-// waits then fail with Aborted and the reason.
+// waits then fail with Aborted and the reason. Interrupt() fails them
+// locally (a rollback of the cluster; the links are then rebuilt with a
+// higher `first_seq`).
 //
 // Thread-safety: OnRequest runs on the I/O thread; everything else is for
 // the one stage thread. State shared with RPC callbacks is reference-counted,
@@ -57,6 +59,10 @@ struct PipeCommOptions {
   absl::Duration timeout = absl::Seconds(300);
   absl::Duration ping_interval = absl::Seconds(1);
   absl::Duration ping_timeout = absl::Seconds(15);
+  // The first sequence number of each link. The links rebuilt after a
+  // rollback start at a higher one (the cluster epoch << 40), so a message
+  // or an abort of the links they replace is told apart and dropped.
+  uint64_t first_seq = 0;
 };
 
 enum class PipeDir { kPrev = 0, kNext = 1 };
@@ -92,6 +98,9 @@ class PipeComm {
   absl::Status Flush();
   // Tells the neighbours that this stage failed, waiting at most a second.
   void Abort(const absl::Status& why);
+  // Fails this stage's waits, now and later, with `why`, telling no one (the
+  // cluster rolls back: every stage is interrupted the same way). Any thread.
+  void Interrupt(const absl::Status& why);
 
   // "stage 1 (worker 3)" of the neighbour; "stage 0 of replica 2" for self.
   std::string NeighbourName(PipeDir dir) const;

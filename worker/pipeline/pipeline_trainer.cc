@@ -17,6 +17,7 @@ namespace pstrain::worker {
 
 struct PipelineTrainer::Prepared {
   std::shared_ptr<const Batch> batch;  // stage 0
+  int data_epoch = 0;                  // stage 0: the reader's epoch of `batch`
   BatchPlan plan;
   std::vector<std::vector<float>> rows;  // per sparse table: unique x dim
   PullHandle pull;
@@ -222,6 +223,7 @@ absl::Status PipelineTrainer::FinishTraining(int64_t clock) {
     PS_RETURN_IF_ERROR(SendMarker(proto::PipePhase::kTrainEnd, clock));
   }
   PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock, /*retire=*/true).Wait());
+  PS_RETURN_IF_ERROR(ArriveFinished(clock));
   result_.train.train_seconds = runner_->first_step_start() == absl::InfinitePast()
                                     ? 0
                                     : Seconds(runner_->first_step_start());
@@ -246,28 +248,31 @@ absl::Status PipelineTrainer::RunFirstStage() {
                                        options_, options_.train_data, place_.replica,
                                        pipeline_.replicas, options_.batch_size, options_.epochs)));
   const bool prefetch = !bsp_;
-  int64_t clock = 0;
-  int round = 0;
-  // The batch of step `step`, or null past the data or the step budget.
-  auto batch_for = [&](int64_t step) -> absl::StatusOr<std::shared_ptr<const Batch>> {
-    if (options_.max_steps > 0 && step >= options_.max_steps) return nullptr;
+  // Step 0, or the restored checkpoint's (the reader past what it trained).
+  PS_ASSIGN_OR_RETURN(int64_t clock, Resume(reader.get()));
+  // Evaluation rounds are numbered by step, so a resumed run counts on.
+  int round = options_.eval_every_steps > 0 ? static_cast<int>(clock / options_.eval_every_steps) : 0;
+  // The batch of step `step` read and its parameters asked for, or null
+  // past the data or the step budget.
+  auto prepare = [&](int64_t step) -> absl::StatusOr<std::unique_ptr<Prepared>> {
+    if (position_.finished || (options_.max_steps > 0 && step >= options_.max_steps)) {
+      return std::unique_ptr<Prepared>();
+    }
     absl::Time t0 = absl::Now();
     auto b = reader->Next();
     result_.train.data_seconds += Seconds(t0);
-    return b;
+    if (!b.ok()) return b.status();
+    if (*b == nullptr) return std::unique_ptr<Prepared>();
+    const int data_epoch = reader->last_epoch();
+    PS_ASSIGN_OR_RETURN(auto p, Prepare(*std::move(b), step, true));
+    p->data_epoch = data_epoch;
+    return p;
   };
-  std::unique_ptr<Prepared> next;
-  PS_ASSIGN_OR_RETURN(auto first, batch_for(0));
-  if (first) {
-    PS_ASSIGN_OR_RETURN(next, Prepare(std::move(first), 0, true));
-  }
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Prepared> next, prepare(clock));
   while (next) {
     std::unique_ptr<Prepared> cur = std::move(next);
     if (prefetch) {
-      PS_ASSIGN_OR_RETURN(auto b, batch_for(clock + 1));
-      if (b) {
-        PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock + 1, true));
-      }
+      PS_ASSIGN_OR_RETURN(next, prepare(clock + 1));
     }
     absl::Time t0 = absl::Now();
     PS_RETURN_IF_ERROR(BindParams(*cur, &params_));
@@ -288,11 +293,9 @@ absl::Status PipelineTrainer::RunFirstStage() {
           absl::StrCat("loss became non-finite at step ", clock, " (learning rate too high?)"));
     }
     AfterStep(stats);
+    PS_RETURN_IF_ERROR(CheckpointIfDue(clock, cur->data_epoch, cur->batch->size));
     if (!prefetch) {
-      PS_ASSIGN_OR_RETURN(auto b, batch_for(clock));
-      if (b) {
-        PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock, true));
-      }
+      PS_ASSIGN_OR_RETURN(next, prepare(clock));
     }
     if (options_.eval_every_steps > 0 && clock % options_.eval_every_steps == 0 &&
         !options_.eval_data.empty() && next != nullptr) {
@@ -310,7 +313,7 @@ absl::Status PipelineTrainer::RunFirstStage() {
 }
 
 absl::Status PipelineTrainer::RunLaterStage() {
-  int64_t clock = 0;
+  PS_ASSIGN_OR_RETURN(int64_t clock, Resume(nullptr));
   const std::vector<uint32_t>& tables = runner_->dense_tables();
   PullHandle pending = kv_->Pull(tables, {}, clock);
   bool have_params = false;
@@ -347,6 +350,7 @@ absl::Status PipelineTrainer::RunLaterStage() {
         pending = kv_->Pull(tables, {}, clock);
         have_params = false;
         AfterStep(stats);
+        PS_RETURN_IF_ERROR(CheckpointIfDue(clock, 0, 0));
         break;
       }
       case proto::PipePhase::kEval: {
@@ -414,7 +418,7 @@ absl::Status PipelineTrainer::GatherEval(int round, int64_t clock) {
   runner_->TakeScores(&probs, &labels);
   if (place_.tp != 0) return absl::OkStatus();  // the group's rank 0 reports
   spdlog::debug("replica {} scored {} evaluation rows at step {}", place_.replica, probs.size(), clock);
-  return coordinator_->StoreSet(absl::StrCat("pipeline/eval/", round, "/", place_.replica),
+  return coordinator_->StoreSet(Key(absl::StrCat("eval/", round, "/", place_.replica)),
                                 EncodeEvalBlob(probs, labels));
 }
 
@@ -423,7 +427,7 @@ absl::Status PipelineTrainer::EndEvalRound(int round, int64_t clock) {
   for (int r = 0; r < pipeline_.replicas; ++r) {
     PS_ASSIGN_OR_RETURN(
         Buffer b,
-        coordinator_->StoreGet(absl::StrCat("pipeline/eval/", round, "/", r), absl::Hours(1)));
+        WaitForKey(Key(absl::StrCat("eval/", round, "/", r)), absl::Hours(1)));
     PS_RETURN_IF_ERROR(AppendEvalBlob(b, absl::StrCat("replica ", r), &all_probs, &all_labels));
   }
   BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
@@ -454,13 +458,13 @@ absl::Status PipelineTrainer::WriteSummary() {
                     result_.train.train_seconds};
   std::string blob(sizeof(mine), '\0');
   std::memcpy(blob.data(), mine, sizeof(mine));
-  PS_RETURN_IF_ERROR(coordinator_->StoreSet(absl::StrCat("pipeline/stats/", rank_),
+  PS_RETURN_IF_ERROR(coordinator_->StoreSet(Key(absl::StrCat("stats/", rank_)),
                                             Buffer::FromString(std::move(blob))));
   if (rank_ != 0) return absl::OkStatus();
   double samples = 0, seconds = 0;
   for (int w = 0; w < workers; ++w) {
     PS_ASSIGN_OR_RETURN(
-        Buffer b, coordinator_->StoreGet(absl::StrCat("pipeline/stats/", w), absl::Minutes(10)));
+        Buffer b, WaitForKey(Key(absl::StrCat("stats/", w)), absl::Minutes(10)));
     if (b.size() != 2 * sizeof(double)) return absl::DataLossError("malformed worker stats");
     double v[2];
     std::memcpy(v, b.data(), sizeof(v));

@@ -29,10 +29,19 @@
 // Under BSP every one of the P x T workers of a replica pushes `rows`, so
 // the scale is P x T.
 //
+// Checkpoints (when the layout schedules them) pause every stage at the
+// same step once its last push is on the servers; each reports its position
+// (stage 0: its data epoch and rows). A run whose layout was restored from a
+// checkpoint (after a rollback of the cluster, or --restore) resumes at the
+// checkpoint's step, stage 0 past the batches trained before it, so that it
+// sees the data an unbroken run would (pipeline_checkpoint.cc).
+//
 // Not thread-safe: one thread runs Run().
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -79,6 +88,10 @@ class PipelineTrainer {
 
   absl::StatusOr<PipelineStageResult> Run();
 
+  // Long waits on the coordinator's store give up with Aborted once
+  // `interrupted` returns true (the cluster is rolling back). Before Run().
+  void set_interrupted(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
+
  private:
   struct Prepared;
 
@@ -97,6 +110,17 @@ class PipelineTrainer {
   absl::Status EndEvalRound(int round, int64_t clock);
   absl::Status GatherEval(int round, int64_t clock);
   absl::Status WriteSummary();
+  // pipeline_checkpoint.cc: the step to start at (0, or the restored
+  // checkpoint's); stage 0's `reader` is moved past what was trained.
+  absl::StatusOr<int64_t> Resume(DataReader* reader);
+  // After step `clock` - 1 (stage 0: of `rows` rows of data epoch
+  // `data_epoch`): moves the position on and pauses for a checkpoint due.
+  absl::Status CheckpointIfDue(int64_t clock, int data_epoch, int64_t rows);
+  // Training is over: checkpoints stop waiting for this worker.
+  absl::Status ArriveFinished(int64_t clock);
+  // The coordinator's store key "pipeline/<rest>" of this cluster epoch.
+  std::string Key(const std::string& rest) const;
+  absl::StatusOr<Buffer> WaitForKey(const std::string& key, absl::Duration timeout);
 
   TrainOptions options_;
   PipelineOptions pipeline_;
@@ -127,6 +151,9 @@ class PipelineTrainer {
   int64_t loss_rows_ = 0;
   double total_loss_ = 0;
   int64_t total_rows_ = 0;
+  std::function<bool()> interrupted_;
+  int64_t checkpoint_step_ = -1;
+  proto::WorkerPosition position_;
 };
 
 }  // namespace pstrain::worker

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 
@@ -23,12 +24,22 @@ namespace {
 
 // Hands pipeline messages to the stage's PipeComm once it exists. The RPC
 // handler is installed before the stage knows its place; messages that
-// arrive earlier are refused (the stages meet at a barrier before sending).
+// arrive earlier are refused (the stages meet at a barrier before sending),
+// and so are those that arrive while the links are rebuilt after a rollback.
 class PipeRouter {
  public:
   void Set(std::shared_ptr<PipeComm> comm) {
     absl::MutexLock lock(&mu_);
     comm_ = std::move(comm);
+  }
+  // The cluster rolls back: the stage's waits on its neighbours fail now.
+  void Interrupt(const absl::Status& why) {
+    std::shared_ptr<PipeComm> comm;
+    {
+      absl::MutexLock lock(&mu_);
+      comm = comm_;
+    }
+    if (comm != nullptr) comm->Interrupt(why);
   }
   void Dispatch(RpcNode* node, const proto::Decoded& d, const RpcRequest& req) {
     std::shared_ptr<PipeComm> comm;
@@ -48,6 +59,32 @@ class PipeRouter {
  private:
   absl::Mutex mu_;
   std::shared_ptr<PipeComm> comm_ ABSL_GUARDED_BY(mu_);
+};
+
+// A server failure rolls the cluster back to epoch `announced` (kRecover);
+// the stage trains in epoch `current`. Shared with the RPC handler.
+struct RecoveryState {
+  std::atomic<uint64_t> announced{0};
+  std::atomic<uint64_t> current{0};
+  std::atomic<PeerId> coordinator{kNoPeer};
+};
+
+// What a stage builds for one epoch of the cluster (rebuilt after each
+// rollback): the links to its neighbours, its tensor-parallel group and the
+// runner that uses both. Torn down in the reverse order.
+struct StageParts {
+  std::shared_ptr<PipeComm> comm;
+  std::unique_ptr<CoordinatorStore> tp_store;
+  std::unique_ptr<Collective> tp_group;
+  std::unique_ptr<StageRunner> runner;
+
+  // Everything but the links. Closing the group's connections fails a
+  // collective a peer is blocked in with this stage.
+  void TearGroup() {
+    runner.reset();
+    tp_group.reset();
+    tp_store.reset();
+  }
 };
 
 // "tcp://host:port" -> "host", where the tensor-parallel group listens;
@@ -113,6 +150,7 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
   std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
   RpcNode* raw = node.get();
   auto router = std::make_shared<PipeRouter>();
+  auto recovery = std::make_shared<RecoveryState>();
   std::function<void(const absl::Status&)> on_shutdown = runtime.on_shutdown;
   if (!on_shutdown) {
     on_shutdown = [](const absl::Status& why) {
@@ -120,7 +158,7 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
       std::_Exit(why.ok() ? 0 : 3);
     };
   }
-  PS_RETURN_IF_ERROR(node->Start([raw, router, on_shutdown](RpcRequest&& req) {
+  PS_RETURN_IF_ERROR(node->Start([raw, router, recovery, on_shutdown](RpcRequest&& req) {
     auto d = proto::Decode(req.message);
     if (!d.ok()) {
       raw->Reply(req, proto::EncodeError(proto::Role::kWorker, -1, d.status()));
@@ -134,6 +172,25 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
         raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
         on_shutdown(proto::RemoteStatus(d->header()));
         return;
+      case proto::MsgType::kRecover: {
+        // A server failed: the cluster rolls back to its latest checkpoint.
+        // Stop talking to the servers and to the neighbours now (every
+        // stage is told the same); the stage thread waits for the recovery.
+        auto notice = d->body<proto::RecoverNotice>();
+        if (!notice.ok()) {
+          raw->Reply(req, proto::EncodeError(proto::Role::kWorker, -1, notice.status()));
+          return;
+        }
+        if (notice->epoch > recovery->current.load()) {
+          recovery->announced = std::max(recovery->announced.load(), notice->epoch);
+          absl::Status why = absl::AbortedError(absl::StrCat(
+              "cluster recovering (epoch ", notice->epoch, "): ", notice->reason));
+          raw->Fence(recovery->coordinator.load(), why);
+          router->Interrupt(why);
+        }
+        raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
+        return;
+      }
       case proto::MsgType::kPipeActivation:
       case proto::MsgType::kPipeGradient:
       case proto::MsgType::kPipeAbort:
@@ -153,6 +210,7 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
   co.endpoint = endpoint;
   co.connect_timeout = options.connect_timeout;
   CoordinatorClient coordinator(node.get(), co);
+  recovery->coordinator = coordinator.peer();
   PS_ASSIGN_OR_RETURN(proto::ClusterView first, coordinator.Register());
   const int rank = first.your_rank;
   std::function<proto::Heartbeat()> fill;
@@ -199,72 +257,132 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
   for (const auto& s : view.servers) servers.push_back(s.endpoint);
   KvClientOptions ko;
   ko.rank = rank;
-  KvClient kv(node.get(), layout, servers, ko);
+  auto kv = std::make_unique<KvClient>(node.get(), layout, servers, ko);
 
-  std::shared_ptr<PipeComm> comm;
-  if (pipe.stages > 1) {
-    PipeCommOptions po;
-    po.replica = place.replica;
-    po.stage = place.stage;
-    po.stages = pipe.stages;
-    po.rank = rank;
-    // The neighbours are the workers with the same tp rank in the
-    // neighbouring stages: T ranks away.
-    if (place.stage > 0) {
-      po.prev_rank = rank - tp;
-      po.prev_endpoint = view.workers[rank - tp].endpoint;
-      po.in_width = spec.tower[partition.begin(place.stage)].in;
+  // The stage's links, group and runner of cluster epoch `epoch`. Epoch 0
+  // keeps the original names; a rebuilt stage meets under names of its
+  // epoch, and its links number their messages from epoch << 40, so nothing
+  // of the stage it replaces reaches it.
+  auto build = [&](uint64_t epoch, StageParts* parts) -> absl::Status {
+    const std::string suffix = epoch == 0 ? std::string() : absl::StrCat("/epoch", epoch);
+    if (pipe.stages > 1) {
+      PipeCommOptions po;
+      po.replica = place.replica;
+      po.stage = place.stage;
+      po.stages = pipe.stages;
+      po.rank = rank;
+      // The neighbours are the workers with the same tp rank in the
+      // neighbouring stages: T ranks away.
+      if (place.stage > 0) {
+        po.prev_rank = rank - tp;
+        po.prev_endpoint = view.workers[rank - tp].endpoint;
+        po.in_width = spec.tower[partition.begin(place.stage)].in;
+      }
+      if (place.stage + 1 < pipe.stages) {
+        po.next_rank = rank + tp;
+        po.next_endpoint = view.workers[rank + tp].endpoint;
+        po.out_width = spec.tower[partition.end(place.stage) - 1].out;
+      }
+      po.max_rows = std::max(options.train.batch_size, options.train.eval_batch_size);
+      po.max_microbatches = pipe.microbatches;
+      po.window = pipe.microbatches + 2;
+      po.timeout = pipe.timeout;
+      po.ping_interval = pipe.ping_interval;
+      po.ping_timeout = pipe.ping_timeout;
+      po.first_seq = epoch << 40;
+      parts->comm = std::make_shared<PipeComm>(node.get(), po);
+      router->Set(parts->comm);
+      // A rollback announced meanwhile interrupts these links too.
+      if (recovery->announced.load() > epoch) {
+        parts->comm->Interrupt(absl::AbortedError("the cluster is rolling back again"));
+      }
     }
-    if (place.stage + 1 < pipe.stages) {
-      po.next_rank = rank + tp;
-      po.next_endpoint = view.workers[rank + tp].endpoint;
-      po.out_width = spec.tower[partition.end(place.stage) - 1].out;
+    StageRunnerOptions ro;
+    ro.stage = place.stage;
+    ro.stages = pipe.stages;
+    ro.microbatches = pipe.microbatches;
+    ro.schedule = pipe.schedule;
+    // The tensor-parallel group of this stage: T consecutive ranks, meeting
+    // through the coordinator's store.
+    if (tp > 1) {
+      parts->tp_store = std::make_unique<CoordinatorStore>(
+          &coordinator, absl::StrCat("collective/tp/", place.replica, "/", place.stage));
+      GlooOptions go;
+      go.rank = place.tp;
+      go.size = tp;
+      go.hostname = HostOf(endpoint);
+      go.timeout = options.collective_timeout;
+      go.prefix += suffix;
+      PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, parts->tp_store.get()));
+      parts->tp_group = std::move(gloo);
     }
-    po.max_rows = std::max(options.train.batch_size, options.train.eval_batch_size);
-    po.max_microbatches = pipe.microbatches;
-    po.window = pipe.microbatches + 2;
-    po.timeout = pipe.timeout;
-    po.ping_interval = pipe.ping_interval;
-    po.ping_timeout = pipe.ping_timeout;
-    comm = std::make_shared<PipeComm>(node.get(), po);
-    router->Set(comm);
-  }
-  StageRunnerOptions ro;
-  ro.stage = place.stage;
-  ro.stages = pipe.stages;
-  ro.microbatches = pipe.microbatches;
-  ro.schedule = pipe.schedule;
-  // The tensor-parallel group of this stage: T consecutive ranks, meeting
-  // through the coordinator's store.
-  std::unique_ptr<CoordinatorStore> tp_store;
-  std::unique_ptr<Collective> tp_group;
-  if (tp > 1) {
-    tp_store = std::make_unique<CoordinatorStore>(
-        &coordinator, absl::StrCat("collective/tp/", place.replica, "/", place.stage));
-    GlooOptions go;
-    go.rank = place.tp;
-    go.size = tp;
-    go.hostname = HostOf(endpoint);
-    go.timeout = options.collective_timeout;
-    PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, tp_store.get()));
-    tp_group = std::move(gloo);
-  }
-  ro.tp_layout = &tp_layout;
-  ro.tp_rank = place.tp;
-  ro.tp_group = tp_group.get();
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<StageRunner> runner,
-                      StageRunner::Create(mo, *model, spec, partition, ro, comm.get()));
-  // Nobody sends activations before every stage can take them.
-  PS_RETURN_IF_ERROR(coordinator.Barrier("pipeline/ready", view.num_workers, absl::Minutes(10)));
+    ro.tp_layout = &tp_layout;
+    ro.tp_rank = place.tp;
+    ro.tp_group = parts->tp_group.get();
+    PS_ASSIGN_OR_RETURN(parts->runner, StageRunner::Create(mo, *model, spec, partition, ro,
+                                                           parts->comm.get()));
+    // Nobody sends activations before every stage can take them.
+    return coordinator.Barrier(absl::StrCat("pipeline/ready", suffix), view.num_workers,
+                               absl::Minutes(10));
+  };
 
-  PipelineTrainer trainer(options.train, pipe, model.get(), runner.get(), comm.get(), &kv,
-                          &coordinator, rank, &tp_layout.tables());
-  absl::StatusOr<PipelineStageResult> result = trainer.Run();
-  if (!result.ok()) {
-    absl::Status st = Annotate(result.status(), absl::StrCat("stage ", place.stage, " (worker ",
-                                                             rank, ") of replica ", place.replica));
-    if (comm != nullptr) comm->Abort(st);
-    return st;
+  const std::string self =
+      absl::StrCat("stage ", place.stage, " (worker ", rank, ") of replica ", place.replica);
+  uint64_t epoch = layout.epoch;
+  recovery->current = epoch;
+  absl::StatusOr<PipelineStageResult> result = absl::UnknownError("not trained");
+  while (true) {
+    StageParts parts;
+    absl::Status built = build(epoch, &parts);
+    if (!built.ok()) {
+      result = Annotate(built, "building the stage");
+    } else {
+      PipelineTrainer trainer(options.train, pipe, model.get(), parts.runner.get(),
+                              parts.comm.get(), kv.get(), &coordinator, rank, &tp_layout.tables());
+      trainer.set_interrupted([recovery, epoch] { return recovery->announced.load() > epoch; });
+      result = trainer.Run();
+    }
+    if (result.ok()) break;
+    absl::Status st = Annotate(result.status(), self);
+    router->Set(nullptr);
+    parts.TearGroup();
+    // A server failed? Then the cluster rolls back to its latest checkpoint
+    // and every stage resumes from there. Possible only with checkpoints;
+    // without them the neighbours are told at once.
+    const bool told = recovery->announced.load() > epoch;
+    const bool checkpoints = kv->layout().checkpoint_step >= 0 || kv->layout().restored_step >= 0;
+    absl::StatusOr<proto::Recovered> recovered = absl::UnavailableError("no recovery");
+    if (told || checkpoints) {
+      recovered =
+          coordinator.WaitForRecovery(epoch, told ? absl::Minutes(10) : absl::Seconds(3));
+    }
+    if (!recovered.ok()) {
+      if (recovered.status().code() != absl::StatusCode::kUnavailable) {
+        spdlog::error("waiting for the cluster's recovery failed: {}",
+                      recovered.status().ToString());
+      }
+      if (parts.comm != nullptr) parts.comm->Abort(st);
+      return st;
+    }
+    // The links roll back with the cluster: gone before the new ones are
+    // built.
+    parts.comm.reset();
+    spdlog::warn("{}: training interrupted ({}); the cluster recovered: resuming from step {} "
+                 "(epoch {})",
+                 self, result.status().ToString(),
+                 std::max<int64_t>(0, recovered->layout.restored_step), recovered->epoch);
+    epoch = recovered->epoch;
+    recovery->current = epoch;
+    servers.clear();
+    for (const auto& s : recovered->view.servers) servers.push_back(s.endpoint);
+    kv.reset();
+    node->Unfence();
+    if (recovery->announced.load() > epoch) {
+      // Rolling back again already: keep away from the servers.
+      node->Fence(recovery->coordinator.load(),
+                  absl::AbortedError("the cluster is rolling back again"));
+    }
+    kv = std::make_unique<KvClient>(node.get(), std::move(recovered->layout), servers, ko);
   }
   if (runtime.result != nullptr) *runtime.result = *result;
   if (rank == 0 && runtime.print_result) PrintResult(options, *result);

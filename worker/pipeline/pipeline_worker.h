@@ -6,6 +6,12 @@
 // cut the model, connect to the neighbouring stages and to its
 // tensor-parallel group, train, evaluate, report, leave. On failure the
 // neighbours are told why before it returns.
+//
+// A server failure (with checkpoints) is survived: on the coordinator's
+// kRecover the stage stops talking to the servers and its waits on its
+// neighbours fail, it drops its links, group and runner, waits for the
+// cluster's recovery, builds them again under names of the new epoch and
+// resumes from the restored checkpoint's step and data position.
 #pragma once
 
 #include <functional>
