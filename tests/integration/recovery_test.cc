@@ -97,39 +97,76 @@ class Recovery : public ::testing::Test {
 };
 Job* Recovery::job_ = nullptr;
 
-TEST_F(Recovery, ServerKilledMidRunIsRestartedAndTheJobFinishesWithTheSameAuc) {
-  double unbroken_auc = NAN;
+// A job run twice on the same data: unbroken, then with server 1 killed
+// (SIGKILL) after the checkpoint of step 2 * kEvery and restarted by the
+// launcher (`mode_args` select the mode). Checks what every mode must show:
+// the cluster rolled back and resumed from the last checkpoint written
+// before the failure (at most kEvery steps redone), and the recovered job
+// ends with the unbroken run's eval AUC (within 0.005).
+struct KilledRun {
+  double unbroken_auc = NAN, auc = NAN, unbroken_secs = 0, killed_secs = 0;
+  int64_t resumed = -1;
+  std::string log;
+};
+
+KilledRun RunUnbrokenThenKillServer1(const Job& j, const std::string& name,
+                                     const std::vector<std::string>& mode_args, absl::Duration limit) {
+  auto args_for = [&](const std::string& run) {
+    std::vector<std::string> args = JobArgs(j, run);
+    args.insert(args.end(), mode_args.begin(), mode_args.end());
+    return args;
+  };
+  KilledRun r;
+  absl::Time t0 = absl::Now();
   {
-    TestProcess unbroken("pstrain", JobArgs(*job_, "unbroken"), job_->dir + "/unbroken.log");
-    ASSERT_EQ(unbroken.Wait(absl::Minutes(4)), 0) << unbroken.Log();
-    unbroken_auc = LastAuc(job_->dir + "/unbroken.jsonl");
-    ASSERT_GT(unbroken_auc, 0.65);
+    TestProcess unbroken("pstrain", args_for(name + "-unbroken"), j.dir + "/" + name + "-unbroken.log");
+    const int code = unbroken.Wait(limit);
+    EXPECT_EQ(code, 0) << unbroken.Log();
+    if (code != 0) return r;
+    r.unbroken_auc = LastAuc(j.dir + "/" + name + "-unbroken.jsonl");
+    EXPECT_GT(r.unbroken_auc, 0.6);
   }
-  std::vector<std::string> args = JobArgs(*job_, "killed");
+  r.unbroken_secs = absl::ToDoubleSeconds(absl::Now() - t0);
+  std::vector<std::string> args = args_for(name + "-killed");
   args.push_back("--restart_failed");
-  TestProcess launcher("pstrain", args, job_->dir + "/killed.log");
-  ASSERT_TRUE(WaitForCheckpoint(launcher, 2 * kEvery)) << launcher.Log();
-  pid_t server1 = static_cast<pid_t>(FirstNumber(launcher.Log(), "server 1 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
-  ASSERT_GT(server1, 0) << launcher.Log();
-  ASSERT_EQ(kill(server1, SIGKILL), 0);
-  ASSERT_EQ(launcher.Wait(absl::Minutes(4)), 0) << launcher.Log();
-  std::string log = launcher.Log();
-  EXPECT_NE(log.find("server 1 exited with code 137; restarting it"), std::string::npos) << log;
-  EXPECT_NE(log.find("server 1 rejoined (a replacement)"), std::string::npos) << log;
-  EXPECT_NE(log.find("recovered in"), std::string::npos) << log;
-  // Both workers resume from the last checkpoint written before the failure:
-  // at most --checkpoint_every_steps steps are redone.
-  int64_t last = LastCheckpointBefore(log, "was replaced by a new process");
-  if (last < 0 || log.find("was replaced by a new process") == std::string::npos) {
-    last = LastCheckpointBefore(log, "stopped responding");
+  t0 = absl::Now();
+  TestProcess launcher("pstrain", args, j.dir + "/" + name + "-killed.log");
+  if (!WaitForCheckpoint(launcher, 2 * kEvery)) {
+    ADD_FAILURE() << "no checkpoint of step " << 2 * kEvery << "\n" << launcher.Log();
+    return r;
+  }
+  const auto server1 = static_cast<pid_t>(
+      FirstNumber(launcher.Log(), "server 1 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
+  if (server1 <= 0 || kill(server1, SIGKILL) != 0) {
+    ADD_FAILURE() << "could not kill server 1 (pid " << server1 << ")\n" << launcher.Log();
+    return r;
+  }
+  const int code = launcher.Wait(limit);
+  r.killed_secs = absl::ToDoubleSeconds(absl::Now() - t0);
+  r.log = launcher.Log();
+  EXPECT_EQ(code, 0) << r.log;
+  EXPECT_NE(r.log.find("server 1 exited with code 137; restarting it"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("recovered in"), std::string::npos) << r.log;
+  EXPECT_EQ(r.log.find("cannot recover"), std::string::npos) << r.log;
+  int64_t last = LastCheckpointBefore(r.log, "was replaced by a new process");
+  if (last < 0 || r.log.find("was replaced by a new process") == std::string::npos) {
+    last = LastCheckpointBefore(r.log, "stopped responding");
   }
   EXPECT_GE(last, 2 * kEvery);
-  int64_t resumed = FirstNumber(log, "resuming from step ([0-9]+)");
-  EXPECT_EQ(resumed, last) << log;
-  double auc = LastAuc(job_->dir + "/killed.jsonl");
-  std::printf("unbroken AUC %.5f, killed and restarted %.5f; resumed from step %lld\n", unbroken_auc,
-              auc, static_cast<long long>(resumed));
-  EXPECT_NEAR(auc, unbroken_auc, 0.005) << log;
+  r.resumed = FirstNumber(r.log, "resuming from step ([0-9]+)");
+  EXPECT_EQ(r.resumed, last) << r.log;
+  r.auc = LastAuc(j.dir + "/" + name + "-killed.jsonl");
+  EXPECT_NEAR(r.auc, r.unbroken_auc, 0.005) << r.log;
+  std::printf("%s: unbroken AUC %.5f (%.1fs), killed and restarted %.5f (%.1fs); resumed from step "
+              "%lld, at most %d steps redone\n",
+              name.c_str(), r.unbroken_auc, r.unbroken_secs, r.auc, r.killed_secs,
+              static_cast<long long>(r.resumed), kEvery);
+  return r;
+}
+
+TEST_F(Recovery, ServerKilledMidRunIsRestartedAndTheJobFinishesWithTheSameAuc) {
+  KilledRun r = RunUnbrokenThenKillServer1(*job_, "ps", {}, absl::Minutes(4));
+  EXPECT_NE(r.log.find("server 1 rejoined (a replacement)"), std::string::npos) << r.log;
 }
 
 // Allreduce mode: the dense tables live on the workers, so a server failure
@@ -137,49 +174,10 @@ TEST_F(Recovery, ServerKilledMidRunIsRestartedAndTheJobFinishesWithTheSameAuc) {
 // the checkpoint the servers restore, and the workers rebuild their
 // collective group. The recovered model is the same cut as an unbroken run's.
 TEST_F(Recovery, AllreduceServerKilledMidRunRollsBackTheDenseReplicasAndKeepsTheAuc) {
-  auto args_for = [](const std::string& name) {
-    std::vector<std::string> args = JobArgs(*job_, name);
-    // Bounded: enough steps for checkpoints at 25, 50, ... and a kill after 50.
-    args.insert(args.end(), {"--mode=allreduce", "--max_steps=200", "--collective_timeout=20"});
-    return args;
-  };
-  absl::Time t0 = absl::Now();
-  double unbroken_auc = NAN;
-  {
-    TestProcess unbroken("pstrain", args_for("ar-unbroken"), job_->dir + "/ar-unbroken.log");
-    ASSERT_EQ(unbroken.Wait(absl::Minutes(2)), 0) << unbroken.Log();
-    unbroken_auc = LastAuc(job_->dir + "/ar-unbroken.jsonl");
-    ASSERT_GT(unbroken_auc, 0.6);
-  }
-  const double unbroken_secs = absl::ToDoubleSeconds(absl::Now() - t0);
-  std::vector<std::string> args = args_for("ar-killed");
-  args.push_back("--restart_failed");
-  t0 = absl::Now();
-  TestProcess launcher("pstrain", args, job_->dir + "/ar-killed.log");
-  ASSERT_TRUE(WaitForCheckpoint(launcher, 2 * kEvery)) << launcher.Log();
-  pid_t server1 = static_cast<pid_t>(FirstNumber(launcher.Log(), "server 1 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
-  ASSERT_GT(server1, 0) << launcher.Log();
-  ASSERT_EQ(kill(server1, SIGKILL), 0);
-  ASSERT_EQ(launcher.Wait(absl::Minutes(2)), 0) << launcher.Log();
-  const double killed_secs = absl::ToDoubleSeconds(absl::Now() - t0);
-  std::string log = launcher.Log();
-  EXPECT_NE(log.find("server 1 exited with code 137; restarting it"), std::string::npos) << log;
-  EXPECT_NE(log.find("recovered in"), std::string::npos) << log;
-  EXPECT_EQ(log.find("cannot recover"), std::string::npos) << log;
-  // Both workers resume from the last checkpoint written before the
-  // failure: at most --checkpoint_every_steps steps are redone.
-  int64_t last = LastCheckpointBefore(log, "was replaced by a new process");
-  if (last < 0 || log.find("was replaced by a new process") == std::string::npos) {
-    last = LastCheckpointBefore(log, "stopped responding");
-  }
-  EXPECT_GE(last, 2 * kEvery);
-  int64_t resumed = FirstNumber(log, "resuming from step ([0-9]+)");
-  EXPECT_EQ(resumed, last) << log;
-  double auc = LastAuc(job_->dir + "/ar-killed.jsonl");
-  std::printf("allreduce: unbroken AUC %.5f (%.1fs), killed and restarted %.5f (%.1fs); resumed from "
-              "step %lld, at most %d steps redone\n",
-              unbroken_auc, unbroken_secs, auc, killed_secs, static_cast<long long>(resumed), kEvery);
-  EXPECT_NEAR(auc, unbroken_auc, 0.005) << log;
+  // Bounded: enough steps for checkpoints at 25, 50, ... and a kill after 50.
+  RunUnbrokenThenKillServer1(*job_, "allreduce",
+                             {"--mode=allreduce", "--max_steps=200", "--collective_timeout=20"},
+                             absl::Minutes(2));
 }
 
 // Pipeline mode: every stage leaves its step on the failure (a stage
@@ -188,55 +186,16 @@ TEST_F(Recovery, AllreduceServerKilledMidRunRollsBackTheDenseReplicasAndKeepsThe
 // stage 0 at the checkpoint's data position. The recovered model is the same
 // cut as an unbroken run's.
 TEST_F(Recovery, PipelineServerKilledMidRunRebuildsTheStageLinksAndKeepsTheAuc) {
-  auto args_for = [](const std::string& name) {
-    std::vector<std::string> args = JobArgs(*job_, name);
-    // 2 stages of one replica (the job's 2 workers); bounded: checkpoints at
-    // 25, 50, ... and a kill after 50.
-    args.insert(args.end(), {"--mode=pipeline", "--stages=2", "--microbatches=2", "--max_steps=400"});
-    return args;
-  };
-  absl::Time t0 = absl::Now();
-  double unbroken_auc = NAN;
-  {
-    TestProcess unbroken("pstrain", args_for("pipe-unbroken"), job_->dir + "/pipe-unbroken.log");
-    ASSERT_EQ(unbroken.Wait(absl::Seconds(60)), 0) << unbroken.Log();
-    unbroken_auc = LastAuc(job_->dir + "/pipe-unbroken.jsonl");
-    ASSERT_GT(unbroken_auc, 0.6);
-  }
-  const double unbroken_secs = absl::ToDoubleSeconds(absl::Now() - t0);
-  std::vector<std::string> args = args_for("pipe-killed");
-  args.push_back("--restart_failed");
-  t0 = absl::Now();
-  TestProcess launcher("pstrain", args, job_->dir + "/pipe-killed.log");
-  ASSERT_TRUE(WaitForCheckpoint(launcher, 2 * kEvery)) << launcher.Log();
-  pid_t server1 = static_cast<pid_t>(FirstNumber(launcher.Log(), "server 1 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
-  ASSERT_GT(server1, 0) << launcher.Log();
-  ASSERT_EQ(kill(server1, SIGKILL), 0);
-  ASSERT_EQ(launcher.Wait(absl::Seconds(60)), 0) << launcher.Log();
-  const double killed_secs = absl::ToDoubleSeconds(absl::Now() - t0);
-  std::string log = launcher.Log();
-  EXPECT_NE(log.find("server 1 exited with code 137; restarting it"), std::string::npos) << log;
-  EXPECT_NE(log.find("recovered in"), std::string::npos) << log;
-  EXPECT_EQ(log.find("cannot recover"), std::string::npos) << log;
-  // Both stages left their step and resumed.
+  // 2 stages of one replica (the job's 2 workers); bounded as above.
+  KilledRun r = RunUnbrokenThenKillServer1(
+      *job_, "pipeline", {"--mode=pipeline", "--stages=2", "--microbatches=2", "--max_steps=400"},
+      absl::Seconds(60));
+  const std::string& log = r.log;
+  // Both stages left their step and resumed from the checkpoint.
   EXPECT_NE(log.find("stage 0 (worker 0) of replica 0: training interrupted"), std::string::npos) << log;
   EXPECT_NE(log.find("stage 1 (worker 1) of replica 0: training interrupted"), std::string::npos) << log;
-  // From the last checkpoint written before the failure: at most
-  // --checkpoint_every_steps steps are redone.
-  int64_t last = LastCheckpointBefore(log, "was replaced by a new process");
-  if (last < 0 || log.find("was replaced by a new process") == std::string::npos) {
-    last = LastCheckpointBefore(log, "stopped responding");
-  }
-  EXPECT_GE(last, 2 * kEvery);
-  int64_t resumed = FirstNumber(log, "resuming from step ([0-9]+)");
-  EXPECT_EQ(resumed, last) << log;
-  EXPECT_EQ(FirstNumber(log, "stage 0 of replica 0: resuming at step ([0-9]+)"), last) << log;
-  EXPECT_EQ(FirstNumber(log, "stage 1 of replica 0: resuming at step ([0-9]+)"), last) << log;
-  double auc = LastAuc(job_->dir + "/pipe-killed.jsonl");
-  std::printf("pipeline: unbroken AUC %.5f (%.1fs), killed and restarted %.5f (%.1fs); resumed from "
-              "step %lld, at most %d steps redone\n",
-              unbroken_auc, unbroken_secs, auc, killed_secs, static_cast<long long>(resumed), kEvery);
-  EXPECT_NEAR(auc, unbroken_auc, 0.005) << log;
+  EXPECT_EQ(FirstNumber(log, "stage 0 of replica 0: resuming at step ([0-9]+)"), r.resumed) << log;
+  EXPECT_EQ(FirstNumber(log, "stage 1 of replica 0: resuming at step ([0-9]+)"), r.resumed) << log;
 }
 
 TEST_F(Recovery, ServerFrozenPastTheHeartbeatTimeoutRollsBackAndTheJobFinishes) {
