@@ -70,6 +70,23 @@ void Close(TestWorker& tw) {
   tw.node->Stop();
 }
 
+// Worker 2 comes back: a new process with the same rank registers, defines
+// the tables and asks to rejoin.
+struct Returned {
+  TestWorker worker;
+  absl::StatusOr<proto::TableLayout> layout;
+  absl::StatusOr<proto::Rejoin> rejoin;
+};
+
+Returned ComeBack(TestCluster& c) {
+  Returned r{c.NewWorker("worker2-again", 2), absl::UnknownError("not defined"),
+             absl::UnknownError("not asked")};
+  r.worker.coord->StartHeartbeats(kBeat, nullptr);
+  r.layout = r.worker.coord->DefineTables(Tables(), absl::Seconds(10));
+  if (r.layout.ok()) r.rejoin = r.worker.coord->Rejoin();
+  return r;
+}
+
 TEST(Elastic, DroppedWorkerIsReadmittedAtAStepNoServerPassedAndBspWaitsForItAgain) {
   auto c = ElasticCluster();
   RunThenDropWorker2(*c);
@@ -88,12 +105,11 @@ TEST(Elastic, DroppedWorkerIsReadmittedAtAStepNoServerPassedAndBspWaitsForItAgai
   }
   absl::SleepFor(absl::Milliseconds(300));  // they train a few steps alone
 
-  // Worker 2 comes back (a new process with the same rank).
-  TestWorker back = c->NewWorker("worker2-again", 2);
-  back.coord->StartHeartbeats(kBeat, nullptr);
-  auto layout = back.coord->DefineTables(Tables(), absl::Seconds(10));
+  Returned r = ComeBack(*c);
+  TestWorker& back = r.worker;
+  const auto& layout = r.layout;
+  const auto& rejoin = r.rejoin;
   ASSERT_TRUE(layout.ok()) << layout.status();
-  auto rejoin = back.coord->Rejoin();
   ASSERT_TRUE(rejoin.ok()) << rejoin.status();
   ASSERT_EQ(rejoin->state, proto::RejoinState::kResume);
   const int64_t step = rejoin->step;
@@ -129,11 +145,11 @@ TEST(Elastic, WorkerReadmittedAfterTheOthersFinishedTrainsAlone) {
     });
   }
   for (auto& t : others) t.join();
-  TestWorker back = c->NewWorker("worker2-again", 2);
-  back.coord->StartHeartbeats(kBeat, nullptr);
-  auto layout = back.coord->DefineTables(Tables(), absl::Seconds(10));
+  Returned r = ComeBack(*c);
+  TestWorker& back = r.worker;
+  const auto& layout = r.layout;
+  const auto& rejoin = r.rejoin;
   ASSERT_TRUE(layout.ok()) << layout.status();
-  auto rejoin = back.coord->Rejoin();
   ASSERT_TRUE(rejoin.ok()) << rejoin.status();
   ASSERT_EQ(rejoin->state, proto::RejoinState::kResume);
   EXPECT_EQ(rejoin->step, 5);
@@ -151,10 +167,10 @@ TEST(Elastic, WorkerReturningAfterItsShardWasAdoptedIsToldItHasNothingToTrain) {
   auto claim = c->worker(0).coord->ClaimShard();
   ASSERT_TRUE(claim.ok()) << claim.status();
   ASSERT_EQ(claim->rank, 2);
-  TestWorker back = c->NewWorker("worker2-again", 2);
-  back.coord->StartHeartbeats(kBeat, nullptr);
-  ASSERT_TRUE(back.coord->DefineTables(Tables(), absl::Seconds(10)).ok());
-  auto rejoin = back.coord->Rejoin();
+  Returned r = ComeBack(*c);
+  TestWorker& back = r.worker;
+  const auto& rejoin = r.rejoin;
+  ASSERT_TRUE(r.layout.ok()) << r.layout.status();
   ASSERT_TRUE(rejoin.ok()) << rejoin.status();
   EXPECT_EQ(rejoin->state, proto::RejoinState::kAdopted);
   EXPECT_EQ(rejoin->adopter, 0);
