@@ -272,7 +272,8 @@ int RunLocal(const std::vector<std::string>& argv) {
     if (!st.ok()) {
       fail(std::string(st.status().message()), 1);
     } else if (restart_failed && elastic && w != 0) {
-      // Same rank: the coordinator re-admits it (worker 0 cannot be dropped).
+      // Same rank: the coordinator re-admits it (not worker 0: a new worker 0
+      // process is not taken back).
       restartable[*st] = {spec, 0};
     }
   }
@@ -295,8 +296,9 @@ int RunLocal(const std::vector<std::string>& argv) {
         }
         continue;
       }
-      if (c.exit_code >= 128 && exit_code == 0 && elastic && c.label.rfind("worker ", 0) == 0 &&
-          c.label != "worker 0") {
+      // Worker 0 too: the coordinator hands its lead role on, or ends the
+      // job (pipeline and allreduce modes) and then the launcher fails.
+      if (c.exit_code >= 128 && exit_code == 0 && elastic && c.label.rfind("worker ", 0) == 0) {
         Supervisor::Say(absl::StrCat(c.label, " was killed (code ", c.exit_code,
                                      "); the job goes on without it (--elastic_workers)"));
         continue;

@@ -45,7 +45,11 @@ Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> no
       endpoint_(std::move(endpoint)),
       started_(absl::Now()),
       servers_(options_.num_servers),
-      workers_(options_.num_workers) {}
+      workers_(options_.num_workers) {
+  // Elastic workers: who gathers the evaluation and writes the summary
+  // (coordinator_elastic.cc). Its absence tells workers the job is not elastic.
+  if (options_.elastic_workers) store_.Set("lead", Buffer::FromString("0"));
+}
 
 Coordinator::~Coordinator() {
   http_.clear();

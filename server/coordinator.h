@@ -61,9 +61,10 @@ struct CoordinatorOptions {
   // back to the latest checkpoint and let the workers resume from it.
   bool recover_servers = true;
   absl::Duration recovery_timeout = absl::Minutes(5);
-  // Elastic workers: a worker (other than 0) that stops responding is
-  // dropped instead of ending the job; the servers stop waiting for it and
-  // the others adopt the rest of its data shard.
+  // Elastic workers: a worker that stops responding is dropped instead of
+  // ending the job; the servers stop waiting for it and the others adopt the
+  // rest of its data shard. When it was the lead worker (worker 0 at first)
+  // the next live rank takes that role over (parameter-server mode only).
   bool elastic_workers = false;
   // A worker not heard from for this long is dead (zero: heartbeat_timeout).
   absl::Duration worker_timeout = absl::ZeroDuration();
@@ -234,6 +235,13 @@ class Coordinator {
   std::vector<RecoveryWaiter> recovery_waiters_;
   std::vector<Orphan> orphans_;
   int dropped_workers_ = 0;
+  // Elastic: the lead worker (the lowest-ranked live one when the lead
+  // before it was dropped; never handed back), published under store key
+  // "lead". It gathers the evaluation and writes the summary. The role moves
+  // only once a worker has asked kRejoin (parameter-server mode: pipeline
+  // and allreduce workers never do, and cannot hand it on).
+  int32_t lead_ = 0;
+  bool lead_can_move_ = false;
 
   std::unique_ptr<metrics::Registry> registry_;
   std::unique_ptr<ClusterMonitor> monitor_;

@@ -40,13 +40,20 @@ constexpr absl::Duration kRetireTimeout = absl::Seconds(30);
 constexpr absl::Duration kReadmitTimeout = absl::Seconds(10);
 }  // namespace
 
-// Elastic workers. A dead worker (not worker 0, which gathers the
-// evaluation and writes the summary) is dropped: the servers retire it, so
-// BSP steps and SSP bounds stop waiting for it; barriers shrink; its shard's
+// Elastic workers. A dead worker is dropped: the servers retire it, so BSP
+// steps and SSP bounds stop waiting for it; barriers shrink; its shard's
 // remaining rows, from the position of its last heartbeat (rows whose
 // gradients had reached the servers), go to the first worker that runs out
 // of its own data (kClaimShard), so no row of the epoch is skipped. Rows it
 // trained after that heartbeat are trained twice, never lost.
+//
+// The lead worker (worker 0 until it is dropped) gathers the evaluation,
+// writes the summary and saves the model. When the lead is dropped, the
+// lowest-ranked worker still in the job (not dropped, not finished) takes
+// that over: store key "lead" names it, and workers read it at their
+// evaluation rounds, their progress reports and the end of training
+// (worker/trainer_lead.cc). The role is never handed back to a returning
+// worker. Pipeline and allreduce modes cannot hand it on: the job ends.
 void Coordinator::DropWorker(Member* m, const std::string& reason) {
   const int32_t rank = m->info.rank;
   if (m->dropped) {
@@ -55,16 +62,29 @@ void Coordinator::DropWorker(Member* m, const std::string& reason) {
     spdlog::warn("{}; it was already out of the job", reason);
     return;
   }
-  if (rank == 0 || finishing_) {
-    return Finish(absl::UnavailableError(absl::StrCat(
-        reason, rank == 0 ? "; worker 0 gathers the evaluation and writes the summary, so the job "
-                            "cannot go on without it"
-                          : "")));
-  }
+  if (finishing_) return Finish(absl::UnavailableError(reason));
   for (const auto& t : defined_tables_) {
     if (t.on_workers) {
       return Finish(absl::UnavailableError(
           absl::StrCat(reason, "; allreduce mode cannot drop a worker from its collective group")));
+    }
+  }
+  int32_t next_lead = lead_;
+  if (rank == lead_) {
+    next_lead = -1;
+    for (size_t w = 0; w < workers_.size() && next_lead < 0 && lead_can_move_; ++w) {
+      if (static_cast<int32_t>(w) != rank && workers_[w] && !workers_[w]->dropped && !workers_[w]->done) {
+        next_lead = static_cast<int32_t>(w);
+      }
+    }
+    if (next_lead < 0) {
+      return Finish(absl::UnavailableError(absl::StrCat(
+          reason, "; worker ", rank, " is the lead worker (it gathers the evaluation and writes the "
+          "summary) and ",
+          lead_can_move_ ? "no worker is left in the job to take that over"
+                         : "this job cannot hand that role on (pipeline mode, or no worker had "
+                           "started training)",
+          ", so the job cannot go on without it")));
     }
   }
   m->dropped = true;
@@ -76,6 +96,14 @@ void Coordinator::DropWorker(Member* m, const std::string& reason) {
                "first worker to finish its own; {} workers left",
                reason, m->data_epoch, m->data_rows, options_.num_workers - dropped_workers_);
   store_.Set(absl::StrCat("dead/", rank), Buffer::FromString(std::to_string(m->samples)));
+  if (next_lead != lead_) {
+    lead_ = next_lead;
+    store_.Set("lead", Buffer::FromString(std::to_string(lead_)));
+    spdlog::warn("worker {} is the lead worker now, in place of worker {}: it gathers the evaluation "
+                 "(an evaluation round in flight is gathered without worker {}'s part), writes the "
+                 "summary and saves the model",
+                 lead_, rank, rank);
+  }
   store_.ShrinkBarriers(options_.num_workers - dropped_workers_ + 1,
                         options_.num_workers - dropped_workers_);
   proto::Header h;
@@ -177,6 +205,8 @@ void Coordinator::OnRejoin(const proto::Decoded& d, const RpcRequest& req) {
   if (m == nullptr || d.header().sender_role != Role::kWorker) {
     return ReplyError(req, absl::InvalidArgumentError("only registered workers rejoin"));
   }
+  // Only parameter-server-mode workers ask: they can take the lead over.
+  lead_can_move_ = true;
   proto::Header h;
   h.type = MsgType::kReply;
   h.sender_role = Role::kCoordinator;

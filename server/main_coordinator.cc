@@ -43,9 +43,10 @@ ABSL_FLAG(bool, recover_servers, true,
           "same process heard from again), roll every server back to the latest checkpoint and "
           "resume the workers from it, instead of ending the job.");
 ABSL_FLAG(bool, elastic_workers, false,
-          "When a worker other than worker 0 stops responding, drop it and go on: the servers stop "
-          "waiting for it and the first worker to finish its own data trains the rest of its "
-          "shard. Off: a dead worker ends the job.");
+          "When a worker stops responding, drop it and go on: the servers stop waiting for it and "
+          "the first worker to finish its own data trains the rest of its shard; if it was the lead "
+          "(worker 0 at first: evaluation, summary, --save_model), the lowest-ranked live worker "
+          "takes that over (parameter-server mode). Off: a dead worker ends the job.");
 ABSL_FLAG(double, worker_timeout, 0,
           "Seconds without a heartbeat before a worker is declared dead (and, with "
           "--elastic_workers, dropped); 0: --heartbeat_timeout.");

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -35,6 +36,13 @@ absl::StatusOr<std::unique_ptr<MetricsFile>> MetricsFile::Open(const std::string
   std::FILE* f = std::fopen(path.c_str(), "a");
   if (f == nullptr) return ErrnoToStatus(errno, absl::StrCat("open metrics file ", path));
   return std::unique_ptr<MetricsFile>(new MetricsFile(f));
+}
+
+absl::Status MetricsFile::Attach(const std::string& path) {
+  if (file_ != nullptr || path.empty()) return absl::OkStatus();
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<MetricsFile> opened, Open(path));
+  std::swap(file_, opened->file_);
+  return absl::OkStatus();
 }
 
 MetricsFile::~MetricsFile() {

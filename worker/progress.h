@@ -22,6 +22,9 @@ class MetricsFile {
   static absl::StatusOr<std::unique_ptr<MetricsFile>> Open(const std::string& path);
   ~MetricsFile();
   void Write(const JsonLine& line);
+  // A MetricsFile that wrote nowhere starts appending to `path` (a worker
+  // that took the lead over); one that writes already keeps its file.
+  absl::Status Attach(const std::string& path);
 
  private:
   explicit MetricsFile(std::FILE* f) : file_(f) {}

@@ -1,17 +1,12 @@
 #include "worker/trainer.h"
 
 #include <cmath>
-#include <cstring>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "common/file_util.h"
 #include "worker/data/file_set.h"
 #include "worker/data/reader.h"
-#include "worker/eval/eval_blob.h"
-#include "worker/eval/metrics.h"
 #include "worker/model_io.h"
 #include "worker/train_metrics.h"
 
@@ -29,21 +24,6 @@ struct Trainer::Prepared {
 namespace {
 
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
-
-// The "oracle_auc" number of a generator meta file, or NaN.
-double ReadOracleAuc(const std::string& path) {
-  if (path.empty()) return NAN;
-  auto text = ReadFileToString(path);
-  if (!text.ok()) {
-    spdlog::warn("cannot read {}: {}", path, text.status().ToString());
-    return NAN;
-  }
-  size_t k = text->find("\"oracle_auc\"");
-  if (k == std::string::npos) return NAN;
-  size_t colon = text->find(':', k);
-  if (colon == std::string::npos) return NAN;
-  return std::strtod(text->c_str() + colon + 1, nullptr);
-}
 
 }  // namespace
 
@@ -107,7 +87,8 @@ double Trainer::FractionDone(int64_t step, int64_t bytes_read) const {
 }
 
 absl::StatusOr<TrainResult> Trainer::Run() {
-  PS_ASSIGN_OR_RETURN(metrics_, MetricsFile::Open(rank_ == 0 ? options_.metrics_out : ""));
+  PS_RETURN_IF_ERROR(LearnLead());
+  PS_ASSIGN_OR_RETURN(metrics_, MetricsFile::Open(lead_ == rank_ ? options_.metrics_out : ""));
   ReaderOptions ro;
   ro.patterns = options_.train_data;
   ro.shard_index = rank_;
@@ -149,6 +130,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   // Evaluation rounds are numbered by step, so that a worker that starts
   // late (re-admitted, or resumed) gathers under the others' round keys.
   if (options_.eval_every_steps > 0) eval_round = static_cast<int>(clock / options_.eval_every_steps);
+  first_round_ = eval_round;
   if (position.finished) {
     spdlog::info("this worker had finished training before the checkpoint");
   }
@@ -293,7 +275,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
                                                 result.compute_seconds, result.wait_seconds,
                                                 result.data_seconds, rs.rows, rs.rows_per_busy_second});
     }
-    if (rank_ == 0 && progress.Update(snap)) {
+    PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/false));
+    if (lead && progress.Update(snap)) {
       total_loss += loss_sum;
       total_count += loss_count;
       loss_sum = 0;
@@ -307,6 +290,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   }
   if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
   PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock, /*retire=*/true).Wait());
+  if (elastic_) {
+    // The lead stops waiting for this worker's parts of later rounds (an
+    // adopter trains on past the others).
+    PS_RETURN_IF_ERROR(coordinator_->StoreSet(absl::StrCat("trained/", rank_), Buffer::FromString("1")));
+  }
   position.finished = true;
   position.clock = clock;
   if (checkpoint_step >= 0 || kv_->layout().restored_step >= 0) {
@@ -320,7 +308,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   result.final_loss = total_count > 0 ? total_loss / total_count : 0;
   ReaderStats rs = reader->stats();
   result.reader_rows_per_sec = rs.rows_per_busy_second;
-  if (rank_ == 0) progress.Finish();
+  PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
+  if (lead) progress.Finish();
   spdlog::info("trained {} steps, {} samples in {:.1f}s (compute {:.1f}s, wait {:.1f}s, data {:.1f}s; "
                "reader {:.0f} rows/s, {} bad lines)",
                result.steps, result.samples, result.train_seconds, result.compute_seconds,
@@ -329,14 +318,13 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   // Everyone finishes training before the final evaluation sees the model.
   PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, absl::Hours(24)));
   if (!options_.eval_data.empty()) {
-    // Adopted shards' evaluation rows first: worker 0 waits for them.
+    // Adopted shards' evaluation rows first: the lead waits for them.
     for (const AdoptedShard& a : adopted_) {
       PS_RETURN_IF_ERROR(Evaluate(eval_round, clock, &result, /*final_round=*/true, a.rank));
     }
     PS_RETURN_IF_ERROR(Evaluate(eval_round, clock, &result, /*final_round=*/true, rank_));
   }
-  if (rank_ == 0 && !options_.save_model.empty()) PS_RETURN_IF_ERROR(SaveModel(clock));
-  PS_RETURN_IF_ERROR(WriteSummary(result));
+  PS_RETURN_IF_ERROR(FinishRun(clock, eval_round, &result));
   return result;
 }
 
@@ -441,7 +429,7 @@ absl::StatusOr<int64_t> Trainer::Checkpoint(int64_t step, const proto::WorkerPos
   }
   PS_ASSIGN_OR_RETURN(proto::CheckpointDone done,
                       coordinator_->CheckpointArrive(step, position, std::move(state)));
-  if (step >= 0 && rank_ == 0) {
+  if (step >= 0 && lead_ == rank_) {
     if (done.path.empty()) {
       spdlog::warn("checkpoint at step {} failed on the coordinator; training goes on", step);
     } else {
@@ -475,115 +463,6 @@ absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result, bo
     labels.insert(labels.end(), b->labels.begin(), b->labels.end());
   }
   return Gather(round, probs, labels, result, clock, final_round, shard);
-}
-
-absl::StatusOr<std::optional<Buffer>> Trainer::FromWorker(const std::string& key, int w,
-                                                          bool final_round, absl::Duration timeout) {
-  absl::Time until = absl::Now() + timeout;
-  while (true) {
-    absl::Duration wait = std::min(absl::Seconds(1), std::max(absl::ZeroDuration(), until - absl::Now()));
-    auto b = coordinator_->StoreGet(key + std::to_string(w), wait);
-    if (b.ok()) return std::optional<Buffer>(*std::move(b));
-    if (b.status().code() != absl::StatusCode::kDeadlineExceeded &&
-        b.status().code() != absl::StatusCode::kNotFound) {
-      return b.status();
-    }
-    if (absl::Now() >= until) return b.status();
-    // A dead worker's part comes from its adopter (final evaluation and
-    // summary), or not at all.
-    if (coordinator_->StoreGet(absl::StrCat("dead/", w), absl::ZeroDuration()).ok() &&
-        !(final_round && coordinator_->StoreGet(absl::StrCat("adopted/", w), absl::ZeroDuration()).ok())) {
-      spdlog::warn("worker {} died: {} without its part", w, key);
-      return std::optional<Buffer>();
-    }
-  }
-}
-
-absl::Status Trainer::Gather(int round, const std::vector<float>& probs,
-                             const std::vector<float>& labels, TrainResult* result, int64_t clock,
-                             bool final_round, int shard) {
-  std::string key = absl::StrCat("eval/", round, "/");
-  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(shard), EncodeEvalBlob(probs, labels)));
-  if (rank_ != 0 || shard != rank_) return absl::OkStatus();
-  std::vector<float> all_probs, all_labels;
-  for (int w = 0; w < num_workers_; ++w) {
-    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, final_round, absl::Hours(1)));
-    if (!part) continue;
-    PS_RETURN_IF_ERROR(AppendEvalBlob(*part, absl::StrCat("worker ", w), &all_probs, &all_labels));
-  }
-  BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
-  result->eval_auc = m.auc;
-  result->eval_logloss = m.logloss;
-  result->eval_accuracy = m.accuracy;
-  result->eval_rows = m.count;
-  if (options_.train_metrics != nullptr) options_.train_metrics->OnEval(clock, m.auc, m.logloss);
-  spdlog::info("eval at step {}: AUC {:.4f}, logloss {:.4f}, accuracy {:.4f} over {} rows", clock,
-               m.auc, m.logloss, m.accuracy, m.count);
-  JsonLine line;
-  line.Add("event", "eval")
-      .Add("step", clock)
-      .Add("eval_auc", m.auc)
-      .Add("eval_logloss", m.logloss)
-      .Add("eval_accuracy", m.accuracy)
-      .Add("eval_rows", m.count)
-      .Add("elapsed_seconds", Seconds(process_start_));
-  metrics_->Write(line);
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::WriteSummary(const TrainResult& result) {
-  std::string key = "stats/";
-  double mine[2] = {static_cast<double>(result.samples + options_.samples_before),
-                    result.train_seconds};
-  std::string blob(sizeof(mine), '\0');
-  std::memcpy(blob.data(), mine, sizeof(mine));
-  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(rank_), Buffer::FromString(std::move(blob))));
-  for (const AdoptedShard& a : adopted_) {
-    // What the dead worker had trained, for the job's total (its rows
-    // trained here are in this worker's samples).
-    double theirs[2] = {static_cast<double>(a.its_samples), 0};
-    std::string t(sizeof(theirs), '\0');
-    std::memcpy(t.data(), theirs, sizeof(theirs));
-    PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(a.rank), Buffer::FromString(std::move(t))));
-  }
-  if (rank_ != 0) return absl::OkStatus();
-  double samples = 0, seconds = 0;
-  for (int w = 0; w < num_workers_; ++w) {
-    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, /*final_round=*/true, absl::Minutes(10)));
-    if (!part) continue;
-    const Buffer& b = *part;
-    if (b.size() != 2 * sizeof(double)) return absl::DataLossError("malformed worker stats");
-    double v[2];
-    std::memcpy(v, b.data(), sizeof(v));
-    samples += v[0];
-    seconds = std::max(seconds, v[1]);
-  }
-  double rate = seconds > 0 ? samples / seconds : 0;
-  double oracle = ReadOracleAuc(options_.eval_meta);
-  double wall = Seconds(process_start_);
-  const bool evaluated = !options_.eval_data.empty();  // else the eval fields are null
-  JsonLine line;
-  line.Add("event", "summary")
-      .Add("model", options_.model.name)
-      .Add("workers", num_workers_)
-      .Add("steps", result.steps)
-      .Add("train_samples", static_cast<int64_t>(samples))
-      .Add("eval_auc", evaluated ? result.eval_auc : NAN)
-      .Add("oracle_auc", oracle)
-      .Add("eval_logloss", evaluated ? result.eval_logloss : NAN)
-      .Add("eval_accuracy", evaluated ? result.eval_accuracy : NAN)
-      .Add("samples_per_sec", rate)
-      .Add("wall_seconds", wall)
-      .Add("compute_seconds", result.compute_seconds)
-      .Add("wait_seconds", result.wait_seconds)
-      .Add("data_seconds", result.data_seconds);
-  metrics_->Write(line);
-  std::string oracle_text = std::isfinite(oracle) ? absl::StrFormat(" (oracle %.4f)", oracle) : "";
-  std::printf("RESULT model=%s eval_auc=%.4f%s eval_logloss=%.4f samples/s=%.0f wall=%.1fs\n",
-              options_.model.name.c_str(), result.eval_auc, oracle_text.c_str(),
-              result.eval_logloss, rate, wall);
-  std::fflush(stdout);
-  return absl::OkStatus();
 }
 
 }  // namespace pstrain::worker

@@ -6,12 +6,16 @@
 // before the current batch computes (prefetch: parameters one step stale,
 // which those models allow); under BSP it waits for the step to close.
 // Evaluations (every N steps and at the end) score this worker's share of
-// the eval data and gather the scores at worker 0, which computes exact
-// metrics over all rows.
+// the eval data and gather the scores at the lead worker, which computes
+// exact metrics over all rows, writes --metrics_out and the summary and
+// saves the model. The lead is worker 0; with elastic workers, once worker
+// 0 is dropped, the lowest-ranked live worker (coordinator store key
+// "lead"; worker/trainer_lead.cc).
 //
 // Not thread-safe: one thread runs Run().
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,11 +52,15 @@ struct TrainOptions {
   int32_t warmup_steps = 0;         // linear learning-rate warm-up
   int eval_batch_size = 4096;
   absl::Duration log_every = absl::Seconds(10);
-  std::string metrics_out;       // JSON lines (worker 0 writes)
+  std::string metrics_out;       // JSON lines (the lead worker writes)
   std::string eval_meta;         // generator's meta JSON (oracle AUC), optional
-  std::string save_model;        // export the trained model here (worker 0)
+  std::string save_model;        // export the trained model here (the lead)
   bool progress_bar = false;     // redraw a bar on stderr (a terminal)
   TrainMetrics* train_metrics = nullptr;  // live numbers for /metrics and heartbeats (optional)
+  // The cluster epoch a server failure rolls back to (set when the
+  // coordinator says so; optional): a worker waiting for the lead's summary
+  // leaves the wait to take part in the rollback.
+  const std::atomic<uint64_t>* recover_epoch = nullptr;
   // A re-admitted worker: samples its rank trained in the process that was
   // dropped, counted in the job's summary.
   uint64_t samples_before = 0;
@@ -70,7 +78,7 @@ struct TrainResult {
   double checkpoint_seconds = 0;      // paused for checkpoints
   double reader_rows_per_sec = 0;
   double final_loss = 0;
-  // Set on worker 0 after the final evaluation.
+  // Set on the lead worker after the final evaluation.
   double eval_auc = 0;
   double eval_logloss = 0;
   double eval_accuracy = 0;
@@ -97,7 +105,7 @@ class Trainer {
   Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorClient* coordinator,
           int rank, int num_workers, DenseReplica* replica = nullptr);
 
-  // Trains, evaluates and (on worker 0) writes the summary.
+  // Trains, evaluates and (on the lead worker) writes the summary.
   absl::StatusOr<TrainResult> Run();
 
  private:
@@ -107,16 +115,35 @@ class Trainer {
                                                     int64_t clock);
   absl::Status Bind(Prepared& p, ParamRefs* params);
   // Evaluates eval shard `shard` (this worker's, or an adopted one's) and
-  // hands the predictions to worker 0, which computes the metrics.
+  // hands the predictions to the lead, which computes the metrics.
   absl::Status Evaluate(int round, int64_t clock, TrainResult* result, bool final_round,
                         int shard);
   absl::Status Gather(int round, const std::vector<float>& probs,
                       const std::vector<float>& labels, TrainResult* result, int64_t clock,
                       bool final_round, int shard);
-  // Worker 0: what worker `w` stored under key+w, or nothing when `w` died
+  // The lead: what worker `w` stored under key+w, or nothing when `w` died
   // (elastic) and nobody adopted it (or, mid-training, at all).
   absl::StatusOr<std::optional<Buffer>> FromWorker(const std::string& key, int w, bool final_round,
                                                    absl::Duration timeout);
+  // The lead (trainer_lead.cc). LearnLead reads who it is when Run starts
+  // (and whether the job is elastic: the coordinator publishes "lead" only
+  // then). IsLead: whether this worker is the lead, asking the coordinator
+  // again (elastic: the role moves when the lead is dropped) when `now` or
+  // every 2 s; a worker that becomes the lead opens --metrics_out.
+  absl::Status LearnLead();
+  absl::StatusOr<bool> IsLead(bool now);
+  // The lead: gathers every worker's part of evaluation round `round` and
+  // writes its metrics.
+  absl::Status Collect(int round, int64_t clock, bool final_round, TrainResult* result,
+                       absl::Duration timeout);
+  // A new lead: gathers the rounds before `round` that the dead lead had
+  // not written (in flight when it died), without its part.
+  absl::Status CatchUpRounds(int round, TrainResult* result);
+  // After the final evaluation: stores this worker's statistics; the lead
+  // saves the model and writes the summary, the others (elastic) wait for
+  // it, ready to take the lead over if it dies meanwhile.
+  absl::Status FinishRun(int64_t clock, int final_round, TrainResult* result);
+  absl::Status StoreStats(const TrainResult& result);
   absl::Status WriteSummary(const TrainResult& result);
   // Elastic: claims a dead worker's remaining shard and opens `reader` on
   // it, positioned after the rows it had trained. False: none left.
@@ -143,6 +170,11 @@ class Trainer {
   uint64_t shard_bytes_ = 0;
   std::vector<AdoptedShard> adopted_;
   std::unique_ptr<MetricsFile> metrics_;
+  bool elastic_ = false;     // the coordinator publishes the lead
+  int lead_ = 0;
+  absl::Time lead_checked_ = absl::InfinitePast();
+  int first_round_ = 0;          // the first evaluation round this worker took part in
+  bool final_collected_ = false;  // this worker gathered the final evaluation
   absl::Time process_start_;
 };
 

@@ -231,6 +231,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
 
   TrainOptions train = options.train;
   train.train_metrics = &train_metrics;
+  train.recover_epoch = &recover_epoch;
   train.samples_before = samples_before;
   uint64_t epoch = layout.epoch;
   current_epoch = epoch;

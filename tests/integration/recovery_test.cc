@@ -14,9 +14,12 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/file_util.h"
 #include "tests/integration/test_process.h"
 #include "worker/data/reader.h"
 #include "worker/data/synthetic.h"
@@ -302,6 +305,54 @@ void KillWorker2(TestProcess& launcher) {
       FirstNumber(launcher.Log(), "worker 2 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
   ASSERT_GT(worker2, 0) << launcher.Log();
   ASSERT_EQ(kill(worker2, SIGKILL), 0);
+}
+
+// Worker 0, the lead (it gathers the evaluation and writes the summary),
+// killed: worker 1 takes the lead over, its shard is adopted like any other
+// (every row of it trained: what it had trained plus what its adopter
+// trained is the whole shard), and the job ends with a summary in
+// --metrics_out, evaluation rounds during training included.
+TEST_F(Recovery, Worker0KilledUnderBspHandsTheLeadOnAndItsRowsAreTrainedByAnother) {
+  absl::Time t0 = absl::Now();
+  const std::string metrics = job_->dir + "/lead.jsonl";
+  std::vector<std::string> args = ElasticArgs(*job_, "lead");
+  args.push_back("--eval_every_steps=100");
+  TestProcess launcher("pstrain", args, job_->dir + "/lead.log");
+  ASSERT_TRUE(WaitForLog(launcher, "tables created", absl::Seconds(60))) << launcher.Log();
+  absl::SleepFor(absl::Seconds(1.5));
+  pid_t worker0 = static_cast<pid_t>(
+      FirstNumber(launcher.Log(), "worker 0 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
+  ASSERT_GT(worker0, 0) << launcher.Log();
+  ASSERT_EQ(kill(worker0, SIGKILL), 0);
+  ASSERT_EQ(launcher.Wait(absl::Seconds(60)), 0) << launcher.Log();
+  std::string log = launcher.Log();
+  EXPECT_NE(log.find("worker 0 was killed"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker 1 is the lead worker now, in place of worker 0"), std::string::npos) << log;
+  std::smatch m;
+  std::regex re("worker 0's shard done here: ([0-9]+) rows trained after its ([0-9]+) \\(the shard's ([0-9]+) rows");
+  ASSERT_TRUE(std::regex_search(log, m, re)) << log;
+  int64_t trained_here = std::stoll(m[1].str()), before = std::stoll(m[2].str()), total = std::stoll(m[3].str());
+  EXPECT_GT(before, 0) << "killed before it trained anything";
+  EXPECT_GT(trained_here, 0) << "killed after it had finished";
+  EXPECT_EQ(total, ShardRows(job_->train, 0, 3));
+  // The summary, written by the new lead, with an evaluation AUC.
+  auto text = ReadFileToString(metrics);
+  ASSERT_TRUE(text.ok()) << text.status();
+  std::string summary;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    if (absl::StrContains(line, "summary")) summary = std::string(line);
+  }
+  ASSERT_FALSE(summary.empty()) << *text << log;
+  EXPECT_TRUE(absl::StrContains(summary, "eval_auc")) << summary;
+  double auc = LastAuc(metrics);
+  int evals = 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) evals += absl::StrContains(line, "\"eval\"");
+  std::printf("worker 0 trained %lld rows, its adopter %lld more: %lld of the shard's %lld; %d eval "
+              "lines and the summary in --metrics_out, AUC %.4f; %.1fs\n",
+              static_cast<long long>(before), static_cast<long long>(trained_here),
+              static_cast<long long>(before + trained_here), static_cast<long long>(total), evals,
+              auc, absl::ToDoubleSeconds(absl::Now() - t0));
+  EXPECT_GT(auc, 0.65) << *text << log;
 }
 
 // A new worker 2 process for `launcher`'s cluster, started by hand.

@@ -1,0 +1,305 @@
+// The lead worker: who gathers the evaluation, writes --metrics_out and the
+// summary and saves the model, and how another worker takes that over.
+//
+// The lead is worker 0. With --elastic_workers the coordinator publishes it
+// under store key "lead" (its presence is how a worker knows the job is
+// elastic) and, when the lead is dropped, names the lowest-ranked worker
+// still in the job (server/coordinator_elastic.cc). Workers read the key at
+// every evaluation round, every 2 s while training (progress reports), and at
+// the end. A worker that finds itself the lead opens --metrics_out (appending:
+// the old lead's lines stay) and from then on does what worker 0 did:
+//   - evaluation rounds: an earlier round the dead lead had not written
+//     (the lead records each one it wrote, "eval_done") is gathered at the
+//     new lead's next round, without the dead worker's part (a part still
+//     missing after 30 s skips that round, with a warning), so a round in
+//     flight is completed late or skipped, never waited for forever;
+//   - rounds past the end of another worker's training (this worker trains
+//     an adopted shard) do not wait for its part: each worker says
+//     "trained/<rank>" when its training ends; the final evaluation has a
+//     key of its own ("eval/final/"), not a round number;
+//   - the end: in an elastic job the other workers, their statistics
+//     stored, wait for the lead's "summary" key, asking every second whether
+//     they are the lead now; so a lead that dies during the final evaluation
+//     is replaced by one that gathers it and writes the summary.
+// Without --elastic_workers worker 0 is the lead and nothing is asked.
+#include <cmath>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/file_util.h"
+#include "worker/eval/eval_blob.h"
+#include "worker/eval/metrics.h"
+#include "worker/train_metrics.h"
+#include "worker/trainer.h"
+
+namespace pstrain::worker {
+namespace {
+
+constexpr absl::Duration kLeadPollInterval = absl::Seconds(2);
+constexpr absl::Duration kCatchUpTimeout = absl::Seconds(30);
+
+// Where the parts of an evaluation round are stored. The final round has a
+// key of its own: a worker that trained an adopted shard took more steps
+// (and counted more rounds) than the others.
+std::string EvalKey(int round, bool final_round) {
+  return final_round ? std::string("eval/final/") : absl::StrCat("eval/", round, "/");
+}
+
+double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
+
+bool Missing(const absl::Status& st) {
+  return st.code() == absl::StatusCode::kNotFound || st.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+// An integer stored under a key, or `otherwise` when the key is not set.
+absl::StatusOr<int> StoredInt(CoordinatorClient* coordinator, const std::string& key, int otherwise) {
+  auto b = coordinator->StoreGet(key, absl::ZeroDuration());
+  if (!b.ok()) {
+    if (Missing(b.status())) return otherwise;
+    return Annotate(b.status(), absl::StrCat("reading store key ", key));
+  }
+  std::string text(reinterpret_cast<const char*>(b->data()), b->size());
+  int v = 0;
+  if (!absl::SimpleAtoi(text, &v)) {
+    return absl::DataLossError(absl::StrCat("store key ", key, " holds no number: '", text, "'"));
+  }
+  return v;
+}
+
+// The "oracle_auc" number of a generator meta file, or NaN.
+double ReadOracleAuc(const std::string& path) {
+  if (path.empty()) return NAN;
+  auto text = ReadFileToString(path);
+  if (!text.ok()) {
+    spdlog::warn("cannot read {}: {}", path, text.status().ToString());
+    return NAN;
+  }
+  size_t k = text->find("\"oracle_auc\"");
+  if (k == std::string::npos) return NAN;
+  size_t colon = text->find(':', k);
+  if (colon == std::string::npos) return NAN;
+  return std::strtod(text->c_str() + colon + 1, nullptr);
+}
+
+}  // namespace
+
+absl::Status Trainer::LearnLead() {
+  auto b = coordinator_->StoreGet("lead", absl::ZeroDuration());
+  if (!b.ok() && !Missing(b.status())) return Annotate(b.status(), "asking who the lead worker is");
+  elastic_ = b.ok();
+  PS_ASSIGN_OR_RETURN(lead_, StoredInt(coordinator_, "lead", 0));
+  lead_checked_ = absl::Now();
+  if (elastic_ && lead_ != 0) spdlog::info("worker {} is the lead worker", lead_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Trainer::IsLead(bool now) {
+  if (lead_ == rank_) return true;  // never handed back
+  if (!elastic_ || (!now && absl::Now() - lead_checked_ < kLeadPollInterval)) return false;
+  PS_ASSIGN_OR_RETURN(int lead, StoredInt(coordinator_, "lead", lead_));
+  lead_checked_ = absl::Now();
+  if (lead != lead_ && lead == rank_) {
+    spdlog::warn("worker {} was dropped: this worker (worker {}) is the lead now; it gathers the "
+                 "evaluation, writes the summary{}{}",
+                 lead_, rank_, options_.metrics_out.empty() ? "" : " and appends to " + options_.metrics_out,
+                 options_.save_model.empty() ? "" : " and saves the model");
+    if (metrics_ != nullptr) PS_RETURN_IF_ERROR(metrics_->Attach(options_.metrics_out));
+  }
+  lead_ = lead;
+  return lead_ == rank_;
+}
+
+absl::Status Trainer::CatchUpRounds(int round, TrainResult* result) {
+  if (options_.eval_every_steps <= 0) return absl::OkStatus();
+  PS_ASSIGN_OR_RETURN(int done, StoredInt(coordinator_, "eval_done", -1));
+  for (int r = std::max(done + 1, first_round_); r < round; ++r) {
+    // Round r was at step (r + 1) * every (see Run).
+    int64_t step = (static_cast<int64_t>(r) + 1) * options_.eval_every_steps;
+    spdlog::warn("the evaluation at step {} was in flight when the lead worker died: gathering it "
+                 "here, without the dead worker's part",
+                 step);
+    absl::Status st = Collect(r, step, /*final_round=*/false, result, kCatchUpTimeout);
+    if (st.code() == absl::StatusCode::kDeadlineExceeded) {
+      spdlog::warn("skipping the evaluation at step {}: a part is still missing ({})", step,
+                   st.ToString());
+      continue;
+    }
+    PS_RETURN_IF_ERROR(st);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::FinishRun(int64_t clock, int final_round, TrainResult* result) {
+  PS_RETURN_IF_ERROR(StoreStats(*result));
+  while (true) {
+    PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
+    if (lead) {
+      if (!options_.eval_data.empty() && !final_collected_) {
+        // The lead died during the final evaluation: gather it here.
+        PS_RETURN_IF_ERROR(CatchUpRounds(final_round, result));
+        PS_RETURN_IF_ERROR(Collect(final_round, clock, /*final_round=*/true, result, absl::Hours(1)));
+        final_collected_ = true;
+      }
+      if (!options_.save_model.empty()) PS_RETURN_IF_ERROR(SaveModel(clock));
+      PS_RETURN_IF_ERROR(WriteSummary(*result));
+      if (elastic_) PS_RETURN_IF_ERROR(coordinator_->StoreSet("summary", Buffer::FromString("1")));
+      return absl::OkStatus();
+    }
+    if (!elastic_) return absl::OkStatus();
+    if (options_.recover_epoch != nullptr && options_.recover_epoch->load() > kv_->layout().epoch) {
+      return absl::AbortedError("a server failed while the lead worker wrote the summary: the "
+                                "cluster rolls back to its latest checkpoint");
+    }
+    // Wait for the lead's summary, ready to take over if it dies first.
+    auto written = coordinator_->StoreGet("summary", absl::Seconds(1));
+    if (written.ok()) return absl::OkStatus();
+    if (!Missing(written.status())) return Annotate(written.status(), "waiting for the summary");
+  }
+}
+
+absl::StatusOr<std::optional<Buffer>> Trainer::FromWorker(const std::string& key, int w,
+                                                          bool final_round, absl::Duration timeout) {
+  absl::Time until = absl::Now() + timeout;
+  for (bool first = true;; first = false) {
+    // A first look without waiting: a dead worker's part is not waited for
+    // a second in every round.
+    absl::Duration wait = first ? absl::ZeroDuration()
+                                : std::min(absl::Seconds(1), std::max(absl::ZeroDuration(), until - absl::Now()));
+    auto b = coordinator_->StoreGet(key + std::to_string(w), wait);
+    if (b.ok()) return std::optional<Buffer>(*std::move(b));
+    if (b.status().code() != absl::StatusCode::kDeadlineExceeded &&
+        b.status().code() != absl::StatusCode::kNotFound) {
+      return b.status();
+    }
+    if (absl::Now() >= until) return b.status();
+    // A dead worker's part comes from its adopter (final evaluation and
+    // summary), or not at all.
+    if (coordinator_->StoreGet(absl::StrCat("dead/", w), absl::ZeroDuration()).ok() &&
+        !(final_round && coordinator_->StoreGet(absl::StrCat("adopted/", w), absl::ZeroDuration()).ok())) {
+      spdlog::warn("worker {} died: {} without its part", w, key);
+      return std::optional<Buffer>();
+    }
+    // Elastic: a round past the end of worker w's training (this worker
+    // trains an adopted shard) has no part of w. It stores its last part
+    // before it says it has trained: one more look finds that.
+    if (!final_round && elastic_ &&
+        coordinator_->StoreGet(absl::StrCat("trained/", w), absl::ZeroDuration()).ok()) {
+      auto last = coordinator_->StoreGet(key + std::to_string(w), absl::ZeroDuration());
+      if (last.ok()) return std::optional<Buffer>(*std::move(last));
+      spdlog::info("worker {} has finished training: {} without its part", w, key);
+      return std::optional<Buffer>();
+    }
+  }
+}
+
+absl::Status Trainer::Gather(int round, const std::vector<float>& probs,
+                             const std::vector<float>& labels, TrainResult* result, int64_t clock,
+                             bool final_round, int shard) {
+  std::string key = EvalKey(round, final_round);
+  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(shard), EncodeEvalBlob(probs, labels)));
+  if (shard != rank_) return absl::OkStatus();
+  PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
+  if (!lead) return absl::OkStatus();
+  if (elastic_) PS_RETURN_IF_ERROR(CatchUpRounds(round, result));
+  PS_RETURN_IF_ERROR(Collect(round, clock, final_round, result, absl::Hours(1)));
+  if (final_round) final_collected_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainResult* result,
+                              absl::Duration timeout) {
+  std::string key = EvalKey(round, final_round);
+  std::vector<float> all_probs, all_labels;
+  for (int w = 0; w < num_workers_; ++w) {
+    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, final_round, timeout));
+    if (!part) continue;
+    PS_RETURN_IF_ERROR(AppendEvalBlob(*part, absl::StrCat("worker ", w), &all_probs, &all_labels));
+  }
+  BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
+  result->eval_auc = m.auc;
+  result->eval_logloss = m.logloss;
+  result->eval_accuracy = m.accuracy;
+  result->eval_rows = m.count;
+  if (options_.train_metrics != nullptr) options_.train_metrics->OnEval(clock, m.auc, m.logloss);
+  spdlog::info("eval at step {}: AUC {:.4f}, logloss {:.4f}, accuracy {:.4f} over {} rows", clock,
+               m.auc, m.logloss, m.accuracy, m.count);
+  JsonLine line;
+  line.Add("event", "eval")
+      .Add("step", clock)
+      .Add("eval_auc", m.auc)
+      .Add("eval_logloss", m.logloss)
+      .Add("eval_accuracy", m.accuracy)
+      .Add("eval_rows", m.count)
+      .Add("elapsed_seconds", Seconds(process_start_));
+  metrics_->Write(line);
+  if (elastic_ && !final_round) {
+    // A lead that takes over from this one gathers only the rounds after.
+    PS_RETURN_IF_ERROR(coordinator_->StoreSet("eval_done", Buffer::FromString(std::to_string(round))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::StoreStats(const TrainResult& result) {
+  std::string key = "stats/";
+  double mine[2] = {static_cast<double>(result.samples + options_.samples_before),
+                    result.train_seconds};
+  std::string blob(sizeof(mine), '\0');
+  std::memcpy(blob.data(), mine, sizeof(mine));
+  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(rank_), Buffer::FromString(std::move(blob))));
+  for (const AdoptedShard& a : adopted_) {
+    // What the dead worker had trained, for the job's total (its rows
+    // trained here are in this worker's samples).
+    double theirs[2] = {static_cast<double>(a.its_samples), 0};
+    std::string t(sizeof(theirs), '\0');
+    std::memcpy(t.data(), theirs, sizeof(theirs));
+    PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(a.rank), Buffer::FromString(std::move(t))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::WriteSummary(const TrainResult& result) {
+  std::string key = "stats/";
+  double samples = 0, seconds = 0;
+  for (int w = 0; w < num_workers_; ++w) {
+    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, /*final_round=*/true, absl::Minutes(10)));
+    if (!part) continue;
+    const Buffer& b = *part;
+    if (b.size() != 2 * sizeof(double)) return absl::DataLossError("malformed worker stats");
+    double v[2];
+    std::memcpy(v, b.data(), sizeof(v));
+    samples += v[0];
+    seconds = std::max(seconds, v[1]);
+  }
+  double rate = seconds > 0 ? samples / seconds : 0;
+  double oracle = ReadOracleAuc(options_.eval_meta);
+  double wall = Seconds(process_start_);
+  const bool evaluated = !options_.eval_data.empty();  // else the eval fields are null
+  JsonLine line;
+  line.Add("event", "summary")
+      .Add("model", options_.model.name)
+      .Add("workers", num_workers_)
+      .Add("steps", result.steps)
+      .Add("train_samples", static_cast<int64_t>(samples))
+      .Add("eval_auc", evaluated ? result.eval_auc : NAN)
+      .Add("oracle_auc", oracle)
+      .Add("eval_logloss", evaluated ? result.eval_logloss : NAN)
+      .Add("eval_accuracy", evaluated ? result.eval_accuracy : NAN)
+      .Add("samples_per_sec", rate)
+      .Add("wall_seconds", wall)
+      .Add("compute_seconds", result.compute_seconds)
+      .Add("wait_seconds", result.wait_seconds)
+      .Add("data_seconds", result.data_seconds);
+  metrics_->Write(line);
+  std::string oracle_text = std::isfinite(oracle) ? absl::StrFormat(" (oracle %.4f)", oracle) : "";
+  std::printf("RESULT model=%s eval_auc=%.4f%s eval_logloss=%.4f samples/s=%.0f wall=%.1fs\n",
+              options_.model.name.c_str(), result.eval_auc, oracle_text.c_str(),
+              result.eval_logloss, rate, wall);
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain::worker
