@@ -227,15 +227,7 @@ absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainR
   if (options_.train_metrics != nullptr) options_.train_metrics->OnEval(clock, m.auc, m.logloss);
   spdlog::info("eval at step {}: AUC {:.4f}, logloss {:.4f}, accuracy {:.4f} over {} rows", clock,
                m.auc, m.logloss, m.accuracy, m.count);
-  JsonLine line;
-  line.Add("event", "eval")
-      .Add("step", clock)
-      .Add("eval_auc", m.auc)
-      .Add("eval_logloss", m.logloss)
-      .Add("eval_accuracy", m.accuracy)
-      .Add("eval_rows", m.count)
-      .Add("elapsed_seconds", Seconds(process_start_));
-  metrics_->Write(line);
+  metrics_->Write(EvalEventLine(clock, m, Seconds(process_start_)));
   if (elastic_ && !final_round) {
     // A lead that takes over from this one gathers only the rounds after.
     PS_RETURN_IF_ERROR(coordinator_->StoreSet("eval_done", Buffer::FromString(std::to_string(round))));

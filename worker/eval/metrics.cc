@@ -104,4 +104,16 @@ void MetricsAccumulator::Reset() {
 
 BinaryMetrics MetricsAccumulator::Compute() const { return ComputeBinaryMetrics(probs_, labels_); }
 
+JsonLine EvalEventLine(int64_t step, const BinaryMetrics& m, double elapsed_seconds) {
+  JsonLine line;
+  line.Add("event", "eval")
+      .Add("step", step)
+      .Add("eval_auc", m.auc)
+      .Add("eval_logloss", m.logloss)
+      .Add("eval_accuracy", m.accuracy)
+      .Add("eval_rows", m.count)
+      .Add("elapsed_seconds", elapsed_seconds);
+  return line;
+}
+
 }  // namespace pstrain::worker

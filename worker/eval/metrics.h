@@ -11,6 +11,8 @@
 #include <span>
 #include <vector>
 
+#include "common/json_line.h"
+
 namespace pstrain::worker {
 
 // Exact ROC AUC in O(n log n): the probability that a random positive row
@@ -39,6 +41,10 @@ struct BinaryMetrics {
 };
 
 BinaryMetrics ComputeBinaryMetrics(std::span<const float> probs, std::span<const float> labels);
+
+// The metrics file's line for an evaluation at training step `step`:
+// {"event":"eval","step",...,"eval_auc","eval_logloss","eval_accuracy","eval_rows","elapsed_seconds"}.
+JsonLine EvalEventLine(int64_t step, const BinaryMetrics& m, double elapsed_seconds);
 
 // Collects (probability, label) pairs batch by batch, then computes the
 // exact metrics over everything added.

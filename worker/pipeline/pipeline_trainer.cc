@@ -439,15 +439,7 @@ absl::Status PipelineTrainer::EndEvalRound(int round, int64_t clock) {
       "eval at step {}: AUC {:.4f}, logloss {:.4f}, accuracy {:.4f} "
       "over {} rows",
       clock, m.auc, m.logloss, m.accuracy, m.count);
-  JsonLine line;
-  line.Add("event", "eval")
-      .Add("step", clock)
-      .Add("eval_auc", m.auc)
-      .Add("eval_logloss", m.logloss)
-      .Add("eval_accuracy", m.accuracy)
-      .Add("eval_rows", m.count)
-      .Add("elapsed_seconds", Seconds(process_start_));
-  metrics_->Write(line);
+  metrics_->Write(EvalEventLine(clock, m, Seconds(process_start_)));
   return absl::OkStatus();
 }
 
