@@ -21,12 +21,8 @@ inline void ExpectStepGradientsMatchFiniteDifferences(const ModelOptions& option
   std::mt19937 rng(3);
   // Multi-hot bags over few ids: rows repeat within and across samples.
   Batch batch = RandomBatch(6, 3, 3, 3, 4, rng);
-  BatchPlan plan;
-  model.Plan(batch, &plan);
-  LocalParams store(model, 0.5f);
-  ParamRefs params;
-  GradRefs grads;
-  store.Bind(plan, &params, &grads);
+  LocalStep step(model, batch, 0.5f);
+  auto& [plan, store, params, grads] = step;
   auto out = model.TrainStep(batch, plan, params, &grads);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->num_samples, 6);

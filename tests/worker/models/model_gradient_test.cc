@@ -14,7 +14,7 @@
 namespace pstrain::worker {
 namespace {
 
-using testing::LocalParams;
+using testing::LocalStep;
 using testing::RandomBatch;
 using testing::TinyOptions;
 
@@ -30,12 +30,8 @@ TEST_P(ModelGradientTest, PredictAgreesWithTrainStepLoss) {
   Model& model = **model_or;
   std::mt19937 rng(4);
   Batch batch = RandomBatch(21, 3, 3, 2, 50, rng);
-  BatchPlan plan;
-  model.Plan(batch, &plan);
-  LocalParams store(model, 0.5f);
-  ParamRefs params;
-  GradRefs grads;
-  store.Bind(plan, &params, &grads);
+  LocalStep step(model, batch, 0.5f);
+  auto& [plan, store, params, grads] = step;
   auto out = model.TrainStep(batch, plan, params, &grads);
   ASSERT_TRUE(out.ok()) << out.status();
   std::vector<float> probs(batch.size);

@@ -155,6 +155,21 @@ class LocalParams {
   std::vector<std::vector<float>> grads_;
 };
 
+// `model` planned on `batch`, with parameters from a LocalParams (drawn
+// U(-scale, scale)) bound for a step. Use as
+//   LocalStep step(model, batch, 0.5f);
+//   auto& [plan, store, params, grads] = step;
+struct LocalStep {
+  LocalStep(const Model& model, const Batch& batch, float scale) : store(model, scale) {
+    model.Plan(batch, &plan);
+    store.Bind(plan, &params, &grads);
+  }
+  BatchPlan plan;
+  LocalParams store;
+  ParamRefs params;
+  GradRefs grads;
+};
+
 // Tiny shapes for gradient checks.
 inline ModelOptions TinyOptions(const std::string& name) {
   ModelOptions o;

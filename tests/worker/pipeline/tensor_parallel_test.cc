@@ -27,6 +27,7 @@ namespace pstrain::worker {
 namespace {
 
 using testing::LocalParams;
+using testing::LocalStep;
 using testing::RandomBatch;
 using testing::RelativeError;
 using testing::StageNode;
@@ -134,12 +135,8 @@ TEST_P(TensorParallelEquivalenceTest, PushedGradientsAndUpdateEqualTheUnsplitMod
   Batch global = RandomBatch(rows, 3, 3, 3, 5, rng);
 
   // The unsplit model on the whole batch.
-  BatchPlan ref_plan;
-  model.Plan(global, &ref_plan);
-  LocalParams ref_store(model, 0.5f);
-  ParamRefs ref_params;
-  GradRefs ref_grads;
-  ref_store.Bind(ref_plan, &ref_params, &ref_grads);
+  LocalStep ref_step(model, global, 0.5f);
+  auto& [ref_plan, ref_store, ref_params, ref_grads] = ref_step;
   auto ref = model.TrainStep(global, ref_plan, ref_params, &ref_grads);
   ASSERT_TRUE(ref.ok()) << ref.status();
 
