@@ -106,9 +106,7 @@ TEST(Elastic, DroppedWorkerIsReadmittedAtAStepNoServerPassedAndBspWaitsForItAgai
   absl::SleepFor(absl::Milliseconds(300));  // they train a few steps alone
 
   Returned r = ComeBack(*c);
-  TestWorker& back = r.worker;
-  const auto& layout = r.layout;
-  const auto& rejoin = r.rejoin;
+  auto& [back, layout, rejoin] = r;
   ASSERT_TRUE(layout.ok()) << layout.status();
   ASSERT_TRUE(rejoin.ok()) << rejoin.status();
   ASSERT_EQ(rejoin->state, proto::RejoinState::kResume);
@@ -146,9 +144,7 @@ TEST(Elastic, WorkerReadmittedAfterTheOthersFinishedTrainsAlone) {
   }
   for (auto& t : others) t.join();
   Returned r = ComeBack(*c);
-  TestWorker& back = r.worker;
-  const auto& layout = r.layout;
-  const auto& rejoin = r.rejoin;
+  auto& [back, layout, rejoin] = r;
   ASSERT_TRUE(layout.ok()) << layout.status();
   ASSERT_TRUE(rejoin.ok()) << rejoin.status();
   ASSERT_EQ(rejoin->state, proto::RejoinState::kResume);
@@ -168,9 +164,8 @@ TEST(Elastic, WorkerReturningAfterItsShardWasAdoptedIsToldItHasNothingToTrain) {
   ASSERT_TRUE(claim.ok()) << claim.status();
   ASSERT_EQ(claim->rank, 2);
   Returned r = ComeBack(*c);
-  TestWorker& back = r.worker;
-  const auto& rejoin = r.rejoin;
-  ASSERT_TRUE(r.layout.ok()) << r.layout.status();
+  auto& [back, layout, rejoin] = r;
+  ASSERT_TRUE(layout.ok()) << layout.status();
   ASSERT_TRUE(rejoin.ok()) << rejoin.status();
   EXPECT_EQ(rejoin->state, proto::RejoinState::kAdopted);
   EXPECT_EQ(rejoin->adopter, 0);
