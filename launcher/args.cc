@@ -54,6 +54,13 @@ absl::Status Expand(const std::vector<std::string>& argv, int depth, std::vector
 
 }  // namespace
 
+bool WantsHelp(const std::vector<std::string>& argv) {
+  for (const std::string& a : argv) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::vector<Arg>> ParseArgs(const std::vector<std::string>& argv) {
   std::vector<Arg> out;
   PS_RETURN_IF_ERROR(Expand(argv, 0, &out));

@@ -25,6 +25,9 @@ struct Arg {
 // comments).
 absl::StatusOr<std::vector<Arg>> ParseArgs(const std::vector<std::string>& argv);
 
+// True when `argv` asks for help: --help or -h anywhere in it.
+bool WantsHelp(const std::vector<std::string>& argv);
+
 // A subcommand's own flags: each known name with its default and help.
 class FlagSet {
  public:

@@ -22,17 +22,15 @@ int RunGen(const std::vector<std::string>& argv) {
       .Define("sparse_fields", "26", "Categorical columns.")
       .Define("zipf", "1.1", "Zipf exponent of the categorical values.")
       .Define("positive_rate", "0.25", "Target click rate.");
-  for (const std::string& a : argv) {
-    if (a == "--help" || a == "-h") {
-      std::printf(
-          "usage: pstrain gen --rows=N --out=FILE [--seed=K] [--first_row=R]\n\n"
-          "Writes synthetic click data (label, 13 integer, 26 categorical columns) drawn from a\n"
-          "hidden teacher: per-value weights, non-linear effects of the integers, and pairwise\n"
-          "interactions between fields that a linear model cannot express. Prints the teacher's\n"
-          "oracle AUC on the rows written: the best any model can do on this file.\n\n%s",
-          flags.Help().c_str());
-      return 0;
-    }
+  if (WantsHelp(argv)) {
+    std::printf(
+        "usage: pstrain gen --rows=N --out=FILE [--seed=K] [--first_row=R]\n\n"
+        "Writes synthetic click data (label, 13 integer, 26 categorical columns) drawn from a\n"
+        "hidden teacher: per-value weights, non-linear effects of the integers, and pairwise\n"
+        "interactions between fields that a linear model cannot express. Prints the teacher's\n"
+        "oracle AUC on the rows written: the best any model can do on this file.\n\n%s",
+        flags.Help().c_str());
+    return 0;
   }
   auto args = ParseArgs(argv);
   absl::Status st = args.status();

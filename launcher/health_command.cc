@@ -73,16 +73,14 @@ int RunHealth(const std::vector<std::string>& argv) {
       .Define("key_name", "cluster",
               "With --auth=curve: the key pair to use, NAME.key in --keys_dir (a client key "
               "made by pstrain keygen --client NAME will do).");
-  for (const std::string& a : argv) {
-    if (a == "--help" || a == "-h") {
-      std::printf(
-          "usage: pstrain health --endpoint=tcp://HOST:PORT [--timeout=SECONDS]\n\n"
-          "Sends one Ping to a pstrain node (coordinator, server, worker). Exit code 0: it\n"
-          "answered OK within the timeout; 1: it did not (unreachable, too slow, or an error\n"
-          "reply); 2: bad flags. Meant for container healthchecks and readiness probes.\n\n%s",
-          flags.Help().c_str());
-      return 0;
-    }
+  if (WantsHelp(argv)) {
+    std::printf(
+        "usage: pstrain health --endpoint=tcp://HOST:PORT [--timeout=SECONDS]\n\n"
+        "Sends one Ping to a pstrain node (coordinator, server, worker). Exit code 0: it\n"
+        "answered OK within the timeout; 1: it did not (unreachable, too slow, or an error\n"
+        "reply); 2: bad flags. Meant for container healthchecks and readiness probes.\n\n%s",
+        flags.Help().c_str());
+    return 0;
   }
   auto args = ParseArgs(argv);
   absl::Status st = args.status();

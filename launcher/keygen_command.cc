@@ -15,20 +15,18 @@ int RunKeygen(const std::vector<std::string>& argv) {
               "Make an extra client key pair NAME.key instead, and add its public key to "
               "authorized_keys (the cluster keys must exist).")
       .Define("force", "false", "Replace existing keys (nodes using the old ones lose access).");
-  for (const std::string& a : argv) {
-    if (a == "--help" || a == "-h") {
-      std::printf(
-          "usage: pstrain keygen --out DIR [--client NAME] [--force]\n\n"
-          "Makes the CURVE keys of a cluster for --auth=curve --keys_dir=DIR:\n"
-          "  DIR/cluster.key      the key pair every node uses (mode 0600: keep it secret)\n"
-          "  DIR/cluster.pub      its public key, for hosts that only connect\n"
-          "  DIR/authorized_keys  the public keys admitted, one per line\n"
-          "With --client NAME: DIR/NAME.key, a key pair of its own for a tool or probe\n"
-          "(e.g. pstrain health --key_name=NAME), its public key added to authorized_keys.\n"
-          "Existing keys are not overwritten without --force.\n\n%s",
-          flags.Help().c_str());
-      return 0;
-    }
+  if (WantsHelp(argv)) {
+    std::printf(
+        "usage: pstrain keygen --out DIR [--client NAME] [--force]\n\n"
+        "Makes the CURVE keys of a cluster for --auth=curve --keys_dir=DIR:\n"
+        "  DIR/cluster.key      the key pair every node uses (mode 0600: keep it secret)\n"
+        "  DIR/cluster.pub      its public key, for hosts that only connect\n"
+        "  DIR/authorized_keys  the public keys admitted, one per line\n"
+        "With --client NAME: DIR/NAME.key, a key pair of its own for a tool or probe\n"
+        "(e.g. pstrain health --key_name=NAME), its public key added to authorized_keys.\n"
+        "Existing keys are not overwritten without --force.\n\n%s",
+        flags.Help().c_str());
+    return 0;
   }
   auto args = ParseArgs(argv);
   absl::Status st = args.status();

@@ -93,11 +93,9 @@ int RunLocal(const std::vector<std::string>& argv) {
       .Define("max_restarts", "3", "With --restart_failed: restarts allowed per process.")
       .Define("server_threads", "1", "Executor threads per server (pstrain_server --server_threads).")
       .Define("help", "false", "Show this help.");
-  for (const std::string& a : argv) {
-    if (a == "--help" || a == "-h") {
-      Usage(flags);
-      return 0;
-    }
+  if (WantsHelp(argv)) {
+    Usage(flags);
+    return 0;
   }
   auto args = ParseArgs(argv);
   if (!args.ok()) {

@@ -216,17 +216,15 @@ int RunPlan(const std::vector<std::string>& argv) {
       .Define("json", "false", "Print JSON instead of the table.")
       .Define("bin_dir", "", "Folder with the pstrain binaries (default: next to pstrain).")
       .Define("help", "false", "Show this help.");
-  for (const std::string& a : argv) {
-    if (a == "--help" || a == "-h") {
-      std::printf(
-          "usage: pstrain plan --workers=N [--device_memory=GB] [--bandwidth=GBps] "
-          "[--trial_steps=K] [--json] [worker flags: --model, --batch_size, ... or "
-          "--flagfile=F]\n\nLists the layouts of --mode=pipeline (R x P x T workers, M "
-          "micro-batches) with estimated memory and traffic; with --trial_steps, runs the best "
-          "under `pstrain local`.\n\n%s",
-          flags.Help().c_str());
-      return 0;
-    }
+  if (WantsHelp(argv)) {
+    std::printf(
+        "usage: pstrain plan --workers=N [--device_memory=GB] [--bandwidth=GBps] "
+        "[--trial_steps=K] [--json] [worker flags: --model, --batch_size, ... or "
+        "--flagfile=F]\n\nLists the layouts of --mode=pipeline (R x P x T workers, M "
+        "micro-batches) with estimated memory and traffic; with --trial_steps, runs the best "
+        "under `pstrain local`.\n\n%s",
+        flags.Help().c_str());
+    return 0;
   }
   auto args = ParseArgs(argv);
   if (!args.ok()) {

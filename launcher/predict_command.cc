@@ -14,16 +14,14 @@ int RunPredict(const std::vector<std::string>& argv) {
       .Define("data", "", "Rows to score: comma-separated paths or globs, in the training format.")
       .Define("out", "", "Write one click probability per line here (optional).")
       .Define("batch_size", "4096", "Rows per batch.");
-  for (const std::string& a : argv) {
-    if (a == "--help" || a == "-h") {
-      std::printf(
-          "usage: pstrain predict --model=DIR --data=FILES [--out=SCORES]\n\n"
-          "Scores every row of FILES with the exported model in DIR (no cluster needed),\n"
-          "writes the probabilities to SCORES and prints AUC and log loss against the\n"
-          "files' labels.\n\n%s",
-          flags.Help().c_str());
-      return 0;
-    }
+  if (WantsHelp(argv)) {
+    std::printf(
+        "usage: pstrain predict --model=DIR --data=FILES [--out=SCORES]\n\n"
+        "Scores every row of FILES with the exported model in DIR (no cluster needed),\n"
+        "writes the probabilities to SCORES and prints AUC and log loss against the\n"
+        "files' labels.\n\n%s",
+        flags.Help().c_str());
+    return 0;
   }
   auto args = ParseArgs(argv);
   absl::Status st = args.status();
