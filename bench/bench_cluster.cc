@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
 #include "common/zmq_transport.h"
 #include "proto_msgs/codec.h"
 
@@ -12,20 +13,35 @@ namespace {
 constexpr char kLoopback[] = "tcp://127.0.0.1:0";
 constexpr absl::Duration kSetupTimeout = absl::Seconds(60);
 
-std::unique_ptr<Transport> MakeTransport(const std::string& name, const StackOptions& stack) {
+std::unique_ptr<Transport> MakeTransport(const std::string& name, const StackOptions& stack,
+                                         std::vector<int> cpus = {}) {
   ZmqTransportOptions o;
   o.name = name;
   o.batch_io_thread = stack.batch_io_thread;
   o.socket_buffer_bytes = stack.socket_buffer_bytes;
+  o.cpus = std::move(cpus);
   return std::make_unique<ZmqTransport>(o);
+}
+
+// The first (servers) or second (workers) half of the process's CPUs.
+std::vector<int> HalfOfCpus(const StackOptions& stack, bool second) {
+  if (!stack.pin_nodes) return {};
+  std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() < 2) return {};
+  const size_t half = cpus.size() / 2;
+  return second ? std::vector<int>(cpus.begin() + half, cpus.end())
+                : std::vector<int>(cpus.begin(), cpus.begin() + half);
 }
 
 }  // namespace
 
+std::vector<int> ServerCpus(const StackOptions& stack) { return HalfOfCpus(stack, false); }
+std::vector<int> WorkerCpus(const StackOptions& stack) { return HalfOfCpus(stack, true); }
+
 absl::StatusOr<std::unique_ptr<RpcNode>> StartWorkerNode(const std::string& name,
                                                          const StackOptions& stack,
                                                          std::string* endpoint) {
-  auto node = std::make_unique<RpcNode>(MakeTransport(name, stack));
+  auto node = std::make_unique<RpcNode>(MakeTransport(name, stack, WorkerCpus(stack)));
   PS_ASSIGN_OR_RETURN(*endpoint, node->Bind(kLoopback));
   RpcNode* raw = node.get();
   PS_RETURN_IF_ERROR(node->Start([raw](RpcRequest&& req) {
@@ -69,7 +85,8 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> BenchCluster::Start(
       so.http_host = "127.0.0.1";
     }
     PS_ASSIGN_OR_RETURN(auto ps, server::ParameterServer::Create(
-                                     so, MakeTransport(absl::StrCat("server", s), options.stack)));
+                                     so, MakeTransport(absl::StrCat("server", s), options.stack,
+                                                       ServerCpus(options.stack))));
     c->servers_.push_back(std::move(ps));
   }
   for (int s = 0; s < options.servers; ++s) {
@@ -78,6 +95,7 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> BenchCluster::Start(
     c->server_threads_.emplace_back([ps, out] { *out = ps->Run(); });
   }
 
+  c->worker_cpus_ = WorkerCpus(options.stack);
   c->workers_.resize(options.local_workers);
   std::vector<absl::Status> status(options.local_workers);
   std::vector<std::thread> threads;
@@ -109,6 +127,7 @@ absl::Status BenchCluster::StartWorker(int rank, const BenchClusterOptions& opti
   worker::KvClientOptions ko;
   ko.rank = w->coord->rank();
   ko.request_timeout = absl::Seconds(60);
+  ko.push_partition_bytes = options.stack.push_partition_bytes;
   w->kv = std::make_unique<worker::KvClient>(w->node.get(), layout, servers, ko);
   return absl::OkStatus();
 }

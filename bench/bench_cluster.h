@@ -30,7 +30,16 @@ struct StackOptions {
   bool batch_io_thread = false;
   int socket_buffer_bytes = 0;
   int server_threads = 1;  // ServerOptions::threads of every server
+  // Pins the servers' I/O threads to one half of the process's CPUs and the
+  // workers' to the other half, as if they ran on two hosts (off when the
+  // process has fewer than 2 CPUs). See common/cpu_affinity.h.
+  bool pin_nodes = false;
+  uint64_t push_partition_bytes = 1 << 20;  // KvClientOptions of every worker
 };
+
+// The CPUs the servers' / workers' threads are pinned to (empty: unpinned).
+std::vector<int> ServerCpus(const StackOptions& stack);
+std::vector<int> WorkerCpus(const StackOptions& stack);
 
 struct BenchClusterOptions {
   int servers = 1;
@@ -54,6 +63,8 @@ class BenchCluster {
   int num_local_workers() const { return static_cast<int>(workers_.size()); }
   server::ParameterServer& server(int s) { return *servers_[s]; }
   int num_servers() const { return static_cast<int>(servers_.size()); }
+  // Where the threads that use kv() should run (empty: anywhere).
+  const std::vector<int>& worker_cpus() const { return worker_cpus_; }
 
   // Reports the local workers done and waits for the job to end (the
   // coordinator stops the servers once every worker is done).
@@ -77,6 +88,7 @@ class BenchCluster {
   std::vector<std::thread> server_threads_;
   std::vector<absl::Status> server_status_;
   std::vector<Worker> workers_;
+  std::vector<int> worker_cpus_;
   bool finished_ = false;
 };
 

@@ -17,23 +17,36 @@ namespace {
 
 int ServersOr(const BenchOptions& o, int fallback) { return o.servers > 0 ? o.servers : fallback; }
 
-JsonLine ZmqLine(size_t bytes, double gbps, Latencies& lat, int contexts) {
+// The raw baseline's options: pinned like the stack's two halves with
+// --zmq_pinned.
+ZmqBenchOptions Baseline(const BenchOptions& o, size_t bytes, double seconds) {
+  ZmqBenchOptions zo{bytes, seconds, o.zmq_contexts, {}, {}};
+  if (o.zmq_pinned) {
+    StackOptions pinned;
+    pinned.pin_nodes = true;
+    zo.server_cpus = ServerCpus(pinned);
+    zo.client_cpus = WorkerCpus(pinned);
+  }
+  return zo;
+}
+
+JsonLine ZmqLine(const BenchOptions& o, size_t bytes, double gbps, Latencies& lat) {
   JsonLine line;
   line.Add("bench", "zmq")
       .Add("bytes", static_cast<uint64_t>(bytes))
       .Add("gbps", gbps)
       .Add("p50_us", lat.Quantile(0.5))
       .Add("p99_us", lat.Quantile(0.99))
-      .Add("contexts", contexts)
+      .Add("contexts", o.zmq_contexts)
+      .Add("pinned", !Baseline(o, bytes, 0).client_cpus.empty())
       .Add("samples", static_cast<uint64_t>(lat.count()));
   return line;
 }
 
 absl::Status RunZmq(const BenchOptions& o) {
   for (size_t bytes : o.bytes) {
-    ZmqBenchOptions zo{bytes, o.seconds, o.zmq_contexts};
-    PS_ASSIGN_OR_RETURN(ZmqBenchResult r, RunZmqBench(zo));
-    PrintResult(ZmqLine(bytes, r.gbps, r.latency_us, o.zmq_contexts));
+    PS_ASSIGN_OR_RETURN(ZmqBenchResult r, RunZmqBench(Baseline(o, bytes, o.seconds)));
+    PrintResult(ZmqLine(o, bytes, r.gbps, r.latency_us));
   }
   return absl::OkStatus();
 }
@@ -56,7 +69,7 @@ absl::Status RunKvAt(const BenchOptions& o, size_t bytes) {
   for (int i = 0; i < rounds; ++i) {
     ZmqBenchResult z;
     if (o.kv_baseline) {
-      PS_ASSIGN_OR_RETURN(z, RunZmqBench(ZmqBenchOptions{bytes, slice, o.zmq_contexts}));
+      PS_ASSIGN_OR_RETURN(z, RunZmqBench(Baseline(o, bytes, slice)));
       zmq_gbps.push_back(z.gbps);
       zmq_lat.Append(z.latency_us);
     }
@@ -68,11 +81,13 @@ absl::Status RunKvAt(const BenchOptions& o, size_t bytes) {
   PS_RETURN_IF_ERROR(cluster->Finish());
   const double zg = Median(zmq_gbps), kg = Median(kv_gbps);
   const double zp50 = zmq_lat.Quantile(0.5), kp50 = kv_lat.Quantile(0.5);
-  if (o.kv_baseline) PrintResult(ZmqLine(bytes, zg, zmq_lat, o.zmq_contexts));
+  if (o.kv_baseline) PrintResult(ZmqLine(o, bytes, zg, zmq_lat));
   JsonLine line;
   line.Add("bench", "kv")
       .Add("servers", co.servers)
       .Add("server_threads", co.stack.server_threads)
+      .Add("pinned", !WorkerCpus(co.stack).empty())
+      .Add("push_partition_kb", co.stack.push_partition_bytes / 1024)
       .Add("workers", co.workers)
       .Add("bytes", static_cast<uint64_t>(bytes))
       .Add("gbps", kg)
@@ -107,6 +122,7 @@ absl::Status RunSparse(const BenchOptions& o) {
   line.Add("bench", "sparse")
       .Add("servers", co.servers)
       .Add("server_threads", co.stack.server_threads)
+      .Add("pinned", !WorkerCpus(co.stack).empty())
       .Add("workers", co.workers)
       .Add("ids", so.ids)
       .Add("dim", static_cast<int64_t>(so.dim))

@@ -21,6 +21,7 @@ struct BenchOptions {
   double seconds = 3.0;  // per result
   int rounds = 3;        // kv: alternations of zmq and kv runs
   int zmq_contexts = 2;
+  bool zmq_pinned = false;  // pin the zmq baseline as --pin_nodes pins the stack
   bool kv_baseline = true;       // kv: also run the zmq baseline (off: for profiling)
   StackOptions stack;            // transports of the stack (kv, sparse, train ps)
   SparseBenchOptions sparse;

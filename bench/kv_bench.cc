@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
 
 namespace pstrain::bench {
 namespace {
@@ -77,6 +78,7 @@ absl::StatusOr<KvBenchResult> RunKvBench(BenchCluster& cluster, const KvBenchOpt
   std::vector<std::thread> threads;
   for (int w = 0; w < W; ++w) {
     threads.emplace_back([&, w] {
+      if (!cluster.worker_cpus().empty()) (void)PinCurrentThread(cluster.worker_cpus());
       RunWorker(cluster.kv(w), floats, options.seconds, ready, W, &runs[w]);
     });
   }

@@ -27,6 +27,17 @@ ABSL_FLAG(int, zmq_contexts, 2,
 ABSL_FLAG(bool, kv_baseline, true, "kv: run the zmq baseline alongside (false: kv alone, for profiling).");
 ABSL_FLAG(bool, batch_io_thread, false,
           "Stack: run ZeroMQ's I/O threads under SCHED_BATCH (ZmqTransportOptions).");
+ABSL_FLAG(bool, pin_nodes, true,
+          "Stack (kv, sparse): pin the servers' I/O threads to one half of this process's CPUs "
+          "and the workers' (and the bench threads using them) to the other half, as if on two "
+          "hosts (pstrain_server/pstrain_worker --cpus, pstrain local --pin_cpus). Ignored with "
+          "fewer than 2 CPUs.");
+ABSL_FLAG(int, push_partition_kb, 1024,
+          "Stack: a server's share of a dense push larger than this travels in pieces of at most "
+          "this many KiB (pstrain_worker --push_partition_kb; 0: one message).");
+ABSL_FLAG(bool, zmq_pinned, true,
+          "zmq baseline (alone or next to kv): pin its server and client threads to the two "
+          "halves of the CPUs, the way --pin_nodes pins the stack, so that both run alike.");
 ABSL_FLAG(int, socket_buffer_bytes, 0,
           "Stack: SO_SNDBUF/SO_RCVBUF of its TCP connections (0: kernel autotuning).");
 ABSL_FLAG(int, server_threads, 1,
@@ -145,6 +156,14 @@ int main(int argc, char** argv) {
   o.kv_baseline = absl::GetFlag(FLAGS_kv_baseline);
   o.stack.batch_io_thread = absl::GetFlag(FLAGS_batch_io_thread);
   o.stack.socket_buffer_bytes = absl::GetFlag(FLAGS_socket_buffer_bytes);
+  o.stack.pin_nodes = absl::GetFlag(FLAGS_pin_nodes);
+  if (absl::GetFlag(FLAGS_push_partition_kb) < 0) {
+    spdlog::error("--push_partition_kb must not be negative");
+    return 2;
+  }
+  o.stack.push_partition_bytes =
+      uint64_t{1024} * static_cast<uint64_t>(absl::GetFlag(FLAGS_push_partition_kb));
+  o.zmq_pinned = absl::GetFlag(FLAGS_zmq_pinned);
   o.stack.server_threads = absl::GetFlag(FLAGS_server_threads);
   if (o.stack.server_threads < 1) {
     spdlog::error("--server_threads must be at least 1");

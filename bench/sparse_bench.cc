@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
 #include "common/hash.h"
 #include "worker/data/zipf.h"
 
@@ -113,7 +114,10 @@ absl::StatusOr<SparseBenchResult> RunSparseBench(BenchCluster& cluster,
   std::atomic<int> ready{0};
   std::vector<std::thread> threads;
   for (int w = 0; w < W; ++w) {
-    threads.emplace_back([&, w] { RunWorker(cluster.kv(w), options, w, ready, W, &runs[w]); });
+    threads.emplace_back([&, w] {
+      if (!cluster.worker_cpus().empty()) (void)PinCurrentThread(cluster.worker_cpus());
+      RunWorker(cluster.kv(w), options, w, ready, W, &runs[w]);
+    });
   }
   for (auto& t : threads) t.join();
   SparseBenchResult r;

@@ -171,7 +171,8 @@ absl::StatusOr<worker::TrainResult> TrainAgainst(const std::string& coordinator,
                                                  const TrainBenchOptions& options,
                                                  const std::vector<int>& server_metrics_ports,
                                                  TrainBenchResult* scraped) {
-  const StackOptions& stack = options.stack;
+  StackOptions stack = options.stack;
+  stack.pin_nodes = false;  // the trainer's threads are not pinned: nor is its node
   metrics::Registry registry;
   std::unique_ptr<worker::TrainMetrics> train_metrics;
   std::unique_ptr<http::HttpServer> http;
@@ -354,6 +355,7 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
   co.workers = 1;
   co.local_workers = 0;  // the Trainer below joins as worker 0
   co.stack = options.stack;
+  co.stack.pin_nodes = false;  // see above
   if (options.metrics_port != 0) {
     PS_ASSIGN_OR_RETURN(int port, MetricsPort(options, 0));
     co.server_metrics_ports.push_back(port);

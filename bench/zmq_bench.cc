@@ -10,6 +10,7 @@
 #include <zmq.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
 #include "common/zmq_check.h"
 
 namespace pstrain::bench {
@@ -54,31 +55,12 @@ absl::Status Serve(zmq::context_t& ctx, const std::vector<uint8_t>& reply,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<ZmqBenchResult> RunZmqBench(const ZmqBenchOptions& options) {
-  std::vector<uint8_t> request(options.bytes, 0x5a), reply(options.bytes, 0xa5);
-  auto client_ctx = std::make_unique<zmq::context_t>(1);
-  std::unique_ptr<zmq::context_t> server_ctx_owned;
-  zmq::context_t* server_ctx = client_ctx.get();
-  if (options.contexts >= 2) {
-    server_ctx_owned = std::make_unique<zmq::context_t>(1);
-    server_ctx = server_ctx_owned.get();
-  }
-  std::atomic<bool> stop{false}, bound{false};
-  std::string endpoint;
-  absl::Status server_status;
-  std::thread server([&] { server_status = Serve(*server_ctx, reply, stop, &endpoint, bound); });
-  while (!bound.load()) std::this_thread::yield();
-  if (endpoint.empty()) {
-    server.join();
-    return server_status;
-  }
-
-  ZmqBenchResult result;
-  absl::Status client_status;
+// The client: round trips of `request` until options.seconds have passed.
+absl::Status RunClient(zmq::context_t& ctx, const std::string& endpoint,
+                       const ZmqBenchOptions& options, const std::vector<uint8_t>& request,
+                       ZmqBenchResult* result) {
   try {
-    zmq::socket_t dealer(*client_ctx, zmq::socket_type::dealer);
+    zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::linger, 0);
     dealer.set(zmq::sockopt::sndhwm, 0);
     dealer.connect(endpoint);
@@ -95,15 +77,53 @@ absl::StatusOr<ZmqBenchResult> RunZmqBench(const ZmqBenchOptions& options) {
       const auto t0 = Clock::now();
       ok = round_trip();
       const auto t1 = Clock::now();
-      result.latency_us.Add(std::chrono::duration<double, std::micro>(t1 - t0).count());
-      ++result.iterations;
+      result->latency_us.Add(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      ++result->iterations;
       if (std::chrono::duration<double>(t1 - start).count() >= options.seconds) break;
     }
-    result.seconds = SecondsSince(start);
-    if (!ok) client_status = absl::InternalError("zmq bench: reply of the wrong size");
+    result->seconds = SecondsSince(start);
+    if (!ok) return absl::InternalError("zmq bench: reply of the wrong size");
   } catch (const zmq::error_t& e) {
-    client_status = internal::ZmqError(e, "zmq bench: round trip", __FILE__, __LINE__);
+    return internal::ZmqError(e, "zmq bench: round trip", __FILE__, __LINE__);
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ZmqBenchResult> RunZmqBench(const ZmqBenchOptions& options) {
+  std::vector<uint8_t> request(options.bytes, 0x5a), reply(options.bytes, 0xa5);
+  auto client_ctx = std::make_unique<zmq::context_t>(1);
+  std::unique_ptr<zmq::context_t> server_ctx_owned;
+  zmq::context_t* server_ctx = client_ctx.get();
+  if (options.contexts >= 2) {
+    server_ctx_owned = std::make_unique<zmq::context_t>(1);
+    server_ctx = server_ctx_owned.get();
+  }
+  std::atomic<bool> stop{false}, bound{false};
+  std::string endpoint;
+  absl::Status server_status;
+  if (options.contexts >= 2) {
+    for (int cpu : options.server_cpus) zmq_ctx_set(server_ctx->handle(), ZMQ_THREAD_AFFINITY_CPU_ADD, cpu);
+    for (int cpu : options.client_cpus) zmq_ctx_set(client_ctx->handle(), ZMQ_THREAD_AFFINITY_CPU_ADD, cpu);
+  }
+  std::thread server([&] {
+    if (!options.server_cpus.empty()) (void)PinCurrentThread(options.server_cpus);
+    server_status = Serve(*server_ctx, reply, stop, &endpoint, bound);
+  });
+  while (!bound.load()) std::this_thread::yield();
+  if (endpoint.empty()) {
+    server.join();
+    return server_status;
+  }
+
+  ZmqBenchResult result;
+  absl::Status client_status;
+  std::thread client([&] {
+    if (!options.client_cpus.empty()) (void)PinCurrentThread(options.client_cpus);
+    client_status = RunClient(*client_ctx, endpoint, options, request, &result);
+  });
+  client.join();
   stop = true;
   server.join();
   PS_RETURN_IF_ERROR(client_status);

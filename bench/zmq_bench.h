@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "bench/bench_util.h"
@@ -18,6 +19,9 @@ struct ZmqBenchOptions {
   // 2: client and server each have their own context (and I/O thread), as
   // two processes would; 1: one shared context.
   int contexts = 2;
+  // Pins the server thread (and, with 2 contexts, its I/O thread) and the
+  // client's to these CPUs (empty: unpinned), like the stack's --pin_nodes.
+  std::vector<int> server_cpus, client_cpus;
 };
 
 struct ZmqBenchResult {

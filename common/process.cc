@@ -15,6 +15,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,14 @@ namespace pstrain {
 
 std::vector<std::string> ParseFlagsWithEnv(int argc, char** argv, absl::string_view usage) {
   absl::SetProgramUsageMessage(usage);
+  // --help lists this project's flags (whichever file defines them), not
+  // only those of the file that has main(); Abseil's own stay in --helpfull.
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = [](absl::string_view path) {
+    return !absl::StrContains(path, "absl/");
+  };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  absl::SetFlagsUsageConfig(config);
   std::vector<std::string> from_env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     absl::string_view kv(*e);

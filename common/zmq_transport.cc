@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
 #include "common/security/curve_socket.h"
 #include "common/zmq_check.h"
 #include "common/zmq_transport_internal.h"
@@ -33,6 +34,13 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options)
   ev.data.u64 = kWakeTag;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, loop_.wake_fd(), &ev);
   context_.set(zmq::ctxopt::blocky, 0);
+  for (int cpu : options_.cpus) {
+    // Before the context starts its I/O thread (on the first socket).
+    if (zmq_ctx_set(context_.handle(), ZMQ_THREAD_AFFINITY_CPU_ADD, cpu) != 0) {
+      spdlog::warn("{}: cannot pin ZeroMQ's I/O thread to CPU {}: {}", options_.name, cpu,
+                   zmq_strerror(zmq_errno()));
+    }
+  }
   if (options_.batch_io_thread) {
     try {
       context_.set(zmq::ctxopt::thread_sched_policy, SCHED_BATCH);
@@ -98,7 +106,14 @@ absl::Status ZmqTransport::Start(MessageHandler on_message, SendFailureHandler o
   if (running_.exchange(true)) return absl::FailedPreconditionError("transport already started");
   on_message_ = std::move(on_message);
   on_send_failure_ = std::move(on_send_failure);
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    if (!options_.cpus.empty()) {
+      if (absl::Status st = PinCurrentThread(options_.cpus); !st.ok()) {
+        spdlog::warn("{}: I/O thread not pinned: {}", options_.name, st.ToString());
+      }
+    }
+    Run();
+  });
   return absl::OkStatus();
 }
 

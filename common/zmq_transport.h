@@ -63,6 +63,10 @@ struct ZmqTransportOptions {
   bool batch_io_thread = false;
   // SO_SNDBUF / SO_RCVBUF of TCP connections (0: the kernel's autotuning).
   int socket_buffer_bytes = 0;
+  // Runs the transport's thread and ZeroMQ's I/O thread on these CPUs only
+  // (empty: wherever the scheduler likes). For nodes sharing a process;
+  // a process of its own is pinned as a whole (--cpus, common/cpu_affinity.h).
+  std::vector<int> cpus;
 };
 
 class ZmqTransport final : public Transport, public CallerDrivenIo {

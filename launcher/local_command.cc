@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/cpu_affinity.h"
 #include "common/file_util.h"
 #include "common/process.h"
 #include "common/security/curve_keys.h"
@@ -92,6 +93,10 @@ int RunLocal(const std::vector<std::string>& argv) {
               "worker (other than 0) that dies too: the coordinator re-admits it.")
       .Define("max_restarts", "3", "With --restart_failed: restarts allowed per process.")
       .Define("server_threads", "1", "Executor threads per server (pstrain_server --server_threads).")
+      .Define("pin_cpus", "false",
+              "Run the servers on one half of this machine's CPUs and the workers on the other "
+              "(their --cpus), as if on two hosts: each reads what its I/O thread received from "
+              "its own cache. Off: the scheduler places every process.")
       .Define("help", "false", "Show this help.");
   if (WantsHelp(argv)) {
     Usage(flags);
@@ -245,12 +250,27 @@ int RunLocal(const std::vector<std::string>& argv) {
     if (a.name == "elastic_workers") elastic = !a.has_value || a.value == "true" || a.value == "1";
   }
   auto max_restarts = flags.GetInt("max_restarts");
+  // --pin_cpus: servers on the first half of the CPUs, workers on the rest.
+  std::string server_cpus, worker_cpus;
+  if (flags.GetBool("pin_cpus")) {
+    const std::vector<int> cpus = AllowedCpus();
+    if (cpus.size() < 2) {
+      Supervisor::Say("--pin_cpus: fewer than 2 CPUs, nothing pinned");
+    } else {
+      const auto half = static_cast<std::ptrdiff_t>(cpus.size() / 2);
+      server_cpus = "--cpus=" + FormatCpuList({cpus.begin(), cpus.begin() + half});
+      worker_cpus = "--cpus=" + FormatCpuList({cpus.begin() + half, cpus.end()});
+      Supervisor::Say(absl::StrCat("servers on CPUs ", server_cpus.substr(7), ", workers on ",
+                                   worker_cpus.substr(7)));
+    }
+  }
   for (int s = 0; s < *servers; ++s) {
     std::vector<std::string> a = {"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0",
                                   absl::StrCat("--rank=", s),
                                   absl::StrCat("--server_threads=", *server_threads)};
     a.insert(a.end(), all_args.begin(), all_args.end());
     for (const std::string& h : NodeHttpArgs(http_ports->server_metrics, s)) a.push_back(h);
+    if (!server_cpus.empty()) a.push_back(server_cpus);
     ChildSpec spec{absl::StrCat("server ", s), bin + "/pstrain_server", a};
     auto st = sup.Start(spec);
     if (!st.ok()) {
@@ -265,6 +285,7 @@ int RunLocal(const std::vector<std::string>& argv) {
     a.insert(a.end(), all_args.begin(), all_args.end());
     a.insert(a.end(), worker_args.begin(), worker_args.end());
     for (const std::string& h : NodeHttpArgs(http_ports->worker_metrics, w)) a.push_back(h);
+    if (!worker_cpus.empty()) a.push_back(worker_cpus);
     ChildSpec spec{absl::StrCat("worker ", w), bin + "/pstrain_worker", a};
     auto st = sup.Start(spec);
     if (!st.ok()) {

@@ -10,6 +10,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
@@ -30,6 +31,10 @@ int RunTrain(const std::vector<std::string>& args) {
                     "pstrain train --train_data=FILES [--eval_data=FILES] [worker flags]\n"
                     "Trains in one process: coordinator, one server and one worker as threads.");
   InitLogging("train", worker::LogLevelFlag());
+  if (absl::Status st = PinProcess(worker::CpusFlag()); !st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return 2;
+  }
   auto options = worker::WorkerOptionsFromFlags();
   if (!options.ok()) {
     spdlog::error("{}", options.status().ToString());

@@ -381,10 +381,16 @@ struct KvRequest {
   // Push: the worker has finished training; synchronous steps stop waiting
   // for it (after this push is counted).
   bool retire = false;
+  // Push: one piece of a worker's push for this step that more pieces
+  // follow (a large dense gradient travels in pieces so that the server
+  // applies one while the next arrives). A partial push carries dense parts
+  // only and does not move the worker's clock; the step's last piece (not
+  // partial) does, and carries the sparse parts and `retire`.
+  bool partial = false;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t /*version*/) {
-    ar(parts, num_samples, retire);
+    ar(parts, num_samples, retire, partial);
   }
 };
 

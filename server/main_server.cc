@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
+#include "common/cpu_affinity.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
@@ -21,6 +22,7 @@ ABSL_FLAG(int, server_threads, 1,
           "Executor threads that own parts of this server's shard (sparse rows by hash, dense "
           "ranges in pieces); the I/O thread hands each request's parts to their owners. 1: the "
           "I/O thread owns the whole shard (no hand-over; best when cores are scarce).");
+ABSL_FLAG(std::string, cpus, "", pstrain::kCpusFlagHelp);
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace {
@@ -59,6 +61,11 @@ int main(int argc, char** argv) {
                              "One parameter server of a pstrain job. Flags may also come from "
                              "PSTRAIN_<FLAG> environment variables.");
   pstrain::InitLogging("server", absl::GetFlag(FLAGS_log_level));
+  // Before any thread starts, so that they all inherit it.
+  if (absl::Status st = pstrain::PinProcess(absl::GetFlag(FLAGS_cpus)); !st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return 2;
+  }
   pstrain::HandleTerminationSignals([](int) {
     if (auto* s = g_server.load()) s->RequestStop();
   });

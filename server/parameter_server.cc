@@ -363,6 +363,14 @@ void ParameterServer::OnPush(Decoded&& d, RpcRequest&& req) {
   if (body->num_samples == 0 && !parts.empty()) {
     return ReplyError(call->request, absl::InvalidArgumentError("push of gradients over zero samples"));
   }
+  // A piece of a push sent in pieces (KvRequest::partial): applied or
+  // summed like any push, but the worker's clock moves with the last one.
+  const bool partial = body->partial;
+  if (partial && (parts.empty() || body->retire ||
+                  std::any_of(parts.begin(), parts.end(), [](const KvOp& op) { return op.sparse; }))) {
+    return ReplyError(call->request, absl::InvalidArgumentError(
+                                         "a partial push carries dense parts only, and does not retire"));
+  }
   // Refuse the whole push, before anything changes, if any part is bad.
   // A single part applied on arrival by the I/O thread needs no scan here:
   // its table refuses a non-finite gradient by itself and stays unchanged
@@ -391,6 +399,16 @@ void ParameterServer::OnPush(Decoded&& d, RpcRequest&& req) {
                                  "BSP push from worker ", w, " for step ", clock, " while step ",
                                  applied_, " is open and it has pushed ", pushed_[w], " times")));
     }
+    if (partial) {
+      // Summed now; the step's last piece carries the samples and counts.
+      store_->BspAdd(parts, 0, call, [this, call](absl::Status st) {
+        if (!st.ok()) return ReplyError(call->request, st);
+        metrics_->set_request_start(call->arrived_ns);
+        metrics_->OnPushApplied(call->ops, /*applied_now=*/false);
+        node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
+      });
+      return;
+    }
     if (counts) {
       pushed_[w] = clock + 1;
       ++pushers_this_step_;
@@ -415,16 +433,17 @@ void ParameterServer::OnPush(Decoded&& d, RpcRequest&& req) {
   }
   // ASP/SSP: the clock moves once the push is applied, so the pulls it
   // releases read it.
-  auto done = [this, call, w, clock, retire, mode, generation = generation_](absl::Status st) {
+  auto done = [this, call, w, clock, retire, partial, mode, generation = generation_](absl::Status st) {
     if (!st.ok()) return ReplyError(call->request, st);
     if (generation != generation_) {
       return ReplyError(call->request, absl::AbortedError("the tables were replaced meanwhile"));
     }
+    metrics_->set_request_start(call->arrived_ns);
+    metrics_->OnPushApplied(call->ops, /*applied_now=*/true);
+    if (partial) return node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
     if (!call->ops.empty() || !retire) pushed_[w] = std::max(pushed_[w], clock + 1);
     if (retire) retired_[w] = true;
     pushes_.fetch_add(1, std::memory_order_relaxed);
-    metrics_->set_request_start(call->arrived_ns);
-    metrics_->OnPushApplied(call->ops, /*applied_now=*/true);
     node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
     if (mode == Consistency::kSsp || retire) ReleaseParkedPulls();
   };

@@ -179,24 +179,29 @@ absl::StatusOr<std::vector<Buffer>> PullHandle::Wait() {
 PushHandle KvClient::Push(const std::vector<DensePush>& dense,
                           const std::vector<SparsePush>& sparse, uint32_t num_samples, int64_t clock, bool retire) {
   const int S = num_servers();
-  std::vector<KvRequest> bodies(S);
-  std::vector<std::vector<Buffer>> payloads(S);
-  std::vector<std::vector<DType>> types(S);
+  std::vector<std::vector<DensePiece>> dense_parts(S);
   for (const DensePush& dp : dense) {
     for (const proto::DenseRange& r : ranges_[dp.table]) {
-      bodies[r.server].parts.push_back(KvPart{dp.table, r.begin, r.length});
-      payloads[r.server].push_back(dp.grads.Slice(r.begin * sizeof(float), r.length * sizeof(float)));
-      types[r.server].push_back(DType::kF32);
+      dense_parts[r.server].push_back(DensePiece{
+          KvPart{dp.table, r.begin, r.length},
+          dp.grads.Slice(r.begin * sizeof(float), r.length * sizeof(float))});
     }
+  }
+  // Per server, its messages in sending order: pieces of a large dense push
+  // first (partial), then the one that moves the clock.
+  std::vector<std::vector<OutgoingPush>> messages(S);
+  for (int s = 0; s < S; ++s) {
+    messages[s] = CutDensePush(dense_parts[s]);
   }
   for (const SparsePush& sp : sparse) {
     size_t dim = layout_.tables[sp.table].dim;
     if (S == 1) {
-      bodies[0].parts.push_back(KvPart{sp.table, 0, sp.ids.size()});
-      payloads[0].push_back(Buffer::Copy(sp.ids.data(), sp.ids.size_bytes()));
-      payloads[0].push_back(sp.grads);
-      types[0].push_back(DType::kU64);
-      types[0].push_back(DType::kF32);
+      OutgoingPush& m = messages[0].back();
+      m.body.parts.push_back(KvPart{sp.table, 0, sp.ids.size()});
+      m.payloads.push_back(Buffer::Copy(sp.ids.data(), sp.ids.size_bytes()));
+      m.payloads.push_back(sp.grads);
+      m.types.push_back(DType::kU64);
+      m.types.push_back(DType::kF32);
       continue;
     }
     std::vector<std::vector<uint64_t>> ids(S);
@@ -215,24 +220,62 @@ PushHandle KvClient::Push(const std::vector<DensePush>& dense,
       for (size_t r = 0; r < rows[s].size(); ++r) {
         std::memcpy(out + r * dim, src + static_cast<size_t>(rows[s][r]) * dim, dim * sizeof(float));
       }
-      bodies[s].parts.push_back(KvPart{sp.table, 0, ids[s].size()});
-      payloads[s].push_back(Buffer::FromVector(std::move(ids[s])));
-      payloads[s].push_back(std::move(g));
-      types[s].push_back(DType::kU64);
-      types[s].push_back(DType::kF32);
+      OutgoingPush& m = messages[s].back();
+      m.body.parts.push_back(KvPart{sp.table, 0, ids[s].size()});
+      m.payloads.push_back(Buffer::FromVector(std::move(ids[s])));
+      m.payloads.push_back(std::move(g));
+      m.types.push_back(DType::kU64);
+      m.types.push_back(DType::kF32);
     }
   }
   PushHandle h;
   absl::Time deadline = absl::Now() + options_.request_timeout;
-  for (int s = 0; s < S; ++s) {
-    bodies[s].num_samples = num_samples;
-    bodies[s].retire = retire;
-    Message m = proto::Encode(MakeHeader(MsgType::kPush, clock), bodies[s], std::move(payloads[s]),
-                              types[s]);
-    h.futures_.push_back(node_->Call(peers_[s], std::move(m), deadline));
-    h.servers_.push_back(s);
+  // Round robin over the servers, so every server starts on its first piece.
+  size_t rounds = 0;
+  for (const auto& m : messages) rounds = std::max(rounds, m.size());
+  for (size_t k = 0; k < rounds; ++k) {
+    for (int s = 0; s < S; ++s) {
+      if (k >= messages[s].size()) continue;
+      OutgoingPush& out = messages[s][k];
+      out.body.num_samples = num_samples;
+      const bool last = k + 1 == messages[s].size();
+      out.body.partial = !last;
+      out.body.retire = last && retire;
+      Message m = proto::Encode(MakeHeader(MsgType::kPush, clock), out.body, std::move(out.payloads),
+                                out.types);
+      h.futures_.push_back(node_->Call(peers_[s], std::move(m), deadline));
+      h.servers_.push_back(s);
+    }
   }
   return h;
+}
+
+std::vector<KvClient::OutgoingPush> KvClient::CutDensePush(
+    const std::vector<DensePiece>& parts) const {
+  const uint64_t cap = options_.push_partition_bytes / sizeof(float);
+  uint64_t total = 0;
+  for (const DensePiece& p : parts) total += p.part.count;
+  std::vector<OutgoingPush> out(1);
+  if (cap == 0 || total <= cap) {
+    for (const DensePiece& p : parts) out.back().Add(p.part, p.grads);
+    return out;
+  }
+  uint64_t filled = 0, left = total;
+  for (const DensePiece& p : parts) {
+    for (uint64_t off = 0; off < p.part.count;) {
+      const uint64_t n = std::min(p.part.count - off, cap - filled);
+      out.back().Add(KvPart{p.part.table, p.part.begin + off, n},
+                     p.grads.Slice(off * sizeof(float), n * sizeof(float)));
+      off += n;
+      filled += n;
+      left -= n;
+      if (filled == cap && left > 0) {
+        out.emplace_back();
+        filled = 0;
+      }
+    }
+  }
+  return out;
 }
 
 absl::Status PushHandle::Wait() {

@@ -2,7 +2,8 @@
 //
 // Pull and Push are asynchronous: they split the request by server (dense
 // tables by the layout's ranges, sparse ids by SparseOwner), send one
-// message per server with every table's part in it, and return a handle;
+// message per server with every table's part in it (a large dense push goes
+// in pieces, see push_partition_bytes), and return a handle;
 // Wait() collects the replies. Values are not copied when they need not be:
 // a dense table held whole by one server is handed out as the reply buffer
 // itself, and gradient buffers travel to the servers without a copy when
@@ -31,6 +32,12 @@ struct KvClientOptions {
   // Deadline of a pull or push. Under BSP/SSP a pull may wait for the
   // slowest worker, so this is long.
   absl::Duration request_timeout = absl::Minutes(10);
+  // A server's share of a dense push larger than this travels in messages
+  // of at most this many bytes of gradient (KvRequest::partial), so that
+  // the server applies one while the next arrives (0: one message). The
+  // server applies such a push piece by piece: a piece it refuses (NaN/Inf)
+  // changes nothing, the pieces before it stay applied.
+  uint64_t push_partition_bytes = 1 << 20;
 };
 
 // Rows of one sparse table to pull: `ids` (any order, duplicates allowed)
@@ -108,6 +115,26 @@ class KvClient {
                   uint32_t num_samples, int64_t clock, bool retire = false);
 
  private:
+  // A dense range of a push and its gradient.
+  struct DensePiece {
+    proto::KvPart part;
+    Buffer grads;
+  };
+  // One push message being put together.
+  struct OutgoingPush {
+    proto::KvRequest body;
+    std::vector<Buffer> payloads;
+    std::vector<proto::DType> types;
+    void Add(const proto::KvPart& part, Buffer grads) {
+      body.parts.push_back(part);
+      payloads.push_back(std::move(grads));
+      types.push_back(proto::DType::kF32);
+    }
+  };
+  // One server's dense parts as push messages of at most
+  // push_partition_bytes of gradient each (always at least one message).
+  std::vector<OutgoingPush> CutDensePush(const std::vector<DensePiece>& parts) const;
+
   proto::Header MakeHeader(proto::MsgType type, int64_t clock) const;
 
   RpcNode* node_;

@@ -2,6 +2,7 @@
 // parameters from and pushing gradients to the parameter servers.
 #include <spdlog/spdlog.h>
 
+#include "common/cpu_affinity.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
 #include "worker/flags/worker_flags.h"
@@ -14,6 +15,11 @@ int main(int argc, char** argv) {
       "[--model=dlrm] ...\nOne worker of a pstrain job. Flags may also come from PSTRAIN_<FLAG> "
       "environment variables.");
   pstrain::InitLogging("worker", pstrain::worker::LogLevelFlag());
+  // Before any thread starts, so that they all inherit it.
+  if (absl::Status st = pstrain::PinProcess(pstrain::worker::CpusFlag()); !st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return 2;
+  }
   pstrain::HandleTerminationSignals([](int sig) {
     spdlog::warn("signal {}: stopping", sig);
     std::_Exit(128 + sig);

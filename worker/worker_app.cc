@@ -204,6 +204,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   for (const auto& s : view.servers) servers.push_back(s.endpoint);
   KvClientOptions ko;
   ko.rank = rank;
+  ko.push_partition_bytes = options.push_partition_bytes;
   auto kv = std::make_unique<KvClient>(node.get(), layout, servers, ko);
 
   // Allreduce mode: the workers' collective group and the dense replica.

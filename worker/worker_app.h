@@ -30,6 +30,9 @@ struct WorkerOptions {
   absl::Duration collective_timeout = absl::Seconds(60);
   // Serve Prometheus metrics at http://http_host:metrics_port/metrics (0: off).
   int metrics_port = 0;
+  // KvClientOptions::push_partition_bytes: larger dense pushes go to a
+  // server in pieces of at most this many bytes (0: one message).
+  uint64_t push_partition_bytes = 1 << 20;
   std::string http_host = "0.0.0.0";
   // "pipeline" mode: stages, replicas, micro-batches, schedule.
   PipelineOptions pipeline;

@@ -185,7 +185,10 @@ absl::Status DenseShard::Push(uint64_t begin, std::span<const float> grads, floa
   args.n = n;
   args.scale = scale;
   args.lr_scale = lr_scale;
-  args.step = ++step_;
+  // A push that starts at the shard's first element opens a step; the
+  // other pieces of a push sent in pieces (KvRequest::partial) share it.
+  if (off == 0 || step_ == 0) ++step_;
+  args.step = step_;
   optimizer_->Apply(args);
   if (fresh) weights_ = std::move(fresh);
   ++version_;

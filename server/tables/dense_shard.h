@@ -15,7 +15,8 @@
 // Optimizer: a dense shard is a run of elements, so row-wise Adagrad (whose
 // "row" is a sparse row) runs as per-element Adagrad, which is what it is
 // for rows of one element. Adam's step count is one per shard, counting
-// pushes: a step of training should push a shard's range in one Push.
+// pushes that start at the shard's first element: the pieces of a push cut
+// into contiguous ranges (sent in order) count once.
 //
 // Not thread-safe, except that Buffers returned by Snapshot may be read and
 // released on any thread: a shard has one owner thread.
@@ -49,7 +50,8 @@ class DenseShard {
   const TableSpec& spec() const { return spec_; }
   uint64_t offset() const { return offset_; }
   uint64_t length() const { return length_; }
-  // Pushes applied (Adam's step count).
+  // Pushes applied that started at the shard's first element (Adam's step
+  // count).
   uint64_t step() const { return step_; }
   // Changes on every Push and Restore: workers re-pull when it moved.
   uint64_t version() const { return version_; }

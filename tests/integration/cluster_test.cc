@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/cpu_affinity.h"
 #include "tests/integration/test_process.h"
 #include "worker/data/synthetic.h"
 
@@ -36,12 +39,13 @@ DataFiles MakeData(int64_t train_rows, int64_t eval_rows) {
 }
 
 // The servers split their shards among two executor threads here (every
-// other integration test runs the default, one owner thread).
+// other integration test runs the default, one owner thread), on CPUs of
+// their own (--pin_cpus).
 TEST(Cluster, TwoServersTwoWorkersTrainLogisticRegressionAboveAuc070) {
   DataFiles d = MakeData(300000, 30000);
   std::string metrics = d.dir + "/metrics.jsonl";
   TestProcess launcher("pstrain",
-                       {"local", "--servers=2", "--workers=2", "--model=lr", "--server_threads=2",
+                       {"local", "--servers=2", "--workers=2", "--model=lr", "--server_threads=2", "--pin_cpus",
                         "--train_data=" + d.train, "--eval_data=" + d.eval,
                         "--metrics_out=" + metrics, "--timeout=240"},
                        d.dir + "/launcher.log");
@@ -54,24 +58,59 @@ TEST(Cluster, TwoServersTwoWorkersTrainLogisticRegressionAboveAuc070) {
   }
   EXPECT_NE(log.find("all processes finished"), std::string::npos);
   EXPECT_NE(log.find("tables created on 2 executor threads"), std::string::npos) << log;
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() >= 2) {
+    const size_t half = cpus.size() / 2;
+    EXPECT_NE(log.find(absl::StrCat("servers on CPUs ", FormatCpuList({cpus.begin(), cpus.begin() + half}),
+                                    ", workers on ", FormatCpuList({cpus.begin() + half, cpus.end()}))),
+              std::string::npos)
+        << log;
+  }
   double auc = LastJsonNumber(metrics, "eval_auc");
   EXPECT_GT(auc, 0.70) << log;
   EXPECT_GT(LastJsonNumber(metrics, "samples_per_sec"), 0);
   std::filesystem::remove_all(d.dir);
 }
 
+// The CPUs every thread of process `pid` may run on, as the kernel lists
+// them ("0-1"), one entry per thread.
+std::vector<std::string> ThreadCpuLists(pid_t pid) {
+  std::vector<std::string> lists;
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    std::ifstream in(task.path() / "status");
+    for (std::string line; std::getline(in, line);) {
+      if (absl::StartsWith(line, "Cpus_allowed_list:")) {
+        lists.emplace_back(absl::StripAsciiWhitespace(line.substr(18)));
+      }
+    }
+  }
+  return lists;
+}
+
+// Also: --cpus pins every thread of the server and of the worker.
 TEST(Cluster, NodesStartedBeforeTheCoordinatorWaitAndJoin) {
   DataFiles d = MakeData(20000, 2000);
   std::string coord = absl::StrCat("tcp://127.0.0.1:", FreePort());
   std::vector<std::string> common = {"--coordinator=" + coord, "--bind=tcp://127.0.0.1:0"};
-  TestProcess server("pstrain_server", common, d.dir + "/server.log");
+  const std::vector<int> cpus = AllowedCpus();
+  const std::string server_cpu = absl::StrCat(cpus.front()), worker_cpu = absl::StrCat(cpus.back());
+  std::vector<std::string> sargs = common;
+  sargs.push_back("--cpus=" + server_cpu);
+  TestProcess server("pstrain_server", sargs, d.dir + "/server.log");
   std::vector<std::string> wargs = common;
   wargs.insert(wargs.end(), {"--model=lr", "--train_data=" + d.train, "--eval_data=" + d.eval,
-                             "--metrics_out=" + d.dir + "/m.jsonl"});
+                             "--metrics_out=" + d.dir + "/m.jsonl", "--cpus=" + worker_cpu});
   TestProcess worker("pstrain_worker", wargs, d.dir + "/worker.log");
   absl::SleepFor(absl::Seconds(1.5));
   ASSERT_TRUE(server.running());
   ASSERT_TRUE(worker.running());
+  for (const auto& [pid, cpu] : {std::pair{server.pid(), server_cpu}, std::pair{worker.pid(), worker_cpu}}) {
+    const std::vector<std::string> lists = ThreadCpuLists(pid);
+    EXPECT_GE(lists.size(), 3u);  // main, ZeroMQ's I/O and reaper threads at least
+    for (const std::string& l : lists) EXPECT_EQ(l, cpu) << "process " << pid;
+  }
   TestProcess coordinator("pstrain_coordinator", {"--bind=" + coord, "--servers=1", "--workers=1"},
                           d.dir + "/coordinator.log");
   EXPECT_EQ(worker.Wait(absl::Minutes(2)), 0) << worker.Log();

@@ -46,6 +46,7 @@ KvRequest RandomBody(std::mt19937_64& rng) {
   }
   b.num_samples = static_cast<uint32_t>(rng());
   b.retire = rng() % 2 == 1;
+  b.partial = rng() % 2 == 1;
   return b;
 }
 
@@ -104,6 +105,7 @@ TEST(CodecFastPath, CerealEncodedMessagesDecodeToTheSameValues) {
     }
     EXPECT_EQ(b->num_samples, body.num_samples);
     EXPECT_EQ(b->retire, body.retire);
+    EXPECT_EQ(b->partial, body.partial);
   }
 }
 

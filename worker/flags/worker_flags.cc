@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/cpu_affinity.h"
 #include "common/status.h"
 #include "worker/pipeline/schedule.h"
 
@@ -88,6 +89,10 @@ ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summ
 ABSL_FLAG(std::string, save_model, "",
           "Worker 0 exports the trained model to this folder (read by `pstrain predict`).");
 ABSL_FLAG(int, metrics_port, 0, "Serve Prometheus metrics at http://HOST:PORT/metrics (0: off).");
+ABSL_FLAG(std::string, cpus, "", pstrain::kCpusFlagHelp);
+ABSL_FLAG(int, push_partition_kb, 1024,
+          "A server's share of a dense gradient larger than this goes in pieces of at most this "
+          "many KiB, so that the server applies one piece while the next arrives (0: one message).");
 ABSL_FLAG(std::string, http_host, "0.0.0.0", "Address the --metrics_port server listens on.");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
@@ -142,6 +147,10 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   o.overlap = absl::GetFlag(FLAGS_overlap);
   o.collective_timeout = absl::Seconds(absl::GetFlag(FLAGS_collective_timeout));
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  if (absl::GetFlag(FLAGS_push_partition_kb) < 0) {
+    return absl::InvalidArgumentError("--push_partition_kb must not be negative");
+  }
+  o.push_partition_bytes = uint64_t{1024} * static_cast<uint64_t>(absl::GetFlag(FLAGS_push_partition_kb));
   o.http_host = absl::GetFlag(FLAGS_http_host);
   if (o.metrics_port < 0 || o.metrics_port > 65535) {
     return absl::InvalidArgumentError("--metrics_port must be in 0..65535");
@@ -229,5 +238,6 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
 
 
 std::string LogLevelFlag() { return absl::GetFlag(FLAGS_log_level); }
+std::string CpusFlag() { return absl::GetFlag(FLAGS_cpus); }
 
 }  // namespace pstrain::worker

@@ -12,5 +12,7 @@ namespace pstrain::worker {
 // The options the parsed flags describe; InvalidArgument for bad values.
 absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags();
 std::string LogLevelFlag();
+// --cpus (common/cpu_affinity.h PinProcess).
+std::string CpusFlag();
 
 }  // namespace pstrain::worker

@@ -257,6 +257,7 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRunti
   for (const auto& s : view.servers) servers.push_back(s.endpoint);
   KvClientOptions ko;
   ko.rank = rank;
+  ko.push_partition_bytes = options.push_partition_bytes;
   auto kv = std::make_unique<KvClient>(node.get(), layout, servers, ko);
 
   // The stage's links, group and runner of cluster epoch `epoch`. Epoch 0
