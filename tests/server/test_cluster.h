@@ -78,10 +78,11 @@ class TestCluster {
   }
 
   // Defines `tables` from every worker and builds the KvClients.
-  void DefineTables(const std::vector<TableSpec>& tables) {
+  void DefineTables(const std::vector<TableSpec>& tables,
+                    uint64_t push_partition_bytes = worker::KvClientOptions{}.push_partition_bytes) {
     std::vector<std::thread> threads;
     for (auto& tw : workers_) {
-      threads.emplace_back([&tw, &tables] {
+      threads.emplace_back([&tw, &tables, push_partition_bytes] {
         auto view = tw.coord->WaitForCluster(absl::Seconds(20));
         ASSERT_TRUE(view.ok()) << view.status();
         auto layout = tw.coord->DefineTables(tables, absl::Seconds(20));
@@ -91,6 +92,7 @@ class TestCluster {
         worker::KvClientOptions ko;
         ko.rank = tw.coord->rank();
         ko.request_timeout = absl::Seconds(20);
+        ko.push_partition_bytes = push_partition_bytes;
         tw.kv = std::make_unique<worker::KvClient>(tw.node.get(), *layout, eps, ko);
       });
     }
