@@ -12,7 +12,8 @@
 namespace pstrain::proto {
 
 constexpr uint32_t kHeaderMagic = 0x7073744d;  // "pstM"
-constexpr uint16_t kProtocolVersion = 1;
+// 2: KvRequest gained `partial` (dense pushes in pieces).
+constexpr uint16_t kProtocolVersion = 2;
 
 enum class MsgType : uint16_t {
   kReply = 1,           // generic reply: status + optional body/payloads
