@@ -20,7 +20,7 @@ ABSL_FLAG(std::string, bytes, "64,4194304",
 ABSL_FLAG(int, servers, 0, "kv, sparse: parameter servers (0: kv 1, sparse 2).");
 ABSL_FLAG(int, workers, 1, "kv, sparse: worker threads, each with its own KvClient.");
 ABSL_FLAG(double, seconds, 3.0, "Length of each measurement, in seconds (per result).");
-ABSL_FLAG(int, rounds, 3, "kv: alternations of zmq baseline and kv runs (medians reported).");
+ABSL_FLAG(int, rounds, 5, "kv: alternations of zmq baseline and kv runs (medians reported).");
 ABSL_FLAG(int, zmq_contexts, 2,
           "zmq baseline: 2 = client and server each have a ZeroMQ context (like two processes), "
           "1 = one shared context.");
@@ -35,9 +35,10 @@ ABSL_FLAG(bool, pin_nodes, true,
 ABSL_FLAG(int, push_partition_kb, 1024,
           "Stack: a server's share of a dense push larger than this travels in pieces of at most "
           "this many KiB (pstrain_worker --push_partition_kb; 0: one message).");
-ABSL_FLAG(bool, zmq_pinned, true,
+ABSL_FLAG(bool, zmq_pinned, false,
           "zmq baseline (alone or next to kv): pin its server and client threads to the two "
-          "halves of the CPUs, the way --pin_nodes pins the stack, so that both run alike.");
+          "halves of the CPUs, the way --pin_nodes pins the stack (default: a plain ZeroMQ "
+          "program, placed by the scheduler).");
 ABSL_FLAG(int, socket_buffer_bytes, 0,
           "Stack: SO_SNDBUF/SO_RCVBUF of its TCP connections (0: kernel autotuning).");
 ABSL_FLAG(int, server_threads, 1,
