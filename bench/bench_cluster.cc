@@ -23,20 +23,14 @@ std::unique_ptr<Transport> MakeTransport(const std::string& name, const StackOpt
   return std::make_unique<ZmqTransport>(o);
 }
 
-// The first (servers) or second (workers) half of the process's CPUs.
-std::vector<int> HalfOfCpus(const StackOptions& stack, bool second) {
-  if (!stack.pin_nodes) return {};
-  std::vector<int> cpus = AllowedCpus();
-  if (cpus.size() < 2) return {};
-  const size_t half = cpus.size() / 2;
-  return second ? std::vector<int>(cpus.begin() + half, cpus.end())
-                : std::vector<int>(cpus.begin(), cpus.begin() + half);
-}
-
 }  // namespace
 
-std::vector<int> ServerCpus(const StackOptions& stack) { return HalfOfCpus(stack, false); }
-std::vector<int> WorkerCpus(const StackOptions& stack) { return HalfOfCpus(stack, true); }
+std::vector<int> ServerCpus(const StackOptions& stack) {
+  return stack.pin_nodes ? SplitAllowedCpus().first : std::vector<int>{};
+}
+std::vector<int> WorkerCpus(const StackOptions& stack) {
+  return stack.pin_nodes ? SplitAllowedCpus().second : std::vector<int>{};
+}
 
 absl::StatusOr<std::unique_ptr<RpcNode>> StartWorkerNode(const std::string& name,
                                                          const StackOptions& stack,

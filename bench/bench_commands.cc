@@ -9,6 +9,7 @@
 #include "bench/bench_util.h"
 #include "bench/kv_bench.h"
 #include "bench/zmq_bench.h"
+#include "common/cpu_affinity.h"
 #include "common/json_line.h"
 #include "common/status.h"
 
@@ -22,10 +23,9 @@ int ServersOr(const BenchOptions& o, int fallback) { return o.servers > 0 ? o.se
 ZmqBenchOptions Baseline(const BenchOptions& o, size_t bytes, double seconds) {
   ZmqBenchOptions zo{bytes, seconds, o.zmq_contexts, {}, {}};
   if (o.zmq_pinned) {
-    StackOptions pinned;
-    pinned.pin_nodes = true;
-    zo.server_cpus = ServerCpus(pinned);
-    zo.client_cpus = WorkerCpus(pinned);
+    CpuHalves halves = SplitAllowedCpus();
+    zo.server_cpus = std::move(halves.first);
+    zo.client_cpus = std::move(halves.second);
   }
   return zo;
 }

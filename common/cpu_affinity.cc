@@ -60,6 +60,13 @@ std::vector<int> AllowedCpus() {
   return cpus;
 }
 
+CpuHalves SplitAllowedCpus() {
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() < 2) return {};
+  const auto half = static_cast<std::ptrdiff_t>(cpus.size() / 2);
+  return {{cpus.begin(), cpus.begin() + half}, {cpus.begin() + half, cpus.end()}};
+}
+
 absl::Status PinCurrentThread(const std::vector<int>& cpus) {
   if (cpus.empty()) return absl::InvalidArgumentError("no CPUs to pin to");
   const std::vector<int> allowed = AllowedCpus();

@@ -25,6 +25,14 @@ std::string FormatCpuList(const std::vector<int>& cpus);
 // The CPUs this process may run on, in increasing order.
 std::vector<int> AllowedCpus();
 
+// AllowedCpus() cut in two: servers on the first half, workers on the
+// second, as if on two hosts (--pin_cpus, the bench's --pin_nodes). Both
+// empty when the process has fewer than 2 CPUs.
+struct CpuHalves {
+  std::vector<int> first, second;
+};
+CpuHalves SplitAllowedCpus();
+
 // Restricts the calling thread (threads it creates later inherit it) to
 // `cpus`. InvalidArgument when one is not allowed for this process;
 // the error of sched_setaffinity otherwise.

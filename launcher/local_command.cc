@@ -253,13 +253,12 @@ int RunLocal(const std::vector<std::string>& argv) {
   // --pin_cpus: servers on the first half of the CPUs, workers on the rest.
   std::string server_cpus, worker_cpus;
   if (flags.GetBool("pin_cpus")) {
-    const std::vector<int> cpus = AllowedCpus();
-    if (cpus.size() < 2) {
+    const CpuHalves halves = SplitAllowedCpus();
+    if (halves.first.empty()) {
       Supervisor::Say("--pin_cpus: fewer than 2 CPUs, nothing pinned");
     } else {
-      const auto half = static_cast<std::ptrdiff_t>(cpus.size() / 2);
-      server_cpus = "--cpus=" + FormatCpuList({cpus.begin(), cpus.begin() + half});
-      worker_cpus = "--cpus=" + FormatCpuList({cpus.begin() + half, cpus.end()});
+      server_cpus = "--cpus=" + FormatCpuList(halves.first);
+      worker_cpus = "--cpus=" + FormatCpuList(halves.second);
       Supervisor::Say(absl::StrCat("servers on CPUs ", server_cpus.substr(7), ", workers on ",
                                    worker_cpus.substr(7)));
     }
