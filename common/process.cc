@@ -12,6 +12,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
@@ -25,16 +26,7 @@ extern char** environ;
 
 namespace pstrain {
 
-std::vector<std::string> ParseFlagsWithEnv(int argc, char** argv, absl::string_view usage) {
-  absl::SetProgramUsageMessage(usage);
-  // --help lists this project's flags (whichever file defines them), not
-  // only those of the file that has main(); Abseil's own stay in --helpfull.
-  absl::FlagsUsageConfig config;
-  config.contains_help_flags = [](absl::string_view path) {
-    return !absl::StrContains(path, "absl/");
-  };
-  config.contains_helpshort_flags = config.contains_help_flags;
-  absl::SetFlagsUsageConfig(config);
+std::vector<std::string> FlagArgsFromEnv() {
   std::vector<std::string> from_env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     absl::string_view kv(*e);
@@ -46,6 +38,48 @@ std::vector<std::string> ParseFlagsWithEnv(int argc, char** argv, absl::string_v
     from_env.push_back(absl::StrCat("--", name, "=", kv.substr(eq + 1)));
   }
   std::sort(from_env.begin(), from_env.end());
+  return from_env;
+}
+
+bool IsProjectFlag(const absl::CommandLineFlag& flag) {
+  return !absl::StrContains(flag.Filename(), "absl/");
+}
+
+std::string FlagsHelp(absl::string_view usage) {
+  std::vector<const absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (IsProjectFlag(*flag)) flags.push_back(flag);
+  }
+  std::sort(flags.begin(), flags.end(),
+            [](const auto* a, const auto* b) { return a->Name() < b->Name(); });
+  std::string out = absl::StrCat("usage: ", usage, "\n\nflags:\n");
+  for (const absl::CommandLineFlag* f : flags) {
+    std::string def = f->DefaultValue();
+    absl::StrAppend(&out, "  --", f->Name(), " (default: ", def.empty() ? "\"\"" : def, ")\n      ",
+                    f->Help(), "\n");
+  }
+  return out;
+}
+
+std::vector<std::string> ParseFlagsWithEnv(int argc, char** argv, absl::string_view usage) {
+  absl::SetProgramUsageMessage(usage);
+  // --help lists this project's flags, without the build paths of the files
+  // that define them, and exits 0; Abseil's own flags stay in --helpfull.
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view a = argv[i];
+    if (a == "--help" || a == "-h" || a == "-help" || a == "--helpshort") {
+      std::fputs(FlagsHelp(usage).c_str(), stdout);
+      std::fflush(stdout);
+      std::exit(0);
+    }
+  }
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = [](absl::string_view path) {
+    return !absl::StrContains(path, "absl/");
+  };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  absl::SetFlagsUsageConfig(config);
+  std::vector<std::string> from_env = FlagArgsFromEnv();
   std::vector<char*> args;
   args.push_back(argv[0]);
   for (auto& s : from_env) args.push_back(s.data());

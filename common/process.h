@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -16,7 +17,19 @@ namespace pstrain {
 // defined flag into --<name>=value (command-line flags win, as they come
 // later). Unknown PSTRAIN_* variables are ignored (the container entrypoint
 // uses some). Returns the positional arguments.
+// --help (-h, --helpshort) prints FlagsHelp(usage) and exits 0.
 std::vector<std::string> ParseFlagsWithEnv(int argc, char** argv, absl::string_view usage);
+
+// "--name=value" for every PSTRAIN_<NAME> variable naming a defined flag,
+// sorted (what ParseFlagsWithEnv puts before the command line).
+std::vector<std::string> FlagArgsFromEnv();
+
+// False for Abseil's own flags (--helpfull, --flagfile, ...).
+bool IsProjectFlag(const absl::CommandLineFlag& flag);
+
+// "usage: <usage>" and every project flag, by name, with its default and
+// help; no file names (which would be paths of the build machine).
+std::string FlagsHelp(absl::string_view usage);
 
 // Sets up spdlog: "[time] [level] <name>: message" on stderr, at `level`
 // (trace, debug, info, warn, error).

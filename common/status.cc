@@ -7,7 +7,11 @@ namespace pstrain {
 
 absl::Status Annotate(const absl::Status& status, absl::string_view context) {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+  absl::Status annotated(status.code(), absl::StrCat(context, ": ", status.message()));
+  status.ForEachPayload([&](absl::string_view type, const absl::Cord& payload) {
+    annotated.SetPayload(type, payload);
+  });
+  return annotated;
 }
 
 absl::Status ErrnoToStatus(int err, absl::string_view what) {

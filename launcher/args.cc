@@ -1,5 +1,7 @@
 #include "launcher/args.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -7,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
 #include "common/status.h"
+#include "launcher/command.h"
 
 namespace pstrain::launcher {
 namespace {
@@ -52,7 +55,38 @@ absl::Status Expand(const std::vector<std::string>& argv, int depth, std::vector
   return absl::OkStatus();
 }
 
+// Edit distance (insertions, deletions, substitutions) between a and b.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
 }  // namespace
+
+std::string DidYouMean(const std::string& name, const std::vector<std::string>& candidates) {
+  const std::string* best = nullptr;
+  size_t best_distance = 0;
+  for (const std::string& c : candidates) {
+    const size_t d = EditDistance(name, c);
+    if (best == nullptr || d < best_distance) {
+      best = &c;
+      best_distance = d;
+    }
+  }
+  // A typo: a third of the name's letters at most (and at least one).
+  if (best == nullptr || best_distance > std::max<size_t>(1, name.size() / 3)) return "";
+  return absl::StrCat(" (did you mean --", *best, "?)");
+}
 
 bool WantsHelp(const std::vector<std::string>& argv) {
   for (const std::string& a : argv) {
@@ -82,10 +116,19 @@ absl::StatusOr<std::vector<Arg>> FlagSet::Take(const std::vector<Arg>& args, boo
     } else if (keep_unknown) {
       rest.push_back(a);
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", a.name));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", a.name, DidYouMean(a.name, order_)));
     }
   }
   return rest;
+}
+
+absl::StatusOr<std::vector<Arg>> FlagSet::Parse(const std::vector<std::string>& argv,
+                                                bool keep_unknown) {
+  absl::StatusOr<std::vector<Arg>> args = ParseArgs(argv);
+  if (args.ok()) args = Take(*args, keep_unknown);
+  if (!args.ok()) return UsageError(args.status().message());
+  return args;
 }
 
 std::string FlagSet::Get(const std::string& name) const {
@@ -98,7 +141,7 @@ std::string FlagSet::Get(const std::string& name) const {
 absl::StatusOr<int64_t> FlagSet::GetInt(const std::string& name) const {
   int64_t v = 0;
   if (!absl::SimpleAtoi(Get(name), &v)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be an integer, not '", Get(name), "'"));
+    return UsageError(absl::StrCat("--", name, " must be an integer, not '", Get(name), "'"));
   }
   return v;
 }
@@ -106,7 +149,7 @@ absl::StatusOr<int64_t> FlagSet::GetInt(const std::string& name) const {
 absl::StatusOr<double> FlagSet::GetDouble(const std::string& name) const {
   double v = 0;
   if (!absl::SimpleAtod(Get(name), &v)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be a number, not '", Get(name), "'"));
+    return UsageError(absl::StrCat("--", name, " must be a number, not '", Get(name), "'"));
   }
   return v;
 }

@@ -28,6 +28,10 @@ absl::StatusOr<std::vector<Arg>> ParseArgs(const std::vector<std::string>& argv)
 // True when `argv` asks for help: --help or -h anywhere in it.
 bool WantsHelp(const std::vector<std::string>& argv);
 
+// " (did you mean --NAME?)" for the candidate closest to `name` when it is
+// close enough to be a typo of it (e.g. batchsize -> batch_size); "" if none.
+std::string DidYouMean(const std::string& name, const std::vector<std::string>& candidates);
+
 // A subcommand's own flags: each known name with its default and help.
 class FlagSet {
  public:
@@ -36,6 +40,12 @@ class FlagSet {
   // Takes the arguments this set knows; with `keep_unknown`, the rest are
   // returned, otherwise they are an error naming the flag.
   absl::StatusOr<std::vector<Arg>> Take(const std::vector<Arg>& args, bool keep_unknown);
+  // ParseArgs + Take: the prologue of every subcommand. Errors are usage
+  // errors (launcher/command.h, exit code 2).
+  absl::StatusOr<std::vector<Arg>> Parse(const std::vector<std::string>& argv,
+                                         bool keep_unknown);
+  // The defined names, in definition order.
+  const std::vector<std::string>& names() const { return order_; }
 
   std::string Get(const std::string& name) const;
   absl::StatusOr<int64_t> GetInt(const std::string& name) const;

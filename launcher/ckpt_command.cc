@@ -12,17 +12,14 @@
 namespace pstrain::launcher {
 namespace {
 
-int Inspect(const std::string& dir_arg) {
+absl::Status Inspect(const std::string& dir_arg) {
   // A checkpoint folder, or a --checkpoint_dir (then its LATEST).
   std::string dir = dir_arg;
   if (auto latest = ReadFileToString(dir + "/LATEST"); latest.ok()) {
     dir = absl::StrCat(dir, "/", absl::StripAsciiWhitespace(*latest));
   }
   auto m = server::ReadManifest(dir);
-  if (!m.ok()) {
-    std::fprintf(stderr, "pstrain ckpt: %s\n", m.status().ToString().c_str());
-    return 1;
-  }
+  if (!m.ok()) return m.status();
   std::printf("checkpoint %s\n  step %lld, written %s, %d servers, %d workers\n", dir.c_str(),
               static_cast<long long>(m->step), m->time.c_str(), m->num_servers, m->num_workers);
   // Per table: rows (sparse) or values (dense) and bytes, from the shards.
@@ -63,20 +60,23 @@ int Inspect(const std::string& dir_arg) {
                 p.finished ? ", finished" : "",
                 p.state_file.empty() ? "" : absl::StrCat(", state in ", p.state_file).c_str());
   }
-  std::printf("%s\n", ok ? "all checksums verified" : "CORRUPT: see above");
-  return ok ? 0 : 1;
+  if (!ok) return absl::DataLossError(absl::StrCat(dir, " is corrupt: see above"));
+  std::printf("all checksums verified\n");
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-int RunCkpt(const std::vector<std::string>& args) {
+std::string CkptHelp() {
+  return "usage: pstrain ckpt inspect DIR\n\n"
+         "Lists a checkpoint's tables (rows, bytes), its step and the workers' positions, and\n"
+         "verifies every shard's checksum. DIR is a checkpoint folder (ckpt-...) or a\n"
+         "--checkpoint_dir (its LATEST is inspected). Exit code 1 when anything is corrupt.\n";
+}
+
+absl::Status RunCkpt(const std::vector<std::string>& args) {
   if (args.size() == 2 && args[0] == "inspect") return Inspect(args[1]);
-  std::printf(
-      "usage: pstrain ckpt inspect DIR\n\n"
-      "Lists a checkpoint's tables (rows, bytes), its step and the workers' positions, and\n"
-      "verifies every shard's checksum. DIR is a checkpoint folder (ckpt-...) or a\n"
-      "--checkpoint_dir (its LATEST is inspected). Exit code 1 when anything is corrupt.\n");
-  return args.empty() || args[0] == "--help" ? 0 : 2;
+  return UsageError("expected `pstrain ckpt inspect DIR` (see --help)");
 }
 
 }  // namespace pstrain::launcher

@@ -11,6 +11,8 @@
 #include "common/rpc.h"
 #include "common/security/curve_keys.h"
 #include "common/zmq_transport.h"
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "launcher/args.h"
 #include "launcher/commands.h"
 #include "proto_msgs/codec.h"
@@ -57,7 +59,9 @@ std::string EnvOr(const char* name, const std::string& otherwise) {
 
 }  // namespace
 
-int RunHealth(const std::vector<std::string>& argv) {
+namespace {
+
+FlagSet HealthFlags() {
   FlagSet flags;
   flags.Define("endpoint", "", "Endpoint of the node to probe, e.g. tcp://localhost:7000.")
       .Define("timeout", "3", "Seconds to wait for the answer.")
@@ -73,49 +77,46 @@ int RunHealth(const std::vector<std::string>& argv) {
       .Define("key_name", "cluster",
               "With --auth=curve: the key pair to use, NAME.key in --keys_dir (a client key "
               "made by pstrain keygen --client NAME will do).");
-  if (WantsHelp(argv)) {
-    std::printf(
-        "usage: pstrain health --endpoint=tcp://HOST:PORT [--timeout=SECONDS]\n\n"
-        "Sends one Ping to a pstrain node (coordinator, server, worker). Exit code 0: it\n"
-        "answered OK within the timeout; 1: it did not (unreachable, too slow, or an error\n"
-        "reply); 2: bad flags. Meant for container healthchecks and readiness probes.\n\n%s",
-        flags.Help().c_str());
-    return 0;
-  }
-  auto args = ParseArgs(argv);
-  absl::Status st = args.status();
-  if (st.ok()) st = flags.Take(*args, false).status();
+  return flags;
+}
+
+}  // namespace
+
+std::string HealthHelp() {
+  return absl::StrCat(
+      "usage: pstrain health --endpoint=tcp://HOST:PORT [--timeout=SECONDS]\n\n"
+      "Sends one Ping to a pstrain node (coordinator, server, worker). Exit code 0: it\n"
+      "answered OK within the timeout; 1: it did not (unreachable, too slow, or an error\n"
+      "reply); 2: bad flags. Meant for container healthchecks and readiness probes.\n\n",
+      HealthFlags().Help());
+}
+
+absl::Status RunHealth(const std::vector<std::string>& argv) {
+  FlagSet flags = HealthFlags();
+  PS_RETURN_IF_ERROR(flags.Parse(argv, /*keep_unknown=*/false).status());
   HealthOptions o;
   o.endpoint = flags.Get("endpoint");
-  auto timeout = flags.GetDouble("timeout");
-  if (st.ok()) st = timeout.status();
-  if (st.ok() && o.endpoint.empty()) st = absl::InvalidArgumentError("--endpoint is required");
-  if (st.ok() && !(*timeout > 0)) st = absl::InvalidArgumentError("--timeout must be positive");
-  if (!st.ok()) {
-    std::fprintf(stderr, "pstrain health: %s\n", std::string(st.message()).c_str());
-    return 2;
-  }
+  PS_ASSIGN_OR_RETURN(double timeout, flags.GetDouble("timeout"));
+  if (o.endpoint.empty()) return UsageError("--endpoint is required");
+  if (!(timeout > 0)) return UsageError("--timeout must be positive");
   auto curve = CurveKeysForAuth(flags.Get("auth"), flags.Get("keys_dir"), flags.Get("key_name"));
-  if (!curve.ok()) {
-    std::fprintf(stderr, "pstrain health: %s\n", curve.status().ToString().c_str());
-    return 2;
-  }
+  if (!curve.ok()) return UsageError(curve.status().ToString());
   o.curve = *curve;
-  o.timeout = absl::Seconds(*timeout);
+  o.timeout = absl::Seconds(timeout);
   o.any_reply = flags.GetBool("any_reply");
-  bool quiet = flags.GetBool("quiet");
-  absl::Time start = absl::Now();
+  const bool quiet = flags.GetBool("quiet");
+  const absl::Time start = absl::Now();
   absl::Status result = Probe(o);
-  double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+  const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
   if (!result.ok()) {
-    if (!quiet) {
-      std::fprintf(stderr, "pstrain health: %s unhealthy after %.0f ms: %s\n", o.endpoint.c_str(),
-                   ms, result.ToString().c_str());
-    }
-    return 1;
+    // Exit 1, and with --quiet nothing printed.
+    return WithExitCode(
+        absl::UnavailableError(quiet ? "" : absl::StrFormat("%s unhealthy after %.0f ms: %s",
+                                                            o.endpoint, ms, result.ToString())),
+        1);
   }
   if (!quiet) std::printf("%s ok (%.1f ms)\n", o.endpoint.c_str(), ms);
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace pstrain::launcher

@@ -26,23 +26,17 @@
 #include "absl/time/clock.h"
 #include "common/file_util.h"
 #include "common/process.h"
+#include "common/status.h"
 #include "launcher/args.h"
+#include "launcher/command.h"
 #include "launcher/commands.h"
 #include "launcher/plan_estimate.h"
-#include "worker/flags/worker_flags.h"
+#include "launcher/worker_args.h"
 
 extern char** environ;
 
 namespace pstrain::launcher {
 namespace {
-
-std::string SelfDir() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  return std::filesystem::path(buf).parent_path().string();
-}
 
 double Mb(double bytes) { return bytes / 1e6; }
 
@@ -197,9 +191,7 @@ std::string Json(const std::vector<LayoutEstimate>& layouts, const PlanInputs& i
       in.flops_per_worker, in.bandwidth_bytes, in.baseline_bytes, absl::StrJoin(rows, ","));
 }
 
-}  // namespace
-
-int RunPlan(const std::vector<std::string>& argv) {
+FlagSet PlanFlags() {
   FlagSet flags;
   flags.Define("workers", "", "Workers to lay out (required).")
       .Define("servers", "2", "Parameter servers (of the trial runs; spreads the optimizer state).")
@@ -216,158 +208,164 @@ int RunPlan(const std::vector<std::string>& argv) {
       .Define("json", "false", "Print JSON instead of the table.")
       .Define("bin_dir", "", "Folder with the pstrain binaries (default: next to pstrain).")
       .Define("help", "false", "Show this help.");
-  if (WantsHelp(argv)) {
-    std::printf(
-        "usage: pstrain plan --workers=N [--device_memory=GB] [--bandwidth=GBps] "
-        "[--trial_steps=K] [--json] [worker flags: --model, --batch_size, ... or "
-        "--flagfile=F]\n\nLists the layouts of --mode=pipeline (R x P x T workers, M "
-        "micro-batches) with estimated memory and traffic; with --trial_steps, runs the best "
-        "under `pstrain local`.\n\n%s",
-        flags.Help().c_str());
-    return 0;
-  }
-  auto args = ParseArgs(argv);
-  if (!args.ok()) {
-    std::fprintf(stderr, "pstrain plan: %s\n", std::string(args.status().message()).c_str());
-    return 2;
-  }
-  auto rest = flags.Take(*args, /*keep_unknown=*/true);
-  auto workers = flags.GetInt("workers");
-  auto servers = flags.GetInt("servers");
-  auto device_memory = flags.GetDouble("device_memory");
-  auto bandwidth = flags.GetDouble("bandwidth");
-  auto trial_steps = flags.GetInt("trial_steps");
-  auto trial_layouts = flags.GetInt("trial_layouts");
-  auto trial_timeout = flags.GetDouble("trial_timeout");
-  auto baseline_mb = flags.GetDouble("baseline_mb");
-  for (const absl::Status& st :
-       {rest.status(), workers.status(), servers.status(), device_memory.status(),
-        bandwidth.status(), trial_steps.status(), trial_layouts.status(), trial_timeout.status(),
-        baseline_mb.status()}) {
-    if (!st.ok()) {
-      std::fprintf(stderr, "pstrain plan: %s\n", std::string(st.message()).c_str());
-      return 2;
-    }
-  }
-  if (*workers < 1 || *servers < 1) {
-    std::fprintf(stderr, "pstrain plan: --workers and --servers must be >= 1\n");
-    return 2;
-  }
-  // The model and batch come from the worker flags.
-  // (The worker flags require --train_data, which only the trials read.)
-  std::vector<std::string> argv_s = {"pstrain plan", "--train_data=(none)"};
-  bool has_data = false;
-  for (const Arg& a : *rest) {
-    argv_s.push_back(a.text);
-    if (a.name == "train_data") has_data = !a.value.empty();
-  }
-  std::vector<char*> cargv;
-  for (auto& s : argv_s) cargv.push_back(s.data());
-  ParseFlagsWithEnv(static_cast<int>(cargv.size()), cargv.data(), "pstrain plan");
-  InitLogging("plan", "warn");
-  auto options = worker::WorkerOptionsFromFlags();
-  if (!options.ok()) {
-    std::fprintf(stderr, "pstrain plan: %s\n", options.status().ToString().c_str());
-    return 2;
-  }
-  PlanInputs in;
-  in.model = options->train.model;
-  in.model.device = "cpu";  // pipeline mode computes on the CPU
-  in.batch_size = options->train.batch_size;
-  in.workers = static_cast<int>(*workers);
-  in.servers = static_cast<int>(*servers);
-  in.schedule = options->pipeline.schedule;
-  in.stage_layers = options->pipeline.stage_layers;
-  in.device_memory_bytes = *device_memory * 1e9;
-  in.bandwidth_bytes = *bandwidth * 1e9;
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  in.flops_per_worker = MeasureFlops() * std::min(1.0, static_cast<double>(cores) / in.workers);
-  in.baseline_bytes = *baseline_mb * 1e6;
-  const std::string bin = flags.Get("bin_dir").empty() ? SelfDir() : flags.Get("bin_dir");
-  const bool json = flags.GetBool("json");
+  return flags;
+}
 
-  std::vector<std::string> trial_args;
-  std::string tmp;
-  if (*trial_steps > 0) {
-    if (!has_data) {
-      std::fprintf(stderr, "pstrain plan: --trial_steps needs --train_data\n");
-      return 2;
-    }
-    char tmpl[] = "/tmp/pstrain-plan-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return 1;
-    tmp = tmpl;
-    trial_args = {absl::StrCat("--servers=", *servers), "--consistency=" + flags.Get("consistency"),
+// What `pstrain plan` was asked: the estimate's inputs and the trials.
+struct PlanRequest {
+  PlanInputs in;
+  int64_t trial_steps = 0;
+  int64_t trial_layouts = 3;
+  absl::Duration trial_timeout;
+  std::string bin;
+  bool json = false;
+  std::vector<std::string> trial_args;  // `pstrain local` flags of every trial
+};
+
+// The estimate's inputs from the worker flags among `rest`.
+absl::Status TakeModel(const std::vector<Arg>& rest, const FlagSet& flags, PlanInputs* in) {
+  // The worker flags require --train_data; only the trials read it.
+  std::vector<Arg> worker_args = {Arg{"train_data", "(none)", true, ""}};
+  worker_args.insert(worker_args.end(), rest.begin(), rest.end());
+  PS_ASSIGN_OR_RETURN(worker::WorkerOptions options,
+                      WorkerOptionsFromArgs(worker_args, flags.names()));
+  in->model = options.train.model;
+  in->model.device = "cpu";  // pipeline mode computes on the CPU
+  in->batch_size = options.train.batch_size;
+  in->schedule = options.pipeline.schedule;
+  in->stage_layers = options.pipeline.stage_layers;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PlanRequest> ParsePlanRequest(const std::vector<std::string>& argv) {
+  FlagSet flags = PlanFlags();
+  PS_ASSIGN_OR_RETURN(std::vector<Arg> rest, flags.Parse(argv, /*keep_unknown=*/true));
+  PlanRequest r;
+  PS_ASSIGN_OR_RETURN(int64_t workers, flags.GetInt("workers"));
+  PS_ASSIGN_OR_RETURN(int64_t servers, flags.GetInt("servers"));
+  PS_ASSIGN_OR_RETURN(double device_memory, flags.GetDouble("device_memory"));
+  PS_ASSIGN_OR_RETURN(double bandwidth, flags.GetDouble("bandwidth"));
+  PS_ASSIGN_OR_RETURN(r.trial_steps, flags.GetInt("trial_steps"));
+  PS_ASSIGN_OR_RETURN(r.trial_layouts, flags.GetInt("trial_layouts"));
+  PS_ASSIGN_OR_RETURN(double trial_timeout, flags.GetDouble("trial_timeout"));
+  PS_ASSIGN_OR_RETURN(double baseline_mb, flags.GetDouble("baseline_mb"));
+  if (workers < 1 || servers < 1) return UsageError("--workers and --servers must be >= 1");
+  PS_RETURN_IF_ERROR(TakeModel(rest, flags, &r.in));
+  const bool has_data = std::any_of(rest.begin(), rest.end(), [](const Arg& a) {
+    return a.name == "train_data" && !a.value.empty();
+  });
+  if (r.trial_steps > 0 && !has_data) return UsageError("--trial_steps needs --train_data");
+  r.in.workers = static_cast<int>(workers);
+  r.in.servers = static_cast<int>(servers);
+  r.in.device_memory_bytes = device_memory * 1e9;
+  r.in.bandwidth_bytes = bandwidth * 1e9;
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  r.in.flops_per_worker = MeasureFlops() * std::min(1.0, static_cast<double>(cores) / r.in.workers);
+  r.in.baseline_bytes = baseline_mb * 1e6;
+  r.trial_timeout = absl::Seconds(trial_timeout);
+  r.bin = flags.Get("bin_dir").empty() ? BinaryDir() : flags.Get("bin_dir");
+  r.json = flags.GetBool("json");
+  r.trial_args = {absl::StrCat("--servers=", servers), "--consistency=" + flags.Get("consistency"),
                   "--mode=pipeline"};
-    for (const Arg& a : *rest) trial_args.push_back(a.text);
-    for (const char* f : {"--eval_data=", "--eval_meta=", "--metrics_out=", "--save_model=",
-                          "--log_every_secs=100000"}) {
-      trial_args.push_back(f);
+  for (const Arg& a : rest) r.trial_args.push_back(a.text);
+  for (const char* f : {"--eval_data=", "--eval_meta=", "--metrics_out=", "--save_model=",
+                        "--log_every_secs=100000"}) {
+    r.trial_args.push_back(f);
+  }
+  r.trial_args.push_back(absl::StrCat("--max_steps=", r.trial_steps));
+  return r;
+}
+
+// The baseline: one step of a one-layer tower on the same data; its peak
+// memory replaces --baseline_mb.
+void MeasureBaseline(PlanRequest& r, const std::string& tmp) {
+  std::vector<std::string> a = r.trial_args;
+  for (const char* f :
+       {"--model=deep_tower", "--tower_layers=1", "--tower_width=8", "--stages=1", "--replicas=1",
+        "--tensor_parallel=1", "--microbatches=1", "--stage_layers=", "--max_steps=1"}) {
+    a.push_back(f);
+  }
+  TrialResult base = RunTrial(r.bin, a, tmp + "/baseline.log", r.trial_timeout);
+  if (base.exit_code == 0 && base.peak > 0) {
+    r.in.baseline_bytes = base.peak;
+    if (!r.json) std::printf("measured worker baseline: %.1f MB\n", Mb(base.peak));
+  } else {
+    std::fprintf(stderr, "pstrain plan: the baseline run failed (exit %d):\n%s\n", base.exit_code,
+                 LastLines(base.log, 10).c_str());
+  }
+}
+
+// Runs the best --trial_layouts feasible layouts; the measured ones first,
+// fastest first.
+void RunTrials(const PlanRequest& r, const std::string& tmp, std::vector<LayoutEstimate>& layouts) {
+  int tried = 0;
+  for (LayoutEstimate& e : layouts) {
+    if (tried >= r.trial_layouts || !e.feasible) break;
+    ++tried;
+    std::vector<std::string> a = r.trial_args;
+    a.push_back(absl::StrCat("--replicas=", e.replicas));
+    a.push_back(absl::StrCat("--stages=", e.stages));
+    a.push_back(absl::StrCat("--tensor_parallel=", e.tp));
+    a.push_back(absl::StrCat("--microbatches=", e.microbatches));
+    if (std::count(r.in.stage_layers.begin(), r.in.stage_layers.end(), ',') + 1 != e.stages) {
+      a.push_back("--stage_layers=");
     }
-    trial_args.push_back(absl::StrCat("--max_steps=", *trial_steps));
-    // The baseline: one step of a one-layer tower on the same data.
-    std::vector<std::string> a = trial_args;
-    for (const char* f :
-         {"--model=deep_tower", "--tower_layers=1", "--tower_width=8", "--stages=1", "--replicas=1",
-          "--tensor_parallel=1", "--microbatches=1", "--stage_layers=", "--max_steps=1"}) {
-      a.push_back(f);
+    const std::string name =
+        absl::StrCat("R", e.replicas, "P", e.stages, "T", e.tp, "M", e.microbatches);
+    if (!r.json) {
+      std::printf("trial %s: %lld steps...\n", name.c_str(), static_cast<long long>(r.trial_steps));
+      std::fflush(stdout);
     }
-    TrialResult base = RunTrial(bin, a, tmp + "/baseline.log", absl::Seconds(*trial_timeout));
-    if (base.exit_code == 0 && base.peak > 0) {
-      in.baseline_bytes = base.peak;
-      if (!json) std::printf("measured worker baseline: %.1f MB\n", Mb(base.peak));
+    TrialResult t = RunTrial(r.bin, a, tmp + "/" + name + ".log", r.trial_timeout);
+    if (t.exit_code == 0 && t.samples_per_sec >= 0) {
+      e.measured_samples_per_sec = t.samples_per_sec;
+      e.measured_peak = t.peak;
     } else {
-      std::fprintf(stderr, "pstrain plan: the baseline run failed (exit %d):\n%s\n", base.exit_code,
-                   LastLines(base.log, 10).c_str());
+      e.trial_error = absl::StrCat("trial failed (exit ", t.exit_code, ")");
+      std::fprintf(stderr, "pstrain plan: trial %s failed:\n%s\n", name.c_str(),
+                   LastLines(t.log, 10).c_str());
     }
   }
-  auto layouts = EstimateLayouts(in);
-  if (!layouts.ok()) {
-    std::fprintf(stderr, "pstrain plan: %s\n", layouts.status().ToString().c_str());
-    return 2;
+  std::stable_sort(layouts.begin(), layouts.end(),
+                   [](const LayoutEstimate& a, const LayoutEstimate& b) {
+                     return a.measured_samples_per_sec > b.measured_samples_per_sec;
+                   });
+}
+
+}  // namespace
+
+std::string PlanHelp() {
+  return absl::StrCat(
+      "usage: pstrain plan --workers=N [--device_memory=GB] [--bandwidth=GBps] "
+      "[--trial_steps=K] [--json] [worker flags: --model, --batch_size, ... or "
+      "--flagfile=F]\n\nLists the layouts of --mode=pipeline (R x P x T workers, M "
+      "micro-batches) with estimated memory and traffic; with --trial_steps, runs the best "
+      "under `pstrain local`.\n\n",
+      PlanFlags().Help());
+}
+
+absl::Status RunPlan(const std::vector<std::string>& argv) {
+  PS_ASSIGN_OR_RETURN(PlanRequest r, ParsePlanRequest(argv));
+  InitLogging("plan", "warn");
+  std::string tmp;
+  if (r.trial_steps > 0) {
+    char tmpl[] = "/tmp/pstrain-plan-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return ErrnoToStatus(errno, "mkdtemp /tmp/pstrain-plan-*");
+    tmp = tmpl;
+    MeasureBaseline(r, tmp);
   }
-  if (*trial_steps > 0) {
-    int tried = 0;
-    for (LayoutEstimate& e : *layouts) {
-      if (tried >= *trial_layouts || !e.feasible) break;
-      ++tried;
-      std::vector<std::string> a = trial_args;
-      a.push_back(absl::StrCat("--replicas=", e.replicas));
-      a.push_back(absl::StrCat("--stages=", e.stages));
-      a.push_back(absl::StrCat("--tensor_parallel=", e.tp));
-      a.push_back(absl::StrCat("--microbatches=", e.microbatches));
-      if (std::count(in.stage_layers.begin(), in.stage_layers.end(), ',') + 1 != e.stages) {
-        a.push_back("--stage_layers=");
-      }
-      const std::string name =
-          absl::StrCat("R", e.replicas, "P", e.stages, "T", e.tp, "M", e.microbatches);
-      if (!json) {
-        std::printf("trial %s: %lld steps...\n", name.c_str(),
-                    static_cast<long long>(*trial_steps));
-        std::fflush(stdout);
-      }
-      TrialResult r = RunTrial(bin, a, tmp + "/" + name + ".log", absl::Seconds(*trial_timeout));
-      if (r.exit_code == 0 && r.samples_per_sec >= 0) {
-        e.measured_samples_per_sec = r.samples_per_sec;
-        e.measured_peak = r.peak;
-      } else {
-        e.trial_error = absl::StrCat("trial failed (exit ", r.exit_code, ")");
-        std::fprintf(stderr, "pstrain plan: trial %s failed:\n%s\n", name.c_str(),
-                     LastLines(r.log, 10).c_str());
-      }
-    }
-    // Measured layouts first, fastest first.
-    std::stable_sort(layouts->begin(), layouts->end(),
-                     [](const LayoutEstimate& a, const LayoutEstimate& b) {
-                       return a.measured_samples_per_sec > b.measured_samples_per_sec;
-                     });
+  absl::StatusOr<std::vector<LayoutEstimate>> layouts = EstimateLayouts(r.in);
+  if (!layouts.ok()) return UsageError(layouts.status().message());
+  if (r.trial_steps > 0) {
+    RunTrials(r, tmp, *layouts);
     std::filesystem::remove_all(tmp);
   }
-  if (json) {
-    std::printf("%s\n", Json(*layouts, in).c_str());
+  if (r.json) {
+    std::printf("%s\n", Json(*layouts, r.in).c_str());
   } else {
-    PrintTable(*layouts, in, *trial_steps > 0);
+    PrintTable(*layouts, r.in, r.trial_steps > 0);
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace pstrain::launcher

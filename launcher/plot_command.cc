@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/file_util.h"
+#include "common/status.h"
 #include "launcher/args.h"
 #include "launcher/commands.h"
 #include "launcher/plot_html.h"
@@ -23,6 +24,10 @@ extern char** environ;
 
 namespace pstrain::launcher {
 namespace {
+
+// A headless Chromium renders the page in a few seconds; a cold start on a
+// busy machine can take a minute.
+constexpr absl::Duration kScreenshotTimeout = absl::Seconds(90);
 
 // A Chromium to take screenshots with: $PSTRAIN_CHROMIUM, or the usual
 // names on PATH. Empty when there is none.
@@ -107,32 +112,33 @@ absl::Status Screenshot(const std::string& chromium, const std::string& html_pat
   return st;
 }
 
-void Usage(const FlagSet& flags) {
-  std::printf(
-      "usage: pstrain plot METRICS.jsonl [MORE.jsonl ...] --out=curves.html [--png=curves.png]\n\n"
-      "Draws the training loss, throughput, eval AUC and eval logloss of one or several\n"
-      "runs (files written by --metrics_out) side by side, with their summaries, in one\n"
-      "self-contained HTML page (no network needed to view it). With --png, a headless\n"
-      "Chromium ($PSTRAIN_CHROMIUM or chromium on PATH) also renders it to a PNG.\n\n%s",
-      flags.Help().c_str());
-}
-
-}  // namespace
-
-int RunPlot(const std::vector<std::string>& argv) {
+FlagSet PlotFlags() {
   FlagSet flags;
   flags.Define("out", "curves.html", "The HTML file to write.")
       .Define("png", "", "Also render the page to this PNG (needs headless Chromium).")
       .Define("names", "", "Comma-separated legend names, one per file (default: file names).")
       .Define("title", "pstrain training curves", "Title of the page.");
+  return flags;
+}
+
+}  // namespace
+
+std::string PlotHelp() {
+  return absl::StrCat(
+      "usage: pstrain plot METRICS.jsonl [MORE.jsonl ...] --out=curves.html [--png=curves.png]\n\n"
+      "Draws the training loss, throughput, eval AUC and eval logloss of one or several\n"
+      "runs (files written by --metrics_out) side by side, with their summaries, in one\n"
+      "self-contained HTML page (no network needed to view it). With --png, a headless\n"
+      "Chromium ($PSTRAIN_CHROMIUM or chromium on PATH) also renders it to a PNG.\n\n",
+      PlotFlags().Help());
+}
+
+absl::Status RunPlot(const std::vector<std::string>& argv) {
+  FlagSet flags = PlotFlags();
   // Files are positional; flags take "--name=value" or "--name value".
   std::vector<std::string> files, flag_args;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (a == "--help" || a == "-h") {
-      Usage(flags);
-      return 0;
-    }
     if (a.rfind("--", 0) != 0) {
       files.push_back(a);
     } else if (a.find('=') == std::string::npos && i + 1 < argv.size() &&
@@ -142,49 +148,33 @@ int RunPlot(const std::vector<std::string>& argv) {
       flag_args.push_back(a);
     }
   }
-  auto args = ParseArgs(flag_args);
-  absl::Status st = args.status();
-  if (st.ok()) st = flags.Take(*args, false).status();
-  if (st.ok() && files.empty()) st = absl::InvalidArgumentError("no metrics files given");
+  PS_RETURN_IF_ERROR(flags.Parse(flag_args, /*keep_unknown=*/false).status());
+  if (files.empty()) return UsageError("no metrics files given");
   std::vector<std::string> names = absl::StrSplit(flags.Get("names"), ',', absl::SkipEmpty());
-  if (st.ok() && !names.empty() && names.size() != files.size()) {
-    st = absl::InvalidArgumentError("--names needs one name per file");
-  }
-  if (!st.ok()) {
-    std::fprintf(stderr, "pstrain plot: %s\n", std::string(st.message()).c_str());
-    return 2;
+  if (!names.empty() && names.size() != files.size()) {
+    return UsageError("--names needs one name per file");
   }
   if (names.empty()) names = DefaultRunNames(files);
   std::vector<RunCurves> runs;
   for (size_t i = 0; i < files.size(); ++i) {
     int bad = 0;
-    auto r = ReadRunCurves(files[i], names[i], &bad);
-    if (!r.ok()) {
-      std::fprintf(stderr, "pstrain plot: %s\n", r.status().ToString().c_str());
-      return 1;
-    }
+    PS_ASSIGN_OR_RETURN(std::vector<RunCurves> r, ReadRunCurves(files[i], names[i], &bad));
     if (bad > 0) std::fprintf(stderr, "pstrain plot: %s: skipped %d malformed lines\n", files[i].c_str(), bad);
-    runs.insert(runs.end(), r->begin(), r->end());
+    runs.insert(runs.end(), r.begin(), r.end());
   }
   std::string out = flags.Get("out");
-  if (absl::Status w = WriteFileAtomically(out, PlotHtml(runs, flags.Get("title"))); !w.ok()) {
-    std::fprintf(stderr, "pstrain plot: %s\n", w.ToString().c_str());
-    return 1;
-  }
+  PS_RETURN_IF_ERROR(WriteFileAtomically(out, PlotHtml(runs, flags.Get("title"))));
   std::printf("wrote %s (%zu runs)\n", out.c_str(), runs.size());
   if (std::string png = flags.Get("png"); !png.empty()) {
     std::string chromium = FindChromium();
     if (chromium.empty()) {
       std::fprintf(stderr, "pstrain plot: no Chromium found (set PSTRAIN_CHROMIUM): no PNG written\n");
-      return 0;
+      return absl::OkStatus();
     }
-    if (absl::Status s = Screenshot(chromium, out, png, 1280, 1180, absl::Seconds(90)); !s.ok()) {
-      std::fprintf(stderr, "pstrain plot: %s\n", s.ToString().c_str());
-      return 1;
-    }
+    PS_RETURN_IF_ERROR(Screenshot(chromium, out, png, 1280, 1180, kScreenshotTimeout));
     std::printf("wrote %s\n", png.c_str());
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace pstrain::launcher

@@ -14,6 +14,7 @@
 #include "common/process.h"
 #include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
+#include "common/status.h"
 #include "launcher/commands.h"
 #include "server/coordinator.h"
 #include "server/parameter_server.h"
@@ -22,30 +23,20 @@
 
 namespace pstrain::launcher {
 
-int RunTrain(const std::vector<std::string>& args) {
-  std::vector<std::string> argv_s = {"pstrain train"};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  ParseFlagsWithEnv(static_cast<int>(argv.size()), argv.data(),
-                    "pstrain train --train_data=FILES [--eval_data=FILES] [worker flags]\n"
-                    "Trains in one process: coordinator, one server and one worker as threads.");
-  InitLogging("train", worker::LogLevelFlag());
-  if (absl::Status st = PinProcess(worker::CpusFlag()); !st.ok()) {
-    spdlog::error("{}", st.ToString());
-    return 2;
-  }
-  auto options = worker::WorkerOptionsFromFlags();
-  if (!options.ok()) {
-    spdlog::error("{}", options.status().ToString());
-    return 2;
-  }
-  auto keys = CurveKeysFromFlags();
-  if (!keys.ok()) {
-    spdlog::error("{}", keys.status().ToString());
-    return 2;
-  }
-  options->curve = *keys;
+namespace {
+
+constexpr char kTrainUsage[] =
+    "pstrain train --train_data=FILES [--eval_data=FILES] [worker flags]\n"
+    "Trains in one process: coordinator, one server and one worker as threads.";
+
+// The coordinator and the server of the one-process job, run as threads.
+struct LocalServices {
+  std::unique_ptr<server::Coordinator> coordinator;
+  std::unique_ptr<server::ParameterServer> server;
+};
+
+absl::StatusOr<LocalServices> CreateServices(const CurveKeys& keys) {
+  LocalServices s;
   server::CoordinatorOptions co;
   co.bind = "tcp://127.0.0.1:0";
   co.num_servers = 1;
@@ -53,35 +44,52 @@ int RunTrain(const std::vector<std::string>& args) {
   co.consistency = proto::Consistency::kBsp;  // one worker: the same as any model, exactly
   ZmqTransportOptions t;
   t.name = "coordinator";
-  t.curve = *keys;
-  auto coordinator = server::Coordinator::Create(co, std::make_unique<ZmqTransport>(t));
-  if (!coordinator.ok()) {
-    spdlog::error("{}", coordinator.status().ToString());
-    return 1;
-  }
+  t.curve = keys;
+  PS_ASSIGN_OR_RETURN(s.coordinator, server::Coordinator::Create(co, std::make_unique<ZmqTransport>(t)));
   server::ServerOptions so;
-  so.coordinator = (*coordinator)->endpoint();
+  so.coordinator = s.coordinator->endpoint();
   so.bind = "tcp://127.0.0.1:0";
   t.name = "server";
-  auto server = server::ParameterServer::Create(so, std::make_unique<ZmqTransport>(t));
-  if (!server.ok()) {
-    spdlog::error("{}", server.status().ToString());
-    return 1;
-  }
+  PS_ASSIGN_OR_RETURN(s.server, server::ParameterServer::Create(so, std::make_unique<ZmqTransport>(t)));
+  return s;
+}
+
+}  // namespace
+
+std::string TrainHelp() {
+  // The worker's flags are this process's: list them like pstrain_worker.
+  return FlagsHelp(kTrainUsage);
+}
+
+absl::Status RunTrain(const std::vector<std::string>& args) {
+  std::vector<std::string> argv_s = {"pstrain train"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  ParseFlagsWithEnv(static_cast<int>(argv.size()), argv.data(), kTrainUsage);
+  InitLogging("train", worker::LogLevelFlag());
+  if (absl::Status st = PinProcess(worker::CpusFlag()); !st.ok()) return UsageError(st.ToString());
+  absl::StatusOr<worker::WorkerOptions> options = worker::WorkerOptionsFromFlags();
+  if (!options.ok()) return UsageError(options.status().message());
+  absl::StatusOr<CurveKeys> keys = CurveKeysFromFlags();
+  if (!keys.ok()) return UsageError(keys.status().ToString());
+  options->curve = *keys;
+  PS_ASSIGN_OR_RETURN(LocalServices services, CreateServices(*keys));
   absl::Status server_status, coordinator_status;
-  std::thread server_thread([&] { server_status = (*server)->Run(); });
-  std::thread coordinator_thread([&] { coordinator_status = (*coordinator)->Run(); });
-  options->coordinator = (*coordinator)->endpoint();
+  std::thread server_thread([&] { server_status = services.server->Run(); });
+  std::thread coordinator_thread([&] { coordinator_status = services.coordinator->Run(); });
+  options->coordinator = services.coordinator->endpoint();
   options->bind = "tcp://127.0.0.1:0";
   absl::Status st = worker::RunWorker(*options);
   if (!st.ok()) {
-    spdlog::error("{}", st.ToString());
-    (*coordinator)->RequestStop();
-    (*server)->RequestStop();
+    services.coordinator->RequestStop();
+    services.server->RequestStop();
   }
   server_thread.join();
   coordinator_thread.join();
-  return st.ok() && server_status.ok() && coordinator_status.ok() ? 0 : 1;
+  PS_RETURN_IF_ERROR(st);
+  PS_RETURN_IF_ERROR(Annotate(server_status, "server"));
+  return Annotate(coordinator_status, "coordinator");
 }
 
 }  // namespace pstrain::launcher

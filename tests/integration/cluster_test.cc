@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_affinity.h"
+#include "common/file_util.h"
 #include "tests/integration/test_process.h"
 #include "worker/data/synthetic.h"
 
@@ -151,15 +152,26 @@ TEST(Cluster, CoordinatorReportsADeadServerWithRoleRankAndAddress) {
 
 TEST(Cluster, LauncherStopsEveryoneAndFailsWhenAWorkerFails) {
   std::string dir = MakeTempDir("pstrain-it");
+  // Its first lines pass the launcher's check; the workers then find that
+  // most lines are malformed and fail.
+  std::string data;
+  for (int i = 0; i < 5; ++i) {
+    data += "1";
+    for (int d = 0; d < 13; ++d) data += "\t" + std::to_string(d);
+    for (int c = 0; c < 26; ++c) data += "\tv" + std::to_string(c);
+    data += "\n";
+  }
+  for (int i = 0; i < 5000; ++i) data += "not\ta\tcriteo\tline\n";
+  ASSERT_TRUE(WriteFileAtomically(dir + "/mostly_bad.tsv", data).ok());
   TestProcess launcher("pstrain",
-                       {"local", "--servers=1", "--workers=2", "--train_data=/nonexistent/*.tsv",
+                       {"local", "--servers=1", "--workers=2", "--train_data=" + dir + "/mostly_bad.tsv",
                         "--timeout=120"},
                        dir + "/launcher.log");
   int code = launcher.Wait(absl::Minutes(2));
   EXPECT_EQ(code, 1) << launcher.Log();
   std::string log = launcher.Log();
   EXPECT_NE(log.find("exited with code"), std::string::npos) << log;
-  EXPECT_NE(log.find("nonexistent"), std::string::npos) << log;
+  EXPECT_NE(log.find("bad lines"), std::string::npos) << log;
   std::filesystem::remove_all(dir);
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "common/cpu_affinity.h"
 #include "common/status.h"
+#include "worker/models/model.h"
 #include "worker/pipeline/schedule.h"
 
 ABSL_FLAG(std::string, coordinator, "tcp://127.0.0.1:7000", "Endpoint of the job's coordinator.");
@@ -158,6 +159,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   TrainOptions& t = o.train;
   ModelOptions& m = t.model;
   m.name = absl::GetFlag(FLAGS_model);
+  PS_RETURN_IF_ERROR(Annotate(CheckModelName(m.name), "--model"));
   m.embedding_dim = absl::GetFlag(FLAGS_embedding_dim);
   PS_ASSIGN_OR_RETURN(m.bottom_mlp, ParseWidths("bottom_mlp", absl::GetFlag(FLAGS_bottom_mlp)));
   PS_ASSIGN_OR_RETURN(m.top_mlp, ParseWidths("top_mlp", absl::GetFlag(FLAGS_top_mlp)));
@@ -210,6 +212,9 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   std::string sep = absl::GetFlag(FLAGS_multi_hot_sep);
   if (sep.size() > 1) return absl::InvalidArgumentError("--multi_hot_sep must be one character");
   t.schema.multi_hot_sep = sep.empty() ? 0 : sep[0];
+  if (m.num_dense < 0 || m.num_sparse < 0) {
+    return absl::InvalidArgumentError("--dense_fields and --sparse_fields must be >= 0");
+  }
   t.train_data = SplitList(absl::GetFlag(FLAGS_train_data));
   if (t.train_data.empty()) return absl::InvalidArgumentError("--train_data is required");
   t.eval_data = SplitList(absl::GetFlag(FLAGS_eval_data));

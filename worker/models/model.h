@@ -95,5 +95,7 @@ class Model {
 // Builds the model named in options.name. InvalidArgument for unknown names
 // or inconsistent shapes; Unavailable for device=cuda without a GPU/CUDA build.
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options);
+// OK when `name` is a model CreateModel makes; InvalidArgument listing them.
+absl::Status CheckModelName(const std::string& name);
 
 }  // namespace pstrain::worker

@@ -11,13 +11,18 @@
 
 namespace pstrain::worker {
 
+absl::Status CheckModelName(const std::string& name) {
+  if (name == "lr" || name == "wide_deep" || name == "dlrm" || name == "deep_tower") {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown model '", name, "' (expected lr, wide_deep, dlrm or deep_tower)"));
+}
+
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) {
   nn::UseSingleThreadedBlas();
   const std::string& name = options.name;
-  if (name != "lr" && name != "wide_deep" && name != "dlrm" && name != "deep_tower") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown model '", name, "' (expected lr, wide_deep, dlrm or deep_tower)"));
-  }
+  PS_RETURN_IF_ERROR(CheckModelName(name));
   PS_ASSIGN_OR_RETURN(std::unique_ptr<nn::Device> device, nn::CreateDevice(options.device));
   if (name == "lr") return CreateLrModel(options, std::move(device));
   if (name == "wide_deep") return CreateWideDeepModel(options, std::move(device));

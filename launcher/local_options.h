@@ -1,0 +1,45 @@
+// The options of `pstrain local`: its own flags, the flags it routes to the
+// coordinator, to every process and to the workers, all checked here
+// (with the data files) before any process starts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "launcher/args.h"
+
+namespace pstrain::launcher {
+
+struct LocalOptions {
+  int servers = 2;
+  int workers = 2;
+  int server_threads = 1;
+  std::string bin_dir;    // the pstrain_* binaries
+  double timeout = 0;     // seconds; 0: no limit
+  bool metrics = false;
+  bool dashboard = false;
+  int dashboard_port = 0;
+  bool restart_failed = false;
+  int max_restarts = 3;
+  bool pin_cpus = false;
+  bool elastic_workers = false;  // the coordinator's --elastic_workers
+  // Flags as "--name=value", by destination.
+  std::vector<std::string> coordinator_args;  // coordinator only
+  std::vector<std::string> common_args;       // every process
+  std::vector<std::string> worker_args;       // workers only
+  std::string metrics_out;                    // the workers' --metrics_out
+};
+
+// The flags `pstrain local` defines itself (for --help).
+FlagSet LocalFlags();
+// The names of the coordinator flags it forwards.
+const std::vector<std::string>& ForwardedCoordinatorFlags();
+
+// Parses and checks `argv` (flags, flagfiles): every flag of every role it
+// forwards, the keys of --auth=curve, and the data files (they exist, are
+// readable and not empty, and their first lines parse with the job's
+// schema). Usage errors (exit code 2) name the flag or file.
+absl::StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& argv);
+
+}  // namespace pstrain::launcher

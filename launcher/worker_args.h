@@ -1,0 +1,26 @@
+// Worker flags checked inside the launcher: `pstrain local` and `pstrain
+// plan` hold flags meant for pstrain_worker and check them the way the
+// worker will, before any process starts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "launcher/args.h"
+#include "worker/worker_app.h"
+
+namespace pstrain::launcher {
+
+// The worker options that the PSTRAIN_* environment and then `args` (worker
+// flags) describe, as pstrain_worker would compute them. This process's
+// flags are left as they were. Usage errors (launcher/command.h) name the
+// flag: an unknown one with the closest known name among the worker's
+// flags and `other_flags` (flags the caller itself takes).
+absl::StatusOr<worker::WorkerOptions> WorkerOptionsFromArgs(
+    const std::vector<Arg>& args, const std::vector<std::string>& other_flags);
+
+// The names of the worker's flags (pstrain_worker --help).
+std::vector<std::string> WorkerFlagNames();
+
+}  // namespace pstrain::launcher

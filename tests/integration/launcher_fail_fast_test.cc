@@ -1,0 +1,135 @@
+// `pstrain local` run as a user would, with bad invocations: each fails
+// fast, with one line and exit code 2, before any child process exists.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/integration/test_process.h"
+
+namespace pstrain::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class LauncherFailFast : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("fail-fast");
+    // Stand-ins for the cluster binaries: each leaves a mark when started.
+    fake_bin_ = dir_ + "/bin";
+    std::filesystem::create_directories(fake_bin_);
+    for (const char* name : {"pstrain_coordinator", "pstrain_server", "pstrain_worker"}) {
+      const std::string path = fake_bin_ + "/" + name;
+      std::ofstream(path) << "#!/bin/sh\ntouch \"$0.started\"\nexit 1\n";
+      chmod(path.c_str(), 0755);
+    }
+    std::string good;
+    for (int i = 0; i < 10; ++i) {
+      std::vector<std::string> cols = {"1"};
+      for (int d = 0; d < 13; ++d) cols.push_back(std::to_string(d));
+      for (int c = 0; c < 26; ++c) cols.push_back(absl::StrCat("v", c));
+      good += absl::StrJoin(cols, "\t") + "\n";
+    }
+    train_ = dir_ + "/train.tsv";
+    std::ofstream(train_) << good;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  bool AnyChildStarted() const {
+    for (const auto& e : std::filesystem::directory_iterator(fake_bin_)) {
+      if (e.path().extension() == ".started") return true;
+    }
+    return false;
+  }
+
+  // Runs `pstrain local ARGS` and checks that it failed as it should.
+  void ExpectFailsFast(const std::vector<std::string>& args, const std::string& message) {
+    std::vector<std::string> a = {"local", "--bin_dir=" + fake_bin_};
+    a.insert(a.end(), args.begin(), args.end());
+    const std::string log = dir_ + "/log";
+    const absl::Time start = absl::Now();
+    TestProcess p(BinDir() + "/pstrain", a, log);
+    const int code = p.Wait(absl::Seconds(30));
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    const std::string out = p.Log();
+    std::printf("pstrain local %s: exit %d in %.3f s: %s", absl::StrJoin(args, " ").c_str(), code,
+                seconds, out.c_str());
+    EXPECT_EQ(code, 2) << out;
+    // Well under a second on an idle machine; the bound leaves room for a
+    // loaded CI machine.
+    EXPECT_LT(seconds, 3.0);
+    std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+    ASSERT_EQ(lines.size(), 1u) << out;
+    EXPECT_THAT(lines[0], StartsWith("pstrain local: "));
+    EXPECT_THAT(lines[0], HasSubstr(message));
+    EXPECT_FALSE(AnyChildStarted()) << "a child process was started";
+  }
+
+  std::string dir_, fake_bin_, train_;
+};
+
+TEST_F(LauncherFailFast, NoFlagsAtAll) { ExpectFailsFast({}, "--train_data is required"); }
+
+TEST_F(LauncherFailFast, ABadNumber) {
+  ExpectFailsFast({"--train_data=" + train_, "--lr=abc"}, "--lr=abc");
+}
+
+TEST_F(LauncherFailFast, AMisspelledFlag) {
+  ExpectFailsFast({"--train_data=" + train_, "--batchsize=64"}, "did you mean --batch_size?");
+}
+
+TEST_F(LauncherFailFast, AnUnknownModel) {
+  ExpectFailsFast({"--train_data=" + train_, "--model=foo"}, "unknown model 'foo'");
+}
+
+TEST_F(LauncherFailFast, AMissingDataFile) {
+  ExpectFailsFast({"--train_data=" + dir_ + "/missing.tsv"}, "missing.tsv");
+}
+
+TEST_F(LauncherFailFast, ABadCoordinatorFlag) {
+  ExpectFailsFast({"--train_data=" + train_, "--consistency=fast"}, "--consistency=fast");
+}
+
+TEST_F(LauncherFailFast, AGoodInvocationStartsTheCluster) {
+  // The control: with good flags the (fake) coordinator is started, and
+  // its failure is the launcher's (exit 1).
+  TestProcess p(BinDir() + "/pstrain", {"local", "--bin_dir=" + fake_bin_, "--train_data=" + train_},
+                dir_ + "/log");
+  EXPECT_EQ(p.Wait(absl::Seconds(60)), 1) << p.Log();
+  EXPECT_TRUE(std::filesystem::exists(fake_bin_ + "/pstrain_coordinator.started")) << p.Log();
+}
+
+TEST(BinaryHelp, EveryBinaryExplainsItselfExitsZeroAndNamesNoBuildPath) {
+  const std::string dir = MakeTempDir("help");
+  const std::vector<std::vector<std::string>> runs = {
+      {"pstrain", "--help"},           {"pstrain", "local", "--help"},
+      {"pstrain", "train", "--help"},  {"pstrain", "gen", "--help"},
+      {"pstrain_worker", "--help"},    {"pstrain_server", "--help"},
+      {"pstrain_coordinator", "--help"}};
+  for (const auto& run : runs) {
+    TestProcess p(BinDir() + "/" + run[0], std::vector<std::string>(run.begin() + 1, run.end()),
+                  dir + "/log");
+    EXPECT_EQ(p.Wait(absl::Seconds(30)), 0) << absl::StrJoin(run, " ") << ": " << p.Log();
+    const std::string out = p.Log();
+    EXPECT_THAT(out, HasSubstr("usage: ")) << absl::StrJoin(run, " ");
+    EXPECT_THAT(out, ::testing::Not(HasSubstr(".cc"))) << absl::StrJoin(run, " ") << ": " << out;
+    EXPECT_THAT(out, ::testing::Not(HasSubstr("Flags from"))) << absl::StrJoin(run, " ");
+  }
+  // The worker's help lists its flags.
+  TestProcess worker(BinDir() + "/pstrain_worker", {"--help"}, dir + "/log");
+  worker.Wait(absl::Seconds(30));
+  EXPECT_THAT(worker.Log(), HasSubstr("--batch_size (default: 1024)"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pstrain::testing

@@ -1,0 +1,170 @@
+// pstrain local checks every flag and the data before it starts anything.
+#include "launcher/local_options.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/flags/reflection.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launcher/args.h"
+#include "common/status.h"
+#include "launcher/command.h"
+
+namespace pstrain::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A line of the default schema: label, 13 integers, 26 tokens.
+std::string Line(int i, char sep = '\t') {
+  std::vector<std::string> cols = {std::to_string(i % 2)};
+  for (int d = 0; d < 13; ++d) cols.push_back(std::to_string(i + d));
+  for (int c = 0; c < 26; ++c) cols.push_back(absl::StrCat("t", (i * 7 + c) % 11));
+  return absl::StrJoin(cols, std::string(1, sep));
+}
+
+class LocalOptionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           absl::StrCat("pstrain-local-options-", getpid(), "-", ::testing::UnitTest::GetInstance()->random_seed());
+    std::filesystem::create_directories(dir_);
+    std::string good, csv;
+    for (int i = 0; i < 20; ++i) {
+      good += Line(i) + "\n";
+      csv += Line(i, ',') + "\n";
+    }
+    Write("train.tsv", good);
+    Write("header.tsv", "label\tI1\tI2\n" + good);
+    Write("train.csv", csv);
+    Write("train.tsv.gz", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8) + "junk\n");
+    Write("empty.tsv", "");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+  }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // ParseLocalOptions on `args`, expecting a usage error; its message.
+  std::string UsageMessage(const std::vector<std::string>& args) {
+    absl::StatusOr<LocalOptions> o = ParseLocalOptions(args);
+    EXPECT_FALSE(o.ok()) << "accepted: " << absl::StrJoin(args, " ");
+    if (o.ok()) return "";
+    EXPECT_EQ(ExitCodeOf(o.status()), 2) << o.status();
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument) << o.status();
+    return std::string(o.status().message());
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(LocalOptionsTest, NoFlagsAtAllSaysTrainDataIsRequired) {
+  EXPECT_THAT(UsageMessage({}), HasSubstr("--train_data is required"));
+}
+
+TEST_F(LocalOptionsTest, ATypoOfAWorkerFlagSuggestsTheFlag) {
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--batchsize=64"}),
+              HasSubstr("unknown flag --batchsize (did you mean --batch_size?)"));
+}
+
+TEST_F(LocalOptionsTest, ATypoOfALocalOrCoordinatorFlagSuggestsIt) {
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--server=3"}),
+              HasSubstr("did you mean --servers?"));
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--consistensy=bsp"}),
+              HasSubstr("did you mean --consistency?"));
+}
+
+TEST_F(LocalOptionsTest, ABadValueNamesTheFlagAndTheValue) {
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--lr=abc"}),
+              HasSubstr("--lr=abc"));
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--model=foo"}),
+              HasSubstr("unknown model 'foo'"));
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--servers=0"}),
+              HasSubstr("--servers"));
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--consistency=fast"}),
+              HasSubstr("--consistency=fast: must be asp, bsp or ssp"));
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--heartbeat_timeout=0.5"}),
+              HasSubstr("--heartbeat_timeout must exceed --heartbeat_interval"));
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--checkpoint_every_steps=10"}),
+              HasSubstr("need --checkpoint_dir"));
+}
+
+TEST_F(LocalOptionsTest, AMissingDataFileIsNamed) {
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("nope.tsv")}),
+              HasSubstr(absl::StrCat("--train_data: no regular file matches \"", Path("nope.tsv"))));
+}
+
+TEST_F(LocalOptionsTest, EmptyTrainingDataIsRefused) {
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("empty.tsv")}), HasSubstr("--train_data: no data"));
+}
+
+TEST_F(LocalOptionsTest, ACompressedFileIsNamedAsCompressed) {
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv.gz")}),
+              HasSubstr("train.tsv.gz is gzip-compressed"));
+}
+
+TEST_F(LocalOptionsTest, AFileInAnotherFormatFailsWithItsFirstBadLine) {
+  const std::string m = UsageMessage({"--train_data=" + Path("train.csv")});
+  EXPECT_THAT(m, HasSubstr("--train_data: " + Path("train.csv") + ": 5 of its first 5 lines"));
+  EXPECT_THAT(m, HasSubstr("line 1: "));
+}
+
+TEST_F(LocalOptionsTest, EvalDataInAnotherFormatFailsBeforeTraining) {
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--eval_data=" + Path("train.csv")}),
+              HasSubstr("--eval_data: "));
+}
+
+TEST_F(LocalOptionsTest, AHeaderLineIsLeftToTheReaders) {
+  EXPECT_TRUE(ParseLocalOptions({"--train_data=" + Path("header.tsv")}).ok());
+}
+
+TEST_F(LocalOptionsTest, AGoodInvocationRoutesEachFlagToItsProcesses) {
+  absl::StatusOr<LocalOptions> o = ParseLocalOptions(
+      {"--servers=3", "--train_data=" + Path("train.tsv"), "--consistency=bsp", "--lr=0.1",
+       "--log_level=warn", "--metrics_out=" + Path("m.jsonl"), "--elastic_workers"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->servers, 3);
+  EXPECT_TRUE(o->elastic_workers);
+  EXPECT_THAT(o->coordinator_args, ::testing::ElementsAre("--consistency=bsp", "--elastic_workers=true"));
+  EXPECT_THAT(o->common_args, ::testing::ElementsAre("--log_level=warn"));
+  EXPECT_THAT(o->worker_args, ::testing::ElementsAre("--train_data=" + Path("train.tsv"), "--lr=0.1",
+                                                     "--metrics_out=" + Path("m.jsonl")));
+  EXPECT_EQ(o->metrics_out, Path("m.jsonl"));
+  // The launcher's own flags are as they were: the check changed nothing.
+  EXPECT_EQ(absl::FindCommandLineFlag("lr")->CurrentValue(), "0.05");
+}
+
+TEST_F(LocalOptionsTest, PipelineModeTakesItsWorkerCountFromTheLayout) {
+  absl::StatusOr<LocalOptions> o = ParseLocalOptions(
+      {"--train_data=" + Path("train.tsv"), "--mode=pipeline", "--stages=2", "--replicas=2",
+       "--model=deep_tower"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->workers, 4);
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--mode=pipeline", "--stages=2",
+                            "--workers=3"}),
+              HasSubstr("--workers=3 but --replicas x --stages x --tensor_parallel = 2"));
+}
+
+TEST(DidYouMean, SuggestsOnlyNamesCloseEnoughToBeATypo) {
+  const std::vector<std::string> names = {"batch_size", "bucket_mb", "lr", "epochs"};
+  EXPECT_EQ(DidYouMean("batchsize", names), " (did you mean --batch_size?)");
+  EXPECT_EQ(DidYouMean("epoch", names), " (did you mean --epochs?)");
+  EXPECT_EQ(DidYouMean("learning_rate", names), "");
+}
+
+TEST(ExitCode, UsageErrorsAreTwoOtherErrorsOneOrTheirOwnCode) {
+  EXPECT_EQ(ExitCodeOf(absl::OkStatus()), 0);
+  EXPECT_EQ(ExitCodeOf(UsageError("bad flag")), 2);
+  EXPECT_EQ(ExitCodeOf(absl::InternalError("crash")), 1);
+  EXPECT_EQ(ExitCodeOf(WithExitCode(absl::AbortedError("signal"), 130)), 130);
+  // Context added on the way up keeps the code.
+  EXPECT_EQ(ExitCodeOf(Annotate(UsageError("bad"), "--lr")), 2);
+}
+
+}  // namespace
+}  // namespace pstrain::launcher

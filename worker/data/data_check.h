@@ -1,0 +1,28 @@
+// CheckDataFiles: a quick look at a job's input before anything starts, so
+// that a wrong path or format fails in a second instead of after the
+// cluster started (or, for eval data, after training finished).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "worker/data/schema.h"
+
+namespace pstrain::worker {
+
+struct DataCheckOptions {
+  std::string flag;       // named in errors, e.g. "--train_data"
+  int lines_to_check = 5;  // the first lines of each file that are parsed
+};
+
+// OK when the patterns match files, they can be read, the data is not
+// empty, and at least half of the first `lines_to_check` lines of each file
+// parse with `schema` (a header line or a stray bad line is skipped later,
+// as the readers do). Otherwise InvalidArgument (NotFound for a pattern
+// that matches nothing) naming the flag, the file and the first bad line.
+// Compressed files (gzip, zstd) are named as such.
+absl::Status CheckDataFiles(const std::vector<std::string>& patterns, const Schema& schema,
+                            const DataCheckOptions& options);
+
+}  // namespace pstrain::worker
