@@ -22,7 +22,7 @@ namespace {
 
 struct HealthOptions {
   std::string endpoint;
-  absl::Duration timeout = absl::Seconds(3);
+  absl::Duration timeout = absl::Seconds(3);  // --timeout's default
   bool any_reply = false;
   CurveKeys curve;  // --auth=curve
 };

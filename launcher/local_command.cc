@@ -30,6 +30,8 @@ namespace {
 
 // How long the coordinator may take to start listening.
 constexpr absl::Duration kCoordinatorStartTimeout = absl::Seconds(30);
+// How often the coordinator's endpoint file is looked for.
+constexpr absl::Duration kStartPoll = absl::Milliseconds(50);
 // Grace of SIGTERM before SIGKILL when the cluster is stopped.
 constexpr absl::Duration kStopGrace = absl::Seconds(5);
 // After the coordinator ended the job, the others have this long to exit
@@ -103,7 +105,7 @@ absl::StatusOr<std::string> LocalCluster::StartCoordinator() {
   PS_ASSIGN_OR_RETURN(coordinator_, sup_.Start({"coordinator", bin_ + "/pstrain_coordinator", args}));
   const absl::Time wait_until = absl::Now() + kCoordinatorStartTimeout;
   while (true) {
-    sup_.Pump(absl::Milliseconds(50), g_wake_pipe[0]);
+    sup_.Pump(kStartPoll, g_wake_pipe[0]);
     if (auto text = ReadFileToString(endpoint_file); text.ok() && !text->empty()) {
       return std::string(absl::StripAsciiWhitespace(*text));
     }

@@ -38,6 +38,9 @@ extern char** environ;
 namespace pstrain::launcher {
 namespace {
 
+// How often a trial's worker memory (VmHWM) is sampled.
+constexpr absl::Duration kTrialPoll = absl::Milliseconds(50);
+
 double Mb(double bytes) { return bytes / 1e6; }
 
 // A /proc/<pid>/status field in kB, as bytes (-1 when unreadable).
@@ -111,7 +114,7 @@ TrialResult RunTrial(const std::string& bin, const std::vector<std::string>& arg
       waitpid(pid, &status, 0);
       break;
     }
-    absl::SleepFor(absl::Milliseconds(50));
+    absl::SleepFor(kTrialPoll);
   }
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   for (const auto& [w, v] : hwm) r.peak = std::max(r.peak, v);

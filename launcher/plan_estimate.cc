@@ -181,6 +181,8 @@ absl::StatusOr<std::vector<LayoutEstimate>> EstimateLayouts(const PlanInputs& in
 }
 
 double MeasureFlops() {
+  // Long enough for a stable figure, short enough for a CLI answer.
+  constexpr absl::Duration kMeasureFor = absl::Milliseconds(200);
   const int n = 256;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
   worker::nn::Sgemm(worker::nn::Trans::kNo, worker::nn::Trans::kNo, n, n, n, 1.0f, a.data(), n,
@@ -193,7 +195,7 @@ double MeasureFlops() {
                       b.data(), n, 0.0f, c.data(), n);
     ++runs;
     spent = absl::Now() - start;
-  } while (spent < absl::Milliseconds(200));
+  } while (spent < kMeasureFor);
   return 2.0 * n * n * n * runs / absl::ToDoubleSeconds(spent);
 }
 

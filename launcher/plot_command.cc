@@ -28,6 +28,8 @@ namespace {
 // A headless Chromium renders the page in a few seconds; a cold start on a
 // busy machine can take a minute.
 constexpr absl::Duration kScreenshotTimeout = absl::Seconds(90);
+// How often the screenshot's process is checked for its exit.
+constexpr absl::Duration kScreenshotPoll = absl::Milliseconds(100);
 
 // A Chromium to take screenshots with: $PSTRAIN_CHROMIUM, or the usual
 // names on PATH. Empty when there is none.
@@ -98,7 +100,7 @@ absl::Status Screenshot(const std::string& chromium, const std::string& html_pat
                                                       absl::FormatDuration(timeout)));
         break;
       }
-      absl::SleepFor(absl::Milliseconds(100));
+      absl::SleepFor(kScreenshotPoll);
     }
     if (st.ok() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
       st = absl::InternalError(absl::StrCat(chromium, " failed to take the screenshot"));

@@ -15,11 +15,20 @@
 #include "common/status.h"
 
 namespace pstrain::launcher {
+namespace {
+
+// SIGTERM to SIGKILL when a Supervisor goes with children still running
+// (its owner stops them first, with its own grace, on every normal path).
+constexpr absl::Duration kDestructorGrace = absl::Seconds(3);
+// While stopping, output is relayed and exits reaped at least this often.
+constexpr absl::Duration kStopPoll = absl::Milliseconds(50);
+
+}  // namespace
 
 Supervisor::Supervisor() = default;
 
 Supervisor::~Supervisor() {
-  if (AnyRunning()) StopAll(absl::Seconds(3));
+  if (AnyRunning()) StopAll(kDestructorGrace);
   for (Child& c : children_) {
     if (c.fd >= 0) close(c.fd);
   }
@@ -154,14 +163,14 @@ void Supervisor::StopAll(absl::Duration grace) {
     if (c.state.running) kill(c.state.pid, SIGTERM);
   }
   absl::Time give_up = absl::Now() + grace;
-  while (AnyRunning() && absl::Now() < give_up) Pump(absl::Milliseconds(100));
+  while (AnyRunning() && absl::Now() < give_up) Pump(kStopPoll);
   for (Child& c : children_) {
     if (c.state.running) {
       Say(absl::StrCat(c.state.label, " did not stop in time: killing it"));
       kill(c.state.pid, SIGKILL);
     }
   }
-  while (AnyRunning()) Pump(absl::Milliseconds(50));
+  while (AnyRunning()) Pump(kStopPoll);
 }
 
 }  // namespace pstrain::launcher

@@ -68,7 +68,9 @@ absl::Status HttpServer::Start() {
   impl_->started = true;
   impl_->thread = std::thread([&s] { s.listen_after_bind(); });
   // stop() is a no-op until the loop runs: wait for it so Stop() works.
-  absl::Time give_up = absl::Now() + absl::Seconds(10);
+  // Its thread starts listening at once; a loaded machine may delay it.
+  constexpr absl::Duration kListenTimeout = absl::Seconds(10);
+  const absl::Time give_up = absl::Now() + kListenTimeout;
   while (!s.is_running() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
   return absl::OkStatus();
 }
