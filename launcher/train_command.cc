@@ -73,7 +73,7 @@ int RunTrain(const std::vector<std::string>& args) {
   std::thread coordinator_thread([&] { coordinator_status = (*coordinator)->Run(); });
   options->coordinator = (*coordinator)->endpoint();
   options->bind = "tcp://127.0.0.1:0";
-  absl::Status st = worker::RunWorker(*options);
+  absl::Status st = worker::RunWorker(*options, worker::ProcessRuntime());
   if (!st.ok()) {
     spdlog::error("{}", st.ToString());
     (*coordinator)->RequestStop();
