@@ -13,8 +13,10 @@ namespace {
 constexpr char kLoopback[] = "tcp://127.0.0.1:0";
 constexpr absl::Duration kSetupTimeout = absl::Seconds(60);
 
+}  // namespace
+
 std::unique_ptr<Transport> MakeTransport(const std::string& name, const StackOptions& stack,
-                                         std::vector<int> cpus = {}) {
+                                         std::vector<int> cpus) {
   ZmqTransportOptions o;
   o.name = name;
   o.batch_io_thread = stack.batch_io_thread;
@@ -22,8 +24,6 @@ std::unique_ptr<Transport> MakeTransport(const std::string& name, const StackOpt
   o.cpus = std::move(cpus);
   return std::make_unique<ZmqTransport>(o);
 }
-
-}  // namespace
 
 std::vector<int> ServerCpus(const StackOptions& stack) {
   return stack.pin_nodes ? SplitAllowedCpus().first : std::vector<int>{};

@@ -92,6 +92,11 @@ class BenchCluster {
   bool finished_ = false;
 };
 
+// A ZeroMQ transport set up as `stack` says, its I/O thread on `cpus`
+// (empty: anywhere).
+std::unique_ptr<Transport> MakeTransport(const std::string& name, const StackOptions& stack,
+                                         std::vector<int> cpus = {});
+
 // A ZeroMQ-backed RpcNode bound to an ephemeral loopback port, started with
 // a handler that acknowledges the coordinator's Shutdown and refuses the
 // rest (workers serve no requests).

@@ -118,12 +118,12 @@ absl::StatusOr<worker::PipelineStageResult> RunJob(const worker::WorkerOptions& 
       o.coordinator = "coord";
       o.bind = absl::StrCat("worker", w);
       o.rank = w;
-      worker::PipelineRuntime rt;
+      worker::WorkerRuntime rt;
       rt.make_transport = [&net] { return std::make_unique<InProcTransport>(&net); };
       rt.on_shutdown = [](const absl::Status& why) {
         spdlog::error("the coordinator stopped the job: {}", why.ToString());
       };
-      rt.result = &results[w];
+      rt.stage_result = &results[w];
       rt.print_result = false;
       status[w] = worker::RunPipelineWorker(o, rt);
     });

@@ -30,6 +30,7 @@
 #include "worker/models/model.h"
 #include "worker/train_metrics.h"
 #include "worker/trainer.h"
+#include "worker/worker_session.h"
 
 namespace pstrain::bench {
 namespace {
@@ -162,7 +163,9 @@ class StdoutToStderr {
   int saved_ = -1;
 };
 
-// Runs the Trainer as worker 0 of the job at `coordinator`. With
+// Runs the Trainer as worker 0 of the job at `coordinator`, a mode body on
+// a WorkerSession (without recovery: the bench's cluster takes no
+// checkpoints). With
 // options.metrics_port it serves the worker's /metrics (TrainMetrics fed
 // by the trainer and by heartbeats, as in a worker process) and scrapes it
 // and `server_metrics_ports` while training.
@@ -184,32 +187,19 @@ absl::StatusOr<worker::TrainResult> TrainAgainst(const std::string& coordinator,
     scrape_ports.push_back(http->port());
     train.train_metrics = train_metrics.get();
   }
-  std::string endpoint;
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<RpcNode> node, StartWorkerNode("worker", stack, &endpoint));
-  CoordinatorClientOptions co;
-  co.coordinator = coordinator;
-  co.role = proto::Role::kWorker;
-  co.requested_rank = 0;
-  co.endpoint = endpoint;
-  CoordinatorClient coord(node.get(), co);
-  PS_RETURN_IF_ERROR(coord.Register().status());
-  PS_ASSIGN_OR_RETURN(proto::ClusterView view, coord.WaitForCluster(absl::Seconds(60)));
+  worker::WorkerSessionOptions so;
+  so.coordinator = coordinator;
+  so.bind = "tcp://127.0.0.1:0";
+  so.rank = 0;
+  so.cluster_timeout = absl::Seconds(60);  // the bench's cluster is up already
+  so.tables_timeout = absl::Seconds(60);
+  so.train_metrics = train_metrics.get();
+  so.make_transport = [stack] { return MakeTransport("worker", stack, WorkerCpus(stack)); };
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::WorkerSession> session,
+                      worker::WorkerSession::Start(std::move(so)));
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::CreateModel(train.model));
-  PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
-                      coord.DefineTables(model->tables(), absl::Seconds(60)));
-  std::vector<std::string> servers;
-  for (const auto& s : view.servers) servers.push_back(s.endpoint);
-  worker::KvClientOptions ko;
-  ko.rank = coord.rank();
-  worker::KvClient kv(node.get(), layout, servers, ko);
-  if (train_metrics != nullptr) {
-    worker::TrainMetrics* tm = train_metrics.get();
-    coord.StartHeartbeats(absl::Milliseconds(view.heartbeat_interval_ms), [tm] {
-      proto::Heartbeat hb;
-      tm->FillHeartbeat(&hb);
-      return hb;
-    });
-  }
+  PS_ASSIGN_OR_RETURN(proto::TableLayout layout, session->DefineTables(model->tables()));
+  session->Connect(std::move(layout));
   absl::StatusOr<worker::TrainResult> result;
   {
     StdoutToStderr redirect;
@@ -217,15 +207,14 @@ absl::StatusOr<worker::TrainResult> TrainAgainst(const std::string& coordinator,
     if (!scrape_ports.empty()) {
       scraper = std::make_unique<MetricsScraper>(scrape_ports, options.scrape_seconds);
     }
-    worker::Trainer trainer(train, model.get(), &kv, &coord, coord.rank(), view.num_workers);
+    worker::Trainer trainer(train, model.get(), session->kv(), session->coordinator(),
+                            session->rank(), session->view().num_workers);
     const double cpu0 = metrics::ReadProcessUsage().cpu_seconds;
     result = trainer.Run();
     scraped->cpu_seconds = metrics::ReadProcessUsage().cpu_seconds - cpu0;
     if (scraper != nullptr) scraper->Fill(scraped);
   }
-  if (train_metrics != nullptr) coord.StopHeartbeats();
-  absl::Status done = coord.WorkerDone();
-  node->Stop();
+  absl::Status done = session->Finish();
   if (result.ok() && !done.ok()) return done;
   return result;
 }

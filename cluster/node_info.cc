@@ -30,4 +30,16 @@ std::string AdvertisedEndpoint(const std::string& bound, const std::string& host
                       bound.substr(any.size()));
 }
 
+std::string HostOf(const std::string& endpoint) {
+  const std::string tcp = "tcp://";
+  if (!absl::StartsWith(endpoint, tcp)) return "127.0.0.1";
+  std::string host = endpoint.substr(tcp.size());
+  if (absl::StartsWith(host, "[")) {  // IPv6: tcp://[::1]:7000
+    const size_t close = host.find(']');
+    if (close != std::string::npos) return host.substr(1, close - 1);
+  }
+  if (size_t p = host.rfind(':'); p != std::string::npos) host = host.substr(0, p);
+  return host;
+}
+
 }  // namespace pstrain

@@ -80,7 +80,7 @@ absl::Status RunTrain(const std::vector<std::string>& args) {
   std::thread coordinator_thread([&] { coordinator_status = services.coordinator->Run(); });
   options->coordinator = services.coordinator->endpoint();
   options->bind = "tcp://127.0.0.1:0";
-  absl::Status st = worker::RunWorker(*options);
+  absl::Status st = worker::RunWorker(*options, worker::ProcessRuntime());
   if (!st.ok()) {
     services.coordinator->RequestStop();
     services.server->RequestStop();

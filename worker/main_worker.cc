@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   }
   options->curve = *keys;
   options->exit_watchdog = true;
-  absl::Status st = pstrain::worker::RunWorker(*options);
+  absl::Status st = pstrain::worker::RunWorker(*options, pstrain::worker::ProcessRuntime());
   if (!st.ok()) {
     spdlog::error("{}", st.ToString());
     return 1;

@@ -1,7 +1,13 @@
-// RunWorker: one worker process from start to finish — join the cluster,
-// define the model's tables, train, evaluate, report, leave.
+// RunWorker: one worker from start to finish — join the cluster, define the
+// model's tables, train, evaluate, report, leave — in the mode the options
+// name (worker/ps_worker.h: ps and allreduce; worker/pipeline/
+// pipeline_worker.h: pipeline), each a body on top of one WorkerSession
+// (worker/worker_session.h). A worker process or a thread of a test: the
+// WorkerRuntime says which.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -9,6 +15,7 @@
 #include "common/transport.h"
 #include "worker/pipeline/pipeline_options.h"
 #include "worker/trainer.h"
+#include "worker/worker_session.h"
 
 namespace pstrain::worker {
 
@@ -41,7 +48,30 @@ struct WorkerOptions {
   CurveKeys curve;
 };
 
-absl::Status RunWorker(const WorkerOptions& options);
+struct PipelineStageResult;  // worker/pipeline/pipeline_trainer.h
 
+// How the worker is embedded. The defaults are those of a worker process;
+// tests and benchmarks run several workers as threads of one process.
+struct WorkerRuntime {
+  // The transport of the worker's node (default: ZeroMQ with options.curve).
+  std::function<std::unique_ptr<Transport>()> make_transport;
+  // The coordinator stopped the job (on the node's I/O thread). A worker
+  // process exits here; by default (and when it returns) the worker stops
+  // talking to the cluster and RunWorker returns the coordinator's reason.
+  std::function<void(const absl::Status&)> on_shutdown;
+  // Filled with the trainer's result on success (ps, allreduce; may be null).
+  TrainResult* result = nullptr;
+  // Filled with this stage's measurements on success (pipeline; may be null).
+  PipelineStageResult* stage_result = nullptr;
+  // Pipeline: worker 0 prints a "RESULT model=... eval_auc=..." line on
+  // stdout (the Trainer's lead prints its own in ps and allreduce modes).
+  bool print_result = true;
+};
+
+absl::Status RunWorker(const WorkerOptions& options, const WorkerRuntime& runtime = {});
+
+// The session of the worker that `options` and `runtime` describe (for the
+// mode bodies).
+WorkerSessionOptions SessionOptionsFor(const WorkerOptions& options, const WorkerRuntime& runtime);
 
 }  // namespace pstrain::worker

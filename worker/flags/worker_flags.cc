@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -244,5 +246,11 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
 
 std::string LogLevelFlag() { return absl::GetFlag(FLAGS_log_level); }
 std::string CpusFlag() { return absl::GetFlag(FLAGS_cpus); }
+
+WorkerRuntime ProcessRuntime() {
+  WorkerRuntime runtime;
+  runtime.on_shutdown = [](const absl::Status& why) { std::_Exit(why.ok() ? 0 : 3); };
+  return runtime;
+}
 
 }  // namespace pstrain::worker

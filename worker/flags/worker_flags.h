@@ -14,5 +14,9 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags();
 std::string LogLevelFlag();
 // --cpus (common/cpu_affinity.h PinProcess).
 std::string CpusFlag();
+// The runtime of a worker that is a process of its own (pstrain_worker,
+// `pstrain train`): ZeroMQ, and a Shutdown from the coordinator ends the
+// process at once, with 0 when the job ended well and 3 otherwise.
+WorkerRuntime ProcessRuntime();
 
 }  // namespace pstrain::worker

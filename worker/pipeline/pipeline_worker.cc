@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -12,7 +13,6 @@
 #include "cluster/coordinator_client.h"
 #include "cluster/coordinator_store.h"
 #include "cluster/node_info.h"
-#include "common/zmq_transport.h"
 #include "proto_msgs/codec.h"
 #include "worker/collective/gloo_collective.h"
 #include "worker/pipeline/pipeline_model.h"
@@ -41,6 +41,21 @@ class PipeRouter {
     }
     if (comm != nullptr) comm->Interrupt(why);
   }
+  // The session's handler: true for a pipeline message (handed to the
+  // stage's links or refused), false for any other.
+  bool Route(RpcNode* node, const proto::Decoded& d, const RpcRequest& req) {
+    switch (d.type()) {
+      case proto::MsgType::kPipeActivation:
+      case proto::MsgType::kPipeGradient:
+      case proto::MsgType::kPipeAbort:
+        Dispatch(node, d, req);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+ private:
   void Dispatch(RpcNode* node, const proto::Decoded& d, const RpcRequest& req) {
     std::shared_ptr<PipeComm> comm;
     {
@@ -56,17 +71,8 @@ class PipeRouter {
     comm->OnRequest(d, req);
   }
 
- private:
   absl::Mutex mu_;
   std::shared_ptr<PipeComm> comm_ ABSL_GUARDED_BY(mu_);
-};
-
-// A server failure rolls the cluster back to epoch `announced` (kRecover);
-// the stage trains in epoch `current`. Shared with the RPC handler.
-struct RecoveryState {
-  std::atomic<uint64_t> announced{0};
-  std::atomic<uint64_t> current{0};
-  std::atomic<PeerId> coordinator{kNoPeer};
 };
 
 // What a stage builds for one epoch of the cluster (rebuilt after each
@@ -86,16 +92,6 @@ struct StageParts {
     tp_store.reset();
   }
 };
-
-// "tcp://host:port" -> "host", where the tensor-parallel group listens;
-// loopback for a worker on another transport (tests: in-process).
-std::string HostOf(const std::string& endpoint) {
-  std::string s = endpoint;
-  if (s.rfind("tcp://", 0) != 0) return "127.0.0.1";
-  if (size_t p = s.find("://"); p != std::string::npos) s = s.substr(p + 3);
-  if (size_t p = s.rfind(':'); p != std::string::npos) s = s.substr(0, p);
-  return s;
-}
 
 absl::Status CheckOptions(const WorkerOptions& options) {
   const PipelineOptions& p = options.pipeline;
@@ -131,267 +127,195 @@ void PrintResult(const WorkerOptions& options, const PipelineStageResult& r) {
   std::fflush(stdout);
 }
 
-}  // namespace
+// Where this worker sits in the job and what it computes: fixed for the
+// whole job (the stage's links and groups are rebuilt after a rollback).
+struct StagePlan {
+  WorkerPlace place;
+  ModelOptions model_options;  // on the CPU
+  std::unique_ptr<Model> model;
+  PipelineModelSpec spec;
+  StagePartition partition;
+  std::optional<TensorParallelLayout> tp_layout;
+  std::string self;  // "stage 1 (worker 1) of replica 0"
+};
 
-absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRuntime& runtime) {
-  PS_RETURN_IF_ERROR(CheckOptions(options));
+absl::StatusOr<StagePlan> PlanStage(const WorkerOptions& options, const WorkerSession& session) {
   const PipelineOptions& pipe = options.pipeline;
-  std::unique_ptr<Transport> transport;
-  if (runtime.make_transport) {
-    transport = runtime.make_transport();
-  } else {
-    ZmqTransportOptions to;
-    to.name = "worker";
-    to.curve = options.curve;
-    transport = std::make_unique<ZmqTransport>(to);
-  }
-  auto node = std::make_unique<RpcNode>(std::move(transport));
-  PS_ASSIGN_OR_RETURN(std::string bound, node->Bind(options.bind));
-  std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
-  RpcNode* raw = node.get();
-  auto router = std::make_shared<PipeRouter>();
-  auto recovery = std::make_shared<RecoveryState>();
-  std::function<void(const absl::Status&)> on_shutdown = runtime.on_shutdown;
-  if (!on_shutdown) {
-    on_shutdown = [](const absl::Status& why) {
-      spdlog::error("stopped by the coordinator: {}", why.ToString());
-      std::_Exit(why.ok() ? 0 : 3);
-    };
-  }
-  PS_RETURN_IF_ERROR(node->Start([raw, router, recovery, on_shutdown](RpcRequest&& req) {
-    auto d = proto::Decode(req.message);
-    if (!d.ok()) {
-      raw->Reply(req, proto::EncodeError(proto::Role::kWorker, -1, d.status()));
-      return;
-    }
-    switch (d->type()) {
-      case proto::MsgType::kPing:
-        raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
-        return;
-      case proto::MsgType::kShutdown:
-        raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
-        on_shutdown(proto::RemoteStatus(d->header()));
-        return;
-      case proto::MsgType::kRecover: {
-        // A server failed: the cluster rolls back to its latest checkpoint.
-        // Stop talking to the servers and to the neighbours now (every
-        // stage is told the same); the stage thread waits for the recovery.
-        auto notice = d->body<proto::RecoverNotice>();
-        if (!notice.ok()) {
-          raw->Reply(req, proto::EncodeError(proto::Role::kWorker, -1, notice.status()));
-          return;
-        }
-        if (notice->epoch > recovery->current.load()) {
-          recovery->announced = std::max(recovery->announced.load(), notice->epoch);
-          absl::Status why = absl::AbortedError(absl::StrCat(
-              "cluster recovering (epoch ", notice->epoch, "): ", notice->reason));
-          raw->Fence(recovery->coordinator.load(), why);
-          router->Interrupt(why);
-        }
-        raw->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
-        return;
-      }
-      case proto::MsgType::kPipeActivation:
-      case proto::MsgType::kPipeGradient:
-      case proto::MsgType::kPipeAbort:
-        router->Dispatch(raw, *d, req);
-        return;
-      default:
-        raw->Reply(req,
-                   proto::EncodeError(proto::Role::kWorker, -1,
-                                      absl::UnimplementedError("workers serve no such requests")));
-    }
-  }));
-
-  CoordinatorClientOptions co;
-  co.coordinator = options.coordinator;
-  co.role = proto::Role::kWorker;
-  co.requested_rank = options.rank;
-  co.endpoint = endpoint;
-  co.connect_timeout = options.connect_timeout;
-  CoordinatorClient coordinator(node.get(), co);
-  recovery->coordinator = coordinator.peer();
-  PS_ASSIGN_OR_RETURN(proto::ClusterView first, coordinator.Register());
-  const int rank = first.your_rank;
-  std::function<proto::Heartbeat()> fill;
-  if (TrainMetrics* tm = options.train.train_metrics; tm != nullptr) {
-    fill = [tm] {
-      proto::Heartbeat hb;
-      tm->FillHeartbeat(&hb);
-      return hb;
-    };
-  }
-  coordinator.StartHeartbeats(absl::Milliseconds(first.heartbeat_interval_ms), fill);
-  PS_ASSIGN_OR_RETURN(proto::ClusterView view, coordinator.WaitForCluster(absl::Hours(1)));
-  const int tp = pipe.tensor_parallel;
-  if (view.num_workers != pipe.stages * pipe.replicas * tp) {
+  const int rank = session.rank(), tp = pipe.tensor_parallel;
+  const int workers = session.view().num_workers;
+  if (workers != pipe.stages * pipe.replicas * tp) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pipeline mode with ", pipe.replicas, " replicas of ", pipe.stages, " stages of ", tp,
         " tensor-parallel workers needs ", pipe.stages * pipe.replicas * tp,
-        " workers; the job has ", view.num_workers));
+        " workers; the job has ", workers));
   }
-  const WorkerPlace place = PlaceOf3d(rank, pipe.stages, tp);
+  StagePlan plan;
+  const WorkerPlace& place = plan.place = PlaceOf3d(rank, pipe.stages, tp);
   spdlog::info(
       "worker {} of {} at {}: stage {} of {} in replica {} of {}, tensor-parallel rank {} of {}",
-      rank, view.num_workers, endpoint, place.stage, pipe.stages, place.replica, pipe.replicas,
+      rank, workers, session.endpoint(), place.stage, pipe.stages, place.replica, pipe.replicas,
       place.tp, tp);
-
-  ModelOptions mo = options.train.model;
-  mo.device = "cpu";
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateModel(mo));
-  PS_ASSIGN_OR_RETURN(PipelineModelSpec spec,
-                      DescribePipelineModel(mo, *model, options.train.batch_size));
-  PS_ASSIGN_OR_RETURN(StagePartition partition,
-                      PartitionTower(spec, pipe.stages, pipe.stage_layers));
+  plan.model_options = options.train.model;
+  plan.model_options.device = "cpu";
+  PS_ASSIGN_OR_RETURN(plan.model, CreateModel(plan.model_options));
+  PS_ASSIGN_OR_RETURN(plan.spec, DescribePipelineModel(plan.model_options, *plan.model,
+                                                       options.train.batch_size));
+  PS_ASSIGN_OR_RETURN(plan.partition, PartitionTower(plan.spec, pipe.stages, pipe.stage_layers));
   if (rank == 0) {
-    spdlog::info("{} cut into {} stages ({}, {} micro-batches): {}", mo.name, pipe.stages,
-                 ScheduleName(pipe.schedule), pipe.microbatches,
-                 DescribePartition(spec, partition));
+    spdlog::info("{} cut into {} stages ({}, {} micro-batches): {}", plan.model_options.name,
+                 pipe.stages, ScheduleName(pipe.schedule), pipe.microbatches,
+                 DescribePartition(plan.spec, plan.partition));
   }
-  PS_ASSIGN_OR_RETURN(TensorParallelLayout tp_layout,
-                      TensorParallelLayout::Create(model->tables(), spec, partition, tp));
-  if (rank == 0 && tp > 1) spdlog::info("{}", tp_layout.Describe());
-  PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
-                      coordinator.DefineTables(tp_layout.tables(), absl::Minutes(10)));
-  std::vector<std::string> servers;
-  for (const auto& s : view.servers) servers.push_back(s.endpoint);
-  KvClientOptions ko;
-  ko.rank = rank;
-  ko.push_partition_bytes = options.push_partition_bytes;
-  auto kv = std::make_unique<KvClient>(node.get(), layout, servers, ko);
+  PS_ASSIGN_OR_RETURN(TensorParallelLayout layout,
+                      TensorParallelLayout::Create(plan.model->tables(), plan.spec,
+                                                   plan.partition, tp));
+  if (rank == 0 && tp > 1) spdlog::info("{}", layout.Describe());
+  plan.tp_layout.emplace(std::move(layout));
+  plan.self = absl::StrCat("stage ", place.stage, " (worker ", rank, ") of replica ", place.replica);
+  return plan;
+}
 
-  // The stage's links, group and runner of cluster epoch `epoch`. Epoch 0
-  // keeps the original names; a rebuilt stage meets under names of its
-  // epoch, and its links number their messages from epoch << 40, so nothing
-  // of the stage it replaces reaches it.
-  auto build = [&](uint64_t epoch, StageParts* parts) -> absl::Status {
-    const std::string suffix = epoch == 0 ? std::string() : absl::StrCat("/epoch", epoch);
-    if (pipe.stages > 1) {
-      PipeCommOptions po;
-      po.replica = place.replica;
-      po.stage = place.stage;
-      po.stages = pipe.stages;
-      po.rank = rank;
-      // The neighbours are the workers with the same tp rank in the
-      // neighbouring stages: T ranks away.
-      if (place.stage > 0) {
-        po.prev_rank = rank - tp;
-        po.prev_endpoint = view.workers[rank - tp].endpoint;
-        po.in_width = spec.tower[partition.begin(place.stage)].in;
-      }
-      if (place.stage + 1 < pipe.stages) {
-        po.next_rank = rank + tp;
-        po.next_endpoint = view.workers[rank + tp].endpoint;
-        po.out_width = spec.tower[partition.end(place.stage) - 1].out;
-      }
-      po.max_rows = std::max(options.train.batch_size, options.train.eval_batch_size);
-      po.max_microbatches = pipe.microbatches;
-      po.window = pipe.microbatches + 2;
-      po.timeout = pipe.timeout;
-      po.ping_interval = pipe.ping_interval;
-      po.ping_timeout = pipe.ping_timeout;
-      po.first_seq = epoch << 40;
-      parts->comm = std::make_shared<PipeComm>(node.get(), po);
-      router->Set(parts->comm);
-      // A rollback announced meanwhile interrupts these links too.
-      if (recovery->announced.load() > epoch) {
-        parts->comm->Interrupt(absl::AbortedError("the cluster is rolling back again"));
-      }
+// The links to the neighbouring stages of cluster epoch `epoch`: the workers
+// with the same tp rank in the neighbouring stages, T ranks away. They
+// number their messages from epoch << 40, so nothing of the stage a rebuilt
+// one replaces reaches it.
+PipeCommOptions LinkOptions(const WorkerOptions& options, const StagePlan& plan,
+                            const WorkerSession& session, uint64_t epoch) {
+  const PipelineOptions& pipe = options.pipeline;
+  const int rank = session.rank(), tp = pipe.tensor_parallel;
+  const auto& workers = session.view().workers;
+  PipeCommOptions po;
+  po.replica = plan.place.replica;
+  po.stage = plan.place.stage;
+  po.stages = pipe.stages;
+  po.rank = rank;
+  if (plan.place.stage > 0) {
+    po.prev_rank = rank - tp;
+    po.prev_endpoint = workers[rank - tp].endpoint;
+    po.in_width = plan.spec.tower[plan.partition.begin(plan.place.stage)].in;
+  }
+  if (plan.place.stage + 1 < pipe.stages) {
+    po.next_rank = rank + tp;
+    po.next_endpoint = workers[rank + tp].endpoint;
+    po.out_width = plan.spec.tower[plan.partition.end(plan.place.stage) - 1].out;
+  }
+  po.max_rows = std::max(options.train.batch_size, options.train.eval_batch_size);
+  po.max_microbatches = pipe.microbatches;
+  po.window = pipe.microbatches + 2;
+  po.timeout = pipe.timeout;
+  po.ping_interval = pipe.ping_interval;
+  po.ping_timeout = pipe.ping_timeout;
+  po.first_seq = epoch << 40;
+  return po;
+}
+
+// The tensor-parallel group of this stage: T consecutive ranks, meeting
+// through the coordinator's store under names of `suffix` (the epoch's).
+absl::Status JoinTensorParallelGroup(const WorkerOptions& options, const StagePlan& plan,
+                                     WorkerSession& session, const std::string& suffix,
+                                     StageParts* parts) {
+  parts->tp_store = std::make_unique<CoordinatorStore>(
+      session.coordinator(),
+      absl::StrCat("collective/tp/", plan.place.replica, "/", plan.place.stage));
+  GlooOptions go;
+  go.rank = plan.place.tp;
+  go.size = options.pipeline.tensor_parallel;
+  go.hostname = HostOf(session.endpoint());
+  go.timeout = options.collective_timeout;
+  go.prefix += suffix;
+  PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, parts->tp_store.get()));
+  parts->tp_group = std::move(gloo);
+  return absl::OkStatus();
+}
+
+// The stage's links, group and runner of the session's epoch. Epoch 0 keeps
+// the original names; a rebuilt stage meets under names of its epoch.
+absl::Status BuildStage(const WorkerOptions& options, const StagePlan& plan,
+                        WorkerSession& session, PipeRouter& router, StageParts* parts) {
+  const PipelineOptions& pipe = options.pipeline;
+  const uint64_t epoch = session.epoch();
+  const std::string suffix = epoch == 0 ? std::string() : absl::StrCat("/epoch", epoch);
+  if (pipe.stages > 1) {
+    parts->comm =
+        std::make_shared<PipeComm>(session.node(), LinkOptions(options, plan, session, epoch));
+    router.Set(parts->comm);
+    // A rollback announced meanwhile interrupts these links too.
+    if (session.rolling_back()) {
+      parts->comm->Interrupt(absl::AbortedError("the cluster is rolling back again"));
     }
-    StageRunnerOptions ro;
-    ro.stage = place.stage;
-    ro.stages = pipe.stages;
-    ro.microbatches = pipe.microbatches;
-    ro.schedule = pipe.schedule;
-    // The tensor-parallel group of this stage: T consecutive ranks, meeting
-    // through the coordinator's store.
-    if (tp > 1) {
-      parts->tp_store = std::make_unique<CoordinatorStore>(
-          &coordinator, absl::StrCat("collective/tp/", place.replica, "/", place.stage));
-      GlooOptions go;
-      go.rank = place.tp;
-      go.size = tp;
-      go.hostname = HostOf(endpoint);
-      go.timeout = options.collective_timeout;
-      go.prefix += suffix;
-      PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, parts->tp_store.get()));
-      parts->tp_group = std::move(gloo);
-    }
-    ro.tp_layout = &tp_layout;
-    ro.tp_rank = place.tp;
-    ro.tp_group = parts->tp_group.get();
-    PS_ASSIGN_OR_RETURN(parts->runner, StageRunner::Create(mo, *model, spec, partition, ro,
-                                                           parts->comm.get()));
-    // Nobody sends activations before every stage can take them.
-    return coordinator.Barrier(absl::StrCat("pipeline/ready", suffix), view.num_workers,
-                               absl::Minutes(10));
+  }
+  if (pipe.tensor_parallel > 1) {
+    PS_RETURN_IF_ERROR(JoinTensorParallelGroup(options, plan, session, suffix, parts));
+  }
+  StageRunnerOptions ro;
+  ro.stage = plan.place.stage;
+  ro.stages = pipe.stages;
+  ro.microbatches = pipe.microbatches;
+  ro.schedule = pipe.schedule;
+  ro.tp_layout = &*plan.tp_layout;
+  ro.tp_rank = plan.place.tp;
+  ro.tp_group = parts->tp_group.get();
+  PS_ASSIGN_OR_RETURN(parts->runner, StageRunner::Create(plan.model_options, *plan.model, plan.spec,
+                                                         plan.partition, ro, parts->comm.get()));
+  // Nobody sends activations before every stage can take them.
+  return session.coordinator()->Barrier(absl::StrCat("pipeline/ready", suffix),
+                                        session.view().num_workers, absl::Minutes(10));
+}
+
+}  // namespace
+
+absl::Status RunPipelineWorker(const WorkerOptions& options, const WorkerRuntime& runtime) {
+  PS_RETURN_IF_ERROR(CheckOptions(options));
+  // The handler is installed before the stage knows its place (PipeRouter).
+  auto router = std::make_shared<PipeRouter>();
+  WorkerSessionOptions so = SessionOptionsFor(options, runtime);
+  so.on_request = [router](RpcNode* node, const proto::Decoded& d, const RpcRequest& req) {
+    return router->Route(node, d, req);
   };
-
-  const std::string self =
-      absl::StrCat("stage ", place.stage, " (worker ", rank, ") of replica ", place.replica);
-  uint64_t epoch = layout.epoch;
-  recovery->current = epoch;
-  absl::StatusOr<PipelineStageResult> result = absl::UnknownError("not trained");
-  while (true) {
-    StageParts parts;
-    absl::Status built = build(epoch, &parts);
-    if (!built.ok()) {
-      result = Annotate(built, "building the stage");
-    } else {
-      PipelineTrainer trainer(options.train, pipe, model.get(), parts.runner.get(),
-                              parts.comm.get(), kv.get(), &coordinator, rank, &tp_layout.tables());
-      trainer.set_interrupted([recovery, epoch] { return recovery->announced.load() > epoch; });
-      result = trainer.Run();
-    }
-    if (result.ok()) break;
-    absl::Status st = Annotate(result.status(), self);
+  // Every stage is told of a rollback: its waits on its neighbours fail now.
+  so.on_rollback = [router](const absl::Status& why) { router->Interrupt(why); };
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<WorkerSession> session, WorkerSession::Start(std::move(so)));
+  PS_ASSIGN_OR_RETURN(StagePlan plan, PlanStage(options, *session));
+  // Every table of the job: the model's and its tensor-parallel slices.
+  PS_ASSIGN_OR_RETURN(proto::TableLayout layout, session->DefineTables(plan.tp_layout->tables()));
+  session->Connect(std::move(layout));
+  StageParts parts;
+  RecoveryHooks hooks;
+  hooks.who = plan.self;
+  // Without checkpoints no recovery can come: the neighbours are told at once.
+  hooks.untold_needs_checkpoints = true;
+  hooks.after_failure = [&] {
     router->Set(nullptr);
     parts.TearGroup();
-    // A server failed? Then the cluster rolls back to its latest checkpoint
-    // and every stage resumes from there. Possible only with checkpoints;
-    // without them the neighbours are told at once.
-    const bool told = recovery->announced.load() > epoch;
-    const bool checkpoints = kv->layout().checkpoint_step >= 0 || kv->layout().restored_step >= 0;
-    absl::StatusOr<proto::Recovered> recovered = absl::UnavailableError("no recovery");
-    if (told || checkpoints) {
-      recovered =
-          coordinator.WaitForRecovery(epoch, told ? absl::Minutes(10) : absl::Seconds(3));
-    }
-    if (!recovered.ok()) {
-      if (recovered.status().code() != absl::StatusCode::kUnavailable) {
-        spdlog::error("waiting for the cluster's recovery failed: {}",
-                      recovered.status().ToString());
-      }
-      if (parts.comm != nullptr) parts.comm->Abort(st);
-      return st;
-    }
-    // The links roll back with the cluster: gone before the new ones are
-    // built.
-    parts.comm.reset();
-    spdlog::warn("{}: training interrupted ({}); the cluster recovered: resuming from step {} "
-                 "(epoch {})",
-                 self, result.status().ToString(),
-                 std::max<int64_t>(0, recovered->layout.restored_step), recovered->epoch);
-    epoch = recovered->epoch;
-    recovery->current = epoch;
-    servers.clear();
-    for (const auto& s : recovered->view.servers) servers.push_back(s.endpoint);
-    kv.reset();
-    node->Unfence();
-    if (recovery->announced.load() > epoch) {
-      // Rolling back again already: keep away from the servers.
-      node->Fence(recovery->coordinator.load(),
-                  absl::AbortedError("the cluster is rolling back again"));
-    }
-    kv = std::make_unique<KvClient>(node.get(), std::move(recovered->layout), servers, ko);
-  }
-  if (runtime.result != nullptr) *runtime.result = *result;
-  if (rank == 0 && runtime.print_result) PrintResult(options, *result);
-  PS_RETURN_IF_ERROR(coordinator.WorkerDone());
-  coordinator.StopHeartbeats();
+  };
+  hooks.on_give_up = [&](const absl::Status& st) {
+    if (parts.comm != nullptr) parts.comm->Abort(st);
+  };
+  // The links roll back with the cluster: gone before the new ones are built.
+  hooks.on_recovered = [&] { parts.comm.reset(); };
+  PipelineStageResult result;
+  PS_RETURN_IF_ERROR(session->RunWithRecovery(
+      [&]() -> absl::Status {
+        const uint64_t epoch = session->epoch();
+        PS_RETURN_IF_ERROR(
+            Annotate(BuildStage(options, plan, *session, *router, &parts), "building the stage"));
+        PipelineTrainer trainer(options.train, options.pipeline, plan.model.get(),
+                                parts.runner.get(), parts.comm.get(), session->kv(),
+                                session->coordinator(), session->rank(), &plan.tp_layout->tables());
+        trainer.set_interrupted([s = session.get(), epoch] {
+          return s->announced_epoch()->load() > epoch;
+        });
+        PS_ASSIGN_OR_RETURN(result, trainer.Run());
+        return absl::OkStatus();
+      },
+      hooks));
+  parts.TearGroup();
+  parts.comm.reset();  // the router keeps the links until the node stops
+  if (runtime.stage_result != nullptr) *runtime.stage_result = result;
+  if (session->rank() == 0 && runtime.print_result) PrintResult(options, result);
+  absl::Status done = session->Finish();
   router->Set(nullptr);
-  node->Stop();
-  return absl::OkStatus();
+  return done;
 }
 
 }  // namespace pstrain::worker

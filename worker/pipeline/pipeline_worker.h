@@ -14,9 +14,6 @@
 // resumes from the restored checkpoint's step and data position.
 #pragma once
 
-#include <functional>
-#include <memory>
-
 #include "absl/status/status.h"
 #include "common/transport.h"
 #include "worker/pipeline/pipeline_trainer.h"
@@ -24,19 +21,9 @@
 
 namespace pstrain::worker {
 
-// How the worker is embedded. The defaults are those of a worker process;
-// tests and benchmarks run several workers as threads of one process.
-struct PipelineRuntime {
-  // The transport of the worker's node (default: ZeroMQ).
-  std::function<std::unique_ptr<Transport>()> make_transport;
-  // Called when the coordinator stops the job (default: log and exit).
-  std::function<void(const absl::Status&)> on_shutdown;
-  // Filled with this stage's measurements on success (may be null).
-  PipelineStageResult* result = nullptr;
-  // Worker 0 prints a "RESULT model=... eval_auc=..." line on stdout.
-  bool print_result = true;
-};
-
-absl::Status RunPipelineWorker(const WorkerOptions& options, const PipelineRuntime& runtime = {});
+// The body of pipeline mode on top of a WorkerSession (worker/worker_app.h
+// RunWorker calls it for --mode=pipeline). runtime.stage_result and
+// print_result apply.
+absl::Status RunPipelineWorker(const WorkerOptions& options, const WorkerRuntime& runtime = {});
 
 }  // namespace pstrain::worker

@@ -61,10 +61,10 @@ JobResult RunJob(const WorkerOptions& base, int servers, proto::Consistency cons
       o.bind = "worker" + std::to_string(w);
       o.rank = w;
       if (w != 0) o.train.metrics_out.clear();
-      PipelineRuntime rt;
+      WorkerRuntime rt;
       rt.make_transport = [&net] { return std::make_unique<InProcTransport>(&net); };
       rt.on_shutdown = [](const absl::Status& why) { ADD_FAILURE() << "shut down: " << why; };
-      rt.result = &out.stages[w];
+      rt.stage_result = &out.stages[w];
       rt.print_result = false;
       out.status[w] = RunPipelineWorker(o, rt);
     });
