@@ -23,6 +23,10 @@ struct Trainer::Prepared {
 
 namespace {
 
+// The coordinator stores a checkpoint's worker state before it publishes the
+// layout that restores it: it is there at once; a minute covers a slow reply.
+constexpr absl::Duration kRestoreStateTimeout = absl::Minutes(1);
+
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
 
 }  // namespace
@@ -110,7 +114,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   PS_RETURN_IF_ERROR(FinishTraining());
 
   // Everyone finishes training before the final evaluation sees the model.
-  PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, absl::Hours(24)));
+  PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, options_.finish_timeout));
   if (!options_.eval_data.empty()) {
     // Adopted shards' evaluation rows first: the lead waits for them.
     for (const AdoptedShard& a : adopted_) {
@@ -380,7 +384,7 @@ absl::Status Trainer::ResumePosition(DataReader* reader, proto::WorkerPosition* 
     // Worker-held state (allreduce mode) comes from the checkpoint too.
     // (Step 0: a rollback before the first checkpoint; the replica, rebuilt
     // for it, holds the initial values.)
-    auto image = coordinator_->StoreGet("restore/worker_state", absl::Minutes(1));
+    auto image = coordinator_->StoreGet("restore/worker_state", kRestoreStateTimeout);
     if (!image.ok()) return Annotate(image.status(), "allreduce state of the checkpoint");
     PS_RETURN_IF_ERROR(replica_->RestoreState(*image));
   }

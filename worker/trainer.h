@@ -51,6 +51,8 @@ struct TrainOptions {
   std::string lr_scaling = "none";  // none | linear (by the number of workers)
   int32_t warmup_steps = 0;         // linear learning-rate warm-up
   int eval_batch_size = 4096;
+  // Progress lines and metrics: often enough to follow a run, rare enough
+  // to keep --metrics_out small.
   absl::Duration log_every = absl::Seconds(10);
   std::string metrics_out;       // JSON lines (the lead worker writes)
   std::string eval_meta;         // generator's meta JSON (oracle AUC), optional
@@ -64,6 +66,17 @@ struct TrainOptions {
   // A re-admitted worker: samples its rank trained in the process that was
   // dropped, counted in the job's summary.
   uint64_t samples_before = 0;
+  // Waits on the other workers (both trainers). The longest a worker done
+  // training waits for the slowest one: finishing times differ by what an
+  // adopter trains of a dead worker's shard; a day bounds any job we run.
+  absl::Duration finish_timeout = absl::Hours(24);
+  // The longest the lead waits for a worker's (pipeline: a replica's) part
+  // of an evaluation round: one pass over its eval shard, minutes on large
+  // eval data.
+  absl::Duration eval_part_timeout = absl::Hours(1);
+  // The longest the lead waits for a worker's statistics for the summary:
+  // each stores them right after its final evaluation part, so this is slack.
+  absl::Duration stats_timeout = absl::Minutes(10);
 };
 
 // What a finished run measured (on this worker).
