@@ -14,6 +14,10 @@
 namespace pstrain::worker {
 namespace {
 
+// A terminal bar redraws 4 times a second: smooth to the eye, and a redraw
+// costs next to nothing.
+constexpr absl::Duration kBarRedrawInterval = absl::Milliseconds(250);
+
 std::string FormatEta(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   int64_t s = static_cast<int64_t>(seconds + 0.5);
@@ -69,7 +73,7 @@ bool Progress::Update(const ProgressSnapshot& s, bool force) {
   absl::Duration since = now - last_report_;
   // A terminal bar redraws often; log lines and metrics follow log_every.
   bool log_due = force || since >= log_every_;
-  bool bar_due = terminal_ && now - last_bar_ >= absl::Milliseconds(250);
+  bool bar_due = terminal_ && now - last_bar_ >= kBarRedrawInterval;
   if (!log_due && !bar_due) return false;
   double elapsed = absl::ToDoubleSeconds(now - start_);
   double interval = std::max(1e-9, absl::ToDoubleSeconds(since));

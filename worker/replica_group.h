@@ -34,7 +34,7 @@ struct ReplicaGroupOptions {
   int size = 1;
   std::string hostname = "127.0.0.1";  // Gloo listens here
   bool use_nccl = false;               // GPU model and NCCL built
-  absl::Duration timeout = absl::Seconds(60);
+  absl::Duration timeout = absl::Seconds(60);  // the collective's (GlooOptions::timeout)
   PeerProbe probe;
   DenseReplicaOptions replica;  // `staging` is filled in by Build()
 };

@@ -23,6 +23,10 @@ struct Trainer::Prepared {
 
 namespace {
 
+// The coordinator stores a checkpoint's worker state before it publishes the
+// layout that restores it: it is there at once; a minute covers a slow reply.
+constexpr absl::Duration kRestoreStateTimeout = absl::Minutes(1);
+
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
 
 }  // namespace
@@ -42,7 +46,10 @@ Trainer::Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorCl
       dense_tables_.push_back(t.id);
     }
   }
+  warmup_.warmup_steps = options_.warmup_steps;
 }
+
+Trainer::~Trainer() = default;
 
 absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::Prepare(
     std::shared_ptr<const Batch> batch, int64_t clock) {
@@ -89,7 +96,38 @@ double Trainer::FractionDone(int64_t step, int64_t bytes_read) const {
 absl::StatusOr<TrainResult> Trainer::Run() {
   PS_RETURN_IF_ERROR(LearnLead());
   PS_ASSIGN_OR_RETURN(metrics_, MetricsFile::Open(lead_ == rank_ ? options_.metrics_out : ""));
-  ReaderOptions ro;
+  PS_RETURN_IF_ERROR(OpenReader());
+  prefetch_ = kv_->layout().consistency != proto::Consistency::kBsp;
+  progress_ = std::make_unique<Progress>(metrics_.get(), options_.log_every, options_.progress_bar);
+  train_start_ = absl::Now();
+  PS_RETURN_IF_ERROR(StartAt());
+  while (true) {
+    if (!next_) {
+      // Out of data: train what a dead worker left, if any (elastic).
+      PS_ASSIGN_OR_RETURN(bool adopted, AdoptShard());
+      if (!adopted) break;
+      PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_));
+      continue;
+    }
+    PS_RETURN_IF_ERROR(RunStep());
+  }
+  PS_RETURN_IF_ERROR(FinishTraining());
+
+  // Everyone finishes training before the final evaluation sees the model.
+  PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, options_.finish_timeout));
+  if (!options_.eval_data.empty()) {
+    // Adopted shards' evaluation rows first: the lead waits for them.
+    for (const AdoptedShard& a : adopted_) {
+      PS_RETURN_IF_ERROR(Evaluate(eval_round_, clock_, &result_, /*final_round=*/true, a.rank));
+    }
+    PS_RETURN_IF_ERROR(Evaluate(eval_round_, clock_, &result_, /*final_round=*/true, rank_));
+  }
+  PS_RETURN_IF_ERROR(FinishRun(clock_, eval_round_, &result_));
+  return result_;
+}
+
+absl::Status Trainer::OpenReader() {
+  ReaderOptions& ro = reader_options_;
   ro.patterns = options_.train_data;
   ro.shard_index = rank_;
   ro.num_shards = num_workers_;
@@ -101,231 +139,209 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   ro.max_bad_lines_fraction = options_.max_bad_lines_fraction;
   PS_ASSIGN_OR_RETURN(auto files, ExpandFilePatterns(ro.patterns));
   for (const FileRange& r : ShardRanges(files, rank_, num_workers_)) shard_bytes_ += r.end - r.begin;
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<DataReader> reader, DataReader::Open(ro));
+  PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
+  return absl::OkStatus();
+}
 
-  const bool prefetch = kv_->layout().consistency != proto::Consistency::kBsp;
-  Progress progress(metrics_.get(), options_.log_every, options_.progress_bar);
-  TrainResult result;
-  int64_t clock = 0;
-  double loss_sum = 0, total_loss = 0;  // since the last report, before it
-  int64_t loss_count = 0, total_count = 0;
-  int eval_round = 0;
-  absl::Time train_start = absl::Now();
-
-  // The batch of step `step` (null past the step budget or the data).
-  auto next_batch = [&](int64_t step) -> absl::StatusOr<std::shared_ptr<const Batch>> {
-    if (options_.max_steps > 0 && step >= options_.max_steps) return nullptr;
-    absl::Time t0 = absl::Now();
-    auto b = reader->Next();
-    result.data_seconds += Seconds(t0);
-    return b;
-  };
-  // Where this worker stands in its data: the epoch of the last batch
-  // trained and the rows of that epoch trained so far (checkpoints).
-  proto::WorkerPosition position;
-  position.rank = rank_;
-  int64_t checkpoint_step = kv_->layout().checkpoint_step;
-  PS_RETURN_IF_ERROR(ResumePosition(reader.get(), &position));
-  clock = position.clock;
+absl::Status Trainer::StartAt() {
+  position_.rank = rank_;
+  checkpoint_step_ = kv_->layout().checkpoint_step;
+  PS_RETURN_IF_ERROR(ResumePosition(reader_.get(), &position_));
+  clock_ = position_.clock;
   // Evaluation rounds are numbered by step, so that a worker that starts
   // late (re-admitted, or resumed) gathers under the others' round keys.
-  if (options_.eval_every_steps > 0) eval_round = static_cast<int>(clock / options_.eval_every_steps);
-  first_round_ = eval_round;
-  if (position.finished) {
+  if (options_.eval_every_steps > 0) {
+    eval_round_ = static_cast<int>(clock_ / options_.eval_every_steps);
+  }
+  first_round_ = eval_round_;
+  if (position_.finished) {
     spdlog::info("this worker had finished training before the checkpoint");
+    return absl::OkStatus();
+  }
+  PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::NextPrepared(int64_t step) {
+  if (options_.max_steps > 0 && step >= options_.max_steps) return nullptr;
+  absl::Time t0 = absl::Now();
+  auto batch = reader_->Next();
+  result_.data_seconds += Seconds(t0);
+  if (!batch.ok()) return batch.status();
+  if (*batch == nullptr) return nullptr;
+  int epoch = reader_->last_epoch();
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Prepared> p, Prepare(*std::move(batch), step));
+  p->epoch = epoch;
+  return p;
+}
+
+absl::Status Trainer::RunStep() {
+  std::unique_ptr<Prepared> cur = std::move(next_);
+  if (prefetch_) {
+    // The next step's pull travels while this one computes.
+    PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_ + 1));
+  }
+  absl::Time t0 = absl::Now();
+  PS_RETURN_IF_ERROR(Bind(*cur, &params_));
+  PS_RETURN_IF_ERROR(WaitForLastPush());
+  result_.wait_seconds += Seconds(t0);
+  // Every step before this one is on the servers: the position a dead
+  // worker's shard would be adopted from.
+  if (options_.train_metrics != nullptr && adopted_.empty()) {
+    options_.train_metrics->SetPosition(position_.epoch, position_.rows);
   }
 
-  std::unique_ptr<Prepared> next;
-  if (!position.finished) {
-    PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> first, next_batch(clock));
-    if (first) {
-      int epoch = reader->last_epoch();
-      PS_ASSIGN_OR_RETURN(next, Prepare(std::move(first), clock));
-      next->epoch = epoch;
-    }
+  t0 = absl::Now();
+  std::vector<Buffer> grad_buffers = BindGrads(*cur);
+  PS_ASSIGN_OR_RETURN(StepOutput out, model_->TrainStep(*cur->batch, cur->plan, params_, &grads_));
+  result_.compute_seconds += Seconds(t0);
+  PS_RETURN_IF_ERROR(PushGrads(*cur, grad_buffers, out));
+  PS_RETURN_IF_ERROR(AccountStep(*cur, out));
+
+  if (!prefetch_) {
+    // BSP: the pull of the next step follows this step's push.
+    PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_));
   }
-  PushHandle last_push;
-  ParamRefs params;
-  GradRefs grads;
-  OptimizerConfig warmup;  // the warm-up of the dense replica's steps (allreduce mode)
-  warmup.warmup_steps = options_.warmup_steps;
-  while (true) {
-    if (!next) {
-      // Out of data: train what a dead worker left, if any (elastic).
-      if (!adopted_.empty()) {
-        AdoptedShard& a = adopted_.back();
-        spdlog::info("worker {}'s shard done here: {} rows trained after its {} (the shard's {} rows "
-                     "were all trained)",
-                     a.rank, a.trained_rows, a.skipped_rows, a.skipped_rows + a.trained_rows);
-      }
-      PS_ASSIGN_OR_RETURN(bool adopted, AdoptShard(ro, &reader));
-      if (!adopted) break;
-      PS_ASSIGN_OR_RETURN(auto b, next_batch(clock));
-      if (b) {
-        int epoch = reader->last_epoch();
-        PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock));
-        next->epoch = epoch;
-      }
-      continue;
+  PS_RETURN_IF_ERROR(ReportStep(out));
+  if (options_.eval_every_steps > 0 && clock_ % options_.eval_every_steps == 0 &&
+      !options_.eval_data.empty()) {
+    PS_RETURN_IF_ERROR(WaitForLastPush());
+    PS_RETURN_IF_ERROR(Evaluate(eval_round_++, clock_, &result_, /*final_round=*/false, rank_));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Buffer> Trainer::BindGrads(const Prepared& p) {
+  std::vector<Buffer> buffers(model_->tables().size());
+  grads_.tables.assign(model_->tables().size(), nullptr);
+  for (uint32_t t : dense_tables_) {
+    uint8_t* data = nullptr;
+    buffers[t] = Buffer::Allocate(model_->tables()[t].size * sizeof(float), &data);
+    grads_.tables[t] = reinterpret_cast<float*>(data);
+  }
+  const auto& sparse = model_->sparse_tables();
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    uint8_t* data = nullptr;
+    buffers[sparse[k]] = Buffer::Allocate(p.rows[k].size() * sizeof(float), &data);
+    grads_.tables[sparse[k]] = reinterpret_cast<float*>(data);
+  }
+  if (replica_ != nullptr) {
+    replica_->BeginStep();
+    for (uint32_t t : replica_->table_ids()) grads_.tables[t] = replica_->grad(t);
+    grads_.on_ready = [this](uint32_t t) { replica_->OnReady(t); };
+  }
+  return buffers;
+}
+
+absl::Status Trainer::PushGrads(const Prepared& p, const std::vector<Buffer>& grad_buffers,
+                                const StepOutput& out) {
+  std::vector<DensePush> dense_push;
+  for (uint32_t t : dense_tables_) dense_push.push_back(DensePush{t, grad_buffers[t]});
+  std::vector<SparsePush> sparse_push;
+  const auto& sparse = model_->sparse_tables();
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    sparse_push.push_back(
+        SparsePush{sparse[k], p.plan.lookups[k].unique_ids, grad_buffers[sparse[k]]});
+  }
+  const auto samples = static_cast<uint32_t>(out.num_samples);
+  last_push_ = kv_->Push(dense_push, sparse_push, samples, clock_);
+  if (replica_ == nullptr) return absl::OkStatus();
+  // The sparse push travels while the dense buckets finish.
+  absl::Time t0 = absl::Now();
+  PS_RETURN_IF_ERROR(Annotate(replica_->Finish(samples, WarmupScale(warmup_, clock_)).status(),
+                              absl::StrCat("allreduce of step ", clock_)));
+  result_.wait_seconds += Seconds(t0);
+  result_.allreduce_wait_seconds += replica_->last_wait_seconds();
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::AccountStep(const Prepared& p, const StepOutput& out) {
+  ++clock_;
+  if (!adopted_.empty()) {
+    adopted_.back().trained_rows += out.num_samples;
+  } else {
+    if (p.epoch != position_.epoch) {
+      position_.epoch = p.epoch;
+      position_.rows = 0;
     }
-    std::unique_ptr<Prepared> cur = std::move(next);
-    if (prefetch) {
-      PS_ASSIGN_OR_RETURN(auto b, next_batch(clock + 1));
-      if (b) {
-        int epoch = reader->last_epoch();
-        PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock + 1));
-        next->epoch = epoch;
-      }
-    }
+    position_.rows += out.num_samples;
+  }
+  position_.clock = clock_;
+  if (clock_ == checkpoint_step_) {
+    // Pause for the checkpoint: our gradients must be on the servers.
+    PS_RETURN_IF_ERROR(WaitForLastPush());
     absl::Time t0 = absl::Now();
-    PS_RETURN_IF_ERROR(Bind(*cur, &params));
-    if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
-    result.wait_seconds += Seconds(t0);
-    // Every step before this one is on the servers: the position a dead
-    // worker's shard would be adopted from.
-    if (options_.train_metrics != nullptr && adopted_.empty()) {
-      options_.train_metrics->SetPosition(position.epoch, position.rows);
-    }
-
-    t0 = absl::Now();
-    std::vector<Buffer> grad_buffers(model_->tables().size());
-    grads.tables.assign(model_->tables().size(), nullptr);
-    for (uint32_t t : dense_tables_) {
-      uint8_t* data = nullptr;
-      grad_buffers[t] = Buffer::Allocate(model_->tables()[t].size * sizeof(float), &data);
-      grads.tables[t] = reinterpret_cast<float*>(data);
-    }
-    const auto& sparse = model_->sparse_tables();
-    for (size_t k = 0; k < sparse.size(); ++k) {
-      uint8_t* data = nullptr;
-      grad_buffers[sparse[k]] = Buffer::Allocate(cur->rows[k].size() * sizeof(float), &data);
-      grads.tables[sparse[k]] = reinterpret_cast<float*>(data);
-    }
-    if (replica_ != nullptr) {
-      replica_->BeginStep();
-      for (uint32_t t : replica_->table_ids()) grads.tables[t] = replica_->grad(t);
-      grads.on_ready = [this](uint32_t t) { replica_->OnReady(t); };
-    }
-    PS_ASSIGN_OR_RETURN(StepOutput out, model_->TrainStep(*cur->batch, cur->plan, params, &grads));
-    result.compute_seconds += Seconds(t0);
-
-    std::vector<DensePush> dense_push;
-    for (uint32_t t : dense_tables_) dense_push.push_back(DensePush{t, grad_buffers[t]});
-    std::vector<SparsePush> sparse_push;
-    for (size_t k = 0; k < sparse.size(); ++k) {
-      sparse_push.push_back(
-          SparsePush{sparse[k], cur->plan.lookups[k].unique_ids, grad_buffers[sparse[k]]});
-    }
-    last_push = kv_->Push(dense_push, sparse_push, static_cast<uint32_t>(out.num_samples), clock);
-    if (replica_ != nullptr) {
-      // The sparse push travels while the dense buckets finish.
-      t0 = absl::Now();
-      PS_RETURN_IF_ERROR(
-          Annotate(replica_->Finish(static_cast<uint32_t>(out.num_samples), WarmupScale(warmup, clock))
-                       .status(),
-                   absl::StrCat("allreduce of step ", clock)));
-      result.wait_seconds += Seconds(t0);
-      result.allreduce_wait_seconds += replica_->last_wait_seconds();
-    }
-    ++clock;
-    if (!adopted_.empty()) {
-      adopted_.back().trained_rows += out.num_samples;
-    } else {
-      if (cur->epoch != position.epoch) {
-        position.epoch = cur->epoch;
-        position.rows = 0;
-      }
-      position.rows += out.num_samples;
-    }
-    position.clock = clock;
-    if (clock == checkpoint_step) {
-      // Pause for the checkpoint: our gradients must be on the servers.
-      if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
-      absl::Time p0 = absl::Now();
-      PS_ASSIGN_OR_RETURN(checkpoint_step, Checkpoint(clock, position));
-      result.checkpoint_seconds += Seconds(p0);
-    }
-    result.samples += out.num_samples;
-    loss_sum += out.loss_sum;
-    loss_count += out.num_samples;
-    if (!std::isfinite(out.loss_sum)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "loss became non-finite at step ", clock, " (learning rate too high?)"));
-    }
-
-    if (!prefetch) {
-      PS_ASSIGN_OR_RETURN(auto b, next_batch(clock));
-      if (b) {
-        int epoch = reader->last_epoch();
-        PS_ASSIGN_OR_RETURN(next, Prepare(std::move(b), clock));
-        next->epoch = epoch;
-      }
-    }
-    ProgressSnapshot snap;
-    snap.step = clock;
-    snap.samples = result.samples;
-    snap.fraction_done = FractionDone(clock, reader->stats().bytes_read);
-    snap.interval_loss = loss_count > 0 ? loss_sum / loss_count : 0;
-    snap.compute_seconds = result.compute_seconds;
-    snap.wait_seconds = result.wait_seconds;
-    snap.data_seconds = result.data_seconds;
-    if (options_.train_metrics != nullptr) {
-      ReaderStats rs = reader->stats();
-      options_.train_metrics->OnStep(StepReport{clock, out.num_samples, out.loss_sum,
-                                                result.compute_seconds, result.wait_seconds,
-                                                result.data_seconds, rs.rows, rs.rows_per_busy_second});
-    }
-    PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/false));
-    if (lead && progress.Update(snap)) {
-      total_loss += loss_sum;
-      total_count += loss_count;
-      loss_sum = 0;
-      loss_count = 0;
-    }
-    if (options_.eval_every_steps > 0 && clock % options_.eval_every_steps == 0 &&
-        !options_.eval_data.empty()) {
-      if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
-      PS_RETURN_IF_ERROR(Evaluate(eval_round++, clock, &result, /*final_round=*/false, rank_));
-    }
+    PS_ASSIGN_OR_RETURN(checkpoint_step_, Checkpoint(clock_, position_));
+    result_.checkpoint_seconds += Seconds(t0);
   }
-  if (last_push.valid()) PS_RETURN_IF_ERROR(last_push.Wait());
-  PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock, /*retire=*/true).Wait());
+  result_.samples += out.num_samples;
+  loss_sum_ += out.loss_sum;
+  loss_count_ += out.num_samples;
+  if (!std::isfinite(out.loss_sum)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "loss became non-finite at step ", clock_, " (learning rate too high?)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ReportStep(const StepOutput& out) {
+  ProgressSnapshot snap;
+  snap.step = clock_;
+  snap.samples = result_.samples;
+  snap.fraction_done = FractionDone(clock_, reader_->stats().bytes_read);
+  snap.interval_loss = loss_count_ > 0 ? loss_sum_ / loss_count_ : 0;
+  snap.compute_seconds = result_.compute_seconds;
+  snap.wait_seconds = result_.wait_seconds;
+  snap.data_seconds = result_.data_seconds;
+  if (options_.train_metrics != nullptr) {
+    ReaderStats rs = reader_->stats();
+    options_.train_metrics->OnStep(StepReport{clock_, out.num_samples, out.loss_sum,
+                                              result_.compute_seconds, result_.wait_seconds,
+                                              result_.data_seconds, rs.rows, rs.rows_per_busy_second});
+  }
+  PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/false));
+  if (lead && progress_->Update(snap)) {
+    total_loss_ += loss_sum_;
+    total_count_ += loss_count_;
+    loss_sum_ = 0;
+    loss_count_ = 0;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::FinishTraining() {
+  PS_RETURN_IF_ERROR(WaitForLastPush());
+  PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock_, /*retire=*/true).Wait());
   if (elastic_) {
     // The lead stops waiting for this worker's parts of later rounds (an
     // adopter trains on past the others).
     PS_RETURN_IF_ERROR(coordinator_->StoreSet(absl::StrCat("trained/", rank_), Buffer::FromString("1")));
   }
-  position.finished = true;
-  position.clock = clock;
-  if (checkpoint_step >= 0 || kv_->layout().restored_step >= 0) {
+  position_.finished = true;
+  position_.clock = clock_;
+  if (checkpoint_step_ >= 0 || kv_->layout().restored_step >= 0) {
     // From now on checkpoints do not wait for this worker.
-    PS_RETURN_IF_ERROR(Checkpoint(-1, position).status());
+    PS_RETURN_IF_ERROR(Checkpoint(-1, position_).status());
   }
-  result.steps = clock;
-  result.train_seconds = Seconds(train_start);
-  total_loss += loss_sum;
-  total_count += loss_count;
-  result.final_loss = total_count > 0 ? total_loss / total_count : 0;
-  ReaderStats rs = reader->stats();
-  result.reader_rows_per_sec = rs.rows_per_busy_second;
+  result_.steps = clock_;
+  result_.train_seconds = Seconds(train_start_);
+  total_loss_ += loss_sum_;
+  total_count_ += loss_count_;
+  result_.final_loss = total_count_ > 0 ? total_loss_ / total_count_ : 0;
+  ReaderStats rs = reader_->stats();
+  result_.reader_rows_per_sec = rs.rows_per_busy_second;
   PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
-  if (lead) progress.Finish();
+  if (lead) progress_->Finish();
   spdlog::info("trained {} steps, {} samples in {:.1f}s (compute {:.1f}s, wait {:.1f}s, data {:.1f}s; "
                "reader {:.0f} rows/s, {} bad lines)",
-               result.steps, result.samples, result.train_seconds, result.compute_seconds,
-               result.wait_seconds, result.data_seconds, rs.rows_per_busy_second, rs.bad_lines);
+               result_.steps, result_.samples, result_.train_seconds, result_.compute_seconds,
+               result_.wait_seconds, result_.data_seconds, rs.rows_per_busy_second, rs.bad_lines);
+  return absl::OkStatus();
+}
 
-  // Everyone finishes training before the final evaluation sees the model.
-  PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, absl::Hours(24)));
-  if (!options_.eval_data.empty()) {
-    // Adopted shards' evaluation rows first: the lead waits for them.
-    for (const AdoptedShard& a : adopted_) {
-      PS_RETURN_IF_ERROR(Evaluate(eval_round, clock, &result, /*final_round=*/true, a.rank));
-    }
-    PS_RETURN_IF_ERROR(Evaluate(eval_round, clock, &result, /*final_round=*/true, rank_));
-  }
-  PS_RETURN_IF_ERROR(FinishRun(clock, eval_round, &result));
-  return result;
+absl::Status Trainer::WaitForLastPush() {
+  if (!last_push_.valid()) return absl::OkStatus();
+  return last_push_.Wait();
 }
 
 absl::Status Trainer::SaveModel(int64_t step) {
@@ -368,7 +384,7 @@ absl::Status Trainer::ResumePosition(DataReader* reader, proto::WorkerPosition* 
     // Worker-held state (allreduce mode) comes from the checkpoint too.
     // (Step 0: a rollback before the first checkpoint; the replica, rebuilt
     // for it, holds the initial values.)
-    auto image = coordinator_->StoreGet("restore/worker_state", absl::Minutes(1));
+    auto image = coordinator_->StoreGet("restore/worker_state", kRestoreStateTimeout);
     if (!image.ok()) return Annotate(image.status(), "allreduce state of the checkpoint");
     PS_RETURN_IF_ERROR(replica_->RestoreState(*image));
   }
@@ -405,17 +421,23 @@ absl::StatusOr<int64_t> Trainer::SkipTo(DataReader* reader, int32_t epoch, int64
   return skipped;
 }
 
-absl::StatusOr<bool> Trainer::AdoptShard(const ReaderOptions& base, std::unique_ptr<DataReader>* reader) {
+absl::StatusOr<bool> Trainer::AdoptShard() {
+  if (!adopted_.empty()) {
+    AdoptedShard& a = adopted_.back();
+    spdlog::info("worker {}'s shard done here: {} rows trained after its {} (the shard's {} rows "
+                 "were all trained)",
+                 a.rank, a.trained_rows, a.skipped_rows, a.skipped_rows + a.trained_rows);
+  }
   if (replica_ != nullptr) return false;  // allreduce mode: no elastic workers
   PS_ASSIGN_OR_RETURN(proto::ShardClaim claim, coordinator_->ClaimShard());
   if (claim.rank < 0) return false;
   // The dead worker's reader, read the same way (same shard, same shuffle
   // seed), past what it had trained.
-  ReaderOptions ro = base;
+  ReaderOptions ro = reader_options_;
   ro.shard_index = claim.rank;
   ro.seed = options_.seed + static_cast<uint64_t>(claim.rank);
-  PS_ASSIGN_OR_RETURN(*reader, DataReader::Open(ro));
-  PS_ASSIGN_OR_RETURN(int64_t skipped, SkipTo(reader->get(), claim.epoch, claim.rows));
+  PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
+  PS_ASSIGN_OR_RETURN(int64_t skipped, SkipTo(reader_.get(), claim.epoch, claim.rows));
   adopted_.push_back(AdoptedShard{claim.rank, skipped, 0, claim.samples});
   spdlog::warn("adopting the rest of dead worker {}'s shard: epoch {}, after the {} rows it trained",
                claim.rank, claim.epoch, skipped);

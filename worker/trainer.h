@@ -51,6 +51,8 @@ struct TrainOptions {
   std::string lr_scaling = "none";  // none | linear (by the number of workers)
   int32_t warmup_steps = 0;         // linear learning-rate warm-up
   int eval_batch_size = 4096;
+  // Progress lines and metrics: often enough to follow a run, rare enough
+  // to keep --metrics_out small.
   absl::Duration log_every = absl::Seconds(10);
   std::string metrics_out;       // JSON lines (the lead worker writes)
   std::string eval_meta;         // generator's meta JSON (oracle AUC), optional
@@ -64,6 +66,17 @@ struct TrainOptions {
   // A re-admitted worker: samples its rank trained in the process that was
   // dropped, counted in the job's summary.
   uint64_t samples_before = 0;
+  // Waits on the other workers (both trainers). The longest a worker done
+  // training waits for the slowest one: finishing times differ by what an
+  // adopter trains of a dead worker's shard; a day bounds any job we run.
+  absl::Duration finish_timeout = absl::Hours(24);
+  // The longest the lead waits for a worker's (pipeline: a replica's) part
+  // of an evaluation round: one pass over its eval shard, minutes on large
+  // eval data.
+  absl::Duration eval_part_timeout = absl::Hours(1);
+  // The longest the lead waits for a worker's statistics for the summary:
+  // each stores them right after its final evaluation part, so this is slack.
+  absl::Duration stats_timeout = absl::Minutes(10);
 };
 
 // What a finished run measured (on this worker).
@@ -104,12 +117,43 @@ class Trainer {
   // on the workers; every other table is on the servers.
   Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorClient* coordinator,
           int rank, int num_workers, DenseReplica* replica = nullptr);
+  ~Trainer();
 
   // Trains, evaluates and (on the lead worker) writes the summary.
+  // REQUIRES: called once.
   absl::StatusOr<TrainResult> Run();
 
  private:
   struct Prepared;
+
+  // The steps of Run(), in order. OpenReader: this worker's shard of the
+  // training data. StartAt: the first step (a restored job's position, its
+  // data skipped up to there) and its batch prepared.
+  absl::Status OpenReader();
+  absl::Status StartAt();
+  // The batch of step `step` read and prepared (its pull issued), or null
+  // past the step budget or the data. The only place batches are read.
+  absl::StatusOr<std::unique_ptr<Prepared>> NextPrepared(int64_t step);
+  // Trains next_: binds its parameters, computes, pushes, accounts, reports
+  // and evaluates when due; next_ then holds the following step's batch.
+  absl::Status RunStep();
+  // The step's gradient buffers (fresh for the tables on the servers: they
+  // travel with the push; the replica's own for the tables it holds), bound
+  // in grads_.
+  std::vector<Buffer> BindGrads(const Prepared& p);
+  // Sends the step's gradients to the servers (last_push_) and, allreduce
+  // mode, finishes the dense replica's buckets meanwhile.
+  absl::Status PushGrads(const Prepared& p, const std::vector<Buffer>& grad_buffers,
+                         const StepOutput& out);
+  // After a step: the clock, this worker's position, a checkpoint due, the
+  // loss (an error when it is not finite).
+  absl::Status AccountStep(const Prepared& p, const StepOutput& out);
+  // Progress (the lead), the live metrics.
+  absl::Status ReportStep(const StepOutput& out);
+  // Out of batches: the last push on the servers, this worker retired and
+  // reported finished, the result's training figures.
+  absl::Status FinishTraining();
+  absl::Status WaitForLastPush();
 
   absl::StatusOr<std::unique_ptr<Prepared>> Prepare(std::shared_ptr<const Batch> batch,
                                                     int64_t clock);
@@ -145,9 +189,9 @@ class Trainer {
   absl::Status FinishRun(int64_t clock, int final_round, TrainResult* result);
   absl::Status StoreStats(const TrainResult& result);
   absl::Status WriteSummary(const TrainResult& result);
-  // Elastic: claims a dead worker's remaining shard and opens `reader` on
+  // Elastic: claims a dead worker's remaining shard and opens reader_ on
   // it, positioned after the rows it had trained. False: none left.
-  absl::StatusOr<bool> AdoptShard(const ReaderOptions& base, std::unique_ptr<DataReader>* reader);
+  absl::StatusOr<bool> AdoptShard();
   // Reads `reader` up to (epoch, rows of that epoch); returns rows skipped.
   static absl::StatusOr<int64_t> SkipTo(DataReader* reader, int32_t epoch, int64_t rows);
   absl::Status SaveModel(int64_t step);
@@ -176,6 +220,27 @@ class Trainer {
   int first_round_ = 0;          // the first evaluation round this worker took part in
   bool final_collected_ = false;  // this worker gathered the final evaluation
   absl::Time process_start_;
+
+  // Run()'s state.
+  ReaderOptions reader_options_;        // this worker's shard
+  std::unique_ptr<DataReader> reader_;  // the shard being trained (an adopted one's at the end)
+  bool prefetch_ = false;  // ASP/SSP: a step's pull is issued before the step before computes
+  std::unique_ptr<Progress> progress_;
+  TrainResult result_;
+  int64_t clock_ = 0;  // steps trained
+  double loss_sum_ = 0, total_loss_ = 0;  // since the last progress report, before it
+  int64_t loss_count_ = 0, total_count_ = 0;
+  int eval_round_ = 0;
+  absl::Time train_start_;
+  // Where this worker stands in its data: the epoch of the last batch
+  // trained and the rows of that epoch trained so far (checkpoints).
+  proto::WorkerPosition position_;
+  int64_t checkpoint_step_ = -1;   // the next checkpoint's
+  std::unique_ptr<Prepared> next_;  // the next step's batch, its pull issued; null: none
+  PushHandle last_push_;
+  ParamRefs params_;
+  GradRefs grads_;
+  OptimizerConfig warmup_;  // the warm-up of the dense replica's steps (allreduce mode)
 };
 
 }  // namespace pstrain::worker

@@ -39,8 +39,15 @@
 namespace pstrain::worker {
 namespace {
 
+// How stale a worker's idea of the lead may get while it trains: one store
+// read every 2 s is nothing next to the steps in between.
 constexpr absl::Duration kLeadPollInterval = absl::Seconds(2);
+// A live worker stores its part of a round as soon as it has scored it; a
+// part still missing after this belongs to a worker that is gone.
 constexpr absl::Duration kCatchUpTimeout = absl::Seconds(30);
+// Long waits on the store are cut into looks this long, so that a worker's
+// death (or this worker becoming the lead) is noticed within a second.
+constexpr absl::Duration kStorePollSlice = absl::Seconds(1);
 
 // Where the parts of an evaluation round are stored. The final round has a
 // key of its own: a worker that trained an adopted shard took more steps
@@ -141,7 +148,8 @@ absl::Status Trainer::FinishRun(int64_t clock, int final_round, TrainResult* res
       if (!options_.eval_data.empty() && !final_collected_) {
         // The lead died during the final evaluation: gather it here.
         PS_RETURN_IF_ERROR(CatchUpRounds(final_round, result));
-        PS_RETURN_IF_ERROR(Collect(final_round, clock, /*final_round=*/true, result, absl::Hours(1)));
+        PS_RETURN_IF_ERROR(Collect(final_round, clock, /*final_round=*/true, result,
+                                   options_.eval_part_timeout));
         final_collected_ = true;
       }
       if (!options_.save_model.empty()) PS_RETURN_IF_ERROR(SaveModel(clock));
@@ -155,7 +163,7 @@ absl::Status Trainer::FinishRun(int64_t clock, int final_round, TrainResult* res
                                 "cluster rolls back to its latest checkpoint");
     }
     // Wait for the lead's summary, ready to take over if it dies first.
-    auto written = coordinator_->StoreGet("summary", absl::Seconds(1));
+    auto written = coordinator_->StoreGet("summary", kStorePollSlice);
     if (written.ok()) return absl::OkStatus();
     if (!Missing(written.status())) return Annotate(written.status(), "waiting for the summary");
   }
@@ -168,7 +176,7 @@ absl::StatusOr<std::optional<Buffer>> Trainer::FromWorker(const std::string& key
     // A first look without waiting: a dead worker's part is not waited for
     // a second in every round.
     absl::Duration wait = first ? absl::ZeroDuration()
-                                : std::min(absl::Seconds(1), std::max(absl::ZeroDuration(), until - absl::Now()));
+                                : std::min(kStorePollSlice, std::max(absl::ZeroDuration(), until - absl::Now()));
     auto b = coordinator_->StoreGet(key + std::to_string(w), wait);
     if (b.ok()) return std::optional<Buffer>(*std::move(b));
     if (b.status().code() != absl::StatusCode::kDeadlineExceeded &&
@@ -205,7 +213,7 @@ absl::Status Trainer::Gather(int round, const std::vector<float>& probs,
   PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
   if (!lead) return absl::OkStatus();
   if (elastic_) PS_RETURN_IF_ERROR(CatchUpRounds(round, result));
-  PS_RETURN_IF_ERROR(Collect(round, clock, final_round, result, absl::Hours(1)));
+  PS_RETURN_IF_ERROR(Collect(round, clock, final_round, result, options_.eval_part_timeout));
   if (final_round) final_collected_ = true;
   return absl::OkStatus();
 }
@@ -257,7 +265,7 @@ absl::Status Trainer::WriteSummary(const TrainResult& result) {
   std::string key = "stats/";
   double samples = 0, seconds = 0;
   for (int w = 0; w < num_workers_; ++w) {
-    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, /*final_round=*/true, absl::Minutes(10)));
+    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, /*final_round=*/true, options_.stats_timeout));
     if (!part) continue;
     const Buffer& b = *part;
     if (b.size() != 2 * sizeof(double)) return absl::DataLossError("malformed worker stats");

@@ -26,6 +26,8 @@ struct GlooOptions {
   int size = 1;
   std::string hostname = "127.0.0.1";  // address this rank listens on
   std::string prefix = "gloo";         // key namespace in the store
+  // Connecting the mesh and each collective call (--collective_timeout): a
+  // bucket takes milliseconds, so a minute means a rank is gone or stuck.
   absl::Duration timeout = absl::Seconds(60);
   PeerProbe probe;                     // optional: names dead ranks in errors
 };

@@ -24,6 +24,8 @@ struct NcclOptions {
   int size = 1;
   int device = 0;                   // CUDA device ordinal of this rank
   std::string prefix = "nccl";      // key namespace in the store
+  // Forming the group and each collective call (--collective_timeout): a
+  // bucket takes milliseconds, so a minute means a rank is gone or stuck.
   absl::Duration timeout = absl::Seconds(60);
   PeerProbe probe;                  // optional: names dead ranks in errors
 };

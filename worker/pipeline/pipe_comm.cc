@@ -37,6 +37,10 @@ struct PipeComm::Shared {
 
 namespace {
 
+// Abort's notice to the neighbours is best effort: one that has not taken it
+// within a second is gone or stuck, and its own timeouts end its wait.
+constexpr absl::Duration kAbortNoticeTimeout = absl::Seconds(1);
+
 int Index(PipeDir d) { return static_cast<int>(d); }
 
 const char* PhaseName(proto::PipePhase p) {
@@ -343,7 +347,7 @@ void PipeComm::Abort(const absl::Status& why) {
   std::vector<RpcFuture> calls;
   for (PeerId p : peers_) {
     if (p != kNoPeer)
-      calls.push_back(node_->Call(p, proto::Encode(h, t), absl::Now() + absl::Seconds(1)));
+      calls.push_back(node_->Call(p, proto::Encode(h, t), absl::Now() + kAbortNoticeTimeout));
   }
   for (const RpcFuture& f : calls) (void)f.Wait();
 }

@@ -56,6 +56,7 @@ struct PipeCommOptions {
   int max_rows = 1;   // largest micro-batch
   int max_microbatches = 1;
   int window = 4;  // unconsumed messages per direction
+  // As in PipelineOptions, which sets them (the reasons are given there).
   absl::Duration timeout = absl::Seconds(300);
   absl::Duration ping_interval = absl::Seconds(1);
   absl::Duration ping_timeout = absl::Seconds(15);

@@ -11,6 +11,10 @@
 namespace pstrain::worker {
 namespace {
 
+// WaitForKey looks at the store in slices this long, so that a rollback of
+// the cluster (interrupted_) ends the wait within a second.
+constexpr absl::Duration kStorePollSlice = absl::Seconds(1);
+
 // Reads `reader` past `rows` rows of data epoch `epoch` (whole batches, as
 // Trainer does), so that the resumed run sees the data an unbroken one
 // would. Returns the rows skipped.
@@ -94,7 +98,7 @@ absl::StatusOr<Buffer> PipelineTrainer::WaitForKey(const std::string& key, absl:
   const absl::Time until = absl::Now() + timeout;
   while (true) {
     const absl::Duration slice =
-        std::min(absl::Seconds(1), std::max(absl::ZeroDuration(), until - absl::Now()));
+        std::min(kStorePollSlice, std::max(absl::ZeroDuration(), until - absl::Now()));
     auto b = coordinator_->StoreGet(key, slice);
     if (b.ok()) return b;
     if (b.status().code() != absl::StatusCode::kDeadlineExceeded &&

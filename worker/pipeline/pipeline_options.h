@@ -21,10 +21,12 @@ struct PipelineOptions {
   PipeSchedule schedule = PipeSchedule::k1F1B;
   // Tower layer ranges per stage, e.g. "0-5,6-11" (empty: balanced by cost).
   std::string stage_layers;
-  // Longest wait for a neighbour that is alive but sends nothing.
+  // Longest wait for a neighbour that is alive but sends nothing: it only
+  // bounds a stuck stage, and a slow one's step may take minutes.
   absl::Duration timeout = absl::Seconds(300);
   // While waiting, a neighbour that has sent nothing for `ping_interval` is
-  // pinged; no answer within `ping_timeout` means it is gone.
+  // pinged; no answer within `ping_timeout` means it is gone. A ping a
+  // second is cheap; 15 s rides out a stall of a loaded machine.
   absl::Duration ping_interval = absl::Seconds(1);
   absl::Duration ping_timeout = absl::Seconds(15);
 };

@@ -240,7 +240,7 @@ absl::Status PipelineTrainer::FinishTraining(int64_t clock) {
       comm_ != nullptr ? comm_->bytes_sent() / 1e6 : 0.0, runner_->max_live_microbatches());
   return coordinator_->Barrier(
       "pipeline/trained", pipeline_.stages * pipeline_.replicas * pipeline_.tensor_parallel,
-      absl::Hours(24));
+      options_.finish_timeout);
 }
 
 absl::Status PipelineTrainer::RunFirstStage() {
@@ -427,7 +427,7 @@ absl::Status PipelineTrainer::EndEvalRound(int round, int64_t clock) {
   for (int r = 0; r < pipeline_.replicas; ++r) {
     PS_ASSIGN_OR_RETURN(
         Buffer b,
-        WaitForKey(Key(absl::StrCat("eval/", round, "/", r)), absl::Hours(1)));
+        WaitForKey(Key(absl::StrCat("eval/", round, "/", r)), options_.eval_part_timeout));
     PS_RETURN_IF_ERROR(AppendEvalBlob(b, absl::StrCat("replica ", r), &all_probs, &all_labels));
   }
   BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
@@ -456,7 +456,7 @@ absl::Status PipelineTrainer::WriteSummary() {
   double samples = 0, seconds = 0;
   for (int w = 0; w < workers; ++w) {
     PS_ASSIGN_OR_RETURN(
-        Buffer b, WaitForKey(Key(absl::StrCat("stats/", w)), absl::Minutes(10)));
+        Buffer b, WaitForKey(Key(absl::StrCat("stats/", w)), options_.stats_timeout));
     if (b.size() != 2 * sizeof(double)) return absl::DataLossError("malformed worker stats");
     double v[2];
     std::memcpy(v, b.data(), sizeof(v));
