@@ -15,7 +15,10 @@
 namespace pstrain::worker {
 namespace {
 
-// Ranks of the other workers that do not answer a ping within a second.
+// A live worker answers a ping at once, even mid-step (its I/O thread does).
+constexpr absl::Duration kPingTimeout = absl::Seconds(1);
+
+// Ranks of the other workers that do not answer a ping within kPingTimeout.
 std::vector<int> UnresponsiveWorkers(RpcNode& node, const proto::ClusterView& view, int self) {
   std::vector<std::pair<int, RpcFuture>> pings;
   proto::Header h;
@@ -23,7 +26,7 @@ std::vector<int> UnresponsiveWorkers(RpcNode& node, const proto::ClusterView& vi
   for (const proto::NodeInfo& w : view.workers) {
     if (w.rank == self) continue;
     PeerId p = node.Connect(w.endpoint);
-    pings.emplace_back(w.rank, node.Call(p, proto::EncodeHeaderOnly(h), absl::Now() + absl::Seconds(1)));
+    pings.emplace_back(w.rank, node.Call(p, proto::EncodeHeaderOnly(h), absl::Now() + kPingTimeout));
   }
   std::vector<int> dead;
   for (auto& [rank, f] : pings) {

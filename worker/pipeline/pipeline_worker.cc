@@ -257,9 +257,11 @@ absl::Status BuildStage(const WorkerOptions& options, const StagePlan& plan,
   ro.tp_group = parts->tp_group.get();
   PS_ASSIGN_OR_RETURN(parts->runner, StageRunner::Create(plan.model_options, *plan.model, plan.spec,
                                                          plan.partition, ro, parts->comm.get()));
-  // Nobody sends activations before every stage can take them.
+  // Nobody sends activations before every stage can take them. The stages
+  // build their models at once; a slow one may need minutes for large layers.
+  constexpr absl::Duration kReadyTimeout = absl::Minutes(10);
   return session.coordinator()->Barrier(absl::StrCat("pipeline/ready", suffix),
-                                        session.view().num_workers, absl::Minutes(10));
+                                        session.view().num_workers, kReadyTimeout);
 }
 
 }  // namespace
