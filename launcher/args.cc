@@ -49,7 +49,8 @@ absl::Status Expand(const std::vector<std::string>& argv, int depth, std::vector
       PS_RETURN_IF_ERROR(Annotate(Expand(lines, depth + 1, out), arg.value));
       continue;
     }
-    arg.text = absl::StrCat("--", arg.name, "=", arg.value);
+    // A bare flag is passed on bare: "--noverlap=true" would not parse.
+    arg.text = arg.has_value ? absl::StrCat("--", arg.name, "=", arg.value) : absl::StrCat("--", arg.name);
     out->push_back(std::move(arg));
   }
   return absl::OkStatus();

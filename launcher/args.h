@@ -17,7 +17,7 @@ struct Arg {
   std::string name;   // without dashes
   std::string value;  // "true" for a bare flag
   bool has_value = false;
-  std::string text;   // the argument as written, "--name=value"
+  std::string text;   // the argument to pass on: "--name=value", or "--name" when bare
 };
 
 // Splits argv into flags (positional arguments are an error). A flagfile

@@ -130,11 +130,16 @@ TEST_F(LocalOptionsTest, AGoodInvocationRoutesEachFlagToItsProcesses) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->servers, 3);
   EXPECT_TRUE(o->elastic_workers);
-  EXPECT_THAT(o->coordinator_args, ::testing::ElementsAre("--consistency=bsp", "--elastic_workers=true"));
+  EXPECT_THAT(o->coordinator_args, ::testing::ElementsAre("--consistency=bsp", "--elastic_workers"));
   EXPECT_THAT(o->common_args, ::testing::ElementsAre("--log_level=warn"));
   EXPECT_THAT(o->worker_args, ::testing::ElementsAre("--train_data=" + Path("train.tsv"), "--lr=0.1",
                                                      "--metrics_out=" + Path("m.jsonl")));
   EXPECT_EQ(o->metrics_out, Path("m.jsonl"));
+  // A bare boolean goes on bare, so that its negative form parses too.
+  absl::StatusOr<LocalOptions> negative =
+      ParseLocalOptions({"--train_data=" + Path("train.tsv"), "--nooverlap"});
+  ASSERT_TRUE(negative.ok()) << negative.status();
+  EXPECT_THAT(negative->worker_args, ::testing::Contains("--nooverlap"));
   // The launcher's own flags are as they were: the check changed nothing.
   EXPECT_EQ(absl::FindCommandLineFlag("lr")->CurrentValue(), "0.05");
 }
