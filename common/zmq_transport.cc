@@ -25,7 +25,8 @@ using namespace zmq_internal;  // NOLINT: the transport's own internals
 ZmqTransport::ZmqTransport(ZmqTransportOptions options)
     : options_(std::move(options)),
       context_(1),
-      loop_(LoopOwnership::Mode::kShared),
+      loop_(options_.caller_driven_io ? LoopOwnership::Mode::kShared
+                                      : LoopOwnership::Mode::kSingleOwner),
       budgets_(options_.limits.max_peer_inflight_bytes) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) {

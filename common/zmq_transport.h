@@ -25,7 +25,9 @@
 //    and waits on it directly, so the reply costs no hand-off.
 // Those two make the threads that call part-time owners of the sockets;
 // LoopOwnership (common/loop_ownership.h) says who owns them at any moment,
-// and every field and function of the loop is annotated with it.
+// and every field and function of the loop is annotated with it. Turned off
+// (ZmqTransportOptions::caller_driven_io), the I/O thread is their only
+// owner.
 //
 // Wire format: a ZeroMQ message is [route (ROUTER side only)] then one or
 // more RPC messages, each [envelope][header][payload...]. An envelope whose
@@ -71,6 +73,11 @@ struct ZmqTransportOptions {
   // (empty: wherever the scheduler likes). For nodes sharing a process;
   // a process of its own is pinned as a whole (--cpus, common/cpu_affinity.h).
   std::vector<int> cpus;
+  // Lets the threads making calls send inline and receive their own replies
+  // as guests of the loop (see above and CallerDrivenIo). Off: only the I/O
+  // thread touches the sockets; requests made elsewhere still leave in
+  // batches, at the cost of a hand-off to the I/O thread and back per call.
+  bool caller_driven_io = true;
 };
 
 class ZmqTransport final : public Transport, public CallerDrivenIo {
