@@ -9,9 +9,7 @@
 
 namespace pstrain {
 
-thread_local const EventLoop* EventLoop::inline_loop_ = nullptr;
-
-EventLoop::EventLoop() {
+EventLoop::EventLoop(LoopOwnership::Mode mode) : owner_(this, mode) {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     std::perror("pstrain: eventfd");
@@ -42,14 +40,19 @@ void EventLoop::Post(absl::AnyInvocable<void()> fn) {
 
 void EventLoop::RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) {
   absl::Time when = absl::Now() + delay;
-  auto add = [this, when, f = std::move(fn)]() mutable {
-    timers_.push(Timer{when, timer_seq_++, std::move(f)});
-  };
   if (InLoopThread()) {
-    add();
+    owner_.AssertHeld();
+    AddTimer(when, std::move(fn));
   } else {
-    Post(std::move(add));
+    Post([this, when, f = std::move(fn)]() mutable {
+      owner_.AssertHeld();  // posted closures run as the loop
+      AddTimer(when, std::move(f));
+    });
   }
+}
+
+void EventLoop::AddTimer(absl::Time when, absl::AnyInvocable<void()> fn) {
+  timers_.push(Timer{when, timer_seq_++, std::move(fn)});
 }
 
 int EventLoop::RunPending(bool woken) {
@@ -73,8 +76,6 @@ int EventLoop::RunPending(bool woken) {
   return count;
 }
 
-bool EventLoop::HasPending() { return has_posted_.load(std::memory_order_acquire); }
-
 void EventLoop::RunDueTimers() {
   if (timers_.empty()) return;
   absl::Time now = absl::Now();
@@ -92,71 +93,9 @@ absl::Duration EventLoop::TimeToNextTimer(absl::Duration cap) {
   return d < cap ? d : cap;
 }
 
-void EventLoop::BeginWork() {
-  work_mu_.lock();
-  waiting_ = false;
-}
-
-void EventLoop::EndWork(absl::Time until) {
-  waiting_ = true;
-  wait_until_ = until;
-  work_mu_.unlock();
-}
-
-void EventLoop::StopWork() {
-  waiting_ = false;
-  work_mu_.unlock();
-}
-
-bool EventLoop::TryRunInline(absl::FunctionRef<void()> fn) {
-  if (has_posted_.load(std::memory_order_acquire)) return false;  // keep the order
-  if (!work_mu_.try_lock()) return false;
-  std::lock_guard<std::mutex> lock(work_mu_, std::adopt_lock);
-  if (!waiting_) return false;
-  {
-    // A closure posted meanwhile must run first.
-    absl::MutexLock q(&mu_);
-    if (!posted_.empty()) return false;
-  }
-  inline_loop_ = this;
-  fn();
-  inline_loop_ = nullptr;
-  if (!timers_.empty() && timers_.top().when < wait_until_) Wake();
-  return true;
-}
-
-}  // namespace pstrain
-
-namespace pstrain {
-
-bool EventLoop::TryEnterGuest() {
-  if (has_posted_.load(std::memory_order_acquire)) return false;
-  if (!work_mu_.try_lock()) return false;
-  if (!waiting_) {
-    work_mu_.unlock();
-    return false;
-  }
-  inline_loop_ = this;
-  return true;
-}
-
-void EventLoop::PauseGuest() {
-  inline_loop_ = nullptr;
-  // A timer the guest added may be due before the loop thread's wait ends.
-  if (!timers_.empty() && timers_.top().when < wait_until_) Wake();
-  work_mu_.unlock();
-}
-
-bool EventLoop::ResumeGuest() {
-  work_mu_.lock();
-  inline_loop_ = this;
-  return waiting_;
-}
-
-void EventLoop::LeaveGuest() {
-  inline_loop_ = nullptr;
-  if (!timers_.empty() && timers_.top().when < wait_until_) Wake();
-  work_mu_.unlock();
+bool EventLoop::HasTimerBefore(absl::Time t) const {
+  owner_.AssertHeld();
+  return !timers_.empty() && timers_.top().when < t;
 }
 
 }  // namespace pstrain

@@ -69,7 +69,9 @@ void InProcTransport::Stop() {
 }
 
 void InProcTransport::Run() {
-  loop_.BindToCurrentThread();
+  loop_.owner().BindToCurrentThread();
+  // A single-owner loop: this thread holds it throughout, waits included.
+  loop_.owner().BeginWork();
   while (running_.load(std::memory_order_relaxed)) {
     absl::Duration wait = loop_.TimeToNextTimer(absl::Milliseconds(200));
     pollfd pfd{loop_.wake_fd(), POLLIN, 0};
@@ -78,6 +80,7 @@ void InProcTransport::Run() {
     loop_.RunDueTimers();
   }
   loop_.RunPending(true);
+  loop_.owner().StopWork();
 }
 
 PeerId InProcTransport::Connect(const std::string& endpoint) {

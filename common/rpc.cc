@@ -1,31 +1,9 @@
 #include "common/rpc.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <thread>
-
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 
 namespace pstrain {
-namespace {
-
-// An eventfd per thread that waits as a guest receiver: whoever completes
-// the call some other way writes it to end the guest's wait.
-int ThreadWakeFd() {
-  struct Fd {
-    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    ~Fd() {
-      if (fd >= 0) close(fd);
-    }
-  };
-  thread_local Fd fd;
-  return fd.fd;
-}
-
-}  // namespace
 
 struct RpcFuture::State {
   mutable absl::Mutex mu;
@@ -37,21 +15,19 @@ struct RpcFuture::State {
   PeerId peer = kNoPeer;
   absl::Time deadline;
   // The guest waiting on this call (if any): completing it elsewhere wakes it.
-  int guest_wake_fd ABSL_GUARDED_BY(mu) = -1;
-  std::thread::id guest_thread ABSL_GUARDED_BY(mu);
+  GuestWake guest ABSL_GUARDED_BY(mu);
 };
 
 absl::StatusOr<Message> RpcFuture::Wait() const {
   if (!state_) return absl::FailedPreconditionError("Wait on an empty future");
   State& st = *state_;
   if (st.driver != nullptr) {
-    int fd = ThreadWakeFd();
+    const GuestWake wake = GuestWake::OfThisThread();
     bool guest = false;
     {
       absl::MutexLock lock(&st.mu);
-      if (!st.done && st.guest_wake_fd < 0 && fd >= 0) {
-        st.guest_wake_fd = fd;
-        st.guest_thread = std::this_thread::get_id();
+      if (!st.done && !st.guest.valid() && wake.valid()) {
+        st.guest = wake;
         guest = true;
       }
     }
@@ -63,9 +39,9 @@ absl::StatusOr<Message> RpcFuture::Wait() const {
             absl::MutexLock lock(&st.mu);
             return st.done;
           },
-          fd, st.deadline);
+          wake, st.deadline);
       absl::MutexLock lock(&st.mu);
-      st.guest_wake_fd = -1;
+      st.guest = GuestWake();
     }
     // The request may still be held back: it must leave before we block.
     if (!received) st.driver->FlushCalls();
@@ -112,24 +88,16 @@ RpcFuture RpcFuture::Completed(absl::StatusOr<Message> result) {
 
 void RpcFuture::Complete(State& state, absl::StatusOr<Message> result) {
   std::vector<Callback> callbacks;
-  int wake = -1;
+  GuestWake guest;
   {
     absl::MutexLock lock(&state.mu);
     if (state.done) return;
     state.result = std::move(result);
     state.done = true;
     callbacks.swap(state.callbacks);
-    if (state.guest_wake_fd >= 0 && state.guest_thread != std::this_thread::get_id()) {
-      wake = state.guest_wake_fd;
-    }
+    guest = state.guest;
   }
-  if (wake >= 0) {
-    uint64_t one = 1;
-    ssize_t n;
-    do {
-      n = write(wake, &one, sizeof(one));
-    } while (n < 0 && errno == EINTR);
-  }
+  guest.Notify();  // its wait ends (unless this thread is that guest)
   if (callbacks.empty()) return;
   absl::StatusOr<Message> copy;
   {

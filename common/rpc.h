@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/event_loop.h"
+#include "common/loop_ownership.h"
 #include "common/transport.h"
 
 namespace pstrain {

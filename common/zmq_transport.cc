@@ -23,7 +23,11 @@ using namespace zmq_internal;  // NOLINT: the transport's own internals
 
 
 ZmqTransport::ZmqTransport(ZmqTransportOptions options)
-    : options_(std::move(options)), context_(1), budgets_(options_.limits.max_peer_inflight_bytes) {
+    : options_(std::move(options)),
+      context_(1),
+      loop_(options_.caller_driven_io ? LoopOwnership::Mode::kShared
+                                      : LoopOwnership::Mode::kSingleOwner),
+      budgets_(options_.limits.max_peer_inflight_bytes) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) {
     std::perror("pstrain: epoll_create1");
@@ -70,7 +74,9 @@ absl::Status ZmqTransport::ApplyCommonOptions(zmq::socket_t& socket) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ZmqTransport::Bind(const std::string& endpoint) {
+// Before Start: no thread acts as the loop yet, this one owns its state.
+absl::StatusOr<std::string> ZmqTransport::Bind(const std::string& endpoint)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (running_) return absl::FailedPreconditionError("Bind after Start");
   const bool curve = CurveEnabled(options_.curve);
   if (curve) {
@@ -125,10 +131,14 @@ void ZmqTransport::Stop() {
 
 PeerId ZmqTransport::Connect(const std::string& endpoint) {
   PeerId id = next_peer_.fetch_add(1);
-  if (InIoThread()) {
+  if (loop_.InLoopThread()) {
+    loop_.owner().AssertHeld();
     DoConnect(id, endpoint);
   } else {
-    loop_.Post([this, id, endpoint] { DoConnect(id, endpoint); });
+    loop_.Post([this, id, endpoint] {
+      loop_.owner().AssertHeld();  // posted closures run as the loop
+      DoConnect(id, endpoint);
+    });
   }
   return id;
 }
@@ -167,20 +177,24 @@ void ZmqTransport::DoConnect(PeerId id, const std::string& endpoint) {
 }
 
 void ZmqTransport::Disconnect(PeerId peer) {
-  auto fn = [this, peer] {
-    if (peer >= 0 && static_cast<size_t>(peer) < peers_.size() && peers_[peer]) {
-      Peer& p = *peers_[peer];
-      Unwatch(p.watch);
-      if (p.guest && p.guest_thread != std::this_thread::get_id()) WriteEventFd(p.guest_wake_fd);
-      p.socket.reset();
-    }
-  };
   // Closing a socket changes what the I/O thread polls: always its job.
   if (OnIoThread()) {
-    fn();
+    loop_.owner().AssertHeld();
+    DoDisconnect(peer);
   } else {
-    loop_.Post(std::move(fn));
+    loop_.Post([this, peer] {
+      loop_.owner().AssertHeld();
+      DoDisconnect(peer);
+    });
   }
+}
+
+void ZmqTransport::DoDisconnect(PeerId peer) {
+  if (peer < 0 || static_cast<size_t>(peer) >= peers_.size() || !peers_[peer]) return;
+  Peer& p = *peers_[peer];
+  Unwatch(p.watch);
+  p.guest.Notify();  // a guest reading it stops
+  p.socket.reset();
 }
 
 bool ZmqTransport::SendBatchFrames(zmq::socket_t& socket, const std::string* route,
@@ -239,20 +253,17 @@ bool ZmqTransport::SendBatchFrames(zmq::socket_t& socket, const std::string* rou
 
 void ZmqTransport::AfterSend(Peer& p, bool in_flight) {
   if (!p.socket) return;
-  if (p.guest) {
-    if (p.guest_thread == std::this_thread::get_id()) {
-      if (in_flight) p.watch.marked = true;  // the guest reads before it waits
-    } else if (in_flight) {
-      AfterForeignSend(*p.socket, &p.watch, p.guest_wake_fd);
-    }
-  } else if (OnIoThread()) {
+  if (p.read_by_calling_guest()) {
+    if (in_flight) p.watch.marked = true;  // the guest reads before it waits
+  } else if (p.io_thread_reads() && OnIoThread()) {
     p.watch.marked = true;  // read before the I/O thread waits again
   } else if (in_flight) {
-    AfterForeignSend(*p.socket, &p.watch, -1);
+    // Its reader is another thread: the guest, or the I/O thread (no guest).
+    AfterForeignSend(*p.socket, &p.watch, p.guest);
   }
 }
 
-void ZmqTransport::AfterForeignSend(zmq::socket_t& socket, Watch* watch, int guest_wake_fd) {
+void ZmqTransport::AfterForeignSend(zmq::socket_t& socket, Watch* watch, const GuestWake& guest) {
   // The waiting thread waits on this socket's ZMQ_FD, which only signals
   // new activity: if the send processed the command that announced a
   // waiting message, nothing would wake that thread for it.
@@ -264,8 +275,8 @@ void ZmqTransport::AfterForeignSend(zmq::socket_t& socket, Watch* watch, int gue
   }
   if ((events & ZMQ_POLLIN) == 0) return;
   watch->marked = true;
-  if (guest_wake_fd >= 0) {
-    WriteEventFd(guest_wake_fd);
+  if (guest.valid()) {
+    guest.Notify();
   } else {
     loop_.Wake();
   }
@@ -286,7 +297,7 @@ void ZmqTransport::SendRequestBatch(std::vector<OutRequest>& out, size_t begin, 
               SendBatchFrames(*p->socket, nullptr, EnvelopeKind::kRequest, ids, msgs, n);
     if (ok) {
       p->requests_sent += n;
-      if (p->detached && !(p->guest && p->guest_thread == std::this_thread::get_id())) {
+      if (p->detached && !p->read_by_calling_guest()) {
         // A reply is coming and its own guest may not be: watch again.
         p->detached = false;
         SyncWatches();
@@ -327,7 +338,7 @@ void ZmqTransport::SendResponseBatch(std::vector<OutResponse>& out, size_t begin
   if (OnIoThread()) {
     router_watch_.marked = true;
   } else {
-    AfterForeignSend(*router_, &router_watch_, -1);
+    AfterForeignSend(*router_, &router_watch_, GuestWake());
   }
 }
 
@@ -373,6 +384,7 @@ void ZmqTransport::Flush() {
 
 void ZmqTransport::SendRequest(PeerId peer, uint64_t request_id, Message message) {
   if (loop_.InLoopThread()) {
+    loop_.owner().AssertHeld();
     pass_requests_.push_back(OutRequest{peer, request_id, std::move(message)});
     return;
   }
@@ -389,10 +401,15 @@ void ZmqTransport::SendRequest(PeerId peer, uint64_t request_id, Message message
 void ZmqTransport::FlushCalls() {
   if (!have_held_.load(std::memory_order_acquire)) return;
   if (loop_.InLoopThread()) {
+    loop_.owner().AssertHeld();
     Flush();
     return;
   }
-  if (loop_.TryRunInline([this] { Flush(); })) return;
+  if (loop_.owner().TryRunInline()) {
+    Flush();
+    loop_.owner().Leave();
+    return;
+  }
   // The I/O thread is busy (it flushes before it waits) or not running yet
   // (it flushes when it starts); make sure it looks.
   loop_.Wake();
@@ -400,16 +417,18 @@ void ZmqTransport::FlushCalls() {
 
 void ZmqTransport::SendResponse(const std::string& route, uint64_t request_id, Message message) {
   if (loop_.InLoopThread()) {
+    loop_.owner().AssertHeld();
     pass_responses_.push_back(OutResponse{route, request_id, std::move(message)});
     return;
   }
-  if (loop_.TryRunInline([&] {
-        pass_responses_.push_back(OutResponse{route, request_id, std::move(message)});
-        Flush();
-      })) {
+  if (loop_.owner().TryRunInline()) {
+    pass_responses_.push_back(OutResponse{route, request_id, std::move(message)});
+    Flush();
+    loop_.owner().Leave();
     return;
   }
   loop_.Post([this, r = OutResponse{route, request_id, std::move(message)}]() mutable {
+    loop_.owner().AssertHeld();
     pass_responses_.push_back(std::move(r));
   });
 }

@@ -18,11 +18,16 @@
 //    events twice per call): it waits in epoll on the sockets' ZMQ_FDs and
 //    reads only the sockets that signalled or that it sent on since (a send
 //    may consume a socket's signal);
-//  - while it waits, other threads send as the loop themselves
-//    (EventLoop::TryRunInline) instead of waking it to do it;
-//  - a thread about to block on a reply receives it itself (guest receive):
-//    it takes that peer's socket out of the I/O thread's epoll set and
-//    waits on it directly, so the reply costs no hand-off.
+//  - while it waits, other threads send as the loop themselves (an inline
+//    run) instead of waking it to do it;
+//  - a thread about to block on a reply receives it itself (a guest of the
+//    loop): it takes that peer's socket out of the I/O thread's epoll set
+//    and waits on it directly, so the reply costs no hand-off.
+// Those two make the threads that call part-time owners of the sockets;
+// LoopOwnership (common/loop_ownership.h) says who owns them at any moment,
+// and every field and function of the loop is annotated with it. Turned off
+// (ZmqTransportOptions::caller_driven_io), the I/O thread is their only
+// owner.
 //
 // Wire format: a ZeroMQ message is [route (ROUTER side only)] then one or
 // more RPC messages, each [envelope][header][payload...]. An envelope whose
@@ -41,6 +46,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/event_loop.h"
+#include "common/loop_ownership.h"
 #include "common/security/peer_budget.h"
 #include "common/security/zap_handler.h"
 #include "common/transport.h"
@@ -67,6 +73,11 @@ struct ZmqTransportOptions {
   // (empty: wherever the scheduler likes). For nodes sharing a process;
   // a process of its own is pinned as a whole (--cpus, common/cpu_affinity.h).
   std::vector<int> cpus;
+  // Lets the threads making calls send inline and receive their own replies
+  // as guests of the loop (see above and CallerDrivenIo). Off: only the I/O
+  // thread touches the sockets; requests made elsewhere still leave in
+  // batches, at the cost of a hand-off to the I/O thread and back per call.
+  bool caller_driven_io = true;
 };
 
 class ZmqTransport final : public Transport, public CallerDrivenIo {
@@ -89,7 +100,7 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
   TransportStats stats() const override;
 
   void FlushCalls() override;
-  bool ReceiveAsGuest(int32_t peer, absl::FunctionRef<bool()> done, int wake_fd,
+  bool ReceiveAsGuest(int32_t peer, absl::FunctionRef<bool()> done, const GuestWake& wake,
                       absl::Time deadline) override;
 
  private:
@@ -111,45 +122,61 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
     Message message;
   };
 
+  // The I/O thread's loop. What requires loop_.owner() below is for
+  // whoever acts as the loop.
   void Run();
-  bool OnIoThread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  bool OnIoThread() const { return loop_.owner().OnIoThread(); }
   // Reads every socket marked for reading; true when one still has more.
-  bool ReadMarked();
-  bool AnyMarked() const;
+  bool ReadMarked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  bool AnyMarked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   // Registers the sockets that are not yet in the epoll set.
-  void SyncWatches();
-  void Unwatch(Watch& w);
+  void SyncWatches() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  void Unwatch(Watch& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   // Reads up to a batch of ZeroMQ messages; false when the socket is drained.
-  bool DrainRouter();
-  bool DrainDealer(PeerId id);
+  bool DrainRouter() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  bool DrainDealer(PeerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   // Reads the rest of a multipart message after its first frame.
   // Returns false if the message was malformed (and fully drained).
   bool ReadFrames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames);
   // Delivers the RPC messages in frames[first...]; returns how many there
   // were (0 when the whole ZeroMQ message was malformed and dropped).
   size_t Deliver(std::vector<zmq::message_t>& frames, size_t first, const std::string& route,
-                 PeerId peer);
-  // Loop only. Sends everything queued for sending: requests held back by
-  // other threads, then what this loop pass queued.
-  void Flush();
+                 PeerId peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  // Sends everything queued for sending: requests held back by other
+  // threads, then what this loop pass queued.
+  void Flush() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   // Sends requests [begin, end) of out, all to one peer, as few batches.
-  void SendRequestBatch(std::vector<OutRequest>& out, size_t begin, size_t end);
-  void SendResponseBatch(std::vector<OutResponse>& out, size_t begin, size_t end);
+  void SendRequestBatch(std::vector<OutRequest>& out, size_t begin, size_t end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  void SendResponseBatch(std::vector<OutResponse>& out, size_t begin, size_t end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   // Sends msgs as one ZeroMQ message (route first when not null).
   bool SendBatchFrames(zmq::socket_t& socket, const std::string* route, EnvelopeKind kind,
-                       const uint64_t* ids, Message* const* msgs, size_t n);
+                       const uint64_t* ids, Message* const* msgs, size_t n)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   // After a send on peer p: whoever waits on its socket must not miss a
   // wake-up signal the send consumed (possible only with replies in flight).
-  void AfterSend(Peer& p, bool in_flight);
-  void AfterForeignSend(zmq::socket_t& socket, Watch* watch, int guest_wake_fd);
+  void AfterSend(Peer& p, bool in_flight) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  // `guest`: the guest reading the socket (not valid(): the I/O thread).
+  void AfterForeignSend(zmq::socket_t& socket, Watch* watch, const GuestWake& guest)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   absl::Status ApplyCommonOptions(zmq::socket_t& socket);
   // A request refused by budgets_: counted, logged at most once a second.
-  void OnOverBudget(uint64_t bytes, int64_t held);
-  void DoConnect(PeerId id, const std::string& endpoint);
+  void OnOverBudget(uint64_t bytes, int64_t held) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  void DoConnect(PeerId id, const std::string& endpoint)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  void DoDisconnect(PeerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  // A guest takes peer `id`'s socket out of the I/O thread's hands; returns
+  // its fd, or -1 when there is no such socket or another guest reads it.
+  int ClaimForGuest(PeerId id, const GuestWake& wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  // The guest gives it back: read to the end (`more` false) with nothing in
+  // flight it stays unwatched until the next send, else the I/O thread
+  // watches it again.
+  void ReturnFromGuest(PeerId id, bool more) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
 
   ZmqTransportOptions options_;
   zmq::context_t context_;
-  EventLoop loop_;
+  EventLoop loop_;  // its owner() guards the loop state below
   int epoll_fd_ = -1;
 
   // Requests made outside the loop, held until a flush.
@@ -160,17 +187,18 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
   // to bound how long one can wait for a flush.
   std::atomic<bool> held_recently_{false};
 
-  // Loop state (the I/O thread's, or an inline runner's or guest's).
-  std::unique_ptr<zmq::socket_t> router_;
-  Watch router_watch_;
-  std::vector<std::unique_ptr<Peer>> peers_;  // index = PeerId
-  bool watches_dirty_ = true;
-  std::vector<zmq::message_t> frames_;        // receive scratch
-  std::vector<OutRequest> pass_requests_;     // queued by this pass
-  std::vector<OutResponse> pass_responses_;
-  std::vector<OutRequest> sending_;           // Flush scratch
-  std::vector<OutResponse> responding_;       // Flush scratch
-  bool flushing_ = false;
+  // Loop state: whoever acts as the loop (the I/O thread, an inline runner
+  // or a guest; see LoopOwnership).
+  std::unique_ptr<zmq::socket_t> router_ ABSL_GUARDED_BY(loop_.owner());
+  Watch router_watch_ ABSL_GUARDED_BY(loop_.owner());
+  std::vector<std::unique_ptr<Peer>> peers_ ABSL_GUARDED_BY(loop_.owner());  // index = PeerId
+  bool watches_dirty_ ABSL_GUARDED_BY(loop_.owner()) = true;
+  std::vector<zmq::message_t> frames_ ABSL_GUARDED_BY(loop_.owner());  // receive scratch
+  std::vector<OutRequest> pass_requests_ ABSL_GUARDED_BY(loop_.owner());  // queued by this pass
+  std::vector<OutResponse> pass_responses_ ABSL_GUARDED_BY(loop_.owner());
+  std::vector<OutRequest> sending_ ABSL_GUARDED_BY(loop_.owner());      // Flush scratch
+  std::vector<OutResponse> responding_ ABSL_GUARDED_BY(loop_.owner());  // Flush scratch
+  bool flushing_ ABSL_GUARDED_BY(loop_.owner()) = false;
   std::atomic<PeerId> next_peer_{0};
   std::thread thread_;
   std::atomic<bool> running_{false};
@@ -184,8 +212,8 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
   // Security: the per-peer bound on held requests (loop state) and, with
   // CURVE, the context's authentication handler (declared after context_:
   // it closes its socket first).
-  PeerBudgets budgets_;
-  absl::Time last_budget_log_ = absl::InfinitePast();
+  PeerBudgets budgets_ ABSL_GUARDED_BY(loop_.owner());
+  absl::Time last_budget_log_ ABSL_GUARDED_BY(loop_.owner()) = absl::InfinitePast();
   std::unique_ptr<ZapHandler> zap_;
 };
 

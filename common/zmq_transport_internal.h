@@ -3,12 +3,8 @@
 // delivering, the I/O loop and guest receivers). Not part of the API.
 #pragma once
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
@@ -39,22 +35,6 @@ constexpr int kMaxEvents = 64;
 inline int TimeoutMs(absl::Duration d) {
   if (d <= absl::ZeroDuration()) return 0;
   return static_cast<int>(absl::ToInt64Milliseconds(d + absl::Microseconds(999)));
-}
-
-inline void DrainEventFd(int fd) {
-  uint64_t value;
-  ssize_t n;
-  do {
-    n = read(fd, &value, sizeof(value));
-  } while (n < 0 && errno == EINTR);
-}
-
-inline void WriteEventFd(int fd) {
-  uint64_t one = 1;
-  ssize_t n;
-  do {
-    n = write(fd, &one, sizeof(one));
-  } while (n < 0 && errno == EINTR);
 }
 
 inline void FreeOwner(void* /*data*/, void* hint) {
@@ -121,14 +101,13 @@ size_t TakeBatch(std::vector<Out>& out, size_t i, size_t end, size_t max_frames,
 
 namespace pstrain {
 
+// Loop state, like peers_ that holds it.
 struct ZmqTransport::Peer {
   std::string endpoint;
   std::unique_ptr<zmq::socket_t> socket;  // null once disconnected
   Watch watch;
-  // A guest thread reads this socket (it is out of the epoll set).
-  bool guest = false;
-  std::thread::id guest_thread;
-  int guest_wake_fd = -1;
+  // valid(): a guest reads this socket (it is out of the epoll set).
+  GuestWake guest;
   // Requests sent and messages read on this socket: when equal, no reply
   // can be on its way, so a send cannot have consumed a wake-up signal.
   uint64_t requests_sent = 0;
@@ -140,6 +119,10 @@ struct ZmqTransport::Peer {
   bool detached = false;
 
   bool in_flight() const { return requests_sent != messages_read; }
+  // Open and read by the I/O thread (no guest has taken it).
+  bool io_thread_reads() const { return socket && !guest.valid(); }
+  // The calling thread is the guest that reads it.
+  bool read_by_calling_guest() const { return guest.valid() && guest.IsCallingThread(); }
 };
 
 }  // namespace pstrain

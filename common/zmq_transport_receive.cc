@@ -1,7 +1,6 @@
 // ZmqTransport's receiving half: reading frames, delivering messages, the
 // I/O thread's loop, and guest receivers (a caller waiting for its reply
 // reads the socket itself). The sending half is in zmq_transport.cc.
-#include <poll.h>
 #include <sys/epoll.h>
 
 #include <algorithm>
@@ -153,7 +152,7 @@ bool ZmqTransport::DrainDealer(PeerId id) {
 bool ZmqTransport::AnyMarked() const {
   if (router_ && router_watch_.marked) return true;
   for (const auto& p : peers_) {
-    if (p && p->socket && !p->guest && p->watch.marked) return true;
+    if (p && p->io_thread_reads() && p->watch.marked) return true;
   }
   return false;
 }
@@ -168,7 +167,7 @@ bool ZmqTransport::ReadMarked() {
     }
     for (size_t id = 0; id < peers_.size(); ++id) {
       Peer* p = peers_[id].get();
-      if (p == nullptr || !p->socket || p->guest || !p->watch.marked) continue;
+      if (p == nullptr || !p->io_thread_reads() || !p->watch.marked) continue;
       p->watch.marked = DrainDealer(static_cast<PeerId>(id));
       if (p->watch.marked) return true;
     }
@@ -201,36 +200,28 @@ void ZmqTransport::SyncWatches() {
   if (router_) watch(*router_, router_watch_, kRouterTag);
   for (size_t id = 0; id < peers_.size(); ++id) {
     Peer* p = peers_[id].get();
-    if (p != nullptr && p->socket && !p->guest && !p->detached) {
+    if (p != nullptr && p->io_thread_reads() && !p->detached) {
       watch(*p->socket, p->watch, kFirstPeerTag + id);
     }
   }
   watches_dirty_ = false;
 }
 
-bool ZmqTransport::ReceiveAsGuest(int32_t peer, absl::FunctionRef<bool()> done, int wake_fd,
-                                  absl::Time deadline) {
-  if (OnIoThread() || loop_.InLoopThread()) return false;
-  if (!loop_.TryEnterGuest()) return false;
-  Peer* p = peer >= 0 && static_cast<size_t>(peer) < peers_.size() ? peers_[peer].get() : nullptr;
-  if (p == nullptr || !p->socket || p->guest) {
-    Flush();  // held requests leave anyway
-    loop_.LeaveGuest();
-    return false;
-  }
-  if (p->watch.fd < 0) p->watch.fd = SocketFd(*p->socket);
-  const int fd = p->watch.fd;
-  p->guest = true;
-  p->guest_thread = std::this_thread::get_id();
-  p->guest_wake_fd = wake_fd;
-  // Out of the I/O thread's set: only this thread wakes for the reply.
-  Unwatch(p->watch);
+bool ZmqTransport::ReceiveAsGuest(int32_t peer, absl::FunctionRef<bool()> done,
+                                  const GuestWake& wake, absl::Time deadline) {
+  if (!wake.valid() || loop_.InLoopThread()) return false;
+  if (!loop_.owner().TryEnterGuest()) return false;
+  const int fd = ClaimForGuest(peer, wake);
   // What this thread (and others) held back leaves now, as one batch per peer.
   Flush();
+  if (fd < 0) {
+    loop_.owner().Leave();
+    return false;
+  }
   bool alive = true, more = false;
   // Read first only when something may be waiting unannounced; otherwise
   // the next reply signals the socket's fd.
-  p = peers_[peer].get();
+  Peer* p = peers_[peer].get();
   bool read = p == nullptr || p->watch.marked;
   while (true) {
     if (read) more = DrainDealer(peer);
@@ -242,43 +233,50 @@ bool ZmqTransport::ReceiveAsGuest(int32_t peer, absl::FunctionRef<bool()> done, 
     absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
     Flush();
-    loop_.PauseGuest();
-    pollfd pfds[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-    int rc = poll(pfds, 2, TimeoutMs(std::min(left, kMaxWait)));
-    if (rc > 0 && (pfds[1].revents & POLLIN)) DrainEventFd(wake_fd);
-    alive = loop_.ResumeGuest();
+    alive = loop_.owner().WaitAsGuest(fd, wake, std::min(left, kMaxWait));
     if (!alive || done()) break;
   }
   if (alive) {
-    p = peers_[peer].get();
-    if (p != nullptr) {
-      p->guest = false;
-      p->guest_wake_fd = -1;
-      p->guest_thread = std::thread::id();
-      if (p->socket) {
-        if (!more && !p->in_flight()) {
-          // Read to the end with nothing in flight: nothing can arrive
-          // before the next request, which re-attaches it if need be.
-          p->detached = true;
-        } else {
-          // Back to the I/O thread. Read to the end just now, the socket
-          // has nothing unannounced: a signal pending now is reported at once.
-          p->detached = false;
-          SyncWatches();
-          p->watch.marked = more;
-          if (more) loop_.Wake();
-        }
-      }
-    }
+    ReturnFromGuest(peer, more);
     Flush();
   }
-  loop_.LeaveGuest();
+  loop_.owner().Leave();
   return true;
 }
 
+int ZmqTransport::ClaimForGuest(PeerId id, const GuestWake& wake) {
+  Peer* p = id >= 0 && static_cast<size_t>(id) < peers_.size() ? peers_[id].get() : nullptr;
+  if (p == nullptr || !p->socket || p->guest.valid()) return -1;
+  if (p->watch.fd < 0) p->watch.fd = SocketFd(*p->socket);
+  if (p->watch.fd < 0) return -1;
+  p->guest = wake;
+  // Out of the I/O thread's set: only the guest wakes for the reply.
+  Unwatch(p->watch);
+  return p->watch.fd;
+}
+
+void ZmqTransport::ReturnFromGuest(PeerId id, bool more) {
+  Peer* p = peers_[id].get();
+  if (p == nullptr) return;
+  p->guest = GuestWake();
+  if (!p->socket) return;
+  if (!more && !p->in_flight()) {
+    // Read to the end with nothing in flight: nothing can arrive
+    // before the next request, which re-attaches it if need be.
+    p->detached = true;
+  } else {
+    // Back to the I/O thread. Read to the end just now, the socket
+    // has nothing unannounced: a signal pending now is reported at once.
+    p->detached = false;
+    SyncWatches();
+    p->watch.marked = more;
+    if (more) loop_.Wake();
+  }
+}
+
 void ZmqTransport::Run() {
-  loop_.BindToCurrentThread();
-  loop_.BeginWork();
+  loop_.owner().BindToCurrentThread();
+  loop_.owner().BeginWork();
   epoll_event events[kMaxEvents];
   bool woken = false;
   while (running_.load(std::memory_order_relaxed)) {
@@ -296,10 +294,10 @@ void ZmqTransport::Run() {
     absl::Duration wait = more || loop_.HasPending() ? absl::ZeroDuration()
                                                      : loop_.TimeToNextTimer(cap);
     int timeout_ms = TimeoutMs(wait);
-    loop_.EndWork(absl::Now() + absl::Milliseconds(timeout_ms));
+    loop_.owner().EndWork(absl::Now() + absl::Milliseconds(timeout_ms));
     int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
     int err = errno;
-    loop_.BeginWork();
+    loop_.owner().BeginWork();
     if (n < 0 && err != EINTR) {
       spdlog::error("{}: epoll_wait: {}", options_.name, std::strerror(err));
     }
@@ -312,7 +310,7 @@ void ZmqTransport::Run() {
         router_watch_.marked = true;
       } else if (tag - kFirstPeerTag < peers_.size()) {
         Peer* p = peers_[tag - kFirstPeerTag].get();
-        if (p != nullptr && !p->guest) p->watch.marked = true;
+        if (p != nullptr && p->io_thread_reads()) p->watch.marked = true;
       }
     }
   }
@@ -320,7 +318,7 @@ void ZmqTransport::Run() {
   Flush();  // what was asked for before Stop still leaves
   // Sockets belong to this thread: close them here (guests are told to leave).
   for (auto& p : peers_) {
-    if (p && p->guest) WriteEventFd(p->guest_wake_fd);
+    if (p) p->guest.Notify();
   }
   Unwatch(router_watch_);
   router_.reset();
@@ -329,7 +327,7 @@ void ZmqTransport::Run() {
   }
   peers_.clear();
   watches_dirty_ = true;
-  loop_.StopWork();
+  loop_.owner().StopWork();
 }
 
 }  // namespace pstrain

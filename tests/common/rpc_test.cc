@@ -32,13 +32,16 @@ void StartEcho(RpcNode& node) {
                   .ok());
 }
 
-enum class Kind { kInProc, kZmq };
+// kZmqSingleOwner: ZeroMQ with the caller-driven fast path off.
+enum class Kind { kInProc, kZmq, kZmqSingleOwner };
 
 class RpcTest : public ::testing::TestWithParam<Kind> {
  protected:
   std::unique_ptr<Transport> MakeTransport() {
     if (GetParam() == Kind::kInProc) return std::make_unique<InProcTransport>(&network_);
-    return std::make_unique<ZmqTransport>(ZmqTransportOptions{});
+    ZmqTransportOptions options;
+    options.caller_driven_io = GetParam() == Kind::kZmq;
+    return std::make_unique<ZmqTransport>(options);
   }
   std::string Endpoint(const std::string& name) {
     return GetParam() == Kind::kInProc ? name : "tcp://127.0.0.1:0";
@@ -149,9 +152,18 @@ TEST_P(RpcTest, OnDoneRunsAfterCompletion) {
   EXPECT_EQ(got, "re:cb");
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, RpcTest, ::testing::Values(Kind::kInProc, Kind::kZmq),
+INSTANTIATE_TEST_SUITE_P(Transports, RpcTest,
+                         ::testing::Values(Kind::kInProc, Kind::kZmq, Kind::kZmqSingleOwner),
                          [](const auto& info) {
-                           return info.param == Kind::kInProc ? "InProc" : "Zmq";
+                           switch (info.param) {
+                             case Kind::kInProc:
+                               return "InProc";
+                             case Kind::kZmq:
+                               return "Zmq";
+                             case Kind::kZmqSingleOwner:
+                               return "ZmqSingleOwner";
+                           }
+                           return "Unknown";
                          });
 
 }  // namespace

@@ -2,6 +2,8 @@
 // their own replies (guest receive) racing with each other, with callbacks
 // completed on the I/O thread, with replies sent from other threads and
 // with peers that answer late. Every call must end with its own reply.
+// Each test runs with the caller-driven fast path on and off (the I/O
+// thread the sockets' only owner).
 #include <atomic>
 #include <memory>
 #include <random>
@@ -27,15 +29,18 @@ Message Text(const std::string& header, size_t payload_bytes = 0) {
   return m;
 }
 
-std::unique_ptr<RpcNode> Node() {
-  return std::make_unique<RpcNode>(std::make_unique<ZmqTransport>(ZmqTransportOptions{}));
+std::unique_ptr<RpcNode> Node(bool caller_driven_io) {
+  ZmqTransportOptions options;
+  options.caller_driven_io = caller_driven_io;
+  return std::make_unique<RpcNode>(std::make_unique<ZmqTransport>(options));
 }
 
 // Echo server; every `defer_every`-th request is answered from another
 // thread a little later (a reply sent off the I/O thread).
 class Echo {
  public:
-  explicit Echo(int defer_every) : node_(Node()), defer_every_(defer_every) {
+  Echo(int defer_every, bool caller_driven_io)
+      : node_(Node(caller_driven_io)), defer_every_(defer_every) {
     auto ep = node_->Bind("tcp://127.0.0.1:0");
     EXPECT_TRUE(ep.ok()) << ep.status();
     endpoint_ = *ep;
@@ -69,9 +74,15 @@ class Echo {
   std::vector<std::thread> deferred_;    // I/O thread until Stop
 };
 
-TEST(ZmqTransport, ConcurrentCallersEachGetTheirOwnReplies) {
-  Echo server(/*defer_every=*/7);
-  auto client = Node();
+class ZmqTransportTest : public ::testing::TestWithParam<bool> {
+ protected:
+  bool caller_driven() const { return GetParam(); }
+  std::unique_ptr<RpcNode> NewNode() const { return Node(caller_driven()); }
+};
+
+TEST_P(ZmqTransportTest, ConcurrentCallersEachGetTheirOwnReplies) {
+  Echo server(/*defer_every=*/7, caller_driven());
+  auto client = NewNode();
   ASSERT_TRUE(client->Start(nullptr).ok());
   PeerId peer = client->Connect(server.endpoint());
   constexpr int kThreads = 4, kCalls = 300;
@@ -115,13 +126,13 @@ TEST(ZmqTransport, ConcurrentCallersEachGetTheirOwnReplies) {
   client->Stop();
 }
 
-TEST(ZmqTransport, WaiterOnASilentPeerEndsAtTheDeadlineWhileOthersProceed) {
-  RpcNode silent(std::make_unique<ZmqTransport>(ZmqTransportOptions{}));
-  auto silent_ep = silent.Bind("tcp://127.0.0.1:0");
+TEST_P(ZmqTransportTest, WaiterOnASilentPeerEndsAtTheDeadlineWhileOthersProceed) {
+  auto silent = NewNode();
+  auto silent_ep = silent->Bind("tcp://127.0.0.1:0");
   ASSERT_TRUE(silent_ep.ok());
-  ASSERT_TRUE(silent.Start([](RpcRequest&&) {}).ok());
-  Echo echo(/*defer_every=*/0);
-  auto client = Node();
+  ASSERT_TRUE(silent->Start([](RpcRequest&&) {}).ok());
+  Echo echo(/*defer_every=*/0, caller_driven());
+  auto client = NewNode();
   ASSERT_TRUE(client->Start(nullptr).ok());
   PeerId quiet = client->Connect(*silent_ep);
   PeerId loud = client->Connect(echo.endpoint());
@@ -135,15 +146,16 @@ TEST(ZmqTransport, WaiterOnASilentPeerEndsAtTheDeadlineWhileOthersProceed) {
   }
   waiter.join();
   client->Stop();
-  silent.Stop();
+  silent->Stop();
 }
 
-TEST(ZmqTransport, StopEndsAGuestWaitWithCancelled) {
-  RpcNode silent(std::make_unique<ZmqTransport>(ZmqTransportOptions{}));
-  auto ep = silent.Bind("tcp://127.0.0.1:0");
+// With the fast path on, the waiter is a guest of the client's loop.
+TEST_P(ZmqTransportTest, StopEndsAWaitWithCancelled) {
+  auto silent = NewNode();
+  auto ep = silent->Bind("tcp://127.0.0.1:0");
   ASSERT_TRUE(ep.ok());
-  ASSERT_TRUE(silent.Start([](RpcRequest&&) {}).ok());
-  auto client = Node();
+  ASSERT_TRUE(silent->Start([](RpcRequest&&) {}).ok());
+  auto client = NewNode();
   ASSERT_TRUE(client->Start(nullptr).ok());
   PeerId peer = client->Connect(*ep);
   RpcFuture f = client->Call(peer, Text("x"), absl::Now() + absl::Seconds(30));
@@ -156,16 +168,16 @@ TEST(ZmqTransport, StopEndsAGuestWaitWithCancelled) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   stopper.join();
-  silent.Stop();
+  silent->Stop();
 }
 
-TEST(ZmqTransport, RequestNobodyWaitsForStillLeaves) {
-  RpcNode server(std::make_unique<ZmqTransport>(ZmqTransportOptions{}));
-  auto ep = server.Bind("tcp://127.0.0.1:0");
+TEST_P(ZmqTransportTest, RequestNobodyWaitsForStillLeaves) {
+  auto server = NewNode();
+  auto ep = server->Bind("tcp://127.0.0.1:0");
   ASSERT_TRUE(ep.ok());
   std::atomic<int> got{0};
-  ASSERT_TRUE(server.Start([&](RpcRequest&&) { got++; }).ok());
-  auto client = Node();
+  ASSERT_TRUE(server->Start([&](RpcRequest&&) { got++; }).ok());
+  auto client = NewNode();
   ASSERT_TRUE(client->Start(nullptr).ok());
   PeerId peer = client->Connect(*ep);
   absl::SleepFor(absl::Milliseconds(50));  // connected, so the send does not fail
@@ -179,14 +191,14 @@ TEST(ZmqTransport, RequestNobodyWaitsForStillLeaves) {
     absl::SleepFor(absl::Milliseconds(250));  // the I/O thread goes back to long waits
   }
   client->Stop();
-  server.Stop();
+  server->Stop();
 }
 
-TEST(ZmqTransport, CallsMadeFromAHandlerAreSentAndAnswered) {
-  Echo echo(/*defer_every=*/0);
+TEST_P(ZmqTransportTest, CallsMadeFromAHandlerAreSentAndAnswered) {
+  Echo echo(/*defer_every=*/0, caller_driven());
   // A relay: each request it gets is forwarded to the echo server from its
   // I/O thread, and answered with the echo's reply.
-  auto relay = Node();
+  auto relay = NewNode();
   auto relay_ep = relay->Bind("tcp://127.0.0.1:0");
   ASSERT_TRUE(relay_ep.ok());
   RpcNode* r = relay.get();
@@ -202,7 +214,7 @@ TEST(ZmqTransport, CallsMadeFromAHandlerAreSentAndAnswered) {
                   })
                   .ok());
   to_echo = relay->Connect(echo.endpoint());
-  auto client = Node();
+  auto client = NewNode();
   ASSERT_TRUE(client->Start(nullptr).ok());
   PeerId peer = client->Connect(*relay_ep);
   for (int i = 0; i < 50; ++i) {
@@ -212,6 +224,74 @@ TEST(ZmqTransport, CallsMadeFromAHandlerAreSentAndAnswered) {
   }
   client->Stop();
   relay->Stop();
+}
+
+// One connection, read by a waiting thread (a guest, with the fast path on)
+// and by the I/O thread (for replies nobody waits for) in turn: every
+// reply is delivered exactly once.
+TEST_P(ZmqTransportTest, GuestAndIoThreadSharingAConnectionDeliverEachReplyOnce) {
+  Echo server(/*defer_every=*/5, caller_driven());
+  auto client = NewNode();
+  ASSERT_TRUE(client->Start(nullptr).ok());
+  PeerId peer = client->Connect(server.endpoint());
+  constexpr int kWaited = 400, kCallbacks = 400;
+  std::atomic<int> failures{0}, callbacks{0};
+  absl::Notification all_called;
+  std::thread waiter([&] {
+    for (int i = 0; i < kWaited; ++i) {
+      auto r = client->Call(peer, Text(absl::StrCat("w", i)), absl::Now() + absl::Seconds(20)).Wait();
+      if (!r.ok() || r->header.view() != absl::StrCat("re:w", i)) failures++;
+    }
+  });
+  for (int i = 0; i < kCallbacks; ++i) {
+    client->Call(peer, Text(absl::StrCat("c", i)), absl::Now() + absl::Seconds(20))
+        .OnDone([&, i](const absl::StatusOr<Message>& m) {
+          if (!m.ok() || m->header.view() != absl::StrCat("re:c", i)) failures++;
+          if (++callbacks == kCallbacks) all_called.Notify();
+        });
+    if (i % 16 == 0) absl::SleepFor(absl::Microseconds(300));
+  }
+  waiter.join();
+  ASSERT_TRUE(all_called.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(client->stats().stale_responses, 0u);  // none delivered twice
+  EXPECT_EQ(client->transport().stats().messages_received,
+            static_cast<uint64_t>(kWaited + kCallbacks));
+  client->Stop();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ZmqTransportTest, ::testing::Bool(), [](const auto& info) {
+  return info.param ? "CallerDriven" : "SingleOwner";
+});
+
+// Fast path off: replies are received and completed by the I/O thread
+// alone, never by the thread that waits.
+TEST(ZmqTransport, SingleOwnerModeCompletesCallsOnTheIoThread) {
+  Echo server(/*defer_every=*/1, /*caller_driven_io=*/false);  // replies come late
+  auto client = Node(/*caller_driven_io=*/false);
+  ASSERT_TRUE(client->Start(nullptr).ok());
+  PeerId peer = client->Connect(server.endpoint());
+  int checked = 0;
+  for (int i = 0; i < 20; ++i) {
+    RpcFuture f = client->Call(peer, Text("x"), absl::Now() + absl::Seconds(10));
+    std::atomic<bool> registering{true};
+    bool skip = false;
+    std::thread::id completed_on;
+    absl::Notification called;
+    f.OnDone([&](const absl::StatusOr<Message>&) {
+      skip = registering.load();  // done before OnDone: ran right here
+      completed_on = std::this_thread::get_id();
+      called.Notify();
+    });
+    registering = false;
+    ASSERT_TRUE(f.Wait().ok());
+    ASSERT_TRUE(called.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    if (skip) continue;
+    EXPECT_NE(completed_on, std::this_thread::get_id());
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+  client->Stop();
 }
 
 }  // namespace
