@@ -1,0 +1,548 @@
+#include "server/coordinator/coordinator.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "cluster/node_info.h"
+#include "common/http/http_server.h"
+#include "server/coordinator/table_layout.h"
+
+namespace pstrain::server {
+
+using proto::Decoded;
+using proto::MsgType;
+using proto::Role;
+
+namespace {
+constexpr absl::Duration kCommandTimeout = absl::Seconds(60);
+
+std::string MemberName(Role role, int32_t rank) {
+  return absl::StrCat(proto::RoleName(role), " ", rank);
+}
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
+    CoordinatorOptions options, std::unique_ptr<Transport> transport) {
+  if (options.num_servers < 1 || options.num_workers < 1) {
+    return absl::InvalidArgumentError("need at least one server and one worker");
+  }
+  auto node = std::make_unique<RpcNode>(std::move(transport));
+  PS_ASSIGN_OR_RETURN(std::string bound, node->Bind(options.bind));
+  std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
+  std::unique_ptr<Coordinator> c(new Coordinator(std::move(options), std::move(node), endpoint));
+  Coordinator* self = c.get();
+  PS_RETURN_IF_ERROR(self->StartObservability());
+  PS_RETURN_IF_ERROR(self->LoadRestore());
+  PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
+  self->node_->transport().Post([self] { self->Tick(); });
+  return c;
+}
+
+Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> node,
+                         std::string endpoint)
+    : options_(std::move(options)),
+      node_(std::move(node)),
+      endpoint_(std::move(endpoint)),
+      started_(absl::Now()),
+      servers_(options_.num_servers),
+      workers_(options_.num_workers) {
+  // Elastic workers: who gathers the evaluation and writes the summary
+  // (coordinator_elastic.cc). Its absence tells workers the job is not elastic.
+  if (options_.elastic_workers) store_.Set("lead", Buffer::FromString("0"));
+}
+
+Coordinator::~Coordinator() {
+  http_.clear();
+  node_->Stop();
+}
+
+absl::Status Coordinator::Run() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&finished_));
+  return result_;
+}
+
+void Coordinator::RequestStop() {
+  node_->transport().Post([this] { Finish(absl::CancelledError("coordinator stopped")); });
+}
+
+void Coordinator::ReplyError(const RpcRequest& req, const absl::Status& status) {
+  node_->Reply(req, proto::EncodeError(Role::kCoordinator, 0, status));
+}
+
+void Coordinator::ReplyOk(const RpcRequest& req) {
+  node_->Reply(req, proto::EncodeOk(Role::kCoordinator, 0));
+}
+
+void Coordinator::Handle(RpcRequest&& req) {
+  absl::StatusOr<Decoded> d = proto::Decode(req.message);
+  if (!d.ok()) {
+    spdlog::warn("coordinator: dropped a malformed request: {}", d.status().ToString());
+    ReplyError(req, d.status());
+    return;
+  }
+  switch (d->type()) {
+    case MsgType::kRegister: return OnRegister(*d, req);
+    case MsgType::kGetCluster: return OnGetCluster(*d, req);
+    case MsgType::kDefineTables: return OnDefineTables(*d, req);
+    case MsgType::kHeartbeat: return OnHeartbeat(*d, req);
+    case MsgType::kBarrier: return OnBarrier(*d, req);
+    case MsgType::kStoreSet: return OnStoreSet(*d, req);
+    case MsgType::kStoreGet: return OnStoreGet(*d, req);
+    case MsgType::kWorkerDone: return OnWorkerDone(*d, req);
+    case MsgType::kPing: return ReplyOk(req);
+    case MsgType::kCheckpointArrive: return OnCheckpointArrive(*d, req);
+    case MsgType::kWaitRecovery: return OnWaitRecovery(*d, req);
+    case MsgType::kClaimShard: return OnClaimShard(*d, req);
+    case MsgType::kRejoin: return OnRejoin(*d, req);
+    default:
+      ReplyError(req, absl::UnimplementedError(absl::StrCat(
+                          "coordinator does not serve ", proto::MsgTypeName(d->type()))));
+  }
+}
+
+Coordinator::Member* Coordinator::FindMember(Role role, int32_t rank) {
+  auto& slots = role == Role::kServer ? servers_ : workers_;
+  if (role != Role::kServer && role != Role::kWorker) return nullptr;
+  if (rank < 0 || rank >= static_cast<int32_t>(slots.size()) || !slots[rank]) return nullptr;
+  return &*slots[rank];
+}
+
+bool Coordinator::AllJoined() const {
+  for (const auto& s : servers_) if (!s) return false;
+  for (const auto& w : workers_) if (!w) return false;
+  return true;
+}
+
+proto::ClusterView Coordinator::View(int32_t rank) const {
+  proto::ClusterView v;
+  v.your_rank = rank;
+  v.num_servers = options_.num_servers;
+  v.num_workers = options_.num_workers;
+  v.heartbeat_interval_ms = absl::ToInt64Milliseconds(options_.heartbeat_interval);
+  v.epoch = epoch_;
+  if (AllJoined()) {
+    for (const auto& s : servers_) v.servers.push_back(s->info);
+    for (const auto& w : workers_) v.workers.push_back(w->info);
+  }
+  return v;
+}
+
+void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::RegisterRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  proto::NodeInfo info = body->node;
+  if (info.role != Role::kServer && info.role != Role::kWorker) {
+    return ReplyError(req, absl::InvalidArgumentError("only servers and workers register"));
+  }
+  auto& slots = info.role == Role::kServer ? servers_ : workers_;
+  int32_t rank = body->requested_rank;
+  if (rank >= static_cast<int32_t>(slots.size())) {
+    return ReplyError(req, absl::InvalidArgumentError(absl::StrCat(
+                               "rank ", rank, " requested but the job has ", slots.size(), " ",
+                               proto::RoleName(info.role), "s")));
+  }
+  if (rank < 0) {
+    // A retry of a registration whose reply was lost keeps its rank.
+    for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
+      if (slots[i] && slots[i]->info.incarnation == info.incarnation) rank = static_cast<int32_t>(i);
+    }
+    for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
+      if (!slots[i]) rank = static_cast<int32_t>(i);
+    }
+    // A replacement for a failed server takes its rank.
+    for (size_t i = 0; i < slots.size() && rank < 0 && recovering_ && info.role == Role::kServer; ++i) {
+      if (!slots[i]->alive) rank = static_cast<int32_t>(i);
+    }
+    if (rank < 0) {
+      return ReplyError(req, absl::ResourceExhaustedError(absl::StrCat(
+                                 "all ", slots.size(), " ", proto::RoleName(info.role),
+                                 " slots are taken")));
+    }
+  }
+  bool replacement = false;
+  if (info.role == Role::kWorker && slots[rank] && options_.elastic_workers && rank != 0 &&
+      !finishing_ && !slots[rank]->done &&
+      (slots[rank]->dropped || slots[rank]->info.incarnation != info.incarnation)) {
+    // A worker coming back (elastic; coordinator_elastic.cc).
+    Member& old = *slots[rank];
+    if (!old.dropped) {
+      // Its old process is gone: killed and restarted faster than
+      // --worker_timeout could tell. Drop that one first.
+      old.alive = false;
+      monitor_->OnDead(Role::kWorker, rank);
+      DropWorker(&old, absl::StrCat(MemberName(info.role, rank), " (", old.info.endpoint, ", pid ",
+                                    old.info.pid, ") was replaced by a new process"));
+      if (finishing_ || !old.dropped) return ReplyError(req, absl::AbortedError("the job is ending"));
+    }
+    AdmitReturningWorker(&old, info);
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kCoordinator;
+    node_->Reply(req, proto::Encode(h, View(rank)));
+    return;
+  }
+  if (slots[rank] && slots[rank]->dropped) {
+    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+                               MemberName(info.role, rank),
+                               " was dropped from this job and the job is ending (or it has "
+                               "finished): it is not re-admitted")));
+  }
+  if (slots[rank] && slots[rank]->info.incarnation != info.incarnation) {
+    if (info.role != Role::kServer || !CanRecover()) {
+      return ReplyError(req, absl::AlreadyExistsError(absl::StrCat(
+                                 MemberName(info.role, rank), " is already registered from ",
+                                 slots[rank]->info.endpoint)));
+    }
+    // A new process for this server's rank: the old one is gone (killed and
+    // restarted faster than the heartbeat timeout could tell).
+    if (slots[rank]->alive) {
+      StartRecovery(&*slots[rank], absl::StrCat(MemberName(info.role, rank), " (",
+                                                slots[rank]->info.endpoint, ", pid ",
+                                                slots[rank]->info.pid,
+                                                ") was replaced by a new process"));
+      if (finishing_) return ReplyError(req, absl::AbortedError("the job is ending"));
+    }
+    node_->Disconnect(slots[rank]->peer);
+    slots[rank].reset();
+    replacement = true;
+  }
+  bool is_new = !slots[rank].has_value();
+  info.rank = rank;
+  if (is_new) {
+    Member m;
+    m.info = info;
+    m.peer = node_->Connect(info.endpoint);
+    m.last_seen = absl::Now();
+    slots[rank] = std::move(m);
+    monitor_->OnJoin(info);
+    spdlog::info("{} {} from {} (host {}, pid {})", MemberName(info.role, rank),
+                 replacement ? "rejoined (a replacement)" : "joined", info.endpoint, info.host, info.pid);
+  }
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kCoordinator;
+  node_->Reply(req, proto::Encode(h, View(rank)));
+  if (replacement) {
+    MaybeFinishRecovery();
+  } else if (is_new && AllJoined()) {
+    spdlog::info("all {} servers and {} workers joined", options_.num_servers, options_.num_workers);
+    ReplyCluster();
+  }
+}
+
+void Coordinator::ReplyCluster() {
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kCoordinator;
+  for (const Parked& p : cluster_waiters_) {
+    node_->Reply(p.route, p.id, proto::Encode(h, View(-1)));
+  }
+  cluster_waiters_.clear();
+}
+
+void Coordinator::OnGetCluster(const Decoded& d, const RpcRequest& req) {
+  if (AllJoined()) {
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kCoordinator;
+    node_->Reply(req, proto::Encode(h, View(d.header().sender_rank)));
+    return;
+  }
+  cluster_waiters_.push_back({req.route, req.id});
+}
+
+void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::DefineTablesRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (!defined_tables_.empty() && !SameTables(defined_tables_, body->tables)) {
+    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+                               MemberName(d.header().sender_role, d.header().sender_rank),
+                               " defines tables that differ from the job's (same model flags on "
+                               "every worker?)")));
+  }
+  if (recovering_) {
+    return ReplyError(req, absl::UnavailableError("the cluster is recovering from a failure"));
+  }
+  if (layout_) {
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kCoordinator;
+    node_->Reply(req, proto::Encode(h, *layout_));
+    return;
+  }
+  layout_waiters_.push_back({req.route, req.id});
+  if (creating_tables_) return;
+  if (!AllJoined()) {
+    layout_waiters_.pop_back();
+    return ReplyError(req, absl::FailedPreconditionError("tables defined before all nodes joined"));
+  }
+  auto layout = JobLayout(body->tables);
+  if (!layout.ok()) {
+    layout_waiters_.pop_back();
+    return ReplyError(req, layout.status());
+  }
+  if (restore_ && !SameTables(restore_->tables, body->tables)) {
+    layout_waiters_.pop_back();
+    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+                               "the checkpoint ", restore_->path,
+                               " holds other tables than this job's model (other model flags?)")));
+  }
+  AddCheckpointInfo(&*layout, &restore_files_);
+  defined_tables_ = body->tables;
+  creating_tables_ = true;
+  layout_ = std::move(*layout);
+  CreateTablesOnServers([this](absl::Status st) {
+    proto::Header rh;
+    rh.type = MsgType::kReply;
+    rh.sender_role = Role::kCoordinator;
+    for (const Parked& p : layout_waiters_) {
+      node_->Reply(p.route, p.id,
+                   st.ok() ? proto::Encode(rh, *layout_) : proto::EncodeError(Role::kCoordinator, 0, st));
+    }
+    layout_waiters_.clear();
+    creating_tables_ = false;
+    if (!st.ok()) Finish(st);
+  });
+}
+
+absl::StatusOr<proto::TableLayout> Coordinator::JobLayout(const std::vector<TableSpec>& tables) const {
+  PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
+                      ComputeLayout(tables, options_.num_servers, options_.dense_chunk_floats));
+  layout.num_workers = options_.num_workers;
+  layout.consistency = options_.consistency;
+  layout.staleness = options_.staleness;
+  layout.epoch = epoch_;
+  return layout;
+}
+
+void Coordinator::CreateTablesOnServers(std::function<void(absl::Status)> done) {
+  // layout_ is set but not published until every server confirms.
+  proto::TableLayout layout = *layout_;
+  layout_.reset();
+  auto remaining = std::make_shared<int>(options_.num_servers);
+  auto failure = std::make_shared<absl::Status>();
+  proto::Header h;
+  h.type = MsgType::kCreateTables;
+  h.sender_role = Role::kCoordinator;
+  const uint64_t epoch = epoch_;
+  for (int s = 0; s < options_.num_servers; ++s) {
+    proto::CreateTablesRequest req{s, layout, restore_files_};
+    RpcFuture f = node_->Call(servers_[s]->peer, proto::Encode(h, req), absl::Now() + kCommandTimeout);
+    f.OnDone([this, s, remaining, failure, layout, done, epoch](const absl::StatusOr<Message>& reply) {
+      absl::Status st = proto::DecodeReply(reply, absl::StrCat("create tables on server ", s)).status();
+      if (!st.ok() && failure->ok()) *failure = st;
+      if (--*remaining > 0) return;
+      if (epoch != epoch_) return;  // a failure meanwhile: its recovery takes over
+      if (failure->ok()) {
+        layout_ = layout;
+        spdlog::info("{} tables created on {} servers", layout.tables.size(), options_.num_servers);
+      } else {
+        spdlog::error("{}", failure->ToString());
+      }
+      done(*failure);
+    });
+  }
+}
+
+void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
+  Member* m = FindMember(d.header().sender_role, d.header().sender_rank);
+  if (m == nullptr) {
+    return ReplyError(req, absl::NotFoundError("heartbeat from a node that is not registered"));
+  }
+  m->last_seen = absl::Now();
+  if (!m->alive) {
+    spdlog::warn("{} is heard from again", MemberName(m->info.role, m->info.rank));
+    m->alive = true;
+    monitor_->OnAlive(m->info.role, m->info.rank);
+    if (recovering_ && m->info.role == Role::kServer) {
+      // It was frozen, not gone: it rolls back with the others.
+      SendRecover(m);
+    }
+  }
+  // The body is for the dashboard: a malformed one still proves liveness.
+  if (auto hb = d.body<proto::Heartbeat>(); hb.ok()) {
+    monitor_->OnHeartbeat(m->info.role, m->info.rank, *hb);
+    // A re-admitted worker reports no position before its first step.
+    const bool behind = m->resuming && std::make_pair(hb->data_epoch, hb->data_rows) <
+                                           std::make_pair(m->data_epoch, m->data_rows);
+    if (!behind) {
+      m->data_epoch = hb->data_epoch;
+      m->data_rows = hb->data_rows;
+      m->resuming = false;
+    }
+    m->samples = m->samples_before + hb->samples;
+  }
+  ReplyOk(req);
+}
+
+void Coordinator::OnBarrier(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::BarrierRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (body->participants < 1) {
+    return ReplyError(req, absl::InvalidArgumentError("barrier needs at least one participant"));
+  }
+  int participants = body->participants;
+  if (options_.elastic_workers && participants == options_.num_workers) {
+    participants -= dropped_workers_;  // the dropped workers will not come
+  }
+  int64_t wait_ms = d.header().step > 0 ? d.header().step : 600000;
+  std::string route = req.route;
+  uint64_t id = req.id;
+  store_.EnterBarrier(body->name, MemberName(d.header().sender_role, d.header().sender_rank),
+                      participants, absl::Now() + absl::Milliseconds(wait_ms),
+                      [this, route, id, name = body->name](bool complete) {
+                        node_->Reply(route, id,
+                                     complete ? proto::EncodeOk(Role::kCoordinator, 0)
+                                              : proto::EncodeError(Role::kCoordinator, 0,
+                                                                   absl::DeadlineExceededError(
+                                                                       "barrier " + name + " timed out")));
+                      });
+}
+
+void Coordinator::OnStoreSet(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::StoreRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (body->keys.size() != 1) return ReplyError(req, absl::InvalidArgumentError("one key per set"));
+  if (absl::Status st = d.CheckPayload(0, proto::DType::kU8); !st.ok()) return ReplyError(req, st);
+  store_.Set(body->keys[0], d.payload(0));
+  ReplyOk(req);
+}
+
+void Coordinator::OnStoreGet(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::StoreRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (body->keys.size() != 1) return ReplyError(req, absl::InvalidArgumentError("one key per get"));
+  std::string route = req.route;
+  uint64_t id = req.id;
+  std::string key = body->keys[0];
+  store_.Get(key, absl::Now() + absl::Milliseconds(std::max<int64_t>(0, body->wait_ms)),
+             [this, route, id, key, waited = body->wait_ms > 0](const Buffer* value) {
+               if (value == nullptr) {
+                 absl::Status st = waited ? absl::DeadlineExceededError("key " + key + " not set in time")
+                                          : absl::NotFoundError("no key " + key);
+                 node_->Reply(route, id, proto::EncodeError(Role::kCoordinator, 0, st));
+                 return;
+               }
+               proto::Header h;
+               h.type = MsgType::kReply;
+               h.sender_role = Role::kCoordinator;
+               node_->Reply(route, id, proto::EncodeHeaderOnly(h, {*value}, {proto::DType::kU8}));
+             });
+}
+
+void Coordinator::OnWorkerDone(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kWorker) {
+    return ReplyError(req, absl::InvalidArgumentError("only workers finish"));
+  }
+  Member* m = FindMember(Role::kWorker, d.header().sender_rank);
+  if (m == nullptr) return ReplyError(req, absl::NotFoundError("unknown worker"));
+  m->done = true;
+  monitor_->OnWorkerDone(m->info.rank);
+  ReplyOk(req);
+  spdlog::info("worker {} finished", m->info.rank);
+  MaybeEndJob();
+}
+
+void Coordinator::MaybeEndJob() {
+  if (finishing_) return;
+  for (const auto& w : workers_) {
+    if (!w || (!w->done && !w->dropped)) return;
+  }
+  int64_t final_step = 0;
+  for (const auto& [rank, p] : done_training_) final_step = std::max(final_step, p.clock);
+  if (checkpoints_->enabled() && !finishing_ && final_step > last_checkpoint_step_) {
+    // The final checkpoint, then the orderly stop.
+    int64_t step = final_step;
+    spdlog::info("all {} workers finished; final checkpoint, then stopping the servers",
+                 options_.num_workers);
+    SaveCheckpoint(step, [this](absl::Status st) {
+      if (!st.ok()) spdlog::error("final checkpoint failed: {}", st.ToString());
+      Finish(absl::OkStatus());
+    });
+    return;
+  }
+  spdlog::info("all {} workers finished; stopping the servers", options_.num_workers);
+  Finish(absl::OkStatus());
+}
+
+void Coordinator::Tick() {
+  absl::Time now = absl::Now();
+  store_.Expire(now);
+  CheckHeartbeats(now);
+  ExpireRecoveryWaiters(now);
+  if (recovering_ && !finishing_ && now - recovery_started_ > options_.recovery_timeout) {
+    Finish(absl::UnavailableError(absl::StrCat(recovery_reason_, "; it did not come back within ",
+                                               absl::FormatDuration(options_.recovery_timeout))));
+  }
+  if (!finishing_ && !AllJoined() && now - started_ > options_.join_timeout) {
+    int s = 0, w = 0;
+    for (const auto& m : servers_) s += m.has_value();
+    for (const auto& m : workers_) w += m.has_value();
+    Finish(absl::DeadlineExceededError(absl::StrCat(
+        "only ", s, " of ", options_.num_servers, " servers and ", w, " of ", options_.num_workers,
+        " workers joined within ", absl::FormatDuration(options_.join_timeout))));
+  }
+  node_->transport().RunAfter(std::min(options_.heartbeat_interval, absl::Milliseconds(500)),
+                              [this] { Tick(); });
+}
+
+void Coordinator::CheckHeartbeats(absl::Time now) {
+  for (auto* slots : {&servers_, &workers_}) {
+    for (auto& m : *slots) {
+      if (!m || !m->alive || m->done) continue;
+      absl::Duration timeout = options_.heartbeat_timeout;
+      if (m->info.role == Role::kWorker && options_.worker_timeout > absl::ZeroDuration()) {
+        timeout = options_.worker_timeout;
+      }
+      if (now - m->last_seen <= timeout) continue;
+      m->alive = false;
+      monitor_->OnDead(m->info.role, m->info.rank);
+      std::string who = MemberName(m->info.role, m->info.rank);
+      spdlog::error("{} ({}, host {}, pid {}) is dead: no heartbeat for {}", who, m->info.endpoint,
+                    m->info.host, m->info.pid, absl::FormatDuration(now - m->last_seen));
+      if (finishing_) continue;
+      std::string reason = absl::StrCat(who, " at ", m->info.endpoint, " stopped responding");
+      if (m->info.role == Role::kServer && CanRecover()) {
+        StartRecovery(&*m, reason);
+      } else if (m->info.role == Role::kWorker && options_.elastic_workers) {
+        DropWorker(&*m, reason);
+      } else {
+        Finish(absl::UnavailableError(reason));
+      }
+    }
+  }
+}
+
+void Coordinator::Finish(absl::Status status) {
+  if (finishing_) return;
+  finishing_ = true;
+  monitor_->OnJobEnd(status);
+  if (!status.ok()) spdlog::error("job ends: {}", status.ToString());
+  std::vector<Member*> targets;
+  for (auto* slots : {&servers_, &workers_}) {
+    for (auto& m : *slots) {
+      if (m && m->alive && !m->done) targets.push_back(&*m);
+    }
+  }
+  auto remaining = std::make_shared<int>(static_cast<int>(targets.size()));
+  auto done = [this, status] {
+    absl::MutexLock lock(&mu_);
+    finished_ = true;
+    result_ = status;
+  };
+  if (targets.empty()) return done();
+  proto::Header h;
+  h.type = MsgType::kShutdown;
+  h.sender_role = Role::kCoordinator;
+  h.status_code = static_cast<int32_t>(status.code());
+  h.status_message = std::string(status.message());
+  for (Member* m : targets) {
+    node_->Call(m->peer, proto::EncodeHeaderOnly(h), absl::Now() + absl::Seconds(2))
+        .OnDone([remaining, done](const absl::StatusOr<Message>&) {
+          if (--*remaining == 0) done();
+        });
+  }
+}
+
+}  // namespace pstrain::server

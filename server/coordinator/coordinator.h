@@ -1,0 +1,256 @@
+// Coordinator: membership, ranks, the table layout, barriers, heartbeats,
+// the rendezvous store and the end of the job.
+//
+// Nodes register (in any order; they retry until the coordinator is up),
+// get a rank, and wait until every expected server and worker has joined.
+// The first worker to define the model's tables makes the coordinator
+// compute the layout and create the tables on every server; every worker
+// then receives the same layout. A node not heard from within the heartbeat
+// timeout is declared dead in the log, with its role, rank and address, and
+// the job is aborted (every node told to stop). When all workers have
+// finished, the servers are told to stop and Run() returns OK.
+//
+// All state lives on the RPC node's I/O thread; Run() and RequestStop() may
+// be called from any thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/rpc.h"
+#include "proto_msgs/codec.h"
+#include "proto_msgs/messages.h"
+#include "server/coordinator/checkpoint_manager.h"
+#include "server/coordinator/dashboard/cluster_monitor.h"
+#include "server/coordinator/rendezvous_store.h"
+
+namespace pstrain::http {
+class HttpServer;
+}
+
+namespace pstrain::server {
+
+struct CoordinatorOptions {
+  std::string bind = "tcp://0.0.0.0:7000";
+  std::string advertise_host;  // host put in advertised endpoints (default: hostname)
+  int num_servers = 1;
+  int num_workers = 1;
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  // How long to wait for every node to join before giving up.
+  absl::Duration join_timeout = absl::Minutes(10);
+  proto::Consistency consistency = proto::Consistency::kAsp;
+  int staleness = 0;
+  uint64_t dense_chunk_floats = 1 << 16;
+  // Prometheus metrics at http://http_host:metrics_port/metrics and the
+  // dashboard at http://http_host:dashboard_port/ (0: off; one server when
+  // the ports are equal).
+  int metrics_port = 0;
+  int dashboard_port = 0;
+  std::string http_host = "0.0.0.0";
+  CheckpointOptions checkpoint;
+  // With checkpoints: when a server fails, wait for a replacement of the
+  // same rank (or the same process heard from again), roll every server
+  // back to the latest checkpoint and let the workers resume from it.
+  bool recover_servers = true;
+  absl::Duration recovery_timeout = absl::Minutes(5);
+  // Elastic workers: a worker that stops responding is dropped instead of
+  // ending the job; the servers stop waiting for it and the others adopt the
+  // rest of its data shard. When it was the lead worker (worker 0 at first)
+  // the next live rank takes that role over (parameter-server mode only).
+  bool elastic_workers = false;
+  // A worker not heard from for this long is dead (zero: heartbeat_timeout).
+  absl::Duration worker_timeout = absl::ZeroDuration();
+};
+
+class Coordinator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(CoordinatorOptions options,
+                                                             std::unique_ptr<Transport> transport);
+  ~Coordinator();
+
+  // The endpoint nodes should connect to.
+  const std::string& endpoint() const { return endpoint_; }
+  // Serves until the job finishes (OK), fails (the reason) or is stopped
+  // (Cancelled).
+  absl::Status Run();
+  // Makes Run() return Cancelled after telling every node to stop.
+  void RequestStop();
+  // Membership, heartbeat numbers and checkpoint history, as the dashboard
+  // and /metrics show them (AddCheckpoint records a checkpoint). Never null.
+  ClusterMonitor* monitor() const { return monitor_.get(); }
+  // The dashboard's and /metrics' URLs, or "" when not served.
+  std::string dashboard_url() const;
+  std::string metrics_url() const;
+
+ private:
+  struct Member {
+    proto::NodeInfo info;
+    PeerId peer = kNoPeer;
+    absl::Time last_seen;
+    bool alive = true;
+    bool done = false;
+    bool dropped = false;  // elastic: dead and out of the job
+    // Workers: the data position of the last heartbeat.
+    int32_t data_epoch = 0;
+    int64_t data_rows = 0;
+    uint64_t samples = 0;
+    // Re-admitted workers: samples of the earlier processes (its heartbeats
+    // count from zero again), and whether heartbeats behind the position it
+    // resumes from are ignored (it reports none before its first step).
+    uint64_t samples_before = 0;
+    bool resuming = false;
+    // A returning worker's answer to kRejoin, set when it registered.
+    std::optional<proto::Rejoin> rejoin;
+  };
+  // A dropped worker's data left to train.
+  struct Orphan {
+    int32_t rank = -1;
+    int32_t epoch = 0;
+    int64_t rows = 0;
+    uint64_t samples = 0;
+    int32_t adopter = -1;
+  };
+  struct Parked {
+    std::string route;
+    uint64_t id = 0;
+  };
+
+  Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> node, std::string endpoint);
+
+  void Handle(RpcRequest&& req);
+  void OnRegister(const proto::Decoded& d, const RpcRequest& req);
+  void OnGetCluster(const proto::Decoded& d, const RpcRequest& req);
+  void OnDefineTables(const proto::Decoded& d, const RpcRequest& req);
+  void OnHeartbeat(const proto::Decoded& d, const RpcRequest& req);
+  void OnBarrier(const proto::Decoded& d, const RpcRequest& req);
+  void OnStoreSet(const proto::Decoded& d, const RpcRequest& req);
+  void OnStoreGet(const proto::Decoded& d, const RpcRequest& req);
+  void OnWorkerDone(const proto::Decoded& d, const RpcRequest& req);
+  void OnWaitRecovery(const proto::Decoded& d, const RpcRequest& req);
+  void OnClaimShard(const proto::Decoded& d, const RpcRequest& req);
+  // Elastic workers (coordinator_elastic.cc). DropWorker drops dead worker
+  // `m`; AdmitReturningWorker takes dropped worker `m` back under its new
+  // process `info` (deciding what it trains); OnRejoin answers a worker that
+  // asks whether it returns, re-admitting it on the servers first.
+  void DropWorker(Member* m, const std::string& reason);
+  void AdmitReturningWorker(Member* m, const proto::NodeInfo& info);
+  void OnRejoin(const proto::Decoded& d, const RpcRequest& req);
+  // Re-admits worker `rank` on every server (prepare, then commit at the
+  // largest proposed step); `done` gets the step or why it failed.
+  void ReadmitOnServers(int32_t rank, std::function<void(absl::StatusOr<int64_t>)> done);
+  // Ends the job when every worker has finished or was dropped.
+  void MaybeEndJob();
+
+  Member* FindMember(proto::Role role, int32_t rank);
+  bool AllJoined() const;
+  proto::ClusterView View(int32_t rank) const;
+  void ReplyCluster();
+  // The layout of `tables` for this job (servers, workers, consistency, epoch).
+  absl::StatusOr<proto::TableLayout> JobLayout(const std::vector<TableSpec>& tables) const;
+  // Creates layout_'s tables on every server (restoring restore_files_);
+  // layout_ is published when all confirm, then `done` runs.
+  void CreateTablesOnServers(std::function<void(absl::Status)> done);
+  void Tick();
+  void CheckHeartbeats(absl::Time now);
+  // Tells every live node to stop, then ends Run() with `status`.
+  void Finish(absl::Status status);
+  void ReplyError(const RpcRequest& req, const absl::Status& status);
+  void ReplyOk(const RpcRequest& req);
+  // Creates the monitor and serves /metrics and the dashboard
+  // (dashboard/coordinator_http.cc).
+  absl::Status StartObservability();
+
+  // Checkpoints (coordinator_checkpoint.cc).
+  absl::Status LoadRestore();
+  // Fills the checkpoint fields of the layout (schedule, restored positions)
+  // and the shard files the servers restore from.
+  void AddCheckpointInfo(proto::TableLayout* layout, std::vector<std::string>* restore_files);
+  void OnCheckpointArrive(const proto::Decoded& d, const RpcRequest& req);
+  void MaybeCheckpoint();
+  // Writes a checkpoint at `step` (servers' shards, then the manifest) and
+  // calls `done` on the I/O thread.
+  void SaveCheckpoint(int64_t step, std::function<void(absl::Status)> done);
+  int64_t NextCheckpointStep(int64_t after) const;
+
+  // Recovery from a server failure (coordinator_recovery.cc).
+  bool CanRecover() const;
+  // `dead` failed: every live node rolls back (kRecover) and the cluster
+  // waits for it to come back.
+  void StartRecovery(Member* dead, const std::string& reason);
+  void SendRecover(Member* m);
+  // Once every server is up: restore the latest checkpoint everywhere and
+  // answer the workers waiting in kWaitRecovery.
+  void MaybeFinishRecovery();
+  void ExpireRecoveryWaiters(absl::Time now);
+
+  CoordinatorOptions options_;
+  std::unique_ptr<RpcNode> node_;
+  std::string endpoint_;
+  absl::Time started_;
+
+  // I/O thread state.
+  std::vector<std::optional<Member>> servers_;
+  std::vector<std::optional<Member>> workers_;
+  std::vector<Parked> cluster_waiters_;
+  std::vector<TableSpec> defined_tables_;
+  std::optional<proto::TableLayout> layout_;
+  bool creating_tables_ = false;
+  std::vector<Parked> layout_waiters_;
+  RendezvousStore store_;
+  std::unique_ptr<CheckpointManager> checkpoints_;
+  std::optional<Manifest> restore_;           // the checkpoint this job resumes from
+  int64_t checkpoint_step_ = -1;              // where workers pause next
+  std::map<int, proto::WorkerPosition> arrived_;   // by rank, for checkpoint_step_
+  std::map<int, proto::WorkerPosition> done_training_;  // by rank
+  std::vector<Parked> arrive_waiters_;
+  std::vector<std::string> restore_files_;  // every server's shard of restore_
+  Buffer worker_state_;                       // allreduce state sent by worker 0
+  bool saving_ = false;
+  absl::Time last_checkpoint_time_;
+  int64_t last_checkpoint_step_ = 0;
+  bool finishing_ = false;
+
+  // Recovery state.
+  struct RecoveryWaiter {
+    std::string route;
+    uint64_t id = 0;
+    uint64_t epoch = 0;
+    absl::Time deadline;
+  };
+  uint64_t epoch_ = 0;
+  bool recovering_ = false;
+  bool restoring_ = false;         // recovery's CreateTables in flight
+  std::string recovery_reason_;
+  absl::Time recovery_started_;
+  std::optional<Manifest> job_restore_;  // what the job started from
+  uint64_t checkpoint_gen_ = 0;     // bumped to abandon a checkpoint in flight
+  std::vector<RecoveryWaiter> recovery_waiters_;
+  std::vector<Orphan> orphans_;
+  int dropped_workers_ = 0;
+  // Elastic: the lead worker (the lowest-ranked live one when the lead
+  // before it was dropped; never handed back), published under store key
+  // "lead". It gathers the evaluation and writes the summary. The role moves
+  // only once a worker has asked kRejoin (parameter-server mode: pipeline
+  // and allreduce workers never do, and cannot hand it on).
+  int32_t lead_ = 0;
+  bool lead_can_move_ = false;
+
+  std::unique_ptr<metrics::Registry> registry_;
+  std::unique_ptr<ClusterMonitor> monitor_;
+  std::vector<std::unique_ptr<http::HttpServer>> http_;  // stopped first in the destructor
+  std::string dashboard_url_, metrics_url_;
+
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status result_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace pstrain::server
