@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/node_info.h"
-#include "common/http/http_server.h"
 #include "server/coordinator/table_layout.h"
 
 namespace pstrain::server {
@@ -19,6 +18,25 @@ constexpr absl::Duration kCommandTimeout = absl::Seconds(60);
 std::string MemberName(Role role, int32_t rank) {
   return absl::StrCat(proto::RoleName(role), " ", rank);
 }
+
+ObservabilityOptions ObservabilityFor(const CoordinatorOptions& options,
+                                      const std::string& endpoint) {
+  ObservabilityOptions o;
+  ClusterMonitorOptions& mo = o.monitor;
+  mo.num_servers = options.num_servers;
+  mo.num_workers = options.num_workers;
+  mo.consistency = options.consistency == proto::Consistency::kBsp   ? "bsp"
+                   : options.consistency == proto::Consistency::kSsp ? "ssp"
+                                                                     : "asp";
+  mo.staleness = options.staleness;
+  mo.heartbeat_interval = options.heartbeat_interval;
+  mo.heartbeat_timeout = options.heartbeat_timeout;
+  mo.coordinator_endpoint = endpoint;
+  o.metrics_port = options.metrics_port;
+  o.dashboard_port = options.dashboard_port;
+  o.http_host = options.http_host;
+  return o;
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
@@ -31,7 +49,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
   std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
   std::unique_ptr<Coordinator> c(new Coordinator(std::move(options), std::move(node), endpoint));
   Coordinator* self = c.get();
-  PS_RETURN_IF_ERROR(self->StartObservability());
+  PS_ASSIGN_OR_RETURN(self->observability_,
+                      Observability::Start(ObservabilityFor(self->options_, self->endpoint_)));
   PS_RETURN_IF_ERROR(self->LoadRestore());
   PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
   self->node_->transport().Post([self] { self->Tick(); });
@@ -52,7 +71,7 @@ Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> no
 }
 
 Coordinator::~Coordinator() {
-  http_.clear();
+  if (observability_) observability_->StopServing();
   node_->Stop();
 }
 
@@ -170,7 +189,7 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
       // Its old process is gone: killed and restarted faster than
       // --worker_timeout could tell. Drop that one first.
       old.alive = false;
-      monitor_->OnDead(Role::kWorker, rank);
+      monitor()->OnDead(Role::kWorker, rank);
       DropWorker(&old, absl::StrCat(MemberName(info.role, rank), " (", old.info.endpoint, ", pid ",
                                     old.info.pid, ") was replaced by a new process"));
       if (finishing_ || !old.dropped) return ReplyError(req, absl::AbortedError("the job is ending"));
@@ -215,7 +234,7 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
     m.peer = node_->Connect(info.endpoint);
     m.last_seen = absl::Now();
     slots[rank] = std::move(m);
-    monitor_->OnJoin(info);
+    monitor()->OnJoin(info);
     spdlog::info("{} {} from {} (host {}, pid {})", MemberName(info.role, rank),
                  replacement ? "rejoined (a replacement)" : "joined", info.endpoint, info.host, info.pid);
   }
@@ -354,7 +373,7 @@ void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
   if (!m->alive) {
     spdlog::warn("{} is heard from again", MemberName(m->info.role, m->info.rank));
     m->alive = true;
-    monitor_->OnAlive(m->info.role, m->info.rank);
+    monitor()->OnAlive(m->info.role, m->info.rank);
     if (recovering_ && m->info.role == Role::kServer) {
       // It was frozen, not gone: it rolls back with the others.
       SendRecover(m);
@@ -362,7 +381,7 @@ void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
   }
   // The body is for the dashboard: a malformed one still proves liveness.
   if (auto hb = d.body<proto::Heartbeat>(); hb.ok()) {
-    monitor_->OnHeartbeat(m->info.role, m->info.rank, *hb);
+    monitor()->OnHeartbeat(m->info.role, m->info.rank, *hb);
     // A re-admitted worker reports no position before its first step.
     const bool behind = m->resuming && std::make_pair(hb->data_epoch, hb->data_rows) <
                                            std::make_pair(m->data_epoch, m->data_rows);
@@ -438,7 +457,7 @@ void Coordinator::OnWorkerDone(const Decoded& d, const RpcRequest& req) {
   Member* m = FindMember(Role::kWorker, d.header().sender_rank);
   if (m == nullptr) return ReplyError(req, absl::NotFoundError("unknown worker"));
   m->done = true;
-  monitor_->OnWorkerDone(m->info.rank);
+  monitor()->OnWorkerDone(m->info.rank);
   ReplyOk(req);
   spdlog::info("worker {} finished", m->info.rank);
   MaybeEndJob();
@@ -497,7 +516,7 @@ void Coordinator::CheckHeartbeats(absl::Time now) {
       }
       if (now - m->last_seen <= timeout) continue;
       m->alive = false;
-      monitor_->OnDead(m->info.role, m->info.rank);
+      monitor()->OnDead(m->info.role, m->info.rank);
       std::string who = MemberName(m->info.role, m->info.rank);
       spdlog::error("{} ({}, host {}, pid {}) is dead: no heartbeat for {}", who, m->info.endpoint,
                     m->info.host, m->info.pid, absl::FormatDuration(now - m->last_seen));
@@ -517,7 +536,7 @@ void Coordinator::CheckHeartbeats(absl::Time now) {
 void Coordinator::Finish(absl::Status status) {
   if (finishing_) return;
   finishing_ = true;
-  monitor_->OnJobEnd(status);
+  monitor()->OnJobEnd(status);
   if (!status.ok()) spdlog::error("job ends: {}", status.ToString());
   std::vector<Member*> targets;
   for (auto* slots : {&servers_, &workers_}) {

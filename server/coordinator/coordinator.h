@@ -29,11 +29,8 @@
 #include "proto_msgs/messages.h"
 #include "server/coordinator/checkpoint_manager.h"
 #include "server/coordinator/dashboard/cluster_monitor.h"
+#include "server/coordinator/dashboard/observability.h"
 #include "server/coordinator/rendezvous_store.h"
-
-namespace pstrain::http {
-class HttpServer;
-}
 
 namespace pstrain::server {
 
@@ -85,10 +82,10 @@ class Coordinator {
   void RequestStop();
   // Membership, heartbeat numbers and checkpoint history, as the dashboard
   // and /metrics show them (AddCheckpoint records a checkpoint). Never null.
-  ClusterMonitor* monitor() const { return monitor_.get(); }
+  ClusterMonitor* monitor() const { return observability_->monitor(); }
   // The dashboard's and /metrics' URLs, or "" when not served.
-  std::string dashboard_url() const;
-  std::string metrics_url() const;
+  std::string dashboard_url() const { return observability_->dashboard_url(); }
+  std::string metrics_url() const { return observability_->metrics_url(); }
 
  private:
   struct Member {
@@ -164,9 +161,6 @@ class Coordinator {
   void Finish(absl::Status status);
   void ReplyError(const RpcRequest& req, const absl::Status& status);
   void ReplyOk(const RpcRequest& req);
-  // Creates the monitor and serves /metrics and the dashboard
-  // (dashboard/coordinator_http.cc).
-  absl::Status StartObservability();
 
   // Checkpoints (coordinator_checkpoint.cc).
   absl::Status LoadRestore();
@@ -243,10 +237,9 @@ class Coordinator {
   int32_t lead_ = 0;
   bool lead_can_move_ = false;
 
-  std::unique_ptr<metrics::Registry> registry_;
-  std::unique_ptr<ClusterMonitor> monitor_;
-  std::vector<std::unique_ptr<http::HttpServer>> http_;  // stopped first in the destructor
-  std::string dashboard_url_, metrics_url_;
+  // The monitor feed, /metrics and the dashboard; stops serving first in
+  // the destructor.
+  std::unique_ptr<Observability> observability_;
 
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

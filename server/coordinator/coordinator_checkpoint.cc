@@ -230,7 +230,7 @@ void Coordinator::SaveCheckpoint(int64_t step, std::function<void(absl::Status)>
           record.path = manifest->path;
           record.ok = st.ok();
           if (!st.ok()) record.message = std::string(st.message());
-          monitor_->AddCheckpoint(record);
+          monitor()->AddCheckpoint(record);
           // `done` picks the next step from the rate since the previous
           // checkpoint (--checkpoint_every_secs): update after it.
           done(st);

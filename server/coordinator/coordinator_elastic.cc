@@ -156,7 +156,7 @@ void Coordinator::AdmitReturningWorker(Member* m, const proto::NodeInfo& info) {
   m->peer = node_->Connect(info.endpoint);
   m->last_seen = absl::Now();
   m->alive = true;
-  monitor_->OnJoin(m->info);
+  monitor()->OnJoin(m->info);
   proto::Rejoin j;
   j.position.rank = rank;
   auto orphan = std::find_if(orphans_.begin(), orphans_.end(),
