@@ -15,10 +15,6 @@ using proto::Role;
 namespace {
 constexpr absl::Duration kCommandTimeout = absl::Seconds(60);
 
-std::string MemberName(Role role, int32_t rank) {
-  return absl::StrCat(proto::RoleName(role), " ", rank);
-}
-
 ObservabilityOptions ObservabilityFor(const CoordinatorOptions& options,
                                       const std::string& endpoint) {
   ObservabilityOptions o;
@@ -51,7 +47,10 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
   Coordinator* self = c.get();
   PS_ASSIGN_OR_RETURN(self->observability_,
                       Observability::Start(ObservabilityFor(self->options_, self->endpoint_)));
-  PS_RETURN_IF_ERROR(self->LoadRestore());
+  self->checkpoints_ = std::make_unique<CheckpointCoordinator>(
+      self->options_.checkpoint, self->options_.num_workers, static_cast<ClusterLink*>(self),
+      &self->store_, self->monitor());
+  PS_RETURN_IF_ERROR(self->checkpoints_->LoadRestore());
   PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
   self->node_->transport().Post([self] { self->Tick(); });
   return c;
@@ -83,6 +82,11 @@ absl::Status Coordinator::Run() {
 
 void Coordinator::RequestStop() {
   node_->transport().Post([this] { Finish(absl::CancelledError("coordinator stopped")); });
+}
+
+PeerId Coordinator::server_peer(int rank) const {
+  const std::optional<Member>& s = servers_[rank];
+  return s ? s->peer : kNoPeer;
 }
 
 void Coordinator::ReplyError(const RpcRequest& req, const absl::Status& status) {
@@ -301,13 +305,11 @@ void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
     layout_waiters_.pop_back();
     return ReplyError(req, layout.status());
   }
-  if (restore_ && !SameTables(restore_->tables, body->tables)) {
+  if (absl::Status st = checkpoints_->CheckTables(body->tables); !st.ok()) {
     layout_waiters_.pop_back();
-    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
-                               "the checkpoint ", restore_->path,
-                               " holds other tables than this job's model (other model flags?)")));
+    return ReplyError(req, st);
   }
-  AddCheckpointInfo(&*layout, &restore_files_);
+  checkpoints_->StartJob(body->tables, &*layout);
   defined_tables_ = body->tables;
   creating_tables_ = true;
   layout_ = std::move(*layout);
@@ -346,7 +348,7 @@ void Coordinator::CreateTablesOnServers(std::function<void(absl::Status)> done) 
   h.sender_role = Role::kCoordinator;
   const uint64_t epoch = epoch_;
   for (int s = 0; s < options_.num_servers; ++s) {
-    proto::CreateTablesRequest req{s, layout, restore_files_};
+    proto::CreateTablesRequest req{s, layout, checkpoints_->restore_files()};
     RpcFuture f = node_->Call(servers_[s]->peer, proto::Encode(h, req), absl::Now() + kCommandTimeout);
     f.OnDone([this, s, remaining, failure, layout, done, epoch](const absl::StatusOr<Message>& reply) {
       absl::Status st = proto::DecodeReply(reply, absl::StrCat("create tables on server ", s)).status();
@@ -463,19 +465,35 @@ void Coordinator::OnWorkerDone(const Decoded& d, const RpcRequest& req) {
   MaybeEndJob();
 }
 
+void Coordinator::OnCheckpointArrive(const Decoded& d, const RpcRequest& req) {
+  Member* m = FindMember(Role::kWorker, d.header().sender_rank);
+  if (m == nullptr || d.header().sender_role != Role::kWorker) {
+    return ReplyError(req, absl::InvalidArgumentError("checkpoint arrival from a non-worker"));
+  }
+  auto body = d.body<proto::CheckpointArrive>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (recovering_) {
+    return ReplyError(req, absl::AbortedError("the cluster is recovering from a failure"));
+  }
+  std::optional<Buffer> state;
+  if (d.num_payloads() > 0) {
+    if (absl::Status st = d.CheckPayload(0, proto::DType::kU8); !st.ok()) return ReplyError(req, st);
+    state = d.payload(0);
+  }
+  checkpoints_->OnArrive(m->info.rank, *std::move(body), state ? &*state : nullptr,
+                         {req.route, req.id});
+}
+
 void Coordinator::MaybeEndJob() {
   if (finishing_) return;
   for (const auto& w : workers_) {
     if (!w || (!w->done && !w->dropped)) return;
   }
-  int64_t final_step = 0;
-  for (const auto& [rank, p] : done_training_) final_step = std::max(final_step, p.clock);
-  if (checkpoints_->enabled() && !finishing_ && final_step > last_checkpoint_step_) {
+  if (checkpoints_->FinalDue()) {
     // The final checkpoint, then the orderly stop.
-    int64_t step = final_step;
     spdlog::info("all {} workers finished; final checkpoint, then stopping the servers",
                  options_.num_workers);
-    SaveCheckpoint(step, [this](absl::Status st) {
+    checkpoints_->WriteFinal([this](absl::Status st) {
       if (!st.ok()) spdlog::error("final checkpoint failed: {}", st.ToString());
       Finish(absl::OkStatus());
     });

@@ -27,7 +27,9 @@
 #include "common/rpc.h"
 #include "proto_msgs/codec.h"
 #include "proto_msgs/messages.h"
+#include "server/coordinator/checkpoint_coordinator.h"
 #include "server/coordinator/checkpoint_manager.h"
+#include "server/coordinator/cluster_link.h"
 #include "server/coordinator/dashboard/cluster_monitor.h"
 #include "server/coordinator/dashboard/observability.h"
 #include "server/coordinator/rendezvous_store.h"
@@ -67,7 +69,7 @@ struct CoordinatorOptions {
   absl::Duration worker_timeout = absl::ZeroDuration();
 };
 
-class Coordinator {
+class Coordinator final : private ClusterLink {
  public:
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(CoordinatorOptions options,
                                                              std::unique_ptr<Transport> transport);
@@ -115,12 +117,15 @@ class Coordinator {
     uint64_t samples = 0;
     int32_t adopter = -1;
   };
-  struct Parked {
-    std::string route;
-    uint64_t id = 0;
-  };
 
   Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> node, std::string endpoint);
+
+  // ClusterLink, for the parts.
+  RpcNode& node() override { return *node_; }
+  int num_servers() const override { return options_.num_servers; }
+  PeerId server_peer(int rank) const override;
+  uint64_t epoch() const override { return epoch_; }
+  bool finishing() const override { return finishing_; }
 
   void Handle(RpcRequest&& req);
   void OnRegister(const proto::Decoded& d, const RpcRequest& req);
@@ -152,7 +157,8 @@ class Coordinator {
   void ReplyCluster();
   // The layout of `tables` for this job (servers, workers, consistency, epoch).
   absl::StatusOr<proto::TableLayout> JobLayout(const std::vector<TableSpec>& tables) const;
-  // Creates layout_'s tables on every server (restoring restore_files_);
+  // Creates layout_'s tables on every server (restoring the checkpoint's
+  // shards);
   // layout_ is published when all confirm, then `done` runs.
   void CreateTablesOnServers(std::function<void(absl::Status)> done);
   void Tick();
@@ -162,17 +168,8 @@ class Coordinator {
   void ReplyError(const RpcRequest& req, const absl::Status& status);
   void ReplyOk(const RpcRequest& req);
 
-  // Checkpoints (coordinator_checkpoint.cc).
-  absl::Status LoadRestore();
-  // Fills the checkpoint fields of the layout (schedule, restored positions)
-  // and the shard files the servers restore from.
-  void AddCheckpointInfo(proto::TableLayout* layout, std::vector<std::string>* restore_files);
+  // A worker paused for a checkpoint (CheckpointCoordinator answers it).
   void OnCheckpointArrive(const proto::Decoded& d, const RpcRequest& req);
-  void MaybeCheckpoint();
-  // Writes a checkpoint at `step` (servers' shards, then the manifest) and
-  // calls `done` on the I/O thread.
-  void SaveCheckpoint(int64_t step, std::function<void(absl::Status)> done);
-  int64_t NextCheckpointStep(int64_t after) const;
 
   // Recovery from a server failure (coordinator_recovery.cc).
   bool CanRecover() const;
@@ -199,17 +196,6 @@ class Coordinator {
   bool creating_tables_ = false;
   std::vector<Parked> layout_waiters_;
   RendezvousStore store_;
-  std::unique_ptr<CheckpointManager> checkpoints_;
-  std::optional<Manifest> restore_;           // the checkpoint this job resumes from
-  int64_t checkpoint_step_ = -1;              // where workers pause next
-  std::map<int, proto::WorkerPosition> arrived_;   // by rank, for checkpoint_step_
-  std::map<int, proto::WorkerPosition> done_training_;  // by rank
-  std::vector<Parked> arrive_waiters_;
-  std::vector<std::string> restore_files_;  // every server's shard of restore_
-  Buffer worker_state_;                       // allreduce state sent by worker 0
-  bool saving_ = false;
-  absl::Time last_checkpoint_time_;
-  int64_t last_checkpoint_step_ = 0;
   bool finishing_ = false;
 
   // Recovery state.
@@ -224,8 +210,6 @@ class Coordinator {
   bool restoring_ = false;         // recovery's CreateTables in flight
   std::string recovery_reason_;
   absl::Time recovery_started_;
-  std::optional<Manifest> job_restore_;  // what the job started from
-  uint64_t checkpoint_gen_ = 0;     // bumped to abandon a checkpoint in flight
   std::vector<RecoveryWaiter> recovery_waiters_;
   std::vector<Orphan> orphans_;
   int dropped_workers_ = 0;
@@ -240,6 +224,8 @@ class Coordinator {
   // The monitor feed, /metrics and the dashboard; stops serving first in
   // the destructor.
   std::unique_ptr<Observability> observability_;
+  // The schedule, the workers' pause, the manifests, what servers restore.
+  std::unique_ptr<CheckpointCoordinator> checkpoints_;
 
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

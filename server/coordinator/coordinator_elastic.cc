@@ -119,11 +119,7 @@ void Coordinator::DropWorker(Member* m, const std::string& reason) {
         });
   }
   // Checkpoints no longer wait for it.
-  proto::WorkerPosition p;
-  p.rank = rank;
-  p.finished = true;
-  done_training_[rank] = p;
-  MaybeCheckpoint();
+  checkpoints_->OnWorkerLeft(rank);
   MaybeEndJob();
 }
 

@@ -21,7 +21,6 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "common/file_util.h"
 #include "server/coordinator/coordinator.h"
 
 namespace pstrain::server {
@@ -73,7 +72,6 @@ void Coordinator::StartRecovery(Member* dead, const std::string& reason) {
   }
   dead->alive = false;
   ++epoch_;
-  ++checkpoint_gen_;
   recovery_reason_ = reason;
   if (!recovering_) recovery_started_ = absl::Now();
   recovering_ = true;
@@ -83,14 +81,7 @@ void Coordinator::StartRecovery(Member* dead, const std::string& reason) {
                absl::FormatDuration(options_.recovery_timeout));
   // A checkpoint in progress is abandoned; workers paused for it resume
   // through the recovery.
-  saving_ = false;
-  for (const Parked& p : arrive_waiters_) {
-    node_->Reply(p.route, p.id,
-                 proto::EncodeError(Role::kCoordinator, 0,
-                                    absl::AbortedError("the cluster is recovering from a failure")));
-  }
-  arrive_waiters_.clear();
-  arrived_.clear();
+  checkpoints_->Abandon();
   store_.AbortBarriers();
   layout_.reset();
   for (auto* slots : {&servers_, &workers_}) {
@@ -105,53 +96,16 @@ void Coordinator::MaybeFinishRecovery() {
   for (const auto& s : servers_) {
     if (!s || !s->alive) return;
   }
-  auto latest = checkpoints_->FindLatest();
-  if (!latest.ok()) {
-    return Finish(absl::DataLossError(
-        absl::StrCat(recovery_reason_, "; cannot read the latest checkpoint: ", latest.status().message())));
-  }
-  restore_ = latest->has_value() ? *latest : job_restore_;
-  restore_files_.clear();
-  if (restore_) {
-    for (const ShardEntry& e : restore_->shards) restore_files_.push_back(restore_->path + "/" + e.file);
-    // Worker-held state (allreduce mode: the dense replica and its optimizer
-    // state) rolls back too: the workers read it from the store when they
-    // resume, so it must be this checkpoint's, not the one the job began from.
-    for (const proto::WorkerPosition& p : restore_->workers) {
-      if (p.state_file.empty()) continue;
-      auto bytes = ReadFileToString(restore_->path + "/" + p.state_file);
-      if (!bytes.ok()) {
-        return Finish(absl::DataLossError(absl::StrCat(recovery_reason_,
-                                                       "; cannot read the workers' state in ",
-                                                       restore_->path, ": ",
-                                                       bytes.status().message())));
-      }
-      store_.Set("restore/worker_state", Buffer::FromString(std::move(*bytes)));
-      break;
-    }
-  }
   auto layout = JobLayout(defined_tables_);
   if (!layout.ok()) return Finish(layout.status());
-  AddCheckpointInfo(&*layout, &restore_files_);
-  if (!restore_) {
-    // No checkpoint yet: everyone starts over from the initial tables.
-    layout->restored_step = 0;
-    for (int r = 0; r < options_.num_workers; ++r) {
-      proto::WorkerPosition p;
-      p.rank = r;
-      layout->positions.push_back(p);
-    }
+  if (absl::Status st = checkpoints_->RollBack(&*layout); !st.ok()) {
+    return Finish(absl::Status(st.code(), absl::StrCat(recovery_reason_, "; ", st.message())));
   }
-  done_training_.clear();
-  for (const proto::WorkerPosition& p : layout->positions) {
-    if (p.finished) done_training_[p.rank] = p;
-  }
-  last_checkpoint_step_ = restore_ ? restore_->step : 0;
-  last_checkpoint_time_ = absl::Now();
   restoring_ = true;
   layout_ = std::move(*layout);
+  const std::string from = checkpoints_->restore_path();
   spdlog::info("every server is up: restoring {} on all {} servers (epoch {})",
-               restore_ ? restore_->path : std::string("the initial tables"), options_.num_servers,
+               from.empty() ? std::string("the initial tables") : from, options_.num_servers,
                epoch_);
   CreateTablesOnServers([this](absl::Status st) {
     restoring_ = false;
