@@ -63,11 +63,9 @@ Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> no
       endpoint_(std::move(endpoint)),
       started_(absl::Now()),
       servers_(options_.num_servers),
-      workers_(options_.num_workers) {
-  // Elastic workers: who gathers the evaluation and writes the summary
-  // (coordinator_elastic.cc). Its absence tells workers the job is not elastic.
-  if (options_.elastic_workers) store_.Set("lead", Buffer::FromString("0"));
-}
+      workers_(options_.num_workers),
+      elastic_(std::make_unique<ElasticWorkers>(options_.elastic_workers, options_.num_workers,
+                                                static_cast<ClusterLink*>(this), &store_)) {}
 
 Coordinator::~Coordinator() {
   if (observability_) observability_->StopServing();
@@ -151,19 +149,14 @@ proto::ClusterView Coordinator::View(int32_t rank) const {
   return v;
 }
 
-void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
-  auto body = d.body<proto::RegisterRequest>();
-  if (!body.ok()) return ReplyError(req, body.status());
-  proto::NodeInfo info = body->node;
-  if (info.role != Role::kServer && info.role != Role::kWorker) {
-    return ReplyError(req, absl::InvalidArgumentError("only servers and workers register"));
-  }
-  auto& slots = info.role == Role::kServer ? servers_ : workers_;
-  int32_t rank = body->requested_rank;
+absl::StatusOr<int32_t> Coordinator::ChooseRank(const proto::NodeInfo& info,
+                                                int32_t requested) const {
+  const auto& slots = info.role == Role::kServer ? servers_ : workers_;
+  int32_t rank = requested;
   if (rank >= static_cast<int32_t>(slots.size())) {
-    return ReplyError(req, absl::InvalidArgumentError(absl::StrCat(
-                               "rank ", rank, " requested but the job has ", slots.size(), " ",
-                               proto::RoleName(info.role), "s")));
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " requested but the job has ",
+                                                   slots.size(), " ", proto::RoleName(info.role),
+                                                   "s"));
   }
   if (rank < 0) {
     // A retry of a registration whose reply was lost keeps its rank.
@@ -174,29 +167,46 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
       if (!slots[i]) rank = static_cast<int32_t>(i);
     }
     // A replacement for a failed server takes its rank.
-    for (size_t i = 0; i < slots.size() && rank < 0 && recovering_ && info.role == Role::kServer; ++i) {
+    for (size_t i = 0;
+         i < slots.size() && rank < 0 && recovering_ && info.role == Role::kServer; ++i) {
       if (!slots[i]->alive) rank = static_cast<int32_t>(i);
     }
     if (rank < 0) {
-      return ReplyError(req, absl::ResourceExhaustedError(absl::StrCat(
-                                 "all ", slots.size(), " ", proto::RoleName(info.role),
-                                 " slots are taken")));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "all ", slots.size(), " ", proto::RoleName(info.role), " slots are taken"));
     }
   }
+  return rank;
+}
+
+void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
+  auto body = d.body<proto::RegisterRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  proto::NodeInfo info = body->node;
+  if (info.role != Role::kServer && info.role != Role::kWorker) {
+    return ReplyError(req, absl::InvalidArgumentError("only servers and workers register"));
+  }
+  absl::StatusOr<int32_t> chosen = ChooseRank(info, body->requested_rank);
+  if (!chosen.ok()) return ReplyError(req, chosen.status());
+  const int32_t rank = *chosen;
+  auto& slots = info.role == Role::kServer ? servers_ : workers_;
+  const bool is_worker = info.role == Role::kWorker;
   bool replacement = false;
-  if (info.role == Role::kWorker && slots[rank] && options_.elastic_workers && rank != 0 &&
-      !finishing_ && !slots[rank]->done &&
-      (slots[rank]->dropped || slots[rank]->info.incarnation != info.incarnation)) {
-    // A worker coming back (elastic; coordinator_elastic.cc).
+  if (is_worker && slots[rank] && options_.elastic_workers && rank != 0 && !finishing_ &&
+      !slots[rank]->done &&
+      (elastic_->dropped(rank) || slots[rank]->info.incarnation != info.incarnation)) {
+    // A worker coming back (elastic_workers.h).
     Member& old = *slots[rank];
-    if (!old.dropped) {
+    if (!elastic_->dropped(rank)) {
       // Its old process is gone: killed and restarted faster than
       // --worker_timeout could tell. Drop that one first.
       old.alive = false;
       monitor()->OnDead(Role::kWorker, rank);
       DropWorker(&old, absl::StrCat(MemberName(info.role, rank), " (", old.info.endpoint, ", pid ",
                                     old.info.pid, ") was replaced by a new process"));
-      if (finishing_ || !old.dropped) return ReplyError(req, absl::AbortedError("the job is ending"));
+      if (finishing_ || !elastic_->dropped(rank)) {
+        return ReplyError(req, absl::AbortedError("the job is ending"));
+      }
     }
     AdmitReturningWorker(&old, info);
     proto::Header h;
@@ -205,7 +215,7 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
     node_->Reply(req, proto::Encode(h, View(rank)));
     return;
   }
-  if (slots[rank] && slots[rank]->dropped) {
+  if (is_worker && slots[rank] && elastic_->dropped(rank)) {
     return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
                                MemberName(info.role, rank),
                                " was dropped from this job and the job is ending (or it has "
@@ -243,9 +253,9 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
                  replacement ? "rejoined (a replacement)" : "joined", info.endpoint, info.host, info.pid);
   }
   proto::Header h;
-  h.type = MsgType::kReply;
-  h.sender_role = Role::kCoordinator;
-  node_->Reply(req, proto::Encode(h, View(rank)));
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kCoordinator;
+    node_->Reply(req, proto::Encode(h, View(rank)));
   if (replacement) {
     MaybeFinishRecovery();
   } else if (is_new && AllJoined()) {
@@ -384,15 +394,7 @@ void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
   // The body is for the dashboard: a malformed one still proves liveness.
   if (auto hb = d.body<proto::Heartbeat>(); hb.ok()) {
     monitor()->OnHeartbeat(m->info.role, m->info.rank, *hb);
-    // A re-admitted worker reports no position before its first step.
-    const bool behind = m->resuming && std::make_pair(hb->data_epoch, hb->data_rows) <
-                                           std::make_pair(m->data_epoch, m->data_rows);
-    if (!behind) {
-      m->data_epoch = hb->data_epoch;
-      m->data_rows = hb->data_rows;
-      m->resuming = false;
-    }
-    m->samples = m->samples_before + hb->samples;
+    if (m->info.role == Role::kWorker) elastic_->OnHeartbeat(m->info.rank, *hb);
   }
   ReplyOk(req);
 }
@@ -405,7 +407,7 @@ void Coordinator::OnBarrier(const Decoded& d, const RpcRequest& req) {
   }
   int participants = body->participants;
   if (options_.elastic_workers && participants == options_.num_workers) {
-    participants -= dropped_workers_;  // the dropped workers will not come
+    participants -= elastic_->num_dropped();  // the dropped workers will not come
   }
   int64_t wait_ms = d.header().step > 0 ? d.header().step : 600000;
   std::string route = req.route;
@@ -484,10 +486,97 @@ void Coordinator::OnCheckpointArrive(const Decoded& d, const RpcRequest& req) {
                          {req.route, req.id});
 }
 
+void Coordinator::OnClaimShard(const Decoded& d, const RpcRequest& req) {
+  Member* m = FindMember(Role::kWorker, d.header().sender_rank);
+  if (m == nullptr || d.header().sender_role != Role::kWorker || elastic_->dropped(m->info.rank)) {
+    return ReplyError(req, absl::InvalidArgumentError("only live workers adopt shards"));
+  }
+  node_->Reply(req, CoordinatorReply(elastic_->Claim(m->info.rank)));
+}
+
+void Coordinator::OnRejoin(const Decoded& d, const RpcRequest& req) {
+  Member* m = FindMember(Role::kWorker, d.header().sender_rank);
+  if (m == nullptr || d.header().sender_role != Role::kWorker) {
+    return ReplyError(req, absl::InvalidArgumentError("only registered workers rejoin"));
+  }
+  const int32_t rank = m->info.rank;
+  elastic_->OnRejoinAsked();
+  if (!elastic_->ResumesShard(rank)) {
+    // A worker starting for the first time (kNew), or one with nothing left.
+    node_->Reply(req, CoordinatorReply(elastic_->TakeRejoin(rank)));
+    return;
+  }
+  if (recovering_ || finishing_) {
+    return ReplyError(req, absl::UnavailableError("the cluster is recovering or ending"));
+  }
+  proto::Rejoin j = elastic_->TakeRejoin(rank);
+  const uint64_t incarnation = m->info.incarnation;
+  Parked waiter{req.route, req.id};
+  elastic_->ReadmitOnServers(rank, [this, rank, incarnation, waiter, j](absl::StatusOr<int64_t> step) mutable {
+    Member* w = FindMember(Role::kWorker, rank);
+    const bool same = w != nullptr && w->info.incarnation == incarnation && !elastic_->dropped(rank);
+    absl::Status st = step.status();
+    if (st.ok() && (!same || finishing_)) {
+      st = absl::AbortedError("the worker was dropped again, or the job is ending");
+    }
+    if (!st.ok()) {
+      node_->Reply(waiter.route, waiter.id, CoordinatorError(st));
+      if (same && !finishing_) {
+        // Its shard goes back to the orphans, from where it would resume.
+        w->alive = false;
+        DropWorker(w, absl::StrCat("worker ", rank, " could not be re-admitted (", st.message(), ")"));
+      }
+      return;
+    }
+    j.step = *step;
+    j.position.clock = *step;
+    spdlog::info("worker {} re-admitted at step {}, resuming its shard at epoch {} row {} ({} samples "
+                 "trained before it was dropped)",
+                 rank, j.step, j.position.epoch, j.position.rows, j.samples);
+    node_->Reply(waiter.route, waiter.id, CoordinatorReply(j));
+  });
+}
+
+void Coordinator::DropWorker(Member* m, const std::string& reason) {
+  const int32_t rank = m->info.rank;
+  if (elastic_->dropped(rank)) {
+    // A returning worker whose shard had been adopted died again: it had
+    // nothing to train and nothing of it is waited for.
+    spdlog::warn("{}; it was already out of the job", reason);
+    return;
+  }
+  if (finishing_) return Finish(absl::UnavailableError(reason));
+  for (const auto& t : defined_tables_) {
+    if (t.on_workers) {
+      return Finish(absl::UnavailableError(
+          absl::StrCat(reason, "; allreduce mode cannot drop a worker from its collective group")));
+    }
+  }
+  absl::Status st = elastic_->Drop(rank, reason, [this](int32_t w) {
+    return workers_[w].has_value() && !workers_[w]->done;
+  });
+  if (!st.ok()) return Finish(st);
+  // Checkpoints no longer wait for it.
+  checkpoints_->OnWorkerLeft(rank);
+  MaybeEndJob();
+}
+
+void Coordinator::AdmitReturningWorker(Member* m, const proto::NodeInfo& info) {
+  const int32_t rank = m->info.rank;
+  node_->Disconnect(m->peer);
+  m->info = info;
+  m->info.rank = rank;
+  m->peer = node_->Connect(info.endpoint);
+  m->last_seen = absl::Now();
+  m->alive = true;
+  monitor()->OnJoin(m->info);
+  elastic_->Readmit(rank, info);
+}
+
 void Coordinator::MaybeEndJob() {
   if (finishing_) return;
-  for (const auto& w : workers_) {
-    if (!w || (!w->done && !w->dropped)) return;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (!workers_[w] || (!workers_[w]->done && !elastic_->dropped(static_cast<int32_t>(w)))) return;
   }
   if (checkpoints_->FinalDue()) {
     // The final checkpoint, then the orderly stop.

@@ -32,6 +32,7 @@
 #include "server/coordinator/cluster_link.h"
 #include "server/coordinator/dashboard/cluster_monitor.h"
 #include "server/coordinator/dashboard/observability.h"
+#include "server/coordinator/elastic_workers.h"
 #include "server/coordinator/rendezvous_store.h"
 
 namespace pstrain::server {
@@ -96,26 +97,6 @@ class Coordinator final : private ClusterLink {
     absl::Time last_seen;
     bool alive = true;
     bool done = false;
-    bool dropped = false;  // elastic: dead and out of the job
-    // Workers: the data position of the last heartbeat.
-    int32_t data_epoch = 0;
-    int64_t data_rows = 0;
-    uint64_t samples = 0;
-    // Re-admitted workers: samples of the earlier processes (its heartbeats
-    // count from zero again), and whether heartbeats behind the position it
-    // resumes from are ignored (it reports none before its first step).
-    uint64_t samples_before = 0;
-    bool resuming = false;
-    // A returning worker's answer to kRejoin, set when it registered.
-    std::optional<proto::Rejoin> rejoin;
-  };
-  // A dropped worker's data left to train.
-  struct Orphan {
-    int32_t rank = -1;
-    int32_t epoch = 0;
-    int64_t rows = 0;
-    uint64_t samples = 0;
-    int32_t adopter = -1;
   };
 
   Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> node, std::string endpoint);
@@ -138,20 +119,22 @@ class Coordinator final : private ClusterLink {
   void OnWorkerDone(const proto::Decoded& d, const RpcRequest& req);
   void OnWaitRecovery(const proto::Decoded& d, const RpcRequest& req);
   void OnClaimShard(const proto::Decoded& d, const RpcRequest& req);
-  // Elastic workers (coordinator_elastic.cc). DropWorker drops dead worker
-  // `m`; AdmitReturningWorker takes dropped worker `m` back under its new
-  // process `info` (deciding what it trains); OnRejoin answers a worker that
-  // asks whether it returns, re-admitting it on the servers first.
+  // Elastic workers (ElasticWorkers decides what happens to a shard and the
+  // lead role). DropWorker drops dead worker `m`; AdmitReturningWorker takes
+  // dropped worker `m` back under its new process `info`; OnRejoin answers a
+  // worker that asks whether it returns, re-admitting it on the servers
+  // first.
   void DropWorker(Member* m, const std::string& reason);
   void AdmitReturningWorker(Member* m, const proto::NodeInfo& info);
   void OnRejoin(const proto::Decoded& d, const RpcRequest& req);
-  // Re-admits worker `rank` on every server (prepare, then commit at the
-  // largest proposed step); `done` gets the step or why it failed.
-  void ReadmitOnServers(int32_t rank, std::function<void(absl::StatusOr<int64_t>)> done);
   // Ends the job when every worker has finished or was dropped.
   void MaybeEndJob();
 
   Member* FindMember(proto::Role role, int32_t rank);
+  // The rank `info` registers under: the one it asks for (`requested`), or
+  // (-1) the one a lost reply gave it, a free one, or during a recovery the
+  // failed server's.
+  absl::StatusOr<int32_t> ChooseRank(const proto::NodeInfo& info, int32_t requested) const;
   bool AllJoined() const;
   proto::ClusterView View(int32_t rank) const;
   void ReplyCluster();
@@ -211,21 +194,14 @@ class Coordinator final : private ClusterLink {
   std::string recovery_reason_;
   absl::Time recovery_started_;
   std::vector<RecoveryWaiter> recovery_waiters_;
-  std::vector<Orphan> orphans_;
-  int dropped_workers_ = 0;
-  // Elastic: the lead worker (the lowest-ranked live one when the lead
-  // before it was dropped; never handed back), published under store key
-  // "lead". It gathers the evaluation and writes the summary. The role moves
-  // only once a worker has asked kRejoin (parameter-server mode: pipeline
-  // and allreduce workers never do, and cannot hand it on).
-  int32_t lead_ = 0;
-  bool lead_can_move_ = false;
 
   // The monitor feed, /metrics and the dashboard; stops serving first in
   // the destructor.
   std::unique_ptr<Observability> observability_;
   // The schedule, the workers' pause, the manifests, what servers restore.
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
+  // Dropped workers, their shards, the lead worker, returning workers.
+  std::unique_ptr<ElasticWorkers> elastic_;
 
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
