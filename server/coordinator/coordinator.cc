@@ -1,10 +1,12 @@
+// The coordinator's core: its life, the requests, membership and
+// liveness, and the end of the job. coordinator_epochs.cc: the tables and
+// the rollbacks to a new epoch.
 #include "server/coordinator/coordinator.h"
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/node_info.h"
-#include "server/coordinator/table_layout.h"
 
 namespace pstrain::server {
 
@@ -13,7 +15,16 @@ using proto::MsgType;
 using proto::Role;
 
 namespace {
-constexpr absl::Duration kCommandTimeout = absl::Seconds(60);
+// What a barrier waits when its request names no deadline (header step 0,
+// as CoordinatorClient::Barrier sends); the caller's own deadline still
+// ends its wait first when it is shorter.
+constexpr absl::Duration kDefaultBarrierWait = absl::Minutes(10);
+// The longest gap between two checks of heartbeats and deadlines: expired
+// waits are answered, and dead nodes found, this late at most.
+constexpr absl::Duration kMaxTickPeriod = absl::Milliseconds(500);
+// A node answers kShutdown at once; one that has not within this is gone,
+// and the job ends without its answer.
+constexpr absl::Duration kShutdownTimeout = absl::Seconds(2);
 
 ObservabilityOptions ObservabilityFor(const CoordinatorOptions& options,
                                       const std::string& endpoint) {
@@ -65,7 +76,9 @@ Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> no
       servers_(options_.num_servers),
       workers_(options_.num_workers),
       elastic_(std::make_unique<ElasticWorkers>(options_.elastic_workers, options_.num_workers,
-                                                static_cast<ClusterLink*>(this), &store_)) {}
+                                                static_cast<ClusterLink*>(this), &store_)),
+      recovery_(std::make_unique<ServerRecovery>(options_.recovery_timeout,
+                                                 static_cast<ClusterLink*>(this))) {}
 
 Coordinator::~Coordinator() {
   if (observability_) observability_->StopServing();
@@ -88,7 +101,7 @@ PeerId Coordinator::server_peer(int rank) const {
 }
 
 void Coordinator::ReplyError(const RpcRequest& req, const absl::Status& status) {
-  node_->Reply(req, proto::EncodeError(Role::kCoordinator, 0, status));
+  node_->Reply(req, CoordinatorError(status));
 }
 
 void Coordinator::ReplyOk(const RpcRequest& req) {
@@ -168,7 +181,7 @@ absl::StatusOr<int32_t> Coordinator::ChooseRank(const proto::NodeInfo& info,
     }
     // A replacement for a failed server takes its rank.
     for (size_t i = 0;
-         i < slots.size() && rank < 0 && recovering_ && info.role == Role::kServer; ++i) {
+         i < slots.size() && rank < 0 && recovery_->active() && info.role == Role::kServer; ++i) {
       if (!slots[i]->alive) rank = static_cast<int32_t>(i);
     }
     if (rank < 0) {
@@ -209,10 +222,7 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
       }
     }
     AdmitReturningWorker(&old, info);
-    proto::Header h;
-    h.type = MsgType::kReply;
-    h.sender_role = Role::kCoordinator;
-    node_->Reply(req, proto::Encode(h, View(rank)));
+    node_->Reply(req, CoordinatorReply(View(rank)));
     return;
   }
   if (is_worker && slots[rank] && elastic_->dropped(rank)) {
@@ -252,10 +262,7 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
     spdlog::info("{} {} from {} (host {}, pid {})", MemberName(info.role, rank),
                  replacement ? "rejoined (a replacement)" : "joined", info.endpoint, info.host, info.pid);
   }
-  proto::Header h;
-    h.type = MsgType::kReply;
-    h.sender_role = Role::kCoordinator;
-    node_->Reply(req, proto::Encode(h, View(rank)));
+  node_->Reply(req, CoordinatorReply(View(rank)));
   if (replacement) {
     MaybeFinishRecovery();
   } else if (is_new && AllJoined()) {
@@ -265,115 +272,16 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
 }
 
 void Coordinator::ReplyCluster() {
-  proto::Header h;
-  h.type = MsgType::kReply;
-  h.sender_role = Role::kCoordinator;
-  for (const Parked& p : cluster_waiters_) {
-    node_->Reply(p.route, p.id, proto::Encode(h, View(-1)));
-  }
+  for (const Parked& p : cluster_waiters_) node_->Reply(p.route, p.id, CoordinatorReply(View(-1)));
   cluster_waiters_.clear();
 }
 
 void Coordinator::OnGetCluster(const Decoded& d, const RpcRequest& req) {
   if (AllJoined()) {
-    proto::Header h;
-    h.type = MsgType::kReply;
-    h.sender_role = Role::kCoordinator;
-    node_->Reply(req, proto::Encode(h, View(d.header().sender_rank)));
+    node_->Reply(req, CoordinatorReply(View(d.header().sender_rank)));
     return;
   }
   cluster_waiters_.push_back({req.route, req.id});
-}
-
-void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
-  auto body = d.body<proto::DefineTablesRequest>();
-  if (!body.ok()) return ReplyError(req, body.status());
-  if (!defined_tables_.empty() && !SameTables(defined_tables_, body->tables)) {
-    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
-                               MemberName(d.header().sender_role, d.header().sender_rank),
-                               " defines tables that differ from the job's (same model flags on "
-                               "every worker?)")));
-  }
-  if (recovering_) {
-    return ReplyError(req, absl::UnavailableError("the cluster is recovering from a failure"));
-  }
-  if (layout_) {
-    proto::Header h;
-    h.type = MsgType::kReply;
-    h.sender_role = Role::kCoordinator;
-    node_->Reply(req, proto::Encode(h, *layout_));
-    return;
-  }
-  layout_waiters_.push_back({req.route, req.id});
-  if (creating_tables_) return;
-  if (!AllJoined()) {
-    layout_waiters_.pop_back();
-    return ReplyError(req, absl::FailedPreconditionError("tables defined before all nodes joined"));
-  }
-  auto layout = JobLayout(body->tables);
-  if (!layout.ok()) {
-    layout_waiters_.pop_back();
-    return ReplyError(req, layout.status());
-  }
-  if (absl::Status st = checkpoints_->CheckTables(body->tables); !st.ok()) {
-    layout_waiters_.pop_back();
-    return ReplyError(req, st);
-  }
-  checkpoints_->StartJob(body->tables, &*layout);
-  defined_tables_ = body->tables;
-  creating_tables_ = true;
-  layout_ = std::move(*layout);
-  CreateTablesOnServers([this](absl::Status st) {
-    proto::Header rh;
-    rh.type = MsgType::kReply;
-    rh.sender_role = Role::kCoordinator;
-    for (const Parked& p : layout_waiters_) {
-      node_->Reply(p.route, p.id,
-                   st.ok() ? proto::Encode(rh, *layout_) : proto::EncodeError(Role::kCoordinator, 0, st));
-    }
-    layout_waiters_.clear();
-    creating_tables_ = false;
-    if (!st.ok()) Finish(st);
-  });
-}
-
-absl::StatusOr<proto::TableLayout> Coordinator::JobLayout(const std::vector<TableSpec>& tables) const {
-  PS_ASSIGN_OR_RETURN(proto::TableLayout layout,
-                      ComputeLayout(tables, options_.num_servers, options_.dense_chunk_floats));
-  layout.num_workers = options_.num_workers;
-  layout.consistency = options_.consistency;
-  layout.staleness = options_.staleness;
-  layout.epoch = epoch_;
-  return layout;
-}
-
-void Coordinator::CreateTablesOnServers(std::function<void(absl::Status)> done) {
-  // layout_ is set but not published until every server confirms.
-  proto::TableLayout layout = *layout_;
-  layout_.reset();
-  auto remaining = std::make_shared<int>(options_.num_servers);
-  auto failure = std::make_shared<absl::Status>();
-  proto::Header h;
-  h.type = MsgType::kCreateTables;
-  h.sender_role = Role::kCoordinator;
-  const uint64_t epoch = epoch_;
-  for (int s = 0; s < options_.num_servers; ++s) {
-    proto::CreateTablesRequest req{s, layout, checkpoints_->restore_files()};
-    RpcFuture f = node_->Call(servers_[s]->peer, proto::Encode(h, req), absl::Now() + kCommandTimeout);
-    f.OnDone([this, s, remaining, failure, layout, done, epoch](const absl::StatusOr<Message>& reply) {
-      absl::Status st = proto::DecodeReply(reply, absl::StrCat("create tables on server ", s)).status();
-      if (!st.ok() && failure->ok()) *failure = st;
-      if (--*remaining > 0) return;
-      if (epoch != epoch_) return;  // a failure meanwhile: its recovery takes over
-      if (failure->ok()) {
-        layout_ = layout;
-        spdlog::info("{} tables created on {} servers", layout.tables.size(), options_.num_servers);
-      } else {
-        spdlog::error("{}", failure->ToString());
-      }
-      done(*failure);
-    });
-  }
 }
 
 void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
@@ -386,7 +294,7 @@ void Coordinator::OnHeartbeat(const Decoded& d, const RpcRequest& req) {
     spdlog::warn("{} is heard from again", MemberName(m->info.role, m->info.rank));
     m->alive = true;
     monitor()->OnAlive(m->info.role, m->info.rank);
-    if (recovering_ && m->info.role == Role::kServer) {
+    if (recovery_->active() && m->info.role == Role::kServer) {
       // It was frozen, not gone: it rolls back with the others.
       SendRecover(m);
     }
@@ -409,17 +317,17 @@ void Coordinator::OnBarrier(const Decoded& d, const RpcRequest& req) {
   if (options_.elastic_workers && participants == options_.num_workers) {
     participants -= elastic_->num_dropped();  // the dropped workers will not come
   }
-  int64_t wait_ms = d.header().step > 0 ? d.header().step : 600000;
+  const absl::Duration wait =
+      d.header().step > 0 ? absl::Milliseconds(d.header().step) : kDefaultBarrierWait;
   std::string route = req.route;
   uint64_t id = req.id;
   store_.EnterBarrier(body->name, MemberName(d.header().sender_role, d.header().sender_rank),
-                      participants, absl::Now() + absl::Milliseconds(wait_ms),
+                      participants, absl::Now() + wait,
                       [this, route, id, name = body->name](bool complete) {
                         node_->Reply(route, id,
                                      complete ? proto::EncodeOk(Role::kCoordinator, 0)
-                                              : proto::EncodeError(Role::kCoordinator, 0,
-                                                                   absl::DeadlineExceededError(
-                                                                       "barrier " + name + " timed out")));
+                                              : CoordinatorError(absl::DeadlineExceededError(
+                                                    "barrier " + name + " timed out")));
                       });
 }
 
@@ -444,7 +352,7 @@ void Coordinator::OnStoreGet(const Decoded& d, const RpcRequest& req) {
                if (value == nullptr) {
                  absl::Status st = waited ? absl::DeadlineExceededError("key " + key + " not set in time")
                                           : absl::NotFoundError("no key " + key);
-                 node_->Reply(route, id, proto::EncodeError(Role::kCoordinator, 0, st));
+                 node_->Reply(route, id, CoordinatorError(st));
                  return;
                }
                proto::Header h;
@@ -474,7 +382,7 @@ void Coordinator::OnCheckpointArrive(const Decoded& d, const RpcRequest& req) {
   }
   auto body = d.body<proto::CheckpointArrive>();
   if (!body.ok()) return ReplyError(req, body.status());
-  if (recovering_) {
+  if (recovery_->active()) {
     return ReplyError(req, absl::AbortedError("the cluster is recovering from a failure"));
   }
   std::optional<Buffer> state;
@@ -488,7 +396,8 @@ void Coordinator::OnCheckpointArrive(const Decoded& d, const RpcRequest& req) {
 
 void Coordinator::OnClaimShard(const Decoded& d, const RpcRequest& req) {
   Member* m = FindMember(Role::kWorker, d.header().sender_rank);
-  if (m == nullptr || d.header().sender_role != Role::kWorker || elastic_->dropped(m->info.rank)) {
+  if (m == nullptr || d.header().sender_role != Role::kWorker ||
+      elastic_->dropped(m->info.rank)) {
     return ReplyError(req, absl::InvalidArgumentError("only live workers adopt shards"));
   }
   node_->Reply(req, CoordinatorReply(elastic_->Claim(m->info.rank)));
@@ -506,15 +415,16 @@ void Coordinator::OnRejoin(const Decoded& d, const RpcRequest& req) {
     node_->Reply(req, CoordinatorReply(elastic_->TakeRejoin(rank)));
     return;
   }
-  if (recovering_ || finishing_) {
+  if (recovery_->active() || finishing_) {
     return ReplyError(req, absl::UnavailableError("the cluster is recovering or ending"));
   }
   proto::Rejoin j = elastic_->TakeRejoin(rank);
   const uint64_t incarnation = m->info.incarnation;
   Parked waiter{req.route, req.id};
-  elastic_->ReadmitOnServers(rank, [this, rank, incarnation, waiter, j](absl::StatusOr<int64_t> step) mutable {
+  auto readmitted = [this, rank, incarnation, waiter, j](absl::StatusOr<int64_t> step) mutable {
     Member* w = FindMember(Role::kWorker, rank);
-    const bool same = w != nullptr && w->info.incarnation == incarnation && !elastic_->dropped(rank);
+    const bool same =
+        w != nullptr && w->info.incarnation == incarnation && !elastic_->dropped(rank);
     absl::Status st = step.status();
     if (st.ok() && (!same || finishing_)) {
       st = absl::AbortedError("the worker was dropped again, or the job is ending");
@@ -534,7 +444,8 @@ void Coordinator::OnRejoin(const Decoded& d, const RpcRequest& req) {
                  "trained before it was dropped)",
                  rank, j.step, j.position.epoch, j.position.rows, j.samples);
     node_->Reply(waiter.route, waiter.id, CoordinatorReply(j));
-  });
+  };
+  elastic_->ReadmitOnServers(rank, std::move(readmitted));
 }
 
 void Coordinator::DropWorker(Member* m, const std::string& reason) {
@@ -596,10 +507,9 @@ void Coordinator::Tick() {
   absl::Time now = absl::Now();
   store_.Expire(now);
   CheckHeartbeats(now);
-  ExpireRecoveryWaiters(now);
-  if (recovering_ && !finishing_ && now - recovery_started_ > options_.recovery_timeout) {
-    Finish(absl::UnavailableError(absl::StrCat(recovery_reason_, "; it did not come back within ",
-                                               absl::FormatDuration(options_.recovery_timeout))));
+  recovery_->Expire(now);
+  if (!finishing_) {
+    if (absl::Status st = recovery_->CheckTimeout(now); !st.ok()) Finish(st);
   }
   if (!finishing_ && !AllJoined() && now - started_ > options_.join_timeout) {
     int s = 0, w = 0;
@@ -609,7 +519,7 @@ void Coordinator::Tick() {
         "only ", s, " of ", options_.num_servers, " servers and ", w, " of ", options_.num_workers,
         " workers joined within ", absl::FormatDuration(options_.join_timeout))));
   }
-  node_->transport().RunAfter(std::min(options_.heartbeat_interval, absl::Milliseconds(500)),
+  node_->transport().RunAfter(std::min(options_.heartbeat_interval, kMaxTickPeriod),
                               [this] { Tick(); });
 }
 
@@ -664,7 +574,7 @@ void Coordinator::Finish(absl::Status status) {
   h.status_code = static_cast<int32_t>(status.code());
   h.status_message = std::string(status.message());
   for (Member* m : targets) {
-    node_->Call(m->peer, proto::EncodeHeaderOnly(h), absl::Now() + absl::Seconds(2))
+    node_->Call(m->peer, proto::EncodeHeaderOnly(h), absl::Now() + kShutdownTimeout)
         .OnDone([remaining, done](const absl::StatusOr<Message>&) {
           if (--*remaining == 0) done();
         });

@@ -1,5 +1,6 @@
-// Coordinator: membership, ranks, the table layout, barriers, heartbeats,
-// the rendezvous store and the end of the job.
+// Coordinator: one training job's membership (ranks, heartbeats, who is
+// alive), its epochs, the table layout, barriers, the rendezvous store and
+// the end of the job; parts of its own own the rest (see below).
 //
 // Nodes register (in any order; they retry until the coordinator is up),
 // get a rank, and wait until every expected server and worker has joined.
@@ -7,15 +8,27 @@
 // compute the layout and create the tables on every server; every worker
 // then receives the same layout. A node not heard from within the heartbeat
 // timeout is declared dead in the log, with its role, rank and address, and
-// the job is aborted (every node told to stop). When all workers have
-// finished, the servers are told to stop and Run() returns OK.
+// the job is aborted (every node told to stop), unless a part takes over:
+// a server failure starts a recovery (with checkpoints), a worker's death
+// drops it (with elastic workers). When all workers have finished, the
+// servers are told to stop and Run() returns OK.
+//
+// This class is the core. The parts, each with its own state behind a
+// short interface, are:
+//   CheckpointCoordinator  the schedule, the workers' pause, the manifests,
+//                          what the servers restore from
+//   ElasticWorkers         dropped workers, their orphaned shards, the lead
+//                          worker, returning workers
+//   ServerRecovery         a recovery under way and the workers waiting for it
+//   Observability          the monitor the core feeds, /metrics, the dashboard
+// The core receives every request, checks who sent it, and hands it to the
+// part it concerns; parts reach the servers through the core's ClusterLink.
 //
 // All state lives on the RPC node's I/O thread; Run() and RequestStop() may
 // be called from any thread.
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +47,7 @@
 #include "server/coordinator/dashboard/observability.h"
 #include "server/coordinator/elastic_workers.h"
 #include "server/coordinator/rendezvous_store.h"
+#include "server/coordinator/server_recovery.h"
 
 namespace pstrain::server {
 
@@ -117,18 +131,11 @@ class Coordinator final : private ClusterLink {
   void OnStoreSet(const proto::Decoded& d, const RpcRequest& req);
   void OnStoreGet(const proto::Decoded& d, const RpcRequest& req);
   void OnWorkerDone(const proto::Decoded& d, const RpcRequest& req);
+  // Requests a part answers (after the core checked who sent them).
+  void OnCheckpointArrive(const proto::Decoded& d, const RpcRequest& req);
   void OnWaitRecovery(const proto::Decoded& d, const RpcRequest& req);
   void OnClaimShard(const proto::Decoded& d, const RpcRequest& req);
-  // Elastic workers (ElasticWorkers decides what happens to a shard and the
-  // lead role). DropWorker drops dead worker `m`; AdmitReturningWorker takes
-  // dropped worker `m` back under its new process `info`; OnRejoin answers a
-  // worker that asks whether it returns, re-admitting it on the servers
-  // first.
-  void DropWorker(Member* m, const std::string& reason);
-  void AdmitReturningWorker(Member* m, const proto::NodeInfo& info);
   void OnRejoin(const proto::Decoded& d, const RpcRequest& req);
-  // Ends the job when every worker has finished or was dropped.
-  void MaybeEndJob();
 
   Member* FindMember(proto::Role role, int32_t rank);
   // The rank `info` registers under: the one it asks for (`requested`), or
@@ -141,36 +148,39 @@ class Coordinator final : private ClusterLink {
   // The layout of `tables` for this job (servers, workers, consistency, epoch).
   absl::StatusOr<proto::TableLayout> JobLayout(const std::vector<TableSpec>& tables) const;
   // Creates layout_'s tables on every server (restoring the checkpoint's
-  // shards);
-  // layout_ is published when all confirm, then `done` runs.
+  // shards); layout_ is published when all confirm, then `done` runs.
   void CreateTablesOnServers(std::function<void(absl::Status)> done);
   void Tick();
   void CheckHeartbeats(absl::Time now);
+
+  // Elastic workers: drops dead worker `m` (ElasticWorkers decides what
+  // happens to its shard and the lead role); takes dropped worker `m` back
+  // under its new process `info`.
+  void DropWorker(Member* m, const std::string& reason);
+  void AdmitReturningWorker(Member* m, const proto::NodeInfo& info);
+
+  // Recovery from a server failure: the core's epochs. StartRecovery bumps
+  // the epoch and rolls every live node back (kRecover); once every server
+  // is up, MaybeFinishRecovery restores the latest checkpoint everywhere and
+  // answers the workers waiting in kWaitRecovery.
+  bool CanRecover() const;
+  void StartRecovery(Member* dead, const std::string& reason);
+  void SendRecover(Member* m);
+  void MaybeFinishRecovery();
+
+  // Ends the job when every worker has finished or was dropped.
+  void MaybeEndJob();
   // Tells every live node to stop, then ends Run() with `status`.
   void Finish(absl::Status status);
   void ReplyError(const RpcRequest& req, const absl::Status& status);
   void ReplyOk(const RpcRequest& req);
-
-  // A worker paused for a checkpoint (CheckpointCoordinator answers it).
-  void OnCheckpointArrive(const proto::Decoded& d, const RpcRequest& req);
-
-  // Recovery from a server failure (coordinator_recovery.cc).
-  bool CanRecover() const;
-  // `dead` failed: every live node rolls back (kRecover) and the cluster
-  // waits for it to come back.
-  void StartRecovery(Member* dead, const std::string& reason);
-  void SendRecover(Member* m);
-  // Once every server is up: restore the latest checkpoint everywhere and
-  // answer the workers waiting in kWaitRecovery.
-  void MaybeFinishRecovery();
-  void ExpireRecoveryWaiters(absl::Time now);
 
   CoordinatorOptions options_;
   std::unique_ptr<RpcNode> node_;
   std::string endpoint_;
   absl::Time started_;
 
-  // I/O thread state.
+  // I/O thread state: membership, epochs, the layout and the store.
   std::vector<std::optional<Member>> servers_;
   std::vector<std::optional<Member>> workers_;
   std::vector<Parked> cluster_waiters_;
@@ -179,29 +189,15 @@ class Coordinator final : private ClusterLink {
   bool creating_tables_ = false;
   std::vector<Parked> layout_waiters_;
   RendezvousStore store_;
+  uint64_t epoch_ = 0;
   bool finishing_ = false;
 
-  // Recovery state.
-  struct RecoveryWaiter {
-    std::string route;
-    uint64_t id = 0;
-    uint64_t epoch = 0;
-    absl::Time deadline;
-  };
-  uint64_t epoch_ = 0;
-  bool recovering_ = false;
-  bool restoring_ = false;         // recovery's CreateTables in flight
-  std::string recovery_reason_;
-  absl::Time recovery_started_;
-  std::vector<RecoveryWaiter> recovery_waiters_;
-
-  // The monitor feed, /metrics and the dashboard; stops serving first in
-  // the destructor.
+  // The parts (I/O thread). observability_ stops serving first in the
+  // destructor.
   std::unique_ptr<Observability> observability_;
-  // The schedule, the workers' pause, the manifests, what servers restore.
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
-  // Dropped workers, their shards, the lead worker, returning workers.
   std::unique_ptr<ElasticWorkers> elastic_;
+  std::unique_ptr<ServerRecovery> recovery_;
 
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
