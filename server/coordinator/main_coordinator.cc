@@ -55,6 +55,9 @@ ABSL_FLAG(double, recovery_timeout, 300.0,
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace {
+// Tearing down (closing sockets, joining threads) takes milliseconds; past
+// this a vanished peer holds it up and the process ends anyway.
+constexpr absl::Duration kTeardownGrace = absl::Seconds(10);
 
 std::atomic<pstrain::server::Coordinator*> g_coordinator{nullptr};
 
@@ -122,7 +125,7 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   g_coordinator = coordinator.get();
   absl::Status st = coordinator->Run();
   g_coordinator = nullptr;
-  ExitWithin(absl::Seconds(10), st.ok() ? 0 : 1);
+  ExitWithin(kTeardownGrace, st.ok() ? 0 : 1);
   return st;
 }
 

@@ -26,6 +26,9 @@ ABSL_FLAG(std::string, cpus, "", pstrain::kCpusFlagHelp);
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace {
+// Tearing down (closing sockets, joining threads) takes milliseconds; past
+// this a vanished peer holds it up and the process ends anyway.
+constexpr absl::Duration kTeardownGrace = absl::Seconds(10);
 
 std::atomic<pstrain::server::ParameterServer*> g_server{nullptr};
 
@@ -49,7 +52,7 @@ absl::Status RunServer(const pstrain::CurveKeys& keys) {
   g_server = server.get();
   absl::Status st = server->Run();
   g_server = nullptr;
-  ExitWithin(absl::Seconds(10), st.ok() ? 0 : 1);
+  ExitWithin(kTeardownGrace, st.ok() ? 0 : 1);
   return st;
 }
 

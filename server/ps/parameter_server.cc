@@ -17,6 +17,14 @@ using proto::Decoded;
 using proto::MsgType;
 using proto::Role;
 
+namespace {
+// How often Run() checks that the coordinator is still heard from: well
+// under ServerOptions::coordinator_timeout, cheap (one clock read).
+constexpr absl::Duration kCoordinatorCheckPeriod = absl::Seconds(1);
+// After answering kShutdown: lets the reply leave before the server ends.
+constexpr absl::Duration kShutdownReplyGrace = absl::Milliseconds(50);
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
     ServerOptions options, std::unique_ptr<Transport> transport) {
   if (options.coordinator.empty()) return absl::InvalidArgumentError("no coordinator address");
@@ -56,7 +64,7 @@ absl::Status ParameterServer::Run() {
                            [this] { return HeartbeatBody(); });
   absl::MutexLock lock(&mu_);
   while (!finished_) {
-    mu_.AwaitWithTimeout(absl::Condition(&finished_), absl::Seconds(1));
+    mu_.AwaitWithTimeout(absl::Condition(&finished_), kCoordinatorCheckPeriod);
     if (!finished_ && absl::Now() - client_->last_contact() > options_.coordinator_timeout) {
       finished_ = true;
       result_ = absl::UnavailableError(absl::StrCat(
@@ -481,9 +489,8 @@ void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {
   } else {
     spdlog::error("server {}: job aborted: {}", rank_, why.ToString());
   }
-  // Told to stop is an orderly end for this server, whatever the reason;
-  // let the reply leave before the process exits.
-  node_->transport().RunAfter(absl::Milliseconds(50), [this] { Finish(absl::OkStatus()); });
+  // Told to stop is an orderly end for this server, whatever the reason.
+  node_->transport().RunAfter(kShutdownReplyGrace, [this] { Finish(absl::OkStatus()); });
 }
 
 }  // namespace pstrain::server
