@@ -19,8 +19,8 @@
 #include "cluster/coordinator_client.h"
 #include "common/rpc.h"
 #include "proto_msgs/messages.h"
-#include "server/coordinator.h"
-#include "server/parameter_server.h"
+#include "server/coordinator/coordinator.h"
+#include "server/ps/parameter_server.h"
 #include "worker/kv_client.h"
 
 namespace pstrain::bench {

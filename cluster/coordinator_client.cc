@@ -14,6 +14,24 @@ using proto::Decoded;
 using proto::Header;
 using proto::MsgType;
 
+namespace {
+// Register() retries an unreachable coordinator: the pause between tries
+// starts short (a coordinator starting next to us is up in milliseconds) and
+// doubles up to a cap that keeps a waiting cluster's load negligible.
+constexpr absl::Duration kFirstRegisterBackoff = absl::Milliseconds(50);
+constexpr absl::Duration kMaxRegisterBackoff = absl::Seconds(2);
+// Each try's own deadline grows too (1, 2, 4, 5, 5, ... s): a coordinator
+// that is up answers in milliseconds, a busy one gets a little longer.
+constexpr absl::Duration kFirstRegisterAttempt = absl::Seconds(1);
+constexpr absl::Duration kMaxRegisterAttempt = absl::Seconds(5);
+// A wait the coordinator ends itself (it answers at the wait's deadline)
+// gets this much longer locally, so its answer, not a local timeout, decides.
+constexpr absl::Duration kWaitReplySlack = absl::Seconds(5);
+// kRejoin takes two round trips to every server at most (kReadmitWorker),
+// each bounded by the coordinator's 10 s re-admit deadline.
+constexpr absl::Duration kRejoinTimeout = absl::Seconds(30);
+}  // namespace
+
 CoordinatorClient::CoordinatorClient(RpcNode* node, CoordinatorClientOptions options)
     : node_(node),
       options_(std::move(options)),
@@ -51,8 +69,8 @@ absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
   req.node.incarnation = ProcessIncarnation();
   req.requested_rank = options_.requested_rank;
   absl::Time give_up = absl::Now() + options_.connect_timeout;
-  absl::Duration backoff = absl::Milliseconds(50);
-  absl::Duration attempt = absl::Seconds(1);  // grows: 1, 2, 4, 5, 5, ... seconds
+  absl::Duration backoff = kFirstRegisterBackoff;
+  absl::Duration attempt = kFirstRegisterAttempt;
   absl::Status last;
   bool warned = false;
   while (true) {
@@ -60,7 +78,7 @@ absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
     if (left <= absl::ZeroDuration()) break;
     auto d = CallDecoded(proto::Encode(MakeHeader(MsgType::kRegister), req),
                          std::min(left, attempt), "register");
-    attempt = std::min(attempt * 2, absl::Seconds(5));
+    attempt = std::min(attempt * 2, kMaxRegisterAttempt);
     if (d.ok()) {
       PS_ASSIGN_OR_RETURN(proto::ClusterView view, d->body<proto::ClusterView>());
       rank_ = view.your_rank;
@@ -79,7 +97,7 @@ absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
       warned = true;
     }
     absl::SleepFor(std::min(backoff, give_up - absl::Now()));
-    backoff = std::min(backoff * 2, absl::Seconds(2));
+    backoff = std::min(backoff * 2, kMaxRegisterBackoff);
   }
   return absl::UnavailableError(absl::StrCat("coordinator ", options_.coordinator,
                                              " unreachable for ",
@@ -90,7 +108,7 @@ absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
 absl::StatusOr<proto::ClusterView> CoordinatorClient::WaitForCluster(absl::Duration timeout) {
   Header h = MakeHeader(MsgType::kGetCluster);
   h.step = absl::ToInt64Milliseconds(timeout);
-  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::EncodeHeaderOnly(h), timeout + absl::Seconds(5),
+  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::EncodeHeaderOnly(h), timeout + kWaitReplySlack,
                                              "wait for cluster"));
   PS_ASSIGN_OR_RETURN(proto::ClusterView view, d.body<proto::ClusterView>());
   epoch_ = view.epoch;
@@ -109,9 +127,9 @@ absl::StatusOr<proto::TableLayout> CoordinatorClient::DefineTables(
 absl::StatusOr<proto::Recovered> CoordinatorClient::WaitForRecovery(uint64_t epoch,
                                                                    absl::Duration wait) {
   proto::WaitRecoveryRequest req{epoch, absl::ToInt64Milliseconds(wait)};
-  // A recovery may take as long as a replacement server needs to start.
   PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::Encode(MakeHeader(MsgType::kWaitRecovery), req),
-                                             wait + absl::Hours(1), "wait for recovery"));
+                                             wait + options_.recovery_timeout,
+                                             "wait for recovery"));
   PS_ASSIGN_OR_RETURN(proto::Recovered r, d.body<proto::Recovered>());
   epoch_ = r.epoch;
   return r;
@@ -124,9 +142,8 @@ absl::StatusOr<proto::ShardClaim> CoordinatorClient::ClaimShard() {
 }
 
 absl::StatusOr<proto::Rejoin> CoordinatorClient::Rejoin() {
-  // Two round trips to every server at most (see kReadmitWorker).
   PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::EncodeHeaderOnly(MakeHeader(MsgType::kRejoin)),
-                                             std::max(options_.call_timeout, absl::Seconds(30)),
+                                             std::max(options_.call_timeout, kRejoinTimeout),
                                              "rejoin"));
   return d.body<proto::Rejoin>();
 }
@@ -174,11 +191,10 @@ absl::StatusOr<proto::CheckpointDone> CoordinatorClient::CheckpointArrive(
     payloads.push_back(std::move(state));
     types.push_back(proto::DType::kU8);
   }
-  // Writing a checkpoint of a big model takes a while: a generous deadline.
   PS_ASSIGN_OR_RETURN(
       Decoded d, CallDecoded(proto::Encode(MakeHeader(MsgType::kCheckpointArrive), req,
                                            std::move(payloads), types),
-                             absl::Hours(1), absl::StrCat("checkpoint at step ", step)));
+                             options_.checkpoint_timeout, absl::StrCat("checkpoint at step ", step)));
   return d.body<proto::CheckpointDone>();
 }
 

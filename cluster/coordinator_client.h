@@ -29,6 +29,14 @@ struct CoordinatorClientOptions {
   absl::Duration connect_timeout = absl::Seconds(60);
   // Deadline of ordinary calls.
   absl::Duration call_timeout = absl::Seconds(30);
+  // How long CheckpointArrive waits for the checkpoint to be written (every
+  // server writes its shard first: minutes for a big model).
+  absl::Duration checkpoint_timeout = absl::Hours(1);
+  // How much longer than its `wait` a WaitForRecovery may take: a recovery
+  // under way holds every waiter until it ends, which may take as long as a
+  // replacement server needs to start (at least the coordinator's
+  // --recovery_timeout).
+  absl::Duration recovery_timeout = absl::Hours(1);
 };
 
 class CoordinatorClient {

@@ -7,7 +7,7 @@
 #include "common/checkpoint/shard_file.h"
 #include "common/file_util.h"
 #include "launcher/commands.h"
-#include "server/checkpoint_manager.h"
+#include "server/coordinator/checkpoint_manager.h"
 
 namespace pstrain::launcher {
 namespace {

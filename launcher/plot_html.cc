@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/status.h"
-#include "server/dashboard/web_assets.h"
+#include "server/coordinator/dashboard/web_assets.h"
 
 namespace pstrain::launcher {
 namespace {

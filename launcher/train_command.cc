@@ -16,8 +16,8 @@
 #include "common/zmq_transport.h"
 #include "common/status.h"
 #include "launcher/commands.h"
-#include "server/coordinator.h"
-#include "server/parameter_server.h"
+#include "server/coordinator/coordinator.h"
+#include "server/ps/parameter_server.h"
 #include "worker/worker_app.h"
 #include "worker/flags/worker_flags.h"
 

@@ -4,7 +4,7 @@
 // The lead is worker 0. With --elastic_workers the coordinator publishes it
 // under store key "lead" (its presence is how a worker knows the job is
 // elastic) and, when the lead is dropped, names the lowest-ranked worker
-// still in the job (server/coordinator_elastic.cc). Workers read the key at
+// still in the job (server/coordinator/elastic_workers.h). Workers read the key at
 // every evaluation round, every 2 s while training (progress reports), and at
 // the end. A worker that finds itself the lead opens --metrics_out (appending:
 // the old lead's lines stay) and from then on does what worker 0 did:

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/coordinator.h"
-#include "server/parameter_server.h"
+#include "server/coordinator/coordinator.h"
+#include "server/ps/parameter_server.h"
 #include "tests/server/test_cluster.h"
 #include "tests/worker/data/test_files.h"
 #include "worker/data/synthetic.h"

@@ -1,0 +1,207 @@
+// Coordinator: one training job's membership (ranks, heartbeats, who is
+// alive), its epochs, the table layout, barriers, the rendezvous store and
+// the end of the job; parts of its own own the rest (see below).
+//
+// Nodes register (in any order; they retry until the coordinator is up),
+// get a rank, and wait until every expected server and worker has joined.
+// The first worker to define the model's tables makes the coordinator
+// compute the layout and create the tables on every server; every worker
+// then receives the same layout. A node not heard from within the heartbeat
+// timeout is declared dead in the log, with its role, rank and address, and
+// the job is aborted (every node told to stop), unless a part takes over:
+// a server failure starts a recovery (with checkpoints), a worker's death
+// drops it (with elastic workers). When all workers have finished, the
+// servers are told to stop and Run() returns OK.
+//
+// This class is the core. The parts, each with its own state behind a
+// short interface, are:
+//   CheckpointCoordinator  the schedule, the workers' pause, the manifests,
+//                          what the servers restore from
+//   ElasticWorkers         dropped workers, their orphaned shards, the lead
+//                          worker, returning workers
+//   ServerRecovery         a recovery under way and the workers waiting for it
+//   Observability          the monitor the core feeds, /metrics, the dashboard
+// The core receives every request, checks who sent it, and hands it to the
+// part it concerns; parts reach the servers through the core's ClusterLink.
+//
+// All state lives on the RPC node's I/O thread; Run() and RequestStop() may
+// be called from any thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/rpc.h"
+#include "proto_msgs/codec.h"
+#include "proto_msgs/messages.h"
+#include "server/coordinator/checkpoint_coordinator.h"
+#include "server/coordinator/checkpoint_manager.h"
+#include "server/coordinator/cluster_link.h"
+#include "server/coordinator/dashboard/cluster_monitor.h"
+#include "server/coordinator/dashboard/observability.h"
+#include "server/coordinator/elastic_workers.h"
+#include "server/coordinator/rendezvous_store.h"
+#include "server/coordinator/server_recovery.h"
+
+namespace pstrain::server {
+
+struct CoordinatorOptions {
+  std::string bind = "tcp://0.0.0.0:7000";
+  std::string advertise_host;  // host put in advertised endpoints (default: hostname)
+  int num_servers = 1;
+  int num_workers = 1;
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  // How long to wait for every node to join before giving up.
+  absl::Duration join_timeout = absl::Minutes(10);
+  proto::Consistency consistency = proto::Consistency::kAsp;
+  int staleness = 0;
+  uint64_t dense_chunk_floats = 1 << 16;
+  // Prometheus metrics at http://http_host:metrics_port/metrics and the
+  // dashboard at http://http_host:dashboard_port/ (0: off; one server when
+  // the ports are equal).
+  int metrics_port = 0;
+  int dashboard_port = 0;
+  std::string http_host = "0.0.0.0";
+  CheckpointOptions checkpoint;
+  // With checkpoints: when a server fails, wait for a replacement of the
+  // same rank (or the same process heard from again), roll every server
+  // back to the latest checkpoint and let the workers resume from it.
+  bool recover_servers = true;
+  absl::Duration recovery_timeout = absl::Minutes(5);
+  // Elastic workers: a worker that stops responding is dropped instead of
+  // ending the job; the servers stop waiting for it and the others adopt the
+  // rest of its data shard. When it was the lead worker (worker 0 at first)
+  // the next live rank takes that role over (parameter-server mode only).
+  bool elastic_workers = false;
+  // A worker not heard from for this long is dead (zero: heartbeat_timeout).
+  absl::Duration worker_timeout = absl::ZeroDuration();
+};
+
+class Coordinator final : private ClusterLink {
+ public:
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(CoordinatorOptions options,
+                                                             std::unique_ptr<Transport> transport);
+  ~Coordinator();
+
+  // The endpoint nodes should connect to.
+  const std::string& endpoint() const { return endpoint_; }
+  // Serves until the job finishes (OK), fails (the reason) or is stopped
+  // (Cancelled).
+  absl::Status Run();
+  // Makes Run() return Cancelled after telling every node to stop.
+  void RequestStop();
+  // Membership, heartbeat numbers and checkpoint history, as the dashboard
+  // and /metrics show them (AddCheckpoint records a checkpoint). Never null.
+  ClusterMonitor* monitor() const { return observability_->monitor(); }
+  // The dashboard's and /metrics' URLs, or "" when not served.
+  std::string dashboard_url() const { return observability_->dashboard_url(); }
+  std::string metrics_url() const { return observability_->metrics_url(); }
+
+ private:
+  struct Member {
+    proto::NodeInfo info;
+    PeerId peer = kNoPeer;
+    absl::Time last_seen;
+    bool alive = true;
+    bool done = false;
+  };
+
+  Coordinator(CoordinatorOptions options, std::unique_ptr<RpcNode> node, std::string endpoint);
+
+  // ClusterLink, for the parts.
+  RpcNode& node() override { return *node_; }
+  int num_servers() const override { return options_.num_servers; }
+  PeerId server_peer(int rank) const override;
+  uint64_t epoch() const override { return epoch_; }
+  bool finishing() const override { return finishing_; }
+
+  void Handle(RpcRequest&& req);
+  void OnRegister(const proto::Decoded& d, const RpcRequest& req);
+  void OnGetCluster(const proto::Decoded& d, const RpcRequest& req);
+  void OnDefineTables(const proto::Decoded& d, const RpcRequest& req);
+  void OnHeartbeat(const proto::Decoded& d, const RpcRequest& req);
+  void OnBarrier(const proto::Decoded& d, const RpcRequest& req);
+  void OnStoreSet(const proto::Decoded& d, const RpcRequest& req);
+  void OnStoreGet(const proto::Decoded& d, const RpcRequest& req);
+  void OnWorkerDone(const proto::Decoded& d, const RpcRequest& req);
+  // Requests a part answers (after the core checked who sent them).
+  void OnCheckpointArrive(const proto::Decoded& d, const RpcRequest& req);
+  void OnWaitRecovery(const proto::Decoded& d, const RpcRequest& req);
+  void OnClaimShard(const proto::Decoded& d, const RpcRequest& req);
+  void OnRejoin(const proto::Decoded& d, const RpcRequest& req);
+
+  Member* FindMember(proto::Role role, int32_t rank);
+  // The rank `info` registers under: the one it asks for (`requested`), or
+  // (-1) the one a lost reply gave it, a free one, or during a recovery the
+  // failed server's.
+  absl::StatusOr<int32_t> ChooseRank(const proto::NodeInfo& info, int32_t requested) const;
+  bool AllJoined() const;
+  proto::ClusterView View(int32_t rank) const;
+  void ReplyCluster();
+  // The layout of `tables` for this job (servers, workers, consistency, epoch).
+  absl::StatusOr<proto::TableLayout> JobLayout(const std::vector<TableSpec>& tables) const;
+  // Creates layout_'s tables on every server (restoring the checkpoint's
+  // shards); layout_ is published when all confirm, then `done` runs.
+  void CreateTablesOnServers(std::function<void(absl::Status)> done);
+  void Tick();
+  void CheckHeartbeats(absl::Time now);
+
+  // Elastic workers: drops dead worker `m` (ElasticWorkers decides what
+  // happens to its shard and the lead role); takes dropped worker `m` back
+  // under its new process `info`.
+  void DropWorker(Member* m, const std::string& reason);
+  void AdmitReturningWorker(Member* m, const proto::NodeInfo& info);
+
+  // Recovery from a server failure: the core's epochs. StartRecovery bumps
+  // the epoch and rolls every live node back (kRecover); once every server
+  // is up, MaybeFinishRecovery restores the latest checkpoint everywhere and
+  // answers the workers waiting in kWaitRecovery.
+  bool CanRecover() const;
+  void StartRecovery(Member* dead, const std::string& reason);
+  void SendRecover(Member* m);
+  void MaybeFinishRecovery();
+
+  // Ends the job when every worker has finished or was dropped.
+  void MaybeEndJob();
+  // Tells every live node to stop, then ends Run() with `status`.
+  void Finish(absl::Status status);
+  void ReplyError(const RpcRequest& req, const absl::Status& status);
+  void ReplyOk(const RpcRequest& req);
+
+  CoordinatorOptions options_;
+  std::unique_ptr<RpcNode> node_;
+  std::string endpoint_;
+  absl::Time started_;
+
+  // I/O thread state: membership, epochs, the layout and the store.
+  std::vector<std::optional<Member>> servers_;
+  std::vector<std::optional<Member>> workers_;
+  std::vector<Parked> cluster_waiters_;
+  std::vector<TableSpec> defined_tables_;
+  std::optional<proto::TableLayout> layout_;
+  bool creating_tables_ = false;
+  std::vector<Parked> layout_waiters_;
+  RendezvousStore store_;
+  uint64_t epoch_ = 0;
+  bool finishing_ = false;
+
+  // The parts (I/O thread). observability_ stops serving first in the
+  // destructor.
+  std::unique_ptr<Observability> observability_;
+  std::unique_ptr<CheckpointCoordinator> checkpoints_;
+  std::unique_ptr<ElasticWorkers> elastic_;
+  std::unique_ptr<ServerRecovery> recovery_;
+
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status result_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace pstrain::server

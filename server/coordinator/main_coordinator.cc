@@ -1,0 +1,155 @@
+// pstrain_coordinator: membership, table layout, barriers, heartbeats and
+// the rendezvous store of one training job.
+#include <atomic>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
+#include "common/file_util.h"
+#include "common/process.h"
+#include "common/security/security_flags.h"
+#include "common/zmq_transport.h"
+#include "server/coordinator/coordinator.h"
+
+ABSL_FLAG(std::string, bind, "tcp://0.0.0.0:7000",
+          "Endpoint to listen on (port 0 picks a free one; see --endpoint_file).");
+ABSL_FLAG(std::string, advertise_host, "", "Host name others use to reach this node (default: hostname).");
+ABSL_FLAG(std::string, endpoint_file, "", "Write the bound endpoint to this file once listening.");
+ABSL_FLAG(int, servers, 1, "Number of parameter servers in the job.");
+ABSL_FLAG(int, workers, 1, "Number of workers in the job.");
+ABSL_FLAG(std::string, consistency, "asp", "asp | bsp | ssp: when pulls may see which pushes.");
+ABSL_FLAG(int, staleness, 2, "SSP: how many clocks a worker may run ahead of the slowest.");
+ABSL_FLAG(double, heartbeat_interval, 1.0, "Seconds between node heartbeats.");
+ABSL_FLAG(double, heartbeat_timeout, 10.0, "Seconds without a heartbeat before a node is declared dead.");
+ABSL_FLAG(double, join_timeout, 600.0, "Seconds to wait for every node to join.");
+ABSL_FLAG(int64_t, dense_chunk, 65536,
+          "Dense tables with more floats than this are split across all servers.");
+ABSL_FLAG(int, metrics_port, 0, "Serve Prometheus metrics at http://HOST:PORT/metrics (0: off).");
+ABSL_FLAG(int, dashboard_port, 0,
+          "Serve the web dashboard at http://HOST:PORT/ (0: off; may equal --metrics_port).");
+ABSL_FLAG(std::string, http_host, "0.0.0.0",
+          "Address the --metrics_port and --dashboard_port servers listen on.");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Folder for checkpoints (shared by the servers and the coordinator); empty: none.");
+ABSL_FLAG(int64_t, checkpoint_every_steps, 0, "Checkpoint every N steps (0: not by steps).");
+ABSL_FLAG(double, checkpoint_every_secs, 0, "Checkpoint about every N seconds (0: not by time).");
+ABSL_FLAG(int, keep_checkpoints, 3, "Complete checkpoints kept; older ones are deleted.");
+ABSL_FLAG(std::string, restore, "auto",
+          "auto (the latest checkpoint in --checkpoint_dir if any) | latest (must exist) | none | "
+          "PATH of a checkpoint folder.");
+ABSL_FLAG(bool, recover_servers, true,
+          "With --checkpoint_dir: when a server fails, wait for a replacement of its rank (or the "
+          "same process heard from again), roll every server back to the latest checkpoint and "
+          "resume the workers from it, instead of ending the job.");
+ABSL_FLAG(bool, elastic_workers, false,
+          "When a worker stops responding, drop it and go on: the servers stop waiting for it and "
+          "the first worker to finish its own data trains the rest of its shard; if it was the lead "
+          "(worker 0 at first: evaluation, summary, --save_model), the lowest-ranked live worker "
+          "takes that over (parameter-server mode). Off: a dead worker ends the job.");
+ABSL_FLAG(double, worker_timeout, 0,
+          "Seconds without a heartbeat before a worker is declared dead (and, with "
+          "--elastic_workers, dropped); 0: --heartbeat_timeout.");
+ABSL_FLAG(double, recovery_timeout, 300.0,
+          "Seconds to wait for a failed server to come back before ending the job.");
+ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
+
+namespace {
+// Tearing down (closing sockets, joining threads) takes milliseconds; past
+// this a vanished peer holds it up and the process ends anyway.
+constexpr absl::Duration kTeardownGrace = absl::Seconds(10);
+
+std::atomic<pstrain::server::Coordinator*> g_coordinator{nullptr};
+
+absl::StatusOr<pstrain::proto::Consistency> ParseConsistency(std::string s) {
+  s = absl::AsciiStrToLower(s);
+  if (s == "asp") return pstrain::proto::Consistency::kAsp;
+  if (s == "bsp") return pstrain::proto::Consistency::kBsp;
+  if (s == "ssp") return pstrain::proto::Consistency::kSsp;
+  return absl::InvalidArgumentError("--consistency must be asp, bsp or ssp, not '" + s + "'");
+}
+
+absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
+  using namespace pstrain;
+  server::CoordinatorOptions o;
+  o.bind = absl::GetFlag(FLAGS_bind);
+  o.advertise_host = absl::GetFlag(FLAGS_advertise_host);
+  o.num_servers = absl::GetFlag(FLAGS_servers);
+  o.num_workers = absl::GetFlag(FLAGS_workers);
+  PS_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(absl::GetFlag(FLAGS_consistency)));
+  o.staleness = absl::GetFlag(FLAGS_staleness);
+  if (o.staleness < 0) return absl::InvalidArgumentError("--staleness must be >= 0");
+  o.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval));
+  o.heartbeat_timeout = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout));
+  o.join_timeout = absl::Seconds(absl::GetFlag(FLAGS_join_timeout));
+  o.dense_chunk_floats = static_cast<uint64_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_dense_chunk)));
+  o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o.dashboard_port = absl::GetFlag(FLAGS_dashboard_port);
+  o.http_host = absl::GetFlag(FLAGS_http_host);
+  for (int port : {o.metrics_port, o.dashboard_port}) {
+    if (port < 0 || port > 65535) return absl::InvalidArgumentError("ports must be in 0..65535");
+  }
+  o.checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.checkpoint.every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
+  o.checkpoint.every_secs = absl::GetFlag(FLAGS_checkpoint_every_secs);
+  o.checkpoint.keep = absl::GetFlag(FLAGS_keep_checkpoints);
+  o.checkpoint.restore = absl::GetFlag(FLAGS_restore);
+  o.recover_servers = absl::GetFlag(FLAGS_recover_servers);
+  o.elastic_workers = absl::GetFlag(FLAGS_elastic_workers);
+  o.worker_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout));
+  if (o.worker_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--worker_timeout must be >= 0");
+  }
+  o.recovery_timeout = absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout));
+  if (o.checkpoint.every_steps < 0 || o.checkpoint.every_secs < 0 || o.checkpoint.keep < 1) {
+    return absl::InvalidArgumentError(
+        "--checkpoint_every_steps/--checkpoint_every_secs must be >= 0 and --keep_checkpoints >= 1");
+  }
+  if (o.checkpoint.dir.empty() && (o.checkpoint.every_steps > 0 || o.checkpoint.every_secs > 0)) {
+    return absl::InvalidArgumentError("checkpoints need --checkpoint_dir");
+  }
+  if (!o.checkpoint.dir.empty()) PS_RETURN_IF_ERROR(MakeDirs(o.checkpoint.dir));
+  if (o.heartbeat_timeout <= o.heartbeat_interval) {
+    return absl::InvalidArgumentError("--heartbeat_timeout must exceed --heartbeat_interval");
+  }
+  ZmqTransportOptions t;
+  t.name = "coordinator";
+  t.curve = keys;
+  PS_ASSIGN_OR_RETURN(auto coordinator,
+                      server::Coordinator::Create(o, std::make_unique<ZmqTransport>(t)));
+  spdlog::info("listening at {} for {} servers and {} workers ({})", coordinator->endpoint(),
+               o.num_servers, o.num_workers, absl::GetFlag(FLAGS_consistency));
+  if (std::string f = absl::GetFlag(FLAGS_endpoint_file); !f.empty()) {
+    PS_RETURN_IF_ERROR(WriteFileAtomically(f, coordinator->endpoint() + "\n"));
+  }
+  g_coordinator = coordinator.get();
+  absl::Status st = coordinator->Run();
+  g_coordinator = nullptr;
+  ExitWithin(kTeardownGrace, st.ok() ? 0 : 1);
+  return st;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pstrain::ParseFlagsWithEnv(argc, argv,
+                             "pstrain_coordinator --servers=S --workers=W [--bind=tcp://0.0.0.0:7000]\n"
+                             "Coordinates one pstrain training job. Flags may also come from "
+                             "PSTRAIN_<FLAG> environment variables.");
+  pstrain::InitLogging("coordinator", absl::GetFlag(FLAGS_log_level));
+  pstrain::HandleTerminationSignals([](int) {
+    if (auto* c = g_coordinator.load()) c->RequestStop();
+  });
+  // Bad security settings are bad flags: exit 2, like the other flag errors.
+  auto keys = pstrain::CurveKeysFromFlags();
+  if (!keys.ok()) {
+    spdlog::error("{}", keys.status().ToString());
+    return 2;
+  }
+  absl::Status st = RunCoordinator(*keys);
+  if (!st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,121 @@
+// KvStore: this server's shards of every table (or, with executor threads,
+// one part of them), and the validated execution of pull and push requests
+// against them.
+//
+// Parts (--server_threads): part p of `parts` holds the sparse rows with
+// SparseOwnerPart(id) == p and piece p of each dense range (PieceOf). Every
+// part validates requests against the whole server's shard; Pull and Push
+// take ops already cut to the part (ShardSet does the cutting).
+//
+// Every request is checked in full before anything changes: table ids,
+// kinds, ranges this server holds, ids this server owns, payload shapes and
+// dims. A push with a non-finite gradient is refused by the table, which
+// stays unchanged. Not thread-safe: the server's owner thread calls it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto_msgs/codec.h"
+#include "proto_msgs/messages.h"
+#include "server/ps/tables/dense_shard.h"
+#include "server/ps/tables/sparse_table.h"
+
+namespace pstrain::server {
+
+// A validated part of a request, pointing into the request's payloads.
+struct KvOp {
+  uint32_t table = 0;
+  bool sparse = false;
+  uint64_t begin = 0;  // dense
+  uint64_t count = 0;  // dense: floats; sparse: ids
+  std::span<const uint64_t> ids;    // sparse
+  std::span<const float> values;    // push: gradients
+};
+
+struct TableStats {
+  std::string name;
+  bool sparse = false;
+  uint64_t rows = 0;   // sparse rows, or dense floats held
+  uint64_t bytes = 0;
+  // Sparse: of `bytes`, the index and the per-request scratch buffers.
+  uint64_t index_bytes = 0;
+  uint64_t scratch_bytes = 0;
+};
+
+class KvStore {
+ public:
+  // Creates part `part` of the shards that `layout` assigns to server `rank`.
+  static absl::StatusOr<std::unique_ptr<KvStore>> Create(const proto::TableLayout& layout,
+                                                         int rank, int part = 0, int parts = 1);
+
+  // The piece [begin, begin + length) of a server's dense range
+  // [offset, offset + length) that part `part` of `parts` holds; length 0
+  // when it holds none. Small ranges are not cut: one part (chosen by the
+  // table id) holds them whole. Pieces are contiguous, in part order, and
+  // cover the range.
+  struct Piece {
+    uint64_t begin = 0, length = 0;
+  };
+  static Piece PieceOf(uint32_t table, uint64_t offset, uint64_t length, int part, int parts);
+
+  // Checks a pull/push request and resolves its parts.
+  absl::StatusOr<std::vector<KvOp>> Validate(const proto::Decoded& request,
+                                             const proto::KvRequest& body, bool is_push) const;
+
+  // Reads the values of validated pull parts: one payload per part.
+  absl::Status Pull(const std::vector<KvOp>& ops, std::vector<Buffer>* out);
+  // Applies validated push parts, each gradient multiplied by `scale`.
+  // `step`: the worker clock of the push, for the tables' warm-up (-1: none).
+  absl::Status Push(const std::vector<KvOp>& ops, float scale, int64_t step = -1);
+
+  // Writes every section this server holds to a checkpoint shard file.
+  // Returns {bytes, checksum}.
+  absl::StatusOr<std::pair<uint64_t, std::string>> SaveShard(const std::string& path,
+                                                             uint64_t step) const {
+    return SaveShard({this}, path, step);
+  }
+  // The same for a server whose shard is split into `parts` (all the parts
+  // of one server, in part order): one file, as if written unsplit.
+  static absl::StatusOr<std::pair<uint64_t, std::string>> SaveShard(
+      const std::vector<const KvStore*>& parts, const std::string& path, uint64_t step);
+  // Loads what this server owns under the current layout from the shard
+  // files of a checkpoint written by any number of servers (re-sharding:
+  // dense ranges re-cut, sparse rows re-routed by SparseOwner). Tables start
+  // empty; every dense range must be covered.
+  absl::Status Restore(const std::vector<std::string>& shard_files);
+
+  // Rows [offset, offset + max_rows) of sparse table `table` (iteration
+  // order) into `ids` / `values`; returns the rows the table holds.
+  absl::StatusOr<uint64_t> Dump(uint32_t table, uint64_t offset, uint64_t max_rows,
+                                std::vector<uint64_t>* ids, std::vector<float>* values) const;
+
+  const proto::TableLayout& layout() const { return layout_; }
+  int rank() const { return rank_; }
+  int part() const { return part_; }
+  int parts() const { return parts_; }
+  // The server's dense range of `table` ({0, 0} when it has none).
+  Piece server_range(uint32_t table) const { return server_ranges_[table]; }
+  // True when this server (any part) holds a share of `table`.
+  bool holds(uint32_t table) const {
+    return sparse_[table] != nullptr || server_ranges_[table].length > 0;
+  }
+  DenseShard* dense(uint32_t table) { return dense_[table].get(); }
+  SparseTable* sparse(uint32_t table) { return sparse_[table].get(); }
+  std::vector<TableStats> Stats() const;
+
+ private:
+  KvStore(proto::TableLayout layout, int rank, int part, int parts)
+      : layout_(std::move(layout)), rank_(rank), part_(part), parts_(parts) {}
+
+  proto::TableLayout layout_;
+  int rank_;
+  int part_, parts_;
+  std::vector<Piece> server_ranges_;                 // by table id
+  std::vector<std::unique_ptr<DenseShard>> dense_;    // by table id; null if not held
+  std::vector<std::unique_ptr<SparseTable>> sparse_;  // by table id; null for dense tables
+};
+
+}  // namespace pstrain::server

@@ -1,0 +1,496 @@
+#include "server/ps/parameter_server.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "cluster/node_info.h"
+#include "common/http/http_server.h"
+#include "common/optim/finite.h"
+
+namespace pstrain::server {
+
+using proto::Consistency;
+using proto::Decoded;
+using proto::MsgType;
+using proto::Role;
+
+namespace {
+// How often Run() checks that the coordinator is still heard from: well
+// under ServerOptions::coordinator_timeout, cheap (one clock read).
+constexpr absl::Duration kCoordinatorCheckPeriod = absl::Seconds(1);
+// After answering kShutdown: lets the reply leave before the server ends.
+constexpr absl::Duration kShutdownReplyGrace = absl::Milliseconds(50);
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
+    ServerOptions options, std::unique_ptr<Transport> transport) {
+  if (options.coordinator.empty()) return absl::InvalidArgumentError("no coordinator address");
+  auto node = std::make_unique<RpcNode>(std::move(transport));
+  PS_ASSIGN_OR_RETURN(std::string bound, node->Bind(options.bind));
+  std::string endpoint = AdvertisedEndpoint(bound, options.advertise_host);
+  std::unique_ptr<ParameterServer> s(
+      new ParameterServer(std::move(options), std::move(node), std::move(endpoint)));
+  ParameterServer* self = s.get();
+  PS_RETURN_IF_ERROR(self->StartMetrics());
+  PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
+  CoordinatorClientOptions co;
+  co.coordinator = self->options_.coordinator;
+  co.role = Role::kServer;
+  co.requested_rank = self->options_.rank;
+  co.endpoint = self->endpoint_;
+  co.connect_timeout = self->options_.connect_timeout;
+  self->client_ = std::make_unique<CoordinatorClient>(self->node_.get(), co);
+  return s;
+}
+
+ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<RpcNode> node,
+                                 std::string endpoint)
+    : options_(std::move(options)), node_(std::move(node)), endpoint_(std::move(endpoint)) {}
+
+ParameterServer::~ParameterServer() {
+  http_.reset();
+  if (client_) client_->StopHeartbeats();
+  node_->Stop();
+}
+
+absl::Status ParameterServer::Run() {
+  PS_ASSIGN_OR_RETURN(proto::ClusterView view, client_->Register());
+  node_->transport().Post([this, r = view.your_rank] { rank_ = r; });
+  spdlog::info("server {} serving at {}", view.your_rank, endpoint_);
+  client_->StartHeartbeats(absl::Milliseconds(view.heartbeat_interval_ms),
+                           [this] { return HeartbeatBody(); });
+  absl::MutexLock lock(&mu_);
+  while (!finished_) {
+    mu_.AwaitWithTimeout(absl::Condition(&finished_), kCoordinatorCheckPeriod);
+    if (!finished_ && absl::Now() - client_->last_contact() > options_.coordinator_timeout) {
+      finished_ = true;
+      result_ = absl::UnavailableError(absl::StrCat(
+          "lost the coordinator at ", options_.coordinator, ": no answer for ",
+          absl::FormatDuration(absl::Now() - client_->last_contact())));
+    }
+  }
+  client_->StopHeartbeats();
+  return result_;
+}
+
+void ParameterServer::RequestStop() { Finish(absl::CancelledError("server stopped")); }
+
+void ParameterServer::Finish(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  if (finished_) return;
+  finished_ = true;
+  result_ = std::move(status);
+}
+
+ServerStats ParameterServer::stats() const {
+  return ServerStats{pulls_.load(), pushes_.load(), errors_.load(), parked_count_.load()};
+}
+
+absl::StatusOr<std::vector<TableStats>> ParameterServer::StoreStats(
+    absl::Duration timeout) const {
+  struct Answer {
+    absl::Notification done;
+    absl::StatusOr<std::vector<TableStats>> stats;
+  };
+  auto answer = std::make_shared<Answer>();
+  node_->transport().Post([this, answer] {
+    if (store_) {
+      answer->stats = store_->Stats();
+    } else {
+      answer->stats = absl::FailedPreconditionError("tables not created yet");
+    }
+    answer->done.Notify();
+  });
+  if (!answer->done.WaitForNotificationWithTimeout(timeout)) {
+    return absl::DeadlineExceededError("server I/O thread did not answer the stats request");
+  }
+  return answer->stats;
+}
+
+void ParameterServer::ReplyError(const RpcRequest& req, const absl::Status& status) {
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  metrics_->OnError();
+  node_->Reply(req, proto::EncodeError(Role::kServer, client_ ? rank_ : -1, status));
+}
+
+void ParameterServer::Handle(RpcRequest&& req) {
+  metrics_->BeginRequest();
+  absl::StatusOr<Decoded> d = proto::Decode(req.message);
+  if (!d.ok()) {
+    spdlog::warn("server: dropped a malformed request: {}", d.status().ToString());
+    return ReplyError(req, d.status());
+  }
+  switch (d->type()) {
+    case MsgType::kPull: return OnPull(*std::move(d), std::move(req));
+    case MsgType::kPush: return OnPush(*std::move(d), std::move(req));
+    case MsgType::kCreateTables: return OnCreateTables(*d, req);
+    case MsgType::kShutdown: return OnShutdown(*d, req);
+    case MsgType::kPing: return node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+    case MsgType::kDumpRows: return OnDumpRows(*d, req);
+    case MsgType::kSaveShard: return OnSaveShard(*d, req);
+    case MsgType::kRecover: return OnRecover(*d, req);
+    case MsgType::kRetireWorker: return OnRetireWorker(*d, req);
+    case MsgType::kReadmitWorker: return OnReadmitWorker(*d, req);
+    default:
+      ReplyError(req, absl::UnimplementedError(
+                          absl::StrCat("server does not serve ", proto::MsgTypeName(d->type()))));
+  }
+}
+
+void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kCoordinator) {
+    return ReplyError(req, absl::PermissionDeniedError("only the coordinator creates tables"));
+  }
+  auto body = d.body<proto::CreateTablesRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  if (store_) {
+    return ReplyError(req, absl::AlreadyExistsError("tables were already created"));
+  }
+  int32_t known = client_->rank();
+  if (known >= 0 && known != body->server_rank) {
+    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+                               "tables for server ", body->server_rank, " sent to server ", known)));
+  }
+  rank_ = body->server_rank;
+  const proto::TableLayout* layout = &body->layout;
+  auto store = ShardSet::Create(*layout, rank_, options_.threads,
+                                [this](absl::AnyInvocable<void()> fn) {
+                                  node_->transport().Post(std::move(fn));
+                                });
+  if (!store.ok()) return ReplyError(req, store.status());
+  store_ = *std::move(store);
+  ++generation_;
+  metrics_->OnTablesCreated(store_->layout(), [this](uint32_t t) { return store_->holds(t); });
+  pushed_.assign(std::max(layout->num_workers, 1), 0);
+  retired_.assign(pushed_.size(), false);
+  applied_ = 0;
+  size_t dense = 0, sparse = 0;
+  for (const auto& t : layout->tables) (t.kind == TableKind::kDense ? dense : sparse)++;
+  if (store_->threads() > 1) {
+    spdlog::info("server {}: {} dense and {} sparse tables created on {} executor threads", rank_,
+                 dense, sparse, store_->threads());
+  } else {
+    spdlog::info("server {}: {} dense and {} sparse tables created", rank_, dense, sparse);
+  }
+  if (!body->restore_files.empty()) {
+    absl::Time t0 = absl::Now();
+    if (absl::Status st = store_->Restore(body->restore_files); !st.ok()) {
+      store_.reset();
+      spdlog::error("server {}: restore failed: {}", rank_, st.ToString());
+      return ReplyError(req, st);
+    }
+    // The workers resume from their checkpointed clocks.
+    for (const proto::WorkerPosition& p : layout->positions) {
+      if (p.rank < 0 || p.rank >= static_cast<int32_t>(pushed_.size())) continue;
+      pushed_[p.rank] = p.clock;
+      retired_[p.rank] = p.finished;
+    }
+    applied_ = std::max<int64_t>(0, layout->restored_step);
+    spdlog::info("server {}: restored step {} from {} shard files in {:.2f}s", rank_,
+                 layout->restored_step, body->restore_files.size(),
+                 absl::ToDoubleSeconds(absl::Now() - t0));
+  }
+  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+}
+
+void ParameterServer::OnRecover(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kCoordinator) {
+    return ReplyError(req, absl::PermissionDeniedError("only the coordinator rolls the cluster back"));
+  }
+  auto body = d.body<proto::RecoverNotice>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  // The tables go: the coordinator recreates them from the latest checkpoint
+  // (every server, so the model stays one consistent cut). Waiting pulls
+  // fail now; their workers wait for the recovery.
+  absl::Status why = absl::AbortedError(absl::StrCat("cluster recovering (epoch ", body->epoch,
+                                                     "): ", body->reason));
+  for (ParkedPull& p : parked_) ReplyError(p.pull->request, why);
+  parked_.clear();
+  parked_count_.store(0, std::memory_order_relaxed);
+  store_.reset();
+  ++generation_;
+  spdlog::warn("server {}: {}; tables dropped until the coordinator restores them", rank_,
+               std::string(why.message()));
+  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+}
+
+void ParameterServer::OnSaveShard(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kCoordinator) {
+    return ReplyError(req, absl::PermissionDeniedError("only the coordinator takes checkpoints"));
+  }
+  if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
+  auto body = d.body<proto::SaveShardRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  absl::Time t0 = absl::Now();
+  proto::ShardSaved saved;
+  saved.file = absl::StrCat("server-", rank_, ".shard");
+  auto result = store_->SaveShard(body->dir + "/" + saved.file, static_cast<uint64_t>(body->step));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  if (!result.ok()) {
+    metrics_->RecordCheckpointWrite(seconds, 0, /*ok=*/false);
+    spdlog::error("server {}: checkpoint {} failed: {}", rank_, body->step, result.status().ToString());
+    return ReplyError(req, result.status());
+  }
+  saved.bytes = result->first;
+  saved.checksum = result->second;
+  metrics_->RecordCheckpointWrite(seconds, saved.bytes, /*ok=*/true);
+  spdlog::info("server {}: checkpoint shard of step {} written ({} bytes, {:.2f}s)", rank_,
+               body->step, saved.bytes, seconds);
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kServer;
+  h.sender_rank = rank_;
+  node_->Reply(req, proto::Encode(h, saved));
+}
+
+absl::Status ParameterServer::CheckWorker(const proto::Header& h) const {
+  if (h.sender_role != Role::kWorker || h.sender_rank < 0 ||
+      h.sender_rank >= static_cast<int32_t>(pushed_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("request from ", proto::RoleName(h.sender_role),
+                                                   " ", h.sender_rank, ", not a known worker"));
+  }
+  if (h.step < 0) return absl::InvalidArgumentError("negative clock");
+  if (h.epoch != store_->layout().epoch) {
+    return absl::AbortedError(absl::StrCat("request of epoch ", h.epoch, " but the cluster is at epoch ",
+                                           store_->layout().epoch, " (it rolled back after a failure)"));
+  }
+  return absl::OkStatus();
+}
+
+bool ParameterServer::PullReady(int64_t clock) const {
+  switch (store_->layout().consistency) {
+    case Consistency::kAsp:
+      return true;
+    case Consistency::kBsp:
+      return applied_ >= clock;
+    case Consistency::kSsp:
+      return SlowestActiveClock() >= clock - store_->layout().staleness;
+  }
+  return true;
+}
+
+int64_t ParameterServer::SlowestActiveClock() const {
+  int64_t slowest = INT64_MAX;
+  for (size_t w = 0; w < pushed_.size(); ++w) {
+    if (!retired_[w]) slowest = std::min(slowest, pushed_[w]);
+  }
+  return slowest;
+}
+
+void ParameterServer::MaybeCompleteBspStep() {
+  if (!ApplyReadmissions()) return;  // elastic workers (parameter_server_workers.cc)
+  if (pushers_this_step_ == 0) return;
+  for (size_t w = 0; w < pushed_.size(); ++w) {
+    if (!retired_[w] && pushed_[w] <= applied_) return;  // still owes this step
+  }
+  pushers_this_step_ = 0;
+  store_->BspApply(applied_, [this, step = applied_](absl::Status st) {
+    if (!st.ok()) spdlog::error("server {}: applying step {} failed: {}", rank_, step, st.ToString());
+  });
+  ++applied_;
+  metrics_->OnBspStepApplied();
+  ReleaseParkedPulls();
+}
+
+std::shared_ptr<ParameterServer::KvCall> ParameterServer::StartKvCall(
+    Decoded&& d, RpcRequest&& req, bool is_push, proto::KvRequest* body) {
+  if (!store_) {
+    ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
+    return nullptr;
+  }
+  if (absl::Status st = CheckWorker(d.header()); !st.ok()) {
+    ReplyError(req, st);
+    return nullptr;
+  }
+  // The request moves into the call first: the ops point into it.
+  auto call = std::make_shared<KvCall>(
+      KvCall{std::move(req), std::move(d), {}, metrics_->request_start()});
+  auto decoded = call->decoded.body<proto::KvRequest>();
+  if (!decoded.ok()) {
+    ReplyError(call->request, decoded.status());
+    return nullptr;
+  }
+  *body = *std::move(decoded);
+  auto ops = store_->Validate(call->decoded, *body, is_push);
+  if (!ops.ok()) {
+    ReplyError(call->request, ops.status());
+    return nullptr;
+  }
+  call->ops = *std::move(ops);
+  return call;
+}
+
+void ParameterServer::OnPull(Decoded&& d, RpcRequest&& req) {
+  proto::KvRequest body;
+  std::shared_ptr<KvCall> call = StartKvCall(std::move(d), std::move(req), /*is_push=*/false, &body);
+  if (!call) return;
+  int64_t clock = call->decoded.header().step;
+  if (!PullReady(clock)) {
+    parked_count_.fetch_add(1, std::memory_order_relaxed);
+    parked_.push_back(ParkedPull{clock, std::move(call)});
+    return;
+  }
+  ServePull(std::move(call));
+}
+
+void ParameterServer::ServePull(std::shared_ptr<KvCall> pull) {
+  const std::vector<KvOp>& ops = pull->ops;
+  store_->Pull(ops, pull, [this, pull](absl::StatusOr<std::vector<Buffer>> values) {
+    if (!values.ok()) return ReplyError(pull->request, values.status());
+    proto::Header h;
+    h.type = MsgType::kReply;
+    h.sender_role = Role::kServer;
+    h.sender_rank = rank_;
+    h.step = applied_;
+    std::vector<proto::DType> types(values->size(), proto::DType::kF32);
+    pulls_.fetch_add(1, std::memory_order_relaxed);
+    metrics_->set_request_start(pull->arrived_ns);
+    metrics_->OnPullServed(pull->ops);
+    node_->Reply(pull->request, proto::EncodeHeaderOnly(std::move(h), *std::move(values), types));
+  });
+}
+
+void ParameterServer::ReleaseParkedPulls() {
+  if (parked_.empty()) return;
+  std::vector<ParkedPull> still;
+  std::vector<ParkedPull> ready;
+  for (ParkedPull& p : parked_) (PullReady(p.clock) ? ready : still).push_back(std::move(p));
+  parked_.swap(still);
+  for (ParkedPull& p : ready) ServePull(std::move(p.pull));
+}
+
+void ParameterServer::OnPush(Decoded&& d, RpcRequest&& req) {
+  proto::KvRequest request;
+  std::shared_ptr<KvCall> call = StartKvCall(std::move(d), std::move(req), /*is_push=*/true, &request);
+  if (!call) return;
+  const proto::KvRequest* body = &request;
+  const std::vector<KvOp>& parts = call->ops;
+  if (body->num_samples == 0 && !parts.empty()) {
+    return ReplyError(call->request, absl::InvalidArgumentError("push of gradients over zero samples"));
+  }
+  // A piece of a push sent in pieces (KvRequest::partial): applied or
+  // summed like any push, but the worker's clock moves with the last one.
+  const bool partial = body->partial;
+  if (partial && (parts.empty() || body->retire ||
+                  std::any_of(parts.begin(), parts.end(), [](const KvOp& op) { return op.sparse; }))) {
+    return ReplyError(call->request, absl::InvalidArgumentError(
+                                         "a partial push carries dense parts only, and does not retire"));
+  }
+  // Refuse the whole push, before anything changes, if any part is bad.
+  // A single part applied on arrival by the I/O thread needs no scan here:
+  // its table refuses a non-finite gradient by itself and stays unchanged
+  // (one pass less over the gradients). Summed (BSP) parts are checked
+  // before they are added; executor threads each refuse only their part.
+  Consistency mode = store_->layout().consistency;
+  const bool table_checks = parts.size() == 1 && mode != Consistency::kBsp && store_->threads() == 1;
+  for (size_t k = 0; !table_checks && k < parts.size(); ++k) {
+    const KvOp& op = parts[k];
+    size_t bad = optim::FindNonFinite(op.values.data(), op.values.size());
+    if (bad != op.values.size()) {
+      const TableSpec& spec = store_->layout().tables[op.table];
+      return ReplyError(call->request, absl::InvalidArgumentError(absl::StrCat(
+                                 "non-finite gradient in table ", spec.name, " at element ", bad,
+                                 op.sparse ? absl::StrCat(" (id ", op.ids[bad / spec.dim], ")") : "",
+                                 "; push refused, table unchanged")));
+    }
+  }
+  const int w = call->decoded.header().sender_rank;
+  const int64_t clock = call->decoded.header().step;
+  const bool retire = body->retire;
+  if (mode == Consistency::kBsp) {
+    bool counts = !parts.empty() || body->num_samples > 0 || !retire;
+    if (counts && (clock != applied_ || pushed_[w] != clock)) {
+      return ReplyError(call->request, absl::FailedPreconditionError(absl::StrCat(
+                                 "BSP push from worker ", w, " for step ", clock, " while step ",
+                                 applied_, " is open and it has pushed ", pushed_[w], " times")));
+    }
+    if (partial) {
+      // Summed now; the step's last piece carries the samples and counts.
+      store_->BspAdd(parts, 0, call, [this, call](absl::Status st) {
+        if (!st.ok()) return ReplyError(call->request, st);
+        metrics_->set_request_start(call->arrived_ns);
+        metrics_->OnPushApplied(call->ops, /*applied_now=*/false);
+        node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
+      });
+      return;
+    }
+    if (counts) {
+      pushed_[w] = clock + 1;
+      ++pushers_this_step_;
+    }
+    if (retire) retired_[w] = true;
+    pushes_.fetch_add(1, std::memory_order_relaxed);
+    auto reply = [this, call](absl::Status st) {
+      if (!st.ok()) return ReplyError(call->request, st);
+      metrics_->set_request_start(call->arrived_ns);
+      metrics_->OnPushApplied(call->ops, /*applied_now=*/false);
+      node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
+    };
+    // Summed before the step is applied: each part runs its queue in order.
+    if (counts) {
+      store_->BspAdd(parts, body->num_samples, call, std::move(reply));
+    } else {
+      reply(absl::OkStatus());
+    }
+    MaybeCompleteBspStep();
+    if (retire) ReleaseParkedPulls();
+    return;
+  }
+  // ASP/SSP: the clock moves once the push is applied, so the pulls it
+  // releases read it.
+  auto done = [this, call, w, clock, retire, partial, mode, generation = generation_](absl::Status st) {
+    if (!st.ok()) return ReplyError(call->request, st);
+    if (generation != generation_) {
+      return ReplyError(call->request, absl::AbortedError("the tables were replaced meanwhile"));
+    }
+    metrics_->set_request_start(call->arrived_ns);
+    metrics_->OnPushApplied(call->ops, /*applied_now=*/true);
+    if (partial) return node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
+    if (!call->ops.empty() || !retire) pushed_[w] = std::max(pushed_[w], clock + 1);
+    if (retire) retired_[w] = true;
+    pushes_.fetch_add(1, std::memory_order_relaxed);
+    node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
+    if (mode == Consistency::kSsp || retire) ReleaseParkedPulls();
+  };
+  if (parts.empty()) return done(absl::OkStatus());
+  store_->Push(parts, 1.0f / static_cast<float>(body->num_samples), clock, call, std::move(done));
+}
+
+void ParameterServer::OnDumpRows(const Decoded& d, const RpcRequest& req) {
+  if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
+  auto body = d.body<proto::DumpRequest>();
+  if (!body.ok()) return ReplyError(req, body.status());
+  std::vector<uint64_t> ids;
+  std::vector<float> values;
+  uint64_t max_rows = std::min<uint64_t>(body->max_rows, 1 << 22);
+  auto total = store_->Dump(body->table, body->offset, max_rows, &ids, &values);
+  if (!total.ok()) return ReplyError(req, total.status());
+  proto::Header h;
+  h.type = MsgType::kReply;
+  h.sender_role = Role::kServer;
+  h.sender_rank = rank_;
+  h.step = static_cast<int64_t>(*total);
+  node_->Reply(req, proto::EncodeHeaderOnly(
+                        h, {Buffer::FromVector(std::move(ids)), Buffer::FromVector(std::move(values))},
+                        {proto::DType::kU64, proto::DType::kF32}));
+}
+
+void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {
+  if (d.header().sender_role != Role::kCoordinator) {
+    return ReplyError(req, absl::PermissionDeniedError("only the coordinator stops servers"));
+  }
+  node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+  absl::Status why = proto::RemoteStatus(d.header());
+  if (why.ok()) {
+    spdlog::info("server {}: shutting down", rank_);
+  } else {
+    spdlog::error("server {}: job aborted: {}", rank_, why.ToString());
+  }
+  // Told to stop is an orderly end for this server, whatever the reason.
+  node_->transport().RunAfter(kShutdownReplyGrace, [this] { Finish(absl::OkStatus()); });
+}
+
+}  // namespace pstrain::server

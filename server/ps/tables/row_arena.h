@@ -1,0 +1,85 @@
+// RowArena: fixed-stride rows of floats for a SparseTable.
+//
+// Rows live in 2 MiB chunks backed by huge pages (see PageBuffer); a chunk
+// holds R = floor(2 MiB / row bytes) rows, so little more than one row's
+// worth of each chunk is unused. A row number is (chunk << shift) | slot
+// with 2^shift >= R, so finding a row is a shift and a mask, and row numbers
+// have small gaps (at most half the 32-bit space is lost, leaving room for
+// over two billion rows).
+//
+// Growth never copies the table: new rows go to a fresh chunk. The one
+// exception is the first chunk, which starts small and doubles (copying at
+// most 2 MiB) until it is full size, so that small tables stay small. Row
+// pointers are therefore valid only until the next Append().
+//
+// Not thread-safe: owned by one SparseTable, used from its owner thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "server/ps/tables/page_buffer.h"
+
+namespace pstrain::server {
+
+class RowArena {
+ public:
+  // REQUIRES: stride_floats > 0.
+  explicit RowArena(size_t stride_floats);
+  RowArena(const RowArena&) = delete;
+  RowArena& operator=(const RowArena&) = delete;
+
+  size_t stride() const { return stride_; }
+  size_t size() const { return size_; }
+  size_t rows_per_chunk() const { return rows_per_chunk_; }
+  // Bytes allocated for rows and the chunk tables.
+  size_t bytes() const;
+
+  // REQUIRES: r was returned by Append() since the last Clear().
+  float* row(uint32_t r) { return chunks_[r >> shift_] + (r & mask_) * stride_; }
+  const float* row(uint32_t r) const { return chunks_[r >> shift_] + (r & mask_) * stride_; }
+
+  // Hints the CPU to load every cache line of row r, for reading or (kWrite)
+  // for writing.
+  template <bool kWrite = false>
+  void Prefetch(uint32_t r) const {
+    const char* p = reinterpret_cast<const char*>(row(r));
+    for (size_t off = 0; off < row_bytes_; off += 64) __builtin_prefetch(p + off, kWrite);
+    __builtin_prefetch(p + row_bytes_ - 1, kWrite);
+  }
+
+  // True when no row number below 2^32 - 1 is left for another row.
+  bool full() const;
+
+  // Adds an uninitialized row and returns its number. REQUIRES: !full().
+  uint32_t Append();
+
+  // Frees every row.
+  void Clear();
+
+ private:
+  static constexpr size_t kFirstChunkRows = 64;
+
+  // Rows the last chunk can hold.
+  size_t LastCapacity() const {
+    return buffers_.size() == 1 ? first_capacity_ : rows_per_chunk_;
+  }
+  // Number the next Append would return, as 64 bits.
+  uint64_t NextNumber() const;
+  void AddChunk(size_t capacity);
+
+  const size_t stride_;
+  const size_t row_bytes_;
+  size_t rows_per_chunk_ = 0;  // R
+  size_t chunk_bytes_ = 0;     // bytes of a full chunk (multiple of 2 MiB)
+  size_t shift_ = 0;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+  size_t last_fill_ = 0;       // rows used in the last chunk
+  size_t first_capacity_ = 0;  // rows the first chunk holds now (<= R)
+  std::vector<PageBuffer> buffers_;
+  std::vector<float*> chunks_;  // buffers_[i].data(), for the fast path
+};
+
+}  // namespace pstrain::server

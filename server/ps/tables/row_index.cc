@@ -1,0 +1,52 @@
+#include "server/ps/tables/row_index.h"
+
+#include <utility>
+
+namespace pstrain::server {
+
+RowIndex::RowIndex() { Rehash(kInitialCapacity); }
+
+void RowIndex::Insert(uint64_t id, uint32_t row) {
+  if (size_ + 1 > max_size_) Rehash(capacity() * 2);
+  size_t pos = Home(id);
+  while (RowAt(pos) != kNoRow) pos = (pos + 1) & mask_;
+  Store(pos, id, row);
+  ++size_;
+}
+
+void RowIndex::Reserve(size_t n) {
+  size_t cap = capacity();
+  while (MaxSizeFor(cap) < n) cap *= 2;
+  if (cap != capacity()) Rehash(cap);
+}
+
+void RowIndex::Clear() {
+  size_ = 0;
+  slots_buffer_ = PageBuffer();
+  slots_ = nullptr;
+  Rehash(kInitialCapacity);
+}
+
+void RowIndex::Rehash(size_t new_capacity) {
+  // All-ones bytes: every row number is kNoRow, i.e. every slot is empty.
+  PageBuffer fresh(new_capacity * kSlotBytes);
+  std::memset(fresh.data(), 0xff, new_capacity * kSlotBytes);
+  PageBuffer old_buffer = std::exchange(slots_buffer_, std::move(fresh));
+  const uint8_t* old = static_cast<const uint8_t*>(old_buffer.data());
+  const size_t old_capacity = old != nullptr ? mask_ + 1 : 0;
+  slots_ = static_cast<uint8_t*>(slots_buffer_.data());
+  mask_ = new_capacity - 1;
+  max_size_ = MaxSizeFor(new_capacity);
+  for (size_t i = 0; i < old_capacity; ++i) {
+    uint64_t key;
+    uint32_t row;
+    std::memcpy(&key, old + i * kSlotBytes, sizeof(key));
+    std::memcpy(&row, old + i * kSlotBytes + 8, sizeof(row));
+    if (row == kNoRow) continue;
+    size_t pos = Home(key);
+    while (RowAt(pos) != kNoRow) pos = (pos + 1) & mask_;
+    Store(pos, key, row);
+  }
+}
+
+}  // namespace pstrain::server

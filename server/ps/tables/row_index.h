@@ -1,0 +1,95 @@
+// RowIndex: the id -> row-number map of a SparseTable.
+//
+// Open addressing with linear probing over one array of packed 12-byte slots
+// (8-byte id, 4-byte row number), so a probe usually touches one cache line.
+// A slot is empty when its row number is kNoRow, so every 64-bit id,
+// including 0 and ~0, is a valid key. The load factor stays at or below 0.8;
+// the array doubles when it would pass that, which keeps the index at
+// 12 / 0.4 = 30 bytes per id or less (25 at one million ids). Large
+// arrays are backed by huge pages (PageBuffer). Ids are never
+// removed one by one, only all at once by Clear().
+//
+// Not thread-safe: owned by one SparseTable, used from its owner thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include "common/hash.h"
+#include "server/ps/tables/page_buffer.h"
+
+namespace pstrain::server {
+
+class RowIndex {
+ public:
+  static constexpr uint32_t kNoRow = 0xffffffffu;
+
+  RowIndex();
+  RowIndex(const RowIndex&) = delete;
+  RowIndex& operator=(const RowIndex&) = delete;
+
+  size_t size() const { return size_; }
+  size_t capacity() const { return mask_ + 1; }
+  size_t bytes() const { return slots_buffer_.bytes(); }
+
+  // Row number of `id`, or kNoRow.
+  uint32_t Find(uint64_t id) const {
+    for (size_t pos = Home(id);; pos = (pos + 1) & mask_) {
+      uint32_t row = RowAt(pos);
+      if (row == kNoRow) return kNoRow;
+      if (KeyAt(pos) == id) return row;
+    }
+  }
+
+  // Maps `id` to `row`. REQUIRES: id is absent; row != kNoRow.
+  void Insert(uint64_t id, uint32_t row);
+
+  // Hints the CPU to load the slot where a lookup of `id` starts.
+  void Prefetch(uint64_t id) const { __builtin_prefetch(slots_ + Home(id) * kSlotBytes); }
+
+  // Grows the array so that `n` ids fit without a further resize.
+  void Reserve(size_t n);
+
+  // Removes every id and returns to the initial capacity.
+  void Clear();
+
+  // Calls fn(id, row) for every entry, in slot order.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (size_t pos = 0; pos <= mask_; ++pos) {
+      uint32_t row = RowAt(pos);
+      if (row != kNoRow) fn(KeyAt(pos), row);
+    }
+  }
+
+ private:
+  static constexpr size_t kSlotBytes = 12;
+  static constexpr size_t kInitialCapacity = 16;
+
+  size_t Home(uint64_t id) const { return Mix64(id) & mask_; }
+  uint64_t KeyAt(size_t pos) const {
+    uint64_t key;
+    std::memcpy(&key, slots_ + pos * kSlotBytes, sizeof(key));
+    return key;
+  }
+  uint32_t RowAt(size_t pos) const {
+    uint32_t row;
+    std::memcpy(&row, slots_ + pos * kSlotBytes + 8, sizeof(row));
+    return row;
+  }
+  void Store(size_t pos, uint64_t id, uint32_t row) {
+    std::memcpy(slots_ + pos * kSlotBytes, &id, sizeof(id));
+    std::memcpy(slots_ + pos * kSlotBytes + 8, &row, sizeof(row));
+  }
+  // Largest size that `capacity` slots hold (load factor 0.8).
+  static size_t MaxSizeFor(size_t capacity) { return capacity / 5 * 4; }
+  void Rehash(size_t new_capacity);
+
+  PageBuffer slots_buffer_;  // huge pages once the index passes 2 MiB
+  uint8_t* slots_ = nullptr;  // slots_buffer_.data()
+  size_t mask_ = 0;
+  size_t size_ = 0;
+  size_t max_size_ = 0;
+};
+
+}  // namespace pstrain::server

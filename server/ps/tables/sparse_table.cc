@@ -1,0 +1,264 @@
+#include "server/ps/tables/sparse_table.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/hash.h"
+#include "common/optim/finite.h"
+#include "common/status.h"
+
+namespace pstrain::server {
+namespace {
+
+// Ids handled per block by Pull: the row numbers of a block stay in L1.
+constexpr size_t kPullBlock = 1024;
+// How far ahead lookups and row accesses are prefetched.
+constexpr size_t kIndexPrefetch = 16;
+constexpr size_t kRowPrefetch = 8;
+// Scratch vectors larger than this many ids are freed after a call.
+constexpr size_t kMaxRetainedIds = 1 << 16;
+
+template <typename T>
+void FreeVector(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Create(const TableSpec& spec,
+                                                                  Options options) {
+  std::string what = absl::StrCat("sparse table '", spec.name, "' (id ", spec.id, ")");
+  if (spec.kind != TableKind::kSparse) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": spec is not a sparse table"));
+  }
+  if (spec.dim == 0 || spec.dim > kMaxDim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": dim ", spec.dim, " is outside [1, ", kMaxDim, "]"));
+  }
+  auto optimizer = optim::Optimizer::Create(spec.optimizer);
+  if (!optimizer.ok()) return Annotate(optimizer.status(), what);
+  auto initializer = optim::Initializer::Create(spec.init, spec.id);
+  if (!initializer.ok()) return Annotate(initializer.status(), what);
+  options.max_rows = std::min(options.max_rows, kMaxRows);
+  return std::unique_ptr<SparseTable>(
+      new SparseTable(spec, options, *std::move(optimizer), *std::move(initializer)));
+}
+
+SparseTable::SparseTable(const TableSpec& spec, Options options,
+                         std::unique_ptr<optim::Optimizer> optimizer,
+                         optim::Initializer initializer)
+    : spec_(spec),
+      options_(options),
+      dim_(spec.dim),
+      state_floats_(optimizer->StateFloats(spec.dim)),
+      has_step_(optimizer->uses_step()),
+      optimizer_(std::move(optimizer)),
+      initializer_(std::move(initializer)),
+      arena_(dim_ + state_floats_ + (has_step_ ? 1 : 0)) {}
+
+uint32_t SparseTable::CreateRow(uint64_t id) {
+  uint32_t r = arena_.Append();
+  float* row = arena_.row(r);
+  initializer_.FillRow(id, row, dim_);
+  if (state_floats_ > 0) optimizer_->InitState(row + dim_, dim_, dim_);
+  if (has_step_) std::memset(row + dim_ + state_floats_, 0, sizeof(float));
+  index_.Insert(id, r);
+  return r;
+}
+
+absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* rows) {
+  const size_t n = ids.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kIndexPrefetch < n) index_.Prefetch(ids[i + kIndexPrefetch]);
+    uint32_t r = index_.Find(ids[i]);
+    if (r == RowIndex::kNoRow) {
+      if (arena_.size() >= options_.max_rows || arena_.full()) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("sparse table '", spec_.name, "': cannot create row for id ", ids[i],
+                         ", the shard holds its limit of ", options_.max_rows, " rows"));
+      }
+      r = CreateRow(ids[i]);
+    }
+    rows[i] = r;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
+  rows_.resize(std::min(ids.size(), kPullBlock));
+  absl::Status status;
+  for (size_t begin = 0; begin < ids.size(); begin += kPullBlock) {
+    const size_t n = std::min(kPullBlock, ids.size() - begin);
+    status = ResolveRows(ids.subspan(begin, n), rows_.data());
+    if (!status.ok()) break;
+    float* dst = out + begin * dim_;
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kRowPrefetch < n) arena_.Prefetch(rows_[i + kRowPrefetch]);
+      std::memcpy(dst + i * dim_, arena_.row(rows_[i]), dim_ * sizeof(float));
+    }
+  }
+  return status;
+}
+
+absl::Status SparseTable::CheckGradients(std::span<const uint64_t> ids, const float* grads,
+                                         float scale) const {
+  if (!std::isfinite(scale)) {
+    return absl::InvalidArgumentError(absl::StrCat("sparse table '", spec_.name,
+                                                   "': non-finite gradient scale ", scale));
+  }
+  const size_t total = ids.size() * dim_;
+  const size_t bad = optim::FindNonFinite(grads, total);
+  if (bad == total) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "sparse table '", spec_.name, "': non-finite gradient ", grads[bad], " for id ",
+      ids[bad / dim_], " (element ", bad % dim_, ")"));
+}
+
+bool SparseTable::MergeDuplicates(std::span<const uint64_t> ids, const float* grads) {
+  const size_t n = ids.size();
+  if (n < 2) return false;
+  const size_t capacity = std::bit_ceil(2 * n);
+  const size_t mask = capacity - 1;
+  dedup_keys_.resize(capacity);
+  dedup_pos_.assign(capacity, RowIndex::kNoRow);
+  occurrence_.resize(n);
+  unique_ids_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t id = ids[i];
+    size_t pos = Mix64(id) & mask;
+    while (dedup_pos_[pos] != RowIndex::kNoRow && dedup_keys_[pos] != id) pos = (pos + 1) & mask;
+    if (dedup_pos_[pos] == RowIndex::kNoRow) {
+      dedup_keys_[pos] = id;
+      dedup_pos_[pos] = static_cast<uint32_t>(unique_ids_.size());
+      unique_ids_.push_back(id);
+    }
+    occurrence_[i] = dedup_pos_[pos];
+  }
+  if (unique_ids_.size() == n) return false;
+  // Sums in request order, so the result does not depend on hashing.
+  merged_.assign(unique_ids_.size() * dim_, 0.0f);
+  for (size_t i = 0; i < n; ++i) {
+    float* dst = merged_.data() + occurrence_[i] * dim_;
+    const float* src = grads + i * dim_;
+    for (size_t c = 0; c < dim_; ++c) dst[c] += src[c];
+  }
+  return true;
+}
+
+void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, float scale,
+                            float lr_scale) {
+  optim::UpdateArgs args;
+  args.state_stride = dim_;
+  args.n = dim_;
+  args.scale = scale;
+  args.lr_scale = lr_scale;
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kRowPrefetch < n) arena_.Prefetch<true>(rows[i + kRowPrefetch]);
+    float* row = arena_.row(rows[i]);
+    args.weights_in = row;
+    args.weights_out = row;
+    args.state = row + dim_;
+    args.grads = grads + i * dim_;
+    if (has_step_) {
+      uint32_t step;
+      std::memcpy(&step, row + dim_ + state_floats_, sizeof(step));
+      if (step != UINT32_MAX) ++step;
+      std::memcpy(row + dim_ + state_floats_, &step, sizeof(step));
+      args.step = step;
+    }
+    optimizer_->Apply(args);
+  }
+}
+
+absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads, float scale,
+                               float lr_scale) {
+  PS_RETURN_IF_ERROR(CheckGradients(ids, grads, scale));
+  std::span<const uint64_t> unique = ids;
+  const float* unique_grads = grads;
+  if (MergeDuplicates(ids, grads)) {
+    unique = unique_ids_;
+    unique_grads = merged_.data();
+    absl::Status sum_ok = CheckGradients(unique, unique_grads, scale);
+    if (!sum_ok.ok()) {
+      TrimScratch();
+      return Annotate(sum_ok, "after summing duplicate ids");
+    }
+  }
+  rows_.resize(unique.size());
+  absl::Status status = ResolveRows(unique, rows_.data());
+  if (status.ok()) ApplyRows(rows_.data(), unique.size(), unique_grads, scale, lr_scale);
+  TrimScratch();
+  return status;
+}
+
+void SparseTable::ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const {
+  index_.ForEach([&](uint64_t id, uint32_t r) {
+    const float* row = arena_.row(r);
+    SparseRow view;
+    view.id = id;
+    view.values = {row, dim_};
+    view.state = {row + dim_, state_floats_};
+    if (has_step_) std::memcpy(&view.step, row + dim_ + state_floats_, sizeof(view.step));
+    fn(view);
+  });
+}
+
+absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
+                                    std::span<const float> state, uint32_t step) {
+  if (values.size() != dim_ || state.size() != state_floats_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparse table '", spec_.name, "': row ", id, " has ", values.size(), " values and ",
+        state.size(), " state floats, want ", dim_, " and ", state_floats_));
+  }
+  uint32_t r;
+  PS_RETURN_IF_ERROR(ResolveRows({&id, 1}, &r));
+  float* row = arena_.row(r);
+  std::copy(values.begin(), values.end(), row);
+  std::copy(state.begin(), state.end(), row + dim_);
+  if (has_step_) std::memcpy(row + dim_ + state_floats_, &step, sizeof(step));
+  return absl::OkStatus();
+}
+
+void SparseTable::Clear() {
+  index_.Clear();
+  arena_.Clear();
+  FreeVector(rows_);
+  FreeVector(unique_ids_);
+  FreeVector(merged_);
+  FreeVector(occurrence_);
+  FreeVector(dedup_keys_);
+  FreeVector(dedup_pos_);
+}
+
+void SparseTable::TrimScratch() {
+  if (rows_.capacity() > kMaxRetainedIds) FreeVector(rows_);
+  if (unique_ids_.capacity() > kMaxRetainedIds) FreeVector(unique_ids_);
+  if (occurrence_.capacity() > kMaxRetainedIds) FreeVector(occurrence_);
+  if (merged_.capacity() > kMaxRetainedIds * dim_) FreeVector(merged_);
+  if (dedup_keys_.capacity() > 2 * kMaxRetainedIds) {
+    FreeVector(dedup_keys_);
+    FreeVector(dedup_pos_);
+  }
+}
+
+size_t SparseTable::ScratchBytes() const {
+  return rows_.capacity() * sizeof(uint32_t) + unique_ids_.capacity() * sizeof(uint64_t) +
+         merged_.capacity() * sizeof(float) + occurrence_.capacity() * sizeof(uint32_t) +
+         dedup_keys_.capacity() * sizeof(uint64_t) + dedup_pos_.capacity() * sizeof(uint32_t);
+}
+
+MemoryStats SparseTable::memory_stats() const {
+  MemoryStats stats;
+  stats.rows = arena_.size();
+  stats.value_bytes = stats.rows * dim_ * sizeof(float);
+  stats.state_bytes = stats.rows * (arena_.stride() - dim_) * sizeof(float);
+  stats.index_bytes = index_.bytes();
+  stats.scratch_bytes = ScratchBytes();
+  stats.total_bytes = arena_.bytes() + stats.index_bytes + stats.scratch_bytes + sizeof(*this);
+  return stats;
+}
+
+}  // namespace pstrain::server

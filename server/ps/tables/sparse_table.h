@@ -1,0 +1,152 @@
+// SparseTable: one server's shard of a sparse parameter table, mapping a
+// 64-bit feature id to a row of `dim` floats plus its optimizer state.
+//
+// Rows are created on first pull or push with the table's deterministic
+// initializer (common/optim/initializer.h), so a row's first value does not
+// depend on which server holds it. A row is stored as
+//   [dim values][optimizer state floats][step count, Adam only]
+// in an arena of 2 MiB huge-page chunks (growth adds chunks, it never
+// copies the table); the id -> row map is an open-addressing index. Beyond
+// values and state a row costs its index slot (<= 30 bytes, 25 at one
+// million rows) and a sliver of the last chunk: 27 bytes at one million.
+//
+// Not thread-safe: a table shard has one owner thread (the server's shard
+// thread) and all calls, const ones included, come from it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/optim/initializer.h"
+#include "common/optim/optimizer.h"
+#include "common/table_spec.h"
+#include "server/ps/tables/row_arena.h"
+#include "server/ps/tables/row_index.h"
+
+namespace pstrain::server {
+
+struct MemoryStats {
+  size_t rows = 0;
+  size_t value_bytes = 0;  // rows * dim floats
+  size_t state_bytes = 0;  // rows * (optimizer state + Adam's step count)
+  size_t total_bytes = 0;  // everything the table holds: rows, index, scratch
+  size_t index_bytes = 0;    // the id -> row map
+  size_t scratch_bytes = 0;  // per-request working buffers (sized by requests, not rows)
+};
+
+// One row as seen by SparseTable::ForEachRow. The spans point into the table
+// and stay valid until the next non-const call.
+struct SparseRow {
+  uint64_t id = 0;
+  std::span<const float> values;  // dim floats
+  std::span<const float> state;   // SparseTable::state_floats() floats
+  uint32_t step = 0;              // updates applied to the row (Adam; else 0)
+};
+
+class SparseTable {
+ public:
+  // Row numbers are 32-bit (RowIndex::kNoRow reserved) with small gaps
+  // (RowArena), so a shard holds over 2^31 rows; no option allows more.
+  static constexpr size_t kMaxRows = RowIndex::kNoRow - 1;
+  static constexpr uint32_t kMaxDim = 1 << 16;
+
+  struct Options {
+    // Pulls and pushes that would create more rows fail with
+    // ResourceExhausted (a memory cap; also lets tests reach the limit).
+    size_t max_rows = kMaxRows;
+  };
+
+  // InvalidArgument when `spec` is not a sparse table with 0 < dim <= kMaxDim
+  // and valid optimizer and initializer configs.
+  static absl::StatusOr<std::unique_ptr<SparseTable>> Create(const TableSpec& spec,
+                                                             Options options);
+  static absl::StatusOr<std::unique_ptr<SparseTable>> Create(const TableSpec& spec) {
+    return Create(spec, Options());
+  }
+
+  SparseTable(const SparseTable&) = delete;
+  SparseTable& operator=(const SparseTable&) = delete;
+
+  const TableSpec& spec() const { return spec_; }
+  size_t dim() const { return dim_; }
+  // Optimizer state floats per row (Adam's step count not included).
+  size_t state_floats() const { return state_floats_; }
+  size_t size() const { return arena_.size(); }
+
+  // out[i * dim, (i + 1) * dim) = row ids[i], creating missing rows.
+  // Duplicates are allowed. REQUIRES: out holds ids.size() * dim floats.
+  // ResourceExhausted when a new row would pass max_rows (rows created
+  // before that point stay, as after any pull).
+  absl::Status Pull(std::span<const uint64_t> ids, float* out);
+
+  // Applies gradients grads[i * dim, (i + 1) * dim) of rows ids[i], each
+  // multiplied by `scale` (the server passes 1 / samples). The gradients of
+  // an id that occurs more than once are summed and the optimizer runs once
+  // per row. Missing rows are created first. InvalidArgument, with the table
+  // unchanged, for a non-finite scale or gradient (or a sum of duplicates
+  // that overflows); ResourceExhausted as for Pull, before any update.
+  // REQUIRES: grads holds ids.size() * dim floats.
+  absl::Status Push(std::span<const uint64_t> ids, const float* grads, float scale,
+                    float lr_scale = 1.0f);
+
+  // Calls fn for every row, in no particular order. For checkpoints/export.
+  void ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const;
+
+  // Sets row `id` (creating it if missing) to the given values, state and
+  // step count. For checkpoint restore. InvalidArgument for wrong sizes,
+  // ResourceExhausted past max_rows.
+  absl::Status InsertRow(uint64_t id, std::span<const float> values,
+                         std::span<const float> state, uint32_t step = 0);
+
+  bool Contains(uint64_t id) const { return index_.Find(id) != RowIndex::kNoRow; }
+
+  // Pre-sizes the index for `rows` rows (e.g. before a restore).
+  void Reserve(size_t rows) { index_.Reserve(rows); }
+
+  // Removes every row and frees its memory.
+  void Clear();
+
+  MemoryStats memory_stats() const;
+
+ private:
+  SparseTable(const TableSpec& spec, Options options, std::unique_ptr<optim::Optimizer> optimizer,
+              optim::Initializer initializer);
+
+  // rows[i] = row number of ids[i], creating missing rows.
+  absl::Status ResolveRows(std::span<const uint64_t> ids, uint32_t* rows);
+  uint32_t CreateRow(uint64_t id);
+  // Fills unique_ids_ and merged_ and returns true when `ids` has duplicates.
+  bool MergeDuplicates(std::span<const uint64_t> ids, const float* grads);
+  absl::Status CheckGradients(std::span<const uint64_t> ids, const float* grads,
+                              float scale) const;
+  void ApplyRows(const uint32_t* rows, size_t n, const float* grads, float scale, float lr_scale);
+  void TrimScratch();
+  size_t ScratchBytes() const;
+
+  const TableSpec spec_;
+  const Options options_;
+  const size_t dim_;
+  const size_t state_floats_;
+  const bool has_step_;  // Adam: a step count after the state
+  const std::unique_ptr<optim::Optimizer> optimizer_;
+  const optim::Initializer initializer_;
+
+  RowIndex index_;
+  RowArena arena_;
+
+  // Per-call scratch, kept between calls to avoid allocations.
+  std::vector<uint32_t> rows_;
+  std::vector<uint64_t> unique_ids_;
+  std::vector<float> merged_;
+  std::vector<uint32_t> occurrence_;  // position in unique_ids_ of each id
+  std::vector<uint64_t> dedup_keys_;
+  std::vector<uint32_t> dedup_pos_;
+};
+
+}  // namespace pstrain::server

@@ -1,0 +1,100 @@
+// The storage under SparseTable: RowIndex, RowArena and PageBuffer.
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "common/hash.h"
+#include "gtest/gtest.h"
+#include "server/ps/tables/page_buffer.h"
+#include "server/ps/tables/row_arena.h"
+#include "server/ps/tables/row_index.h"
+
+namespace pstrain::server {
+namespace {
+
+TEST(RowIndex, FindsEveryInsertedIdAcrossGrowthIncludingZeroAndAllOnes) {
+  RowIndex index;
+  std::vector<uint64_t> ids = {0, UINT64_MAX, 1, UINT64_MAX - 1};
+  for (uint64_t i = 0; i < 50000; ++i) ids.push_back(Mix64(i) | 1);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_EQ(index.Find(ids[i]), RowIndex::kNoRow);
+    index.Insert(ids[i], static_cast<uint32_t>(i));
+  }
+  EXPECT_EQ(index.size(), ids.size());
+  EXPECT_LE(index.size(), index.capacity() * 4 / 5);  // load factor <= 0.8
+  EXPECT_GE(index.size() * 5, index.capacity() * 2);  // and >= 0.4 after growth
+  for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(index.Find(ids[i]), i);
+  EXPECT_EQ(index.Find(2), RowIndex::kNoRow);
+}
+
+TEST(RowIndex, ForEachVisitsEachEntryOnceAndClearEmpties) {
+  RowIndex index;
+  for (uint32_t i = 0; i < 1000; ++i) index.Insert(i * 7, i);
+  std::map<uint64_t, uint32_t> seen;
+  index.ForEach([&](uint64_t id, uint32_t row) { EXPECT_TRUE(seen.emplace(id, row).second); });
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_EQ(seen[700], 100u);
+  index.Clear();
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_EQ(index.Find(700), RowIndex::kNoRow);
+}
+
+TEST(RowIndex, ReserveAvoidsLaterGrowth) {
+  RowIndex index;
+  index.Reserve(100000);
+  const size_t capacity = index.capacity();
+  for (uint32_t i = 0; i < 100000; ++i) index.Insert(i, i);
+  EXPECT_EQ(index.capacity(), capacity);
+}
+
+TEST(RowArena, RowsKeepTheirContentsWhileTheFirstChunkGrowsAndChunksAreAdded) {
+  RowArena arena(17);  // 68-byte rows: 30840 per 2 MiB chunk
+  EXPECT_EQ(arena.rows_per_chunk(), PageBuffer::kHugePage / 68);
+  std::vector<uint32_t> numbers;
+  for (uint32_t i = 0; i < 100000; ++i) {
+    uint32_t r = arena.Append();
+    float* row = arena.row(r);
+    for (int c = 0; c < 17; ++c) row[c] = static_cast<float>(i) + c * 0.5f;
+    numbers.push_back(r);
+  }
+  EXPECT_EQ(arena.size(), 100000u);
+  for (uint32_t i = 0; i < numbers.size(); ++i) {
+    const float* row = arena.row(numbers[i]);
+    ASSERT_EQ(row[0], static_cast<float>(i));
+    ASSERT_EQ(row[16], static_cast<float>(i) + 8.0f);
+  }
+  // Four chunks (3 full + 1 partial), each one 2 MiB huge page.
+  EXPECT_GE(arena.bytes(), 4 * PageBuffer::kHugePage);
+  EXPECT_LT(arena.bytes(), 4 * PageBuffer::kHugePage + 4096);
+  // Row numbers are dense within a chunk and jump to the next power of two.
+  EXPECT_EQ(numbers[30839], 30839u);
+  EXPECT_EQ(numbers[30840], 32768u);
+}
+
+TEST(RowArena, SmallTablesUseSmallMemory) {
+  RowArena arena(16);
+  for (int i = 0; i < 10; ++i) arena.Append();
+  EXPECT_LT(arena.bytes(), 8 * 1024u);
+  arena.Clear();
+  EXPECT_EQ(arena.size(), 0u);
+  EXPECT_FALSE(arena.full());
+}
+
+TEST(PageBuffer, LargeBuffersAreZeroedAndHugePageAligned) {
+  PageBuffer big(3 * PageBuffer::kHugePage + 100);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data()) % PageBuffer::kHugePage, 0u);
+  EXPECT_EQ(big.bytes(), 3 * PageBuffer::kHugePage + 4096);
+  const auto* bytes = static_cast<const uint8_t*>(big.data());
+  EXPECT_EQ(bytes[0], 0);
+  EXPECT_EQ(bytes[big.bytes() - 1], 0);
+  PageBuffer small(100);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % 64, 0u);
+  EXPECT_EQ(small.bytes(), 128u);
+  PageBuffer moved = std::move(big);
+  EXPECT_EQ(big.data(), nullptr);
+  EXPECT_EQ(moved.bytes(), 3 * PageBuffer::kHugePage + 4096);
+}
+
+}  // namespace
+}  // namespace pstrain::server
