@@ -178,6 +178,79 @@ std::vector<CheckpointRecord> ClusterMonitor::checkpoints() const {
   return checkpoints_;
 }
 
+json ClusterMonitor::SeriesJson(const std::string& name, const Series& s, size_t max_points) {
+  json j;
+  j["name"] = name;
+  json t = json::array(), v = json::array();
+  size_t n = s.t.size() + (s.has_tail ? 1 : 0);
+  auto at = [&s](size_t i, bool time) {
+    if (i == s.t.size()) return time ? s.tail_t : s.tail_v;
+    return time ? s.t[i] : s.v[i];
+  };
+  size_t stride = n > max_points && max_points > 0 ? (n + max_points - 1) / max_points : 1;
+  // Evenly spaced from the first point; the newest one always included.
+  for (size_t i = 0; i < n; i += stride) {
+    t.push_back(Num(at(i, true), 7));
+    v.push_back(Num(at(i, false), 5));
+  }
+  if (n > 0 && (n - 1) % stride != 0) {
+    t.push_back(Num(at(n - 1, true), 7));
+    v.push_back(Num(at(n - 1, false), 5));
+  }
+  j["t"] = std::move(t);
+  j["v"] = std::move(v);
+  return j;
+}
+
+json ClusterMonitor::CoordinatorJson() const {
+  json c;
+  metrics::ProcessUsage u = metrics::ReadProcessUsage();
+  c["role"] = "coordinator";
+  c["rank"] = 0;
+  c["endpoint"] = options_.coordinator_endpoint;
+  c["host"] = LocalHostName();
+  c["pid"] = static_cast<int>(getpid());
+  c["state"] = "alive";
+  c["heartbeat_age"] = 0.0;
+  c["rss_bytes"] = u.resident_bytes;
+  c["cpu_seconds"] = Num(u.cpu_seconds);
+  return c;
+}
+
+json ClusterMonitor::NodeJson(const Node& n, absl::Time now) {
+  json j;
+  j["role"] = RoleText(n.info.role);
+  j["rank"] = n.info.rank;
+  j["endpoint"] = n.info.endpoint;
+  j["host"] = n.info.host;
+  j["pid"] = n.info.pid;
+  j["state"] = !n.joined ? "waiting" : n.done ? "done" : n.alive ? "alive" : "dead";
+  j["heartbeat_age"] = n.joined ? Num(absl::ToDoubleSeconds(now - n.last_seen), 4) : json(nullptr);
+  j["heartbeats"] = n.heartbeats;
+  if (!n.last) return j;
+  const proto::Heartbeat& hb = *n.last;
+  j["step"] = hb.step;
+  j["rss_bytes"] = hb.rss_bytes;
+  j["cpu_seconds"] = Num(hb.cpu_seconds);
+  j["cpu_percent"] = Num(n.cpu_percent, 3);
+  if (n.info.role == proto::Role::kWorker) {
+    j["samples"] = hb.samples;
+    j["samples_per_sec"] = Num(hb.samples_per_sec);
+    j["loss"] = Num(hb.loss);
+    j["reader_rows_per_sec"] = Num(hb.reader_rows_per_sec);
+    j["eval_auc"] = Num(hb.eval_auc);
+    j["eval_logloss"] = Num(hb.eval_logloss);
+  } else {
+    j["table_rows"] = hb.table_rows;
+    j["table_bytes"] = hb.table_bytes;
+    j["requests"] = hb.requests;
+    j["requests_per_sec"] = Num(n.requests_per_sec);
+    j["bytes_in"] = hb.bytes_in;
+    j["bytes_out"] = hb.bytes_out;
+  }
+  return j;
+}
+
 std::string ClusterMonitor::StateJson(size_t max_points) const {
   absl::Time now = absl::Now();
   json out;
@@ -196,90 +269,21 @@ std::string ClusterMonitor::StateJson(size_t max_points) const {
   job["ended"] = ended_ ? Num(Elapsed(*ended_), 8) : json(nullptr);
   out["job"] = std::move(job);
 
-  auto series_json = [max_points](const std::string& name, const Series& s) {
-    json j;
-    j["name"] = name;
-    json t = json::array(), v = json::array();
-    size_t n = s.t.size() + (s.has_tail ? 1 : 0);
-    auto at = [&s](size_t i, bool time) {
-      if (i == s.t.size()) return time ? s.tail_t : s.tail_v;
-      return time ? s.t[i] : s.v[i];
-    };
-    size_t stride = n > max_points && max_points > 0 ? (n + max_points - 1) / max_points : 1;
-    // Evenly spaced from the first point; the newest one always included.
-    for (size_t i = 0; i < n; i += stride) {
-      t.push_back(Num(at(i, true), 7));
-      v.push_back(Num(at(i, false), 5));
-    }
-    if (n > 0 && (n - 1) % stride != 0) {
-      t.push_back(Num(at(n - 1, true), 7));
-      v.push_back(Num(at(n - 1, false), 5));
-    }
-    j["t"] = std::move(t);
-    j["v"] = std::move(v);
-    return j;
-  };
-
   json nodes = json::array();
   json loss = json::array(), sps = json::array(), rss = json::array(), rps = json::array();
-  {
-    json c;
-    metrics::ProcessUsage u = metrics::ReadProcessUsage();
-    c["role"] = "coordinator";
-    c["rank"] = 0;
-    c["endpoint"] = options_.coordinator_endpoint;
-    c["host"] = LocalHostName();
-    c["pid"] = static_cast<int>(getpid());
-    c["state"] = "alive";
-    c["heartbeat_age"] = 0.0;
-    c["rss_bytes"] = u.resident_bytes;
-    c["cpu_seconds"] = Num(u.cpu_seconds);
-    nodes.push_back(std::move(c));
-    rss.push_back(series_json("coordinator", coordinator_rss_));
-  }
+  nodes.push_back(CoordinatorJson());
+  rss.push_back(SeriesJson("coordinator", coordinator_rss_, max_points));
   for (const auto* group : {&servers_, &workers_}) {
     for (const Node& n : *group) {
-      json j;
       std::string name = RoleText(n.info.role) + " " + std::to_string(n.info.rank);
-      j["role"] = RoleText(n.info.role);
-      j["rank"] = n.info.rank;
-      j["endpoint"] = n.info.endpoint;
-      j["host"] = n.info.host;
-      j["pid"] = n.info.pid;
-      std::string state = !n.joined ? "waiting" : n.done ? "done" : n.alive ? "alive" : "dead";
-      j["state"] = state;
-      j["heartbeat_age"] = n.joined ? Num(absl::ToDoubleSeconds(now - n.last_seen), 4) : json(nullptr);
-      j["heartbeats"] = n.heartbeats;
-      if (n.last) {
-        const proto::Heartbeat& hb = *n.last;
-        j["step"] = hb.step;
-        j["rss_bytes"] = hb.rss_bytes;
-        j["cpu_seconds"] = Num(hb.cpu_seconds);
-        j["cpu_percent"] = Num(n.cpu_percent, 3);
-        if (n.info.role == proto::Role::kWorker) {
-          j["samples"] = hb.samples;
-          j["samples_per_sec"] = Num(hb.samples_per_sec);
-          j["loss"] = Num(hb.loss);
-          j["reader_rows_per_sec"] = Num(hb.reader_rows_per_sec);
-          j["eval_auc"] = Num(hb.eval_auc);
-          j["eval_logloss"] = Num(hb.eval_logloss);
-        } else {
-          j["table_rows"] = hb.table_rows;
-          j["table_bytes"] = hb.table_bytes;
-          j["requests"] = hb.requests;
-          j["requests_per_sec"] = Num(n.requests_per_sec);
-          j["bytes_in"] = hb.bytes_in;
-          j["bytes_out"] = hb.bytes_out;
-        }
-      }
-      nodes.push_back(std::move(j));
+      nodes.push_back(NodeJson(n, now));
       if (!n.joined) continue;
-      rss.push_back(series_json(name, n.rss_mib));
+      rss.push_back(SeriesJson(name, n.rss_mib, max_points));
       if (n.info.role == proto::Role::kWorker) {
-        loss.push_back(series_json(name, n.loss));
-        sps.push_back(series_json(name, n.samples_per_sec));
+        loss.push_back(SeriesJson(name, n.loss, max_points));
+        sps.push_back(SeriesJson(name, n.samples_per_sec, max_points));
       } else {
-        rps.push_back(series_json(name, n.requests_per_sec_series));
+        rps.push_back(SeriesJson(name, n.requests_per_sec_series, max_points));
       }
     }
   }
@@ -289,8 +293,8 @@ std::string ClusterMonitor::StateJson(size_t max_points) const {
   series["samples_per_sec"] = std::move(sps);
   series["rss_mib"] = std::move(rss);
   series["requests_per_sec"] = std::move(rps);
-  series["eval_auc"] = json::array({series_json("eval AUC", eval_auc_)});
-  series["eval_logloss"] = json::array({series_json("eval logloss", eval_logloss_)});
+  series["eval_auc"] = json::array({SeriesJson("eval AUC", eval_auc_, max_points)});
+  series["eval_logloss"] = json::array({SeriesJson("eval logloss", eval_logloss_, max_points)});
   out["series"] = std::move(series);
   json cps = json::array();
   for (const CheckpointRecord& c : checkpoints_) {

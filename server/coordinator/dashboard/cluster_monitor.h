@@ -9,6 +9,8 @@
 // short copies; a heartbeat costs a few vector appends.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -96,6 +98,10 @@ class ClusterMonitor {
     absl::Time prev_time;
     Series loss, samples_per_sec, rss_mib, requests_per_sec_series;
   };
+  // Parts of StateJson. REQUIRES: mu_ held.
+  static nlohmann::json SeriesJson(const std::string& name, const Series& s, size_t max_points);
+  static nlohmann::json NodeJson(const Node& n, absl::Time now);
+  nlohmann::json CoordinatorJson() const;
 
   Node* FindNode(proto::Role role, int32_t rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Append(Series* s, double t, double v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
