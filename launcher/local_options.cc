@@ -1,5 +1,6 @@
 #include "launcher/local_options.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/numbers.h"
@@ -8,79 +9,106 @@
 #include "common/status.h"
 #include "launcher/command.h"
 #include "launcher/worker_args.h"
+#include "server/coordinator/coordinator.h"
 #include "worker/data/data_check.h"
 
 namespace pstrain::launcher {
 namespace {
 
-// A coordinator flag that `pstrain local` forwards, with the check of its
-// value (the coordinator's own checks, made before it starts).
-enum class Kind { kString, kBool, kInt, kDouble, kConsistency };
+// A coordinator flag that `pstrain local` forwards: where its value goes in
+// the coordinator's options, which CheckCoordinatorOptions then checks as
+// pstrain_coordinator will.
+using CoordinatorSetter = absl::Status (*)(const std::string& value, server::CoordinatorOptions* o);
 struct CoordinatorFlag {
   const char* name;
-  Kind kind;
-  double min;  // numbers: the smallest value allowed
+  CoordinatorSetter set;
 };
+
+bool IsTrue(const std::string& v) { return v == "true" || v == "1" || v == "yes"; }
+
+absl::Status ParseBool(const std::string& v, bool* out) {
+  if (!IsTrue(v) && v != "false" && v != "0" && v != "no") {
+    return absl::InvalidArgumentError("must be true or false");
+  }
+  *out = IsTrue(v);
+  return absl::OkStatus();
+}
+template <typename Int>
+absl::Status ParseInt(const std::string& v, Int* out) {
+  return absl::SimpleAtoi(v, out) ? absl::OkStatus() : absl::InvalidArgumentError("not an integer");
+}
+absl::Status ParseNumber(const std::string& v, double* out) {
+  return absl::SimpleAtod(v, out) ? absl::OkStatus() : absl::InvalidArgumentError("not a number");
+}
+absl::Status ParseSeconds(const std::string& v, absl::Duration* out) {
+  double seconds = 0;
+  PS_RETURN_IF_ERROR(ParseNumber(v, &seconds));
+  *out = absl::Seconds(seconds);
+  return absl::OkStatus();
+}
+
+using Options = server::CoordinatorOptions;
 constexpr CoordinatorFlag kCoordinatorFlags[] = {
-    {"consistency", Kind::kConsistency, 0},     {"staleness", Kind::kInt, 0},
-    {"heartbeat_interval", Kind::kDouble, 1e-3}, {"heartbeat_timeout", Kind::kDouble, 1e-3},
-    {"join_timeout", Kind::kDouble, 1e-3},       {"dense_chunk", Kind::kInt, 1},
-    {"checkpoint_dir", Kind::kString, 0},        {"checkpoint_every_steps", Kind::kInt, 0},
-    {"checkpoint_every_secs", Kind::kDouble, 0}, {"keep_checkpoints", Kind::kInt, 1},
-    {"restore", Kind::kString, 0},               {"recover_servers", Kind::kBool, 0},
-    {"elastic_workers", Kind::kBool, 0},         {"worker_timeout", Kind::kDouble, 0},
-    {"recovery_timeout", Kind::kDouble, 1e-3},
+    {"consistency",
+     [](const std::string& v, Options* o) {
+       absl::StatusOr<proto::Consistency> c = server::ParseConsistency(v);
+       if (!c.ok()) return absl::InvalidArgumentError("must be asp, bsp or ssp");
+       o->consistency = *c;
+       return absl::OkStatus();
+     }},
+    {"staleness", [](const std::string& v, Options* o) { return ParseInt(v, &o->staleness); }},
+    {"heartbeat_interval",
+     [](const std::string& v, Options* o) { return ParseSeconds(v, &o->heartbeat_interval); }},
+    {"heartbeat_timeout",
+     [](const std::string& v, Options* o) { return ParseSeconds(v, &o->heartbeat_timeout); }},
+    {"join_timeout", [](const std::string& v, Options* o) { return ParseSeconds(v, &o->join_timeout); }},
+    {"dense_chunk", [](const std::string& v, Options* o) { return ParseInt(v, &o->dense_chunk_floats); }},
+    {"checkpoint_dir",
+     [](const std::string& v, Options* o) {
+       o->checkpoint.dir = v;
+       return absl::OkStatus();
+     }},
+    {"checkpoint_every_steps",
+     [](const std::string& v, Options* o) { return ParseInt(v, &o->checkpoint.every_steps); }},
+    {"checkpoint_every_secs",
+     [](const std::string& v, Options* o) { return ParseNumber(v, &o->checkpoint.every_secs); }},
+    {"keep_checkpoints", [](const std::string& v, Options* o) { return ParseInt(v, &o->checkpoint.keep); }},
+    {"restore",
+     [](const std::string& v, Options* o) {
+       o->checkpoint.restore = v;
+       return absl::OkStatus();
+     }},
+    {"recover_servers", [](const std::string& v, Options* o) { return ParseBool(v, &o->recover_servers); }},
+    {"elastic_workers", [](const std::string& v, Options* o) { return ParseBool(v, &o->elastic_workers); }},
+    {"worker_timeout", [](const std::string& v, Options* o) { return ParseSeconds(v, &o->worker_timeout); }},
+    {"recovery_timeout",
+     [](const std::string& v, Options* o) { return ParseSeconds(v, &o->recovery_timeout); }},
 };
 // Flags forwarded to every process.
 const char* const kCommonFlags[] = {"log_level", "auth", "keys_dir"};
 
-bool IsTrue(const std::string& v) { return v == "true" || v == "1" || v == "yes"; }
-
-absl::Status CheckCoordinatorFlag(const CoordinatorFlag& f, const std::string& value) {
-  const std::string where = absl::StrCat("--", f.name, "=", value);
-  double number = 0;
-  switch (f.kind) {
-    case Kind::kString:
-      return absl::OkStatus();
-    case Kind::kConsistency:
-      if (value == "asp" || value == "bsp" || value == "ssp") return absl::OkStatus();
-      return UsageError(where + ": must be asp, bsp or ssp");
-    case Kind::kBool:
-      if (IsTrue(value) || value == "false" || value == "0" || value == "no") return absl::OkStatus();
-      return UsageError(where + ": must be true or false");
-    case Kind::kInt: {
-      int64_t i = 0;
-      if (!absl::SimpleAtoi(value, &i)) return UsageError(where + ": not an integer");
-      number = static_cast<double>(i);
-      break;
-    }
-    case Kind::kDouble:
-      if (!absl::SimpleAtod(value, &number)) return UsageError(where + ": not a number");
-      break;
+const CoordinatorFlag* FindCoordinatorFlag(const std::string& name) {
+  for (const CoordinatorFlag& f : kCoordinatorFlags) {
+    if (name == f.name) return &f;
   }
-  if (number < f.min) return UsageError(absl::StrCat(where, ": must be >= ", f.min));
-  return absl::OkStatus();
+  return nullptr;
 }
 
-// Checks the coordinator flags among `args` and their combinations.
-absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args) {
-  double interval = 1, timeout = 10, every_steps = 0, every_secs = 0;
-  std::string dir;
+// The coordinator's options that the coordinator flags among `args` give,
+// checked; `o` gets --elastic_workers (the launcher restarts by it).
+absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args, LocalOptions* o) {
+  server::CoordinatorOptions co;
   for (const Arg& a : args) {
-    for (const CoordinatorFlag& f : kCoordinatorFlags) {
-      if (a.name != f.name) continue;
-      PS_RETURN_IF_ERROR(CheckCoordinatorFlag(f, a.value));
-      if (a.name == "heartbeat_interval") (void)absl::SimpleAtod(a.value, &interval);
-      if (a.name == "heartbeat_timeout") (void)absl::SimpleAtod(a.value, &timeout);
-      if (a.name == "checkpoint_every_steps") (void)absl::SimpleAtod(a.value, &every_steps);
-      if (a.name == "checkpoint_every_secs") (void)absl::SimpleAtod(a.value, &every_secs);
-      if (a.name == "checkpoint_dir") dir = a.value;
+    const CoordinatorFlag* f = FindCoordinatorFlag(a.name);
+    if (f == nullptr) continue;
+    if (absl::Status st = f->set(a.value, &co); !st.ok()) {
+      return UsageError(absl::StrCat("--", a.name, "=", a.value, ": ", st.message()));
     }
   }
-  if (timeout <= interval) return UsageError("--heartbeat_timeout must exceed --heartbeat_interval");
-  if (dir.empty() && (every_steps > 0 || every_secs > 0)) {
-    return UsageError("--checkpoint_every_steps/--checkpoint_every_secs need --checkpoint_dir");
+  if (absl::Status st = server::CheckCoordinatorOptions(co); !st.ok()) {
+    return UsageError(st.message());
   }
+  o->elastic_workers = co.elastic_workers;
   return absl::OkStatus();
 }
 
@@ -93,38 +121,33 @@ absl::Status CheckData(const std::vector<std::string>& patterns, const worker::S
   return st.ok() ? st : UsageError(st.message());
 }
 
-// Routes each of `rest` (flags local does not define) to its processes.
-void Route(const std::vector<Arg>& rest, LocalOptions* o) {
+// Routes each of `rest` (flags local does not define) to its processes;
+// returns the workers' ones.
+std::vector<Arg> Route(const std::vector<Arg>& rest, LocalOptions* o) {
+  std::vector<Arg> worker;
   for (const Arg& a : rest) {
-    bool used = false;
-    for (const CoordinatorFlag& f : kCoordinatorFlags) {
-      if (a.name != f.name) continue;
+    if (FindCoordinatorFlag(a.name) != nullptr) {
       o->coordinator_args.push_back(a.text);
-      if (a.name == "elastic_workers") o->elastic_workers = IsTrue(a.value);
-      used = true;
+      continue;
     }
-    for (const char* f : kCommonFlags) {
-      if (a.name != f) continue;
+    const bool common =
+        std::find(std::begin(kCommonFlags), std::end(kCommonFlags), a.name) != std::end(kCommonFlags);
+    worker.push_back(a);  // the common flags are the workers' too, checked with theirs
+    if (common) {
       o->common_args.push_back(a.text);
-      used = true;
+      continue;
     }
-    if (used) continue;
     if (a.name == "metrics_out") o->metrics_out = a.value;
     o->worker_args.push_back(a.text);
   }
+  return worker;
 }
 
-// The workers' flags among `rest`, checked as pstrain_worker checks them,
-// and their data files; the layout they imply in pipeline mode.
-absl::Status CheckWorkerArgs(const std::vector<Arg>& rest, const FlagSet& local, LocalOptions* o) {
-  std::vector<Arg> worker;
+// The workers' flags, checked as pstrain_worker checks them, and their data
+// files; the layout they imply in pipeline mode.
+absl::Status CheckWorkerArgs(std::vector<Arg> worker, const FlagSet& local, LocalOptions* o) {
   std::vector<std::string> other = ForwardedCoordinatorFlags();
   other.insert(other.end(), local.names().begin(), local.names().end());
-  for (const Arg& a : rest) {
-    bool routed_elsewhere = false;
-    for (const CoordinatorFlag& f : kCoordinatorFlags) routed_elsewhere |= a.name == f.name;
-    if (!routed_elsewhere) worker.push_back(a);
-  }
   // The coordinator endpoint and ranks are the launcher's to give.
   worker.push_back(Arg{"coordinator", "tcp://127.0.0.1:1", true, ""});
   PS_ASSIGN_OR_RETURN(worker::WorkerOptions w, WorkerOptionsFromArgs(worker, other));
@@ -211,8 +234,8 @@ absl::StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& a
   PS_ASSIGN_OR_RETURN(std::vector<Arg> rest, flags.Parse(argv, /*keep_unknown=*/true));
   LocalOptions o;
   PS_RETURN_IF_ERROR(TakeLocalFlags(flags, &o));
-  PS_RETURN_IF_ERROR(CheckCoordinatorArgs(rest));
-  Route(rest, &o);
+  PS_RETURN_IF_ERROR(CheckCoordinatorArgs(rest, &o));
+  std::vector<Arg> worker = Route(rest, &o);
   std::string auth, keys_dir;
   for (const Arg& a : rest) {
     if (a.name == "auth") auth = a.value;
@@ -221,7 +244,7 @@ absl::StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& a
   if (auto keys = CurveKeysForAuth(auth, keys_dir); !keys.ok()) {
     return UsageError(keys.status().message());
   }
-  PS_RETURN_IF_ERROR(CheckWorkerArgs(rest, flags, &o));
+  PS_RETURN_IF_ERROR(CheckWorkerArgs(std::move(worker), flags, &o));
   return o;
 }
 

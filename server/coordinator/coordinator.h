@@ -84,6 +84,13 @@ struct CoordinatorOptions {
   absl::Duration worker_timeout = absl::ZeroDuration();
 };
 
+// "asp", "bsp" or "ssp" (any case); InvalidArgument naming --consistency.
+absl::StatusOr<proto::Consistency> ParseConsistency(std::string name);
+// OK when `options` describe a job the coordinator can run; InvalidArgument
+// naming the flag otherwise. pstrain_coordinator and `pstrain local` (before
+// it starts anything) both check with it.
+absl::Status CheckCoordinatorOptions(const CoordinatorOptions& options);
+
 class Coordinator final : private ClusterLink {
  public:
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(CoordinatorOptions options,

@@ -61,14 +61,6 @@ constexpr absl::Duration kTeardownGrace = absl::Seconds(10);
 
 std::atomic<pstrain::server::Coordinator*> g_coordinator{nullptr};
 
-absl::StatusOr<pstrain::proto::Consistency> ParseConsistency(std::string s) {
-  s = absl::AsciiStrToLower(s);
-  if (s == "asp") return pstrain::proto::Consistency::kAsp;
-  if (s == "bsp") return pstrain::proto::Consistency::kBsp;
-  if (s == "ssp") return pstrain::proto::Consistency::kSsp;
-  return absl::InvalidArgumentError("--consistency must be asp, bsp or ssp, not '" + s + "'");
-}
-
 absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   using namespace pstrain;
   server::CoordinatorOptions o;
@@ -76,9 +68,8 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   o.advertise_host = absl::GetFlag(FLAGS_advertise_host);
   o.num_servers = absl::GetFlag(FLAGS_servers);
   o.num_workers = absl::GetFlag(FLAGS_workers);
-  PS_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(absl::GetFlag(FLAGS_consistency)));
+  PS_ASSIGN_OR_RETURN(o.consistency, server::ParseConsistency(absl::GetFlag(FLAGS_consistency)));
   o.staleness = absl::GetFlag(FLAGS_staleness);
-  if (o.staleness < 0) return absl::InvalidArgumentError("--staleness must be >= 0");
   o.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval));
   o.heartbeat_timeout = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_timeout));
   o.join_timeout = absl::Seconds(absl::GetFlag(FLAGS_join_timeout));
@@ -86,9 +77,6 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o.dashboard_port = absl::GetFlag(FLAGS_dashboard_port);
   o.http_host = absl::GetFlag(FLAGS_http_host);
-  for (int port : {o.metrics_port, o.dashboard_port}) {
-    if (port < 0 || port > 65535) return absl::InvalidArgumentError("ports must be in 0..65535");
-  }
   o.checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint.every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
   o.checkpoint.every_secs = absl::GetFlag(FLAGS_checkpoint_every_secs);
@@ -97,21 +85,9 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   o.recover_servers = absl::GetFlag(FLAGS_recover_servers);
   o.elastic_workers = absl::GetFlag(FLAGS_elastic_workers);
   o.worker_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout));
-  if (o.worker_timeout < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--worker_timeout must be >= 0");
-  }
   o.recovery_timeout = absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout));
-  if (o.checkpoint.every_steps < 0 || o.checkpoint.every_secs < 0 || o.checkpoint.keep < 1) {
-    return absl::InvalidArgumentError(
-        "--checkpoint_every_steps/--checkpoint_every_secs must be >= 0 and --keep_checkpoints >= 1");
-  }
-  if (o.checkpoint.dir.empty() && (o.checkpoint.every_steps > 0 || o.checkpoint.every_secs > 0)) {
-    return absl::InvalidArgumentError("checkpoints need --checkpoint_dir");
-  }
+  PS_RETURN_IF_ERROR(server::CheckCoordinatorOptions(o));
   if (!o.checkpoint.dir.empty()) PS_RETURN_IF_ERROR(MakeDirs(o.checkpoint.dir));
-  if (o.heartbeat_timeout <= o.heartbeat_interval) {
-    return absl::InvalidArgumentError("--heartbeat_timeout must exceed --heartbeat_interval");
-  }
   ZmqTransportOptions t;
   t.name = "coordinator";
   t.curve = keys;

@@ -1,47 +1,24 @@
 #include "worker/data/data_check.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "worker/data/criteo_parser.h"
 #include "worker/data/file_set.h"
+#include "worker/data/line_reader.h"
 
 namespace pstrain::worker {
 namespace {
 
-// The start of `path`: at least `lines` whole lines when it has them, at
-// most `limit` bytes, read in 64 KiB pieces.
-absl::StatusOr<std::string> ReadHead(const std::string& path, int lines, size_t limit) {
-  constexpr size_t kPiece = 64 << 10;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, path);
-  std::string out;
-  int newlines = 0;
-  while (out.size() < limit && newlines < lines) {
-    const size_t at = out.size();
-    out.resize(std::min(limit, at + kPiece));
-    const ssize_t n = read(fd, out.data() + at, out.size() - at);
-    if (n < 0 && errno == EINTR) {
-      out.resize(at);
-      continue;
-    }
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      return ErrnoToStatus(err, path);
-    }
-    out.resize(at + static_cast<size_t>(n));
-    if (n == 0) break;
-    newlines += static_cast<int>(std::count(out.begin() + at, out.end(), '\n'));
-  }
-  close(fd);
-  return out;
+// The first bytes of `path` (up to 4), for its compression format.
+std::string Magic(const std::string& path) {
+  char head[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head, sizeof(head));
+  return std::string(head, static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
 }
 
 // The name of the compression format `head` starts with, or nullptr.
@@ -53,30 +30,29 @@ const char* CompressionOf(const std::string& head) {
 
 absl::Status CheckFile(const InputFile& file, const CriteoParser& parser,
                        const DataCheckOptions& options) {
-  // Whole lines up to the readers' line limit, and one byte more.
-  PS_ASSIGN_OR_RETURN(std::string head, ReadHead(file.path, options.lines_to_check,
-                                                 parser.schema().max_line_bytes + 1));
-  if (const char* format = CompressionOf(head)) {
+  if (const char* format = CompressionOf(Magic(file.path))) {
     return absl::InvalidArgumentError(
         absl::StrCat(file.path, " is ", format,
                      "-compressed; pstrain reads plain text: decompress it first"));
   }
+  // The readers' own line reader, with their line limit.
+  constexpr size_t kBuffer = 64 << 10;
+  LineReader reader(kBuffer, parser.schema().max_line_bytes);
+  PS_RETURN_IF_ERROR(reader.Open(file.path, file.size, 0, file.size));
   ParsedRow row;
   int checked = 0, bad = 0;
   std::string first_error;
-  for (size_t start = 0; start < head.size() && checked < options.lines_to_check;) {
-    size_t end = head.find('\n', start);
-    if (end == std::string::npos) {
-      if (head.size() < file.size) break;  // cut off by the read limit
-      end = head.size();
-    }
-    absl::Status st = parser.Parse(std::string_view(head).substr(start, end - start), &row);
+  LineReader::Line line;
+  while (checked < options.lines_to_check) {
+    PS_ASSIGN_OR_RETURN(bool more, reader.Next(&line));
+    if (!more) break;
     ++checked;
+    absl::Status st = line.overlong ? absl::InvalidArgumentError("line too long")
+                                    : parser.Parse(line.text, &row);
     if (!st.ok()) {
       ++bad;
       if (first_error.empty()) first_error = absl::StrCat("line ", checked, ": ", st.message());
     }
-    start = end + 1;
   }
   if (checked > 0 && 2 * bad > checked) {
     return absl::InvalidArgumentError(absl::StrCat(file.path, ": ", bad, " of its first ", checked,

@@ -1,0 +1,38 @@
+// The checks of a job's CoordinatorOptions, shared by pstrain_coordinator and
+// `pstrain local`.
+#include "absl/strings/ascii.h"
+#include "server/coordinator/coordinator.h"
+
+namespace pstrain::server {
+
+absl::StatusOr<proto::Consistency> ParseConsistency(std::string name) {
+  name = absl::AsciiStrToLower(name);
+  if (name == "asp") return proto::Consistency::kAsp;
+  if (name == "bsp") return proto::Consistency::kBsp;
+  if (name == "ssp") return proto::Consistency::kSsp;
+  return absl::InvalidArgumentError("--consistency must be asp, bsp or ssp, not '" + name + "'");
+}
+
+absl::Status CheckCoordinatorOptions(const CoordinatorOptions& o) {
+  if (o.staleness < 0) return absl::InvalidArgumentError("--staleness must be >= 0");
+  for (int port : {o.metrics_port, o.dashboard_port}) {
+    if (port < 0 || port > 65535) return absl::InvalidArgumentError("ports must be in 0..65535");
+  }
+  if (o.worker_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--worker_timeout must be >= 0");
+  }
+  const CheckpointOptions& c = o.checkpoint;
+  if (c.every_steps < 0 || c.every_secs < 0 || c.keep < 1) {
+    return absl::InvalidArgumentError(
+        "--checkpoint_every_steps/--checkpoint_every_secs must be >= 0 and --keep_checkpoints >= 1");
+  }
+  if (c.dir.empty() && (c.every_steps > 0 || c.every_secs > 0)) {
+    return absl::InvalidArgumentError("checkpoints need --checkpoint_dir");
+  }
+  if (o.heartbeat_timeout <= o.heartbeat_interval) {
+    return absl::InvalidArgumentError("--heartbeat_timeout must exceed --heartbeat_interval");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain::server
