@@ -3,6 +3,7 @@
 // and get a KvClient. Everything is torn down in the destructor.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -120,6 +121,57 @@ class TestCluster {
   std::vector<std::unique_ptr<server::ParameterServer>> servers_;
   std::vector<std::thread> server_threads_;
   std::vector<TestWorker> workers_;
+};
+
+// The cluster side of a whole job in one process, for workers the test runs
+// itself: a coordinator ("coord") and `servers` parameter servers
+// ("server<s>") on an in-process network, each Run() on a thread. Stop()
+// (or the destructor) ends them; a worker still running is told to stop.
+class InProcServerSide {
+ public:
+  InProcServerSide(int servers, int workers, proto::Consistency consistency) {
+    server::CoordinatorOptions co;
+    co.bind = "coord";
+    co.num_servers = servers;
+    co.num_workers = workers;
+    co.consistency = consistency;
+    co.dense_chunk_floats = 256;  // split the larger layers over the servers
+    co.heartbeat_timeout = absl::Seconds(60);
+    auto c = server::Coordinator::Create(co, std::make_unique<InProcTransport>(&net_));
+    EXPECT_TRUE(c.ok()) << c.status();
+    coordinator_ = *std::move(c);
+    coordinator_thread_ = std::thread([this] { (void)coordinator_->Run(); });
+    for (int s = 0; s < servers; ++s) {
+      server::ServerOptions so;
+      so.coordinator = "coord";
+      so.bind = "server" + std::to_string(s);
+      so.rank = s;
+      auto p = server::ParameterServer::Create(so, std::make_unique<InProcTransport>(&net_));
+      EXPECT_TRUE(p.ok()) << p.status();
+      servers_.push_back(*std::move(p));
+    }
+    for (auto& p : servers_) server_threads_.emplace_back([s = p.get()] { (void)s->Run(); });
+  }
+  ~InProcServerSide() { Stop(); }
+
+  InProcNetwork* net() { return &net_; }
+  server::ParameterServer& server(int s) { return *servers_[s]; }
+  // Any thread; the first call stops everything.
+  void Stop() {
+    if (stopped_.exchange(true)) return;
+    coordinator_->RequestStop();
+    for (auto& p : servers_) p->RequestStop();
+    for (auto& t : server_threads_) t.join();
+    coordinator_thread_.join();
+  }
+
+ private:
+  InProcNetwork net_;
+  std::unique_ptr<server::Coordinator> coordinator_;
+  std::thread coordinator_thread_;
+  std::vector<std::unique_ptr<server::ParameterServer>> servers_;
+  std::vector<std::thread> server_threads_;
+  std::atomic<bool> stopped_{false};
 };
 
 inline TableSpec DenseSpec(uint32_t id, const std::string& name, uint64_t size, OptimizerConfig opt,

@@ -18,8 +18,7 @@
 #include "common/inproc_transport.h"
 #include "common/optim/initializer.h"
 #include "gtest/gtest.h"
-#include "server/coordinator/coordinator.h"
-#include "server/ps/parameter_server.h"
+#include "tests/server/test_cluster.h"
 #include "tests/worker/data/test_files.h"
 #include "worker/data/reader.h"
 #include "worker/data/synthetic.h"
@@ -45,54 +44,11 @@ struct JobResult {
   std::vector<absl::Status> shutdowns;  // what on_shutdown was told, by worker
 };
 
-// The cluster's side: a coordinator and kServers servers, each Run() on a
-// thread, torn down (and the workers told to stop) by Stop().
-class InProcCluster {
+// The cluster's side: a coordinator and kServers servers.
+class InProcCluster : public pstrain::testing::InProcServerSide {
  public:
-  InProcCluster(int workers, proto::Consistency consistency) {
-    server::CoordinatorOptions co;
-    co.bind = "coord";
-    co.num_servers = kServers;
-    co.num_workers = workers;
-    co.consistency = consistency;
-    co.dense_chunk_floats = 256;  // split the larger layers over both servers
-    co.heartbeat_timeout = absl::Seconds(60);
-    auto c = server::Coordinator::Create(co, std::make_unique<InProcTransport>(&net_));
-    EXPECT_TRUE(c.ok()) << c.status();
-    coordinator_ = *std::move(c);
-    coordinator_thread_ = std::thread([this] { coordinator_status_ = coordinator_->Run(); });
-    for (int s = 0; s < kServers; ++s) {
-      server::ServerOptions so;
-      so.coordinator = "coord";
-      so.bind = "server" + std::to_string(s);
-      so.rank = s;
-      auto p = server::ParameterServer::Create(so, std::make_unique<InProcTransport>(&net_));
-      EXPECT_TRUE(p.ok()) << p.status();
-      servers_.push_back(*std::move(p));
-    }
-    for (auto& p : servers_) server_threads_.emplace_back([s = p.get()] { (void)s->Run(); });
-  }
-  ~InProcCluster() { Stop(); }
-
-  InProcNetwork* net() { return &net_; }
-  server::ParameterServer& server(int s) { return *servers_[s]; }
-  // Any thread; the first call stops everything.
-  void Stop() {
-    if (stopped_.exchange(true)) return;
-    coordinator_->RequestStop();
-    for (auto& p : servers_) p->RequestStop();
-    for (auto& t : server_threads_) t.join();
-    coordinator_thread_.join();
-  }
-
- private:
-  InProcNetwork net_;
-  std::unique_ptr<server::Coordinator> coordinator_;
-  std::thread coordinator_thread_;
-  absl::Status coordinator_status_;
-  std::vector<std::unique_ptr<server::ParameterServer>> servers_;
-  std::vector<std::thread> server_threads_;
-  std::atomic<bool> stopped_{false};
+  InProcCluster(int workers, proto::Consistency consistency)
+      : InProcServerSide(kServers, workers, consistency) {}
 };
 
 // Runs `workers` workers of `base` (rank w binds "worker<w>") against

@@ -9,8 +9,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/coordinator/coordinator.h"
-#include "server/ps/parameter_server.h"
 #include "tests/server/test_cluster.h"
 #include "tests/worker/data/test_files.h"
 #include "worker/data/synthetic.h"
@@ -28,28 +26,7 @@ struct JobResult {
 JobResult RunJob(const WorkerOptions& base, int servers, proto::Consistency consistency) {
   const int workers =
       base.pipeline.stages * base.pipeline.replicas * base.pipeline.tensor_parallel;
-  InProcNetwork net;
-  server::CoordinatorOptions co;
-  co.bind = "coord";
-  co.num_servers = servers;
-  co.num_workers = workers;
-  co.consistency = consistency;
-  co.dense_chunk_floats = 256;  // split the larger layers over the servers
-  co.heartbeat_timeout = absl::Seconds(60);
-  auto coordinator = server::Coordinator::Create(co, std::make_unique<InProcTransport>(&net));
-  EXPECT_TRUE(coordinator.ok()) << coordinator.status();
-  std::vector<std::unique_ptr<server::ParameterServer>> ps;
-  std::vector<std::thread> threads;
-  for (int s = 0; s < servers; ++s) {
-    server::ServerOptions so;
-    so.coordinator = "coord";
-    so.bind = "server" + std::to_string(s);
-    so.rank = s;
-    auto p = server::ParameterServer::Create(so, std::make_unique<InProcTransport>(&net));
-    EXPECT_TRUE(p.ok()) << p.status();
-    ps.push_back(*std::move(p));
-  }
-  for (auto& p : ps) threads.emplace_back([s = p.get()] { (void)s->Run(); });
+  pstrain::testing::InProcServerSide cluster(servers, workers, consistency);
   JobResult out;
   out.status.assign(workers, absl::OkStatus());
   out.stages.resize(workers);
@@ -62,7 +39,7 @@ JobResult RunJob(const WorkerOptions& base, int servers, proto::Consistency cons
       o.rank = w;
       if (w != 0) o.train.metrics_out.clear();
       WorkerRuntime rt;
-      rt.make_transport = [&net] { return std::make_unique<InProcTransport>(&net); };
+      rt.make_transport = [&cluster] { return std::make_unique<InProcTransport>(cluster.net()); };
       rt.on_shutdown = [](const absl::Status& why) { ADD_FAILURE() << "shut down: " << why; };
       rt.stage_result = &out.stages[w];
       rt.print_result = false;
@@ -70,9 +47,7 @@ JobResult RunJob(const WorkerOptions& base, int servers, proto::Consistency cons
     });
   }
   for (auto& t : worker_threads) t.join();
-  for (auto& p : ps) p->RequestStop();
-  for (auto& t : threads) t.join();
-  (*coordinator)->RequestStop();
+  cluster.Stop();
   return out;
 }
 
