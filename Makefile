@@ -7,7 +7,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench fuzz clean
+.PHONY: all deps configure build test demo bench fuzz docker-image docker-test clean
 
 all: build
 
@@ -32,6 +32,16 @@ fuzz: deps
 
 demo: build
 	@scripts/demo.sh $(BUILD)
+
+# The full docker/Dockerfile build (CPU) from the sources, on a private
+# Docker engine with a Debian 12 base image made by debootstrap (as root).
+docker-image:
+	@PSTRAIN_FULL_DEPS=1 scripts/install-deps.sh
+	@scripts/docker_env.py image --full
+
+# The compose stack under a real Docker engine (also part of `make test`).
+docker-test: build
+	@cd $(BUILD) && ctest --output-on-failure -L docker
 
 bench: build
 	@$(BUILD)/bin/pstrain_bench all

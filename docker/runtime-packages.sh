@@ -5,6 +5,10 @@
 # no hand-kept list that drifts from what the binaries link.
 #
 #   docker/runtime-packages.sh build/bin/pstrain build/bin/pstrain_worker ...
+#
+# RUNTIME_PACKAGES_PROVIDED=DIR: libraries under DIR come from elsewhere
+# (tests/docker mounts the CUDA toolkit's lib folder into its containers) and
+# are left out instead of failing for want of a package.
 set -eu
 [ $# -gt 0 ] || { echo "usage: $0 BINARY..." >&2; exit 2; }
 
@@ -15,7 +19,11 @@ if [ -n "$missing" ]; then
   echo "$missing" >&2
   exit 1
 fi
+provided=${RUNTIME_PACKAGES_PROVIDED:-}
 for lib in $libs; do
+  if [ -n "$provided" ]; then
+    case "$lib" in "${provided%/}"/*) continue ;; esac
+  fi
   # With merged /usr a library found as /lib/... is registered as /usr/lib/...
   # (or the other way round): look it up by every name it has.
   real=$(readlink -f "$lib")

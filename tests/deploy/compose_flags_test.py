@@ -43,6 +43,7 @@ def check_services(label, compose, bin_dir, own, errors):
         return
     coord = services[coordinators[0]]
     coord_port = lib.port_of(coord["environment"].get("PSTRAIN_BIND", "tcp://0.0.0.0:7000"))
+    server_ranks = {}
 
     for name, svc in services.items():
         where = "%s: service %s" % (label, name)
@@ -96,6 +97,17 @@ def check_services(label, compose, bin_dir, own, errors):
         if role == "server" and not env.get("PSTRAIN_ADVERTISE_HOST"):
             errors.append("%s: servers advertise their service name (PSTRAIN_ADVERTISE_HOST)" %
                           where)
+        if role == "server":
+            # A restarted server replaces its old self at once only under a
+            # fixed rank (else its slot stays taken until the old one times out).
+            rank = env.get("PSTRAIN_RANK", "")
+            if not rank.isdigit():
+                errors.append("%s: a server needs a fixed PSTRAIN_RANK, got %r" % (where, rank))
+            elif rank in server_ranks:
+                errors.append("%s: PSTRAIN_RANK=%s is also %s's" % (where, rank,
+                                                                   server_ranks[rank]))
+            else:
+                server_ranks[rank] = name
         if role == "worker":
             if "PSTRAIN_RANK" in env or "container_name" in svc:
                 errors.append("%s: a scalable worker sets neither PSTRAIN_RANK nor "
@@ -144,9 +156,17 @@ def main():
         check_services(label, compose, args.bin_dir, own, errors)
     # WORKERS sizes the job: the coordinator waits for that many workers.
     scaled = lib.load_compose([lib.COMPOSE], dict(clean, WORKERS="5"))
+    # ... and, the same variable, the number of worker containers.
     for name, svc in scaled["services"].items():
         if lib.role_of(svc) == "coordinator" and svc["environment"].get("PSTRAIN_WORKERS") != "5":
             errors.append("compose: coordinator PSTRAIN_WORKERS does not follow ${WORKERS}")
+        if lib.role_of(svc) == "worker" and str(svc.get("scale")) != "5":
+            errors.append("compose: worker scale %r does not follow ${WORKERS}" %
+                          svc.get("scale"))
+        if lib.role_of(svc) == "coordinator" and \
+                svc["environment"].get("PSTRAIN_ELASTIC_WORKERS") not in ("1", "true"):
+            errors.append("compose: elastic workers are off: a restarted worker container "
+                          "could not rejoin")
     gpu = lib.load_compose([lib.COMPOSE, lib.COMPOSE_GPU], clean)["services"]
     for name, svc in gpu.items():
         if lib.role_of(svc) != "worker":
