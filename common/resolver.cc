@@ -158,12 +158,19 @@ void Resolver::State::Resolve(const std::string& host, Callback done) {
     return;
   }
   std::shared_ptr<Job> job;
-  if (auto l = latest.find(host); l != latest.end() && now - l->second->queued < options.timeout) {
+  auto l = latest.find(host);
+  if (l != latest.end() && now - l->second->queued < options.timeout) {
     job = l->second;  // join the lookup in flight
   } else {
-    const int stuck = unfinished[host];
+    auto u = unfinished.find(host);
+    const int stuck = u == unfinished.end() ? 0 : u->second;
+    // Past max_stuck_per_name, one more try every stuck_retry: a name that
+    // hangs for long costs a thread per stuck_retry, and is still resolved
+    // soon after it answers again.
+    const bool too_stuck = stuck >= options.max_stuck_per_name && l != latest.end() &&
+                           now - l->second->queued < options.stuck_retry;
     const bool no_thread = idle <= static_cast<int>(queue.size()) && threads >= options.max_threads;
-    if (stuck >= options.max_stuck_per_name || no_thread) {
+    if (too_stuck || no_thread) {
       mu.Unlock();
       done(absl::UnavailableError(
           no_thread ? absl::StrCat("cannot resolve ", host, ": all ", options.max_threads,

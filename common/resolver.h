@@ -13,8 +13,8 @@
 // thread: the next lookups of other names get other threads (a new one when
 // all are busy, up to `max_threads`), lookups of the same name join the one
 // in flight while it is younger than `timeout`, and a name with
-// `max_stuck_per_name` lookups still hanging fails fast. Answers are cached
-// for `cache_ttl`.
+// `max_stuck_per_name` lookups still hanging fails fast (but for one more
+// try every `stuck_retry`). Answers are cached for `cache_ttl`.
 //
 // Thread-safety: thread-safe. Callbacks run on a resolver thread, or on the
 // calling thread for a numeric host or a cached answer; they must not block.
@@ -59,6 +59,7 @@ struct ResolverOptions {
   absl::Duration cache_ttl = absl::Milliseconds(500);
   int max_threads = 32;
   int max_stuck_per_name = 4;
+  absl::Duration stuck_retry = absl::Seconds(10);
 };
 
 class Resolver {

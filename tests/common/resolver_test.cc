@@ -116,6 +116,7 @@ TEST(Resolver, ANameWhoseLookupsAllHangFailsFastWithUnavailable) {
   ScriptedLookup s;
   ResolverOptions o = Options(s, absl::Milliseconds(50));
   o.max_stuck_per_name = 2;
+  o.stuck_retry = absl::Milliseconds(300);
   Resolver r(std::move(o));
   for (int i = 0; i < 2; ++i) {  // two stuck lookups, each past the timeout
     Answer a;
@@ -134,6 +135,13 @@ TEST(Resolver, ANameWhoseLookupsAllHangFailsFastWithUnavailable) {
   r.Resolve("good.test", good.callback());
   ASSERT_TRUE(good.Wait());
   EXPECT_TRUE(good.result.ok()) << good.result.status();
+  // One more try once stuck_retry has passed since the last one.
+  absl::SleepFor(absl::Milliseconds(300));
+  Answer later;
+  r.Resolve("hang.test", later.callback());
+  ASSERT_TRUE(later.Wait());
+  EXPECT_EQ(later.result.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(s.calls->load(), 4);
 }
 
 TEST(Resolver, WithEveryThreadStuckOtherNamesFailFastInsteadOfQueueing) {
