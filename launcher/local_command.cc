@@ -109,6 +109,10 @@ absl::StatusOr<std::string> LocalCluster::StartCoordinator() {
     if (auto text = ReadFileToString(endpoint_file); text.ok() && !text->empty()) {
       return std::string(absl::StripAsciiWhitespace(*text));
     }
+    if (!sup_.child(coordinator_).running && sup_.child(coordinator_).exit_code == 0) {
+      // It had nothing to do (the job in its --checkpoint_dir is finished).
+      return std::string();
+    }
     if (!sup_.child(coordinator_).running || absl::Now() > wait_until || g_signal) {
       return Fail("the coordinator did not start", 1);
     }
@@ -160,6 +164,10 @@ absl::Status LocalCluster::Start() {
   PS_ASSIGN_OR_RETURN(http_, PickLocalHttpPorts(o_.servers, o_.workers, o_.metrics, o_.dashboard,
                                                 o_.dashboard_port));
   PS_ASSIGN_OR_RETURN(std::string endpoint, StartCoordinator());
+  if (endpoint.empty()) {
+    Supervisor::Say("the coordinator exited at once with nothing to do (see its last line)");
+    return absl::OkStatus();
+  }
   Supervisor::Say(absl::StrCat("coordinator at ", endpoint, "; starting ", o_.servers,
                                " servers and ", o_.workers, " workers"));
   AnnounceHttpPorts(http_);

@@ -83,6 +83,9 @@ constexpr CoordinatorFlag kCoordinatorFlags[] = {
     {"worker_timeout", [](const std::string& v, Options* o) { return ParseSeconds(v, &o->worker_timeout); }},
     {"recovery_timeout",
      [](const std::string& v, Options* o) { return ParseSeconds(v, &o->recovery_timeout); }},
+    {"resume_timeout",
+     [](const std::string& v, Options* o) { return ParseSeconds(v, &o->resume_timeout); }},
+    {"new_job", [](const std::string& v, Options* o) { return ParseBool(v, &o->new_job); }},
 };
 // Flags forwarded to every process.
 const char* const kCommonFlags[] = {"log_level", "auth", "keys_dir"};
@@ -95,7 +98,8 @@ const CoordinatorFlag* FindCoordinatorFlag(const std::string& name) {
 }
 
 // The coordinator's options that the coordinator flags among `args` give,
-// checked; `o` gets --elastic_workers (the launcher restarts by it).
+// checked; `o` gets --elastic_workers and whether the coordinator journals
+// the job (the launcher restarts by them).
 absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args, LocalOptions* o) {
   server::CoordinatorOptions co;
   for (const Arg& a : args) {
@@ -109,6 +113,7 @@ absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args, LocalOptions* o)
     return UsageError(st.message());
   }
   o->elastic_workers = co.elastic_workers;
+  o->journaled = !co.checkpoint.dir.empty();
   return absl::OkStatus();
 }
 

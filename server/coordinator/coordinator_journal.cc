@@ -58,6 +58,7 @@ struct CoordinatorJournal::Record {
   bool has_layout = false;
   proto::TableLayout layout;
   JournalStoreEntry entry;
+  bool erase = false;
   CheckpointJournal checkpoints;
   JobState state = JobState::kRunning;
   int64_t final_step = 0;
@@ -72,7 +73,7 @@ struct CoordinatorJournal::Record {
       case Kind::kIdentity: ar(identity); return;
       case Kind::kEpoch: ar(epoch); return;
       case Kind::kTables: ar(tables, has_layout, layout); return;
-      case Kind::kStore: ar(entry); return;
+      case Kind::kStore: ar(entry, erase); return;
       case Kind::kCheckpoints: ar(checkpoints); return;
       case Kind::kEnd: ar(state, final_step, message, when); return;
     }
@@ -106,6 +107,10 @@ struct CoordinatorJournal::Record {
         s->layout = layout;
         return true;
       case Kind::kStore:
+        if (erase) {
+          std::erase_if(s->store, [&](const JournalStoreEntry& e) { return e.key == entry.key; });
+          return true;
+        }
         for (JournalStoreEntry& e : s->store) {
           if (e.key == entry.key) {
             e.value = entry.value;
@@ -263,6 +268,14 @@ absl::Status CoordinatorJournal::SetStore(const std::string& key, const std::str
   Record r;
   r.kind = Kind::kStore;
   r.entry = {key, value};
+  return Append(r);
+}
+
+absl::Status CoordinatorJournal::EraseStore(const std::string& key) {
+  Record r;
+  r.kind = Kind::kStore;
+  r.entry.key = key;
+  r.erase = true;
   return Append(r);
 }
 

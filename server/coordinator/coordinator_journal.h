@@ -130,6 +130,7 @@ class CoordinatorJournal {
   absl::Status SetEpoch(uint64_t epoch);
   absl::Status SetTables(const std::vector<TableSpec>& tables, const proto::TableLayout* layout);
   absl::Status SetStore(const std::string& key, const std::string& value);
+  absl::Status EraseStore(const std::string& key);
   absl::Status SetCheckpoints(const CheckpointJournal& checkpoints);
   absl::Status End(JobState state, int64_t final_step, const std::string& message);
 
