@@ -107,7 +107,15 @@ absl::StatusOr<std::string> LocalCluster::StartCoordinator() {
   while (true) {
     sup_.Pump(kStartPoll, g_wake_pipe[0]);
     if (auto text = ReadFileToString(endpoint_file); text.ok() && !text->empty()) {
-      return std::string(absl::StripAsciiWhitespace(*text));
+      std::string endpoint(absl::StripAsciiWhitespace(*text));
+      if (o_.restart_failed && o_.journaled) {
+        // A restarted coordinator listens where the nodes look for it and
+        // takes the job back from its journal (in --checkpoint_dir).
+        ChildSpec again{"coordinator", bin_ + "/pstrain_coordinator", args};
+        again.args[0] = "--bind=" + endpoint;
+        restartable_[coordinator_] = {again, 0};
+      }
+      return endpoint;
     }
     if (!sup_.child(coordinator_).running && sup_.child(coordinator_).exit_code == 0) {
       // It had nothing to do (the job in its --checkpoint_dir is finished).
@@ -186,6 +194,7 @@ absl::Status LocalCluster::OnExit(int i) {
     absl::StatusOr<int> again = sup_.Start(spec);
     if (!again.ok()) return Fail(std::string(again.status().message()), 1);
     restartable_[*again] = {spec, restarts + 1};
+    if (i == coordinator_) coordinator_ = *again;
     return absl::OkStatus();
   }
   // Worker 0 too: the coordinator hands its lead role on, or ends the job

@@ -213,7 +213,9 @@ FlagSet LocalFlags() {
       .Define("restart_failed", "false",
               "Restart a server that dies (same rank); with --checkpoint_dir the cluster rolls back "
               "to the latest checkpoint and training goes on. With --elastic_workers, restart a "
-              "worker (other than 0) that dies too: the coordinator re-admits it.")
+              "worker (other than 0) that dies too: the coordinator re-admits it. With "
+              "--checkpoint_dir, restart a coordinator that dies, on the same port: it takes the "
+              "job back from its journal without a rollback.")
       .Define("max_restarts", "3", "With --restart_failed: restarts allowed per process.")
       .Define("server_threads", "1", "Executor threads per server (pstrain_server --server_threads).")
       .Define("pin_cpus", "false",

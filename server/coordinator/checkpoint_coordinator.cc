@@ -164,6 +164,11 @@ void CheckpointCoordinator::OnArrive(int32_t rank, proto::CheckpointArrive arriv
     MaybeCheckpoint();
     return;
   }
+  if (arrive.step == checkpoint_step_ && saving_ && arrived_.count(rank)) {
+    // The same arrival again (re-issued after the coordinator seemed lost).
+    arrive_waiters_.push_back(std::move(waiter));
+    return;
+  }
   if (arrive.step != checkpoint_step_ || saving_) {
     link_->node().Reply(waiter.route, waiter.id,
                         CoordinatorError(absl::FailedPreconditionError(absl::StrCat(

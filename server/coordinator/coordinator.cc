@@ -118,8 +118,12 @@ void Coordinator::Handle(RpcRequest&& req) {
   }
   if (resuming_ && d->type() != MsgType::kRegister && d->type() != MsgType::kHeartbeat &&
       d->type() != MsgType::kPing) {
-    // Answered once every known node is back (coordinator_resume.cc).
-    deferred_.push_back(std::move(req));
+    // Answered once every known node is back (coordinator_resume.cc). From
+    // a node not registered again yet: dropped unanswered, the node
+    // re-issues it once it is.
+    if (FindMember(d->header().sender_role, d->header().sender_rank) != nullptr) {
+      deferred_.push_back(std::move(req));
+    }
     return;
   }
   switch (d->type()) {
