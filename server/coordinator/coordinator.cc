@@ -189,8 +189,9 @@ absl::StatusOr<int32_t> Coordinator::ChooseRank(const proto::NodeInfo& info,
     rank = IdentityRank(info.node_id);
   }
   if (rank < 0) {
-    // A retry of a registration whose reply was lost keeps its rank.
-    for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
+    // A retry of a registration whose reply was lost keeps its rank (a
+    // new identity is a new worker, whatever process it is in).
+    for (size_t i = 0; i < slots.size() && rank < 0 && !identified; ++i) {
       if (slots[i] && slots[i]->info.incarnation == info.incarnation) rank = static_cast<int32_t>(i);
     }
     // A free rank; for a new identity, one that no other identity holds.
@@ -299,8 +300,9 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
     JournalMemberOf(*slots[rank]);
     if (info.role == Role::kWorker && !info.node_id.empty()) identities_[info.node_id] = rank;
     monitor()->OnJoin(info);
-    spdlog::info("{} {} from {} (host {}, pid {})", MemberName(info.role, rank),
-                 replacement ? "rejoined (a replacement)" : "joined", info.endpoint, info.host, info.pid);
+    spdlog::info("{} {} from {} (host {}, pid {}{})", MemberName(info.role, rank),
+                 replacement ? "rejoined (a replacement)" : "joined", info.endpoint, info.host,
+                 info.pid, info.node_id.empty() ? "" : ", node " + info.node_id);
   }
   node_->Reply(req, CoordinatorReply(View(rank)));
   if (replacement) {
