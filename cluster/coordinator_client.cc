@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/node_info.h"
+#include "common/status.h"
 
 namespace pstrain {
 
@@ -30,6 +31,17 @@ constexpr absl::Duration kWaitReplySlack = absl::Seconds(5);
 // kRejoin takes two round trips to every server at most (kReadmitWorker),
 // each bounded by the coordinator's 10 s re-admit deadline.
 constexpr absl::Duration kRejoinTimeout = absl::Seconds(30);
+// A call that got no answer waits this much past lost_after for the
+// heartbeats to tell whether the coordinator is lost (then it is re-issued)
+// or was only slow (then its error stands).
+constexpr absl::Duration kLostCheckSlack = absl::Seconds(1);
+// How often a call waiting for a lost coordinator looks again.
+constexpr absl::Duration kLostPoll = absl::Milliseconds(20);
+
+bool NoAnswer(const absl::Status& st) {
+  return st.code() == absl::StatusCode::kDeadlineExceeded ||
+         st.code() == absl::StatusCode::kUnavailable;
+}
 }  // namespace
 
 CoordinatorClient::CoordinatorClient(RpcNode* node, CoordinatorClientOptions options)
@@ -53,21 +65,74 @@ Header CoordinatorClient::MakeHeader(MsgType type) const {
   return h;
 }
 
-absl::StatusOr<Decoded> CoordinatorClient::CallDecoded(Message m, absl::Duration timeout,
-                                                       absl::string_view what) {
-  RpcFuture f = node_->Call(peer_, std::move(m), absl::Now() + timeout);
-  return DecodeReply(f.Wait(), absl::StrCat(what, " (coordinator ", options_.coordinator, ")"));
+absl::Status CoordinatorClient::CoordinatorStatus() const {
+  if (gave_up_.load()) {
+    absl::MutexLock lock(&mu_);
+    return give_up_status_;
+  }
+  if (lost_.load()) {
+    return absl::UnavailableError(absl::StrCat(
+        "lost the coordinator at ", options_.coordinator, " ",
+        absl::FormatDuration(absl::Trunc(absl::Now() - absl::FromUnixNanos(lost_since_ns_.load()),
+                                         absl::Milliseconds(100))),
+        " ago; registering again"));
+  }
+  return absl::OkStatus();
 }
 
-absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
+absl::StatusOr<Decoded> CoordinatorClient::CallDecoded(const std::function<Message()>& make,
+                                                       absl::Duration timeout,
+                                                       absl::string_view what) {
+  const std::string context = absl::StrCat(what, " (coordinator ", options_.coordinator, ")");
+  const bool reconnect = options_.reconnect_timeout > absl::ZeroDuration();
+  while (true) {
+    if (gave_up_.load()) return Annotate(CoordinatorStatus(), context);
+    // While the coordinator is lost, wait for one to take this node back.
+    while (reconnect && heartbeating_.load() && lost_.load() && !gave_up_.load()) {
+      absl::SleepFor(kLostPoll);
+    }
+    if (gave_up_.load()) return Annotate(CoordinatorStatus(), context);
+    const uint64_t registrations = registrations_.load();
+    absl::StatusOr<Message> reply = node_->Call(peer_, make(), absl::Now() + timeout).Wait();
+    if (reply.ok() || !reconnect || !heartbeating_.load() || !NoAnswer(reply.status())) {
+      return DecodeReply(std::move(reply), context);
+    }
+    // No answer: lost (then re-issued once a coordinator took the node
+    // back), or only slow (then the error stands).
+    const absl::Time until = absl::Now() + LostAfter(options_.lost_after) + kLostCheckSlack;
+    while (absl::Now() < until && !lost_.load() && !gave_up_.load() &&
+           registrations_.load() == registrations) {
+      absl::SleepFor(kLostPoll);
+    }
+    if (!lost_.load() && !gave_up_.load() && registrations_.load() == registrations) {
+      return DecodeReply(std::move(reply), context);
+    }
+    spdlog::info("{}: no answer from the lost coordinator; re-issued once one takes this node back",
+                 context);
+  }
+}
+
+proto::RegisterRequest CoordinatorClient::RegisterBody(bool resume) const {
   proto::RegisterRequest req;
   req.node.role = options_.role;
-  req.node.rank = options_.requested_rank;
+  req.node.rank = resume ? rank_.load() : options_.requested_rank;
   req.node.endpoint = options_.endpoint;
   req.node.host = LocalHostName();
   req.node.pid = static_cast<int32_t>(getpid());
   req.node.incarnation = ProcessIncarnation();
-  req.requested_rank = options_.requested_rank;
+  req.node.node_id = options_.node_id;
+  req.node.resume = resume;
+  req.requested_rank = resume ? rank_.load() : options_.requested_rank;
+  return req;
+}
+
+absl::Duration CoordinatorClient::LostAfter(absl::Duration interval) const {
+  if (options_.lost_after > absl::ZeroDuration()) return options_.lost_after;
+  return std::max(absl::Seconds(2), interval * 5);
+}
+
+absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
+  const proto::RegisterRequest req = RegisterBody(/*resume=*/false);
   absl::Time give_up = absl::Now() + options_.connect_timeout;
   absl::Duration backoff = kFirstRegisterBackoff;
   absl::Duration attempt = kFirstRegisterAttempt;
@@ -76,13 +141,15 @@ absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
   while (true) {
     absl::Duration left = give_up - absl::Now();
     if (left <= absl::ZeroDuration()) break;
-    auto d = CallDecoded(proto::Encode(MakeHeader(MsgType::kRegister), req),
-                         std::min(left, attempt), "register");
+    RpcFuture f = node_->Call(peer_, proto::Encode(MakeHeader(MsgType::kRegister), req),
+                              absl::Now() + std::min(left, attempt));
+    auto d = DecodeReply(f.Wait(), absl::StrCat("register (coordinator ", options_.coordinator, ")"));
     attempt = std::min(attempt * 2, kMaxRegisterAttempt);
     if (d.ok()) {
       PS_ASSIGN_OR_RETURN(proto::ClusterView view, d->body<proto::ClusterView>());
       rank_ = view.your_rank;
       epoch_ = view.epoch;
+      journaled_ = view.journaled;
       last_contact_ns_ = absl::ToUnixNanos(absl::Now());
       return view;
     }
@@ -108,8 +175,12 @@ absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
 absl::StatusOr<proto::ClusterView> CoordinatorClient::WaitForCluster(absl::Duration timeout) {
   Header h = MakeHeader(MsgType::kGetCluster);
   h.step = absl::ToInt64Milliseconds(timeout);
-  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::EncodeHeaderOnly(h), timeout + kWaitReplySlack,
-                                             "wait for cluster"));
+  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded([&] {
+                        Header again = MakeHeader(MsgType::kGetCluster);
+                        again.step = h.step;
+                        return proto::EncodeHeaderOnly(again);
+                      },
+                      timeout + kWaitReplySlack, "wait for cluster"));
   PS_ASSIGN_OR_RETURN(proto::ClusterView view, d.body<proto::ClusterView>());
   epoch_ = view.epoch;
   return view;
@@ -119,7 +190,7 @@ absl::StatusOr<proto::TableLayout> CoordinatorClient::DefineTables(
     const std::vector<TableSpec>& tables, absl::Duration timeout) {
   proto::DefineTablesRequest req;
   req.tables = tables;
-  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::Encode(MakeHeader(MsgType::kDefineTables), req),
+  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded([&] { return proto::Encode(MakeHeader(MsgType::kDefineTables), req); },
                                              timeout, "define tables"));
   return d.body<proto::TableLayout>();
 }
@@ -127,7 +198,7 @@ absl::StatusOr<proto::TableLayout> CoordinatorClient::DefineTables(
 absl::StatusOr<proto::Recovered> CoordinatorClient::WaitForRecovery(uint64_t epoch,
                                                                    absl::Duration wait) {
   proto::WaitRecoveryRequest req{epoch, absl::ToInt64Milliseconds(wait)};
-  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::Encode(MakeHeader(MsgType::kWaitRecovery), req),
+  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded([&] { return proto::Encode(MakeHeader(MsgType::kWaitRecovery), req); },
                                              wait + options_.recovery_timeout,
                                              "wait for recovery"));
   PS_ASSIGN_OR_RETURN(proto::Recovered r, d.body<proto::Recovered>());
@@ -136,13 +207,13 @@ absl::StatusOr<proto::Recovered> CoordinatorClient::WaitForRecovery(uint64_t epo
 }
 
 absl::StatusOr<proto::ShardClaim> CoordinatorClient::ClaimShard() {
-  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::EncodeHeaderOnly(MakeHeader(MsgType::kClaimShard)),
+  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded([&] { return proto::EncodeHeaderOnly(MakeHeader(MsgType::kClaimShard)); },
                                              options_.call_timeout, "claim a shard"));
   return d.body<proto::ShardClaim>();
 }
 
 absl::StatusOr<proto::Rejoin> CoordinatorClient::Rejoin() {
-  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded(proto::EncodeHeaderOnly(MakeHeader(MsgType::kRejoin)),
+  PS_ASSIGN_OR_RETURN(Decoded d, CallDecoded([&] { return proto::EncodeHeaderOnly(MakeHeader(MsgType::kRejoin)); },
                                              std::max(options_.call_timeout, kRejoinTimeout),
                                              "rejoin"));
   return d.body<proto::Rejoin>();
@@ -151,7 +222,7 @@ absl::StatusOr<proto::Rejoin> CoordinatorClient::Rejoin() {
 absl::Status CoordinatorClient::Barrier(const std::string& name, int participants,
                                         absl::Duration timeout) {
   proto::BarrierRequest req{name, participants};
-  return CallDecoded(proto::Encode(MakeHeader(MsgType::kBarrier), req), timeout,
+  return CallDecoded([&] { return proto::Encode(MakeHeader(MsgType::kBarrier), req); }, timeout,
                      absl::StrCat("barrier ", name))
       .status();
 }
@@ -159,8 +230,10 @@ absl::Status CoordinatorClient::Barrier(const std::string& name, int participant
 absl::Status CoordinatorClient::StoreSet(const std::string& key, Buffer value) {
   proto::StoreRequest req;
   req.keys = {key};
-  return CallDecoded(proto::Encode(MakeHeader(MsgType::kStoreSet), req, {std::move(value)},
-                                   {proto::DType::kU8}),
+  return CallDecoded([&] {
+                       return proto::Encode(MakeHeader(MsgType::kStoreSet), req, {value},
+                                            {proto::DType::kU8});
+                     },
                      options_.call_timeout, absl::StrCat("store set ", key))
       .status();
 }
@@ -170,14 +243,14 @@ absl::StatusOr<Buffer> CoordinatorClient::StoreGet(const std::string& key, absl:
   req.keys = {key};
   req.wait_ms = absl::ToInt64Milliseconds(wait);
   PS_ASSIGN_OR_RETURN(Decoded d,
-                      CallDecoded(proto::Encode(MakeHeader(MsgType::kStoreGet), req),
+                      CallDecoded([&] { return proto::Encode(MakeHeader(MsgType::kStoreGet), req); },
                                   wait + options_.call_timeout, absl::StrCat("store get ", key)));
   PS_RETURN_IF_ERROR(d.CheckPayload(0, proto::DType::kU8));
   return d.payload(0);
 }
 
 absl::Status CoordinatorClient::WorkerDone() {
-  return CallDecoded(proto::EncodeHeaderOnly(MakeHeader(MsgType::kWorkerDone)),
+  return CallDecoded([&] { return proto::EncodeHeaderOnly(MakeHeader(MsgType::kWorkerDone)); },
                      options_.call_timeout, "worker done")
       .status();
 }
@@ -192,8 +265,9 @@ absl::StatusOr<proto::CheckpointDone> CoordinatorClient::CheckpointArrive(
     types.push_back(proto::DType::kU8);
   }
   PS_ASSIGN_OR_RETURN(
-      Decoded d, CallDecoded(proto::Encode(MakeHeader(MsgType::kCheckpointArrive), req,
-                                           std::move(payloads), types),
+      Decoded d, CallDecoded([&] {
+                   return proto::Encode(MakeHeader(MsgType::kCheckpointArrive), req, payloads, types);
+                 },
                              options_.checkpoint_timeout, absl::StrCat("checkpoint at step ", step)));
   return d.body<proto::CheckpointDone>();
 }
@@ -209,20 +283,109 @@ void CoordinatorClient::StopHeartbeats() { heartbeating_ = false; }
 
 void CoordinatorClient::HeartbeatTick(absl::Duration interval) {
   if (!heartbeating_ || !alive_->load()) return;
-  proto::Heartbeat hb = fill_ ? fill_() : proto::Heartbeat{};
-  // Fire and forget: a missed reply only matters to the coordinator.
   std::weak_ptr<std::atomic<bool>> alive = alive_;
-  node_->Call(peer_, proto::Encode(MakeHeader(MsgType::kHeartbeat), hb), absl::Now() + interval * 2)
-      .OnDone([this, alive](const absl::StatusOr<Message>& reply) {
-        auto a = alive.lock();
-        if (a && a->load() && proto::DecodeReply(reply, "heartbeat").ok()) {
-          last_contact_ns_ = absl::ToUnixNanos(absl::Now());
-        }
-      });
+  const bool reconnect = options_.reconnect_timeout > absl::ZeroDuration();
+  if (reconnect && !gave_up_.load()) {
+    if (lost_.load()) {
+      Reregister(interval);
+    } else if (absl::Now() - last_contact() > LostAfter(interval)) {
+      OnLost(absl::StrCat("no answer for ", absl::FormatDuration(absl::Trunc(
+                                                absl::Now() - last_contact(), absl::Milliseconds(100)))));
+      Reregister(interval);
+    }
+  }
+  if (!lost_.load() && !gave_up_.load()) {
+    proto::Heartbeat hb = fill_ ? fill_() : proto::Heartbeat{};
+    // Fire and forget: a missed reply only matters to the coordinator.
+    node_->Call(peer_, proto::Encode(MakeHeader(MsgType::kHeartbeat), hb), absl::Now() + interval * 2)
+        .OnDone([this, alive, reconnect](const absl::StatusOr<Message>& reply) {
+          auto a = alive.lock();
+          if (!a || !a->load()) return;
+          auto d = proto::DecodeReply(reply, "heartbeat");
+          if (d.ok()) {
+            last_contact_ns_ = absl::ToUnixNanos(absl::Now());
+          } else if (reconnect && reply.ok() && d.status().code() == absl::StatusCode::kNotFound &&
+                     heartbeating_.load()) {
+            // A coordinator that does not know this node: a restarted one.
+            OnLost("a coordinator answered that this node is not registered (restarted?)");
+          }
+        });
+  }
   node_->transport().RunAfter(interval, [this, interval, alive] {
     auto a = alive.lock();
     if (a && a->load()) HeartbeatTick(interval);
   });
+}
+
+void CoordinatorClient::OnLost(const std::string& why) {
+  if (lost_.exchange(true)) return;
+  lost_since_ns_ = absl::ToUnixNanos(absl::Now());
+  next_register_ = absl::Now();
+  register_backoff_ = kFirstRegisterBackoff * 4;
+  spdlog::warn("lost the coordinator at {} ({}): keeping this node's state and registering again "
+               "as {} {} (for up to {})",
+               options_.coordinator, why, proto::RoleName(options_.role), rank_.load(),
+               absl::FormatDuration(options_.reconnect_timeout));
+  // What waits on the old coordinator will get no answer: re-issued later.
+  node_->FailPending(peer_, absl::UnavailableError("the coordinator was lost"));
+}
+
+void CoordinatorClient::Reregister(absl::Duration interval) {
+  const absl::Time now = absl::Now();
+  const absl::Duration lost_for = now - absl::FromUnixNanos(lost_since_ns_.load());
+  if (lost_for > options_.reconnect_timeout) {
+    const std::string secs = absl::FormatDuration(absl::Trunc(lost_for, absl::Seconds(1)));
+    GiveUp(absl::UnavailableError(
+        journaled_.load()
+            ? absl::StrCat("coordinator ", options_.coordinator, " lost for ", secs,
+                           " and no coordinator took this node back: giving up")
+            : absl::StrCat("coordinator ", options_.coordinator, " lost for ", secs,
+                           " and it keeps no journal (no --checkpoint_dir): the job cannot be "
+                           "resumed")));
+    return;
+  }
+  if (reregistering_ || now < next_register_) return;
+  reregistering_ = true;
+  next_register_ = now + register_backoff_;
+  register_backoff_ = std::min(register_backoff_ * 2, kMaxRegisterBackoff);
+  std::weak_ptr<std::atomic<bool>> alive = alive_;
+  node_->Call(peer_, proto::Encode(MakeHeader(MsgType::kRegister), RegisterBody(/*resume=*/true)),
+              now + std::max(interval * 2, kFirstRegisterAttempt))
+      .OnDone([this, alive](const absl::StatusOr<Message>& reply) {
+        auto a = alive.lock();
+        if (!a || !a->load()) return;
+        reregistering_ = false;
+        auto d = proto::DecodeReply(reply, absl::StrCat("register again (coordinator ",
+                                                        options_.coordinator, ")"));
+        absl::StatusOr<proto::ClusterView> view =
+            d.ok() ? d->body<proto::ClusterView>() : absl::StatusOr<proto::ClusterView>(d.status());
+        if (!view.ok()) {
+          // No answer: try again. An answer refusing this node: the end.
+          if (!reply.ok()) return;
+          GiveUp(view.status());
+          return;
+        }
+        journaled_ = view->journaled;
+        last_contact_ns_ = absl::ToUnixNanos(absl::Now());
+        ++registrations_;
+        lost_ = false;
+        spdlog::info("registered again with the coordinator at {} as {} {} (lost for {}): going on",
+                     options_.coordinator, proto::RoleName(options_.role), view->your_rank,
+                     absl::FormatDuration(absl::Trunc(
+                         absl::Now() - absl::FromUnixNanos(lost_since_ns_.load()),
+                         absl::Milliseconds(10))));
+      });
+}
+
+void CoordinatorClient::GiveUp(absl::Status why) {
+  if (gave_up_.exchange(true)) return;
+  {
+    absl::MutexLock lock(&mu_);
+    give_up_status_ = why;
+  }
+  spdlog::error("{}", why.ToString());
+  node_->FailPending(peer_, why);
+  if (options_.on_gave_up) options_.on_gave_up(why);
 }
 
 }  // namespace pstrain

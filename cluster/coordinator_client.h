@@ -3,6 +3,17 @@
 // start in any order), the cluster view, table layout, barriers, the
 // rendezvous store, heartbeats and the end of a worker's work.
 //
+// Losing the coordinator (with reconnect_timeout > 0): once heartbeats go
+// unanswered for lost_after (or a coordinator answers that it does not know
+// this node: a restarted one), the coordinator is lost. The node keeps its
+// state; the calls waiting on the old coordinator fail at once and wait; the
+// heartbeat loop registers again with the same rank and `resume` set, with
+// backoff, until a coordinator takes the node back (one that journals the
+// job, coordinator_resume.cc); then the waiting calls are re-issued and go
+// on. When none does within reconnect_timeout, or a coordinator refuses the
+// node, the client gives up: every call fails with the reason and
+// on_gave_up runs.
+//
 // Thread-safe: calls may come from any thread; heartbeats run on the RPC
 // node's I/O thread.
 #pragma once
@@ -13,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/rpc.h"
 #include "proto_msgs/codec.h"
@@ -37,6 +49,17 @@ struct CoordinatorClientOptions {
   // replacement server needs to start (at least the coordinator's
   // --recovery_timeout).
   absl::Duration recovery_timeout = absl::Hours(1);
+  // A stable identity of this node (--node_id): the coordinator gives it
+  // the same rank whenever it registers. Empty: none.
+  std::string node_id;
+  // How long a lost coordinator is waited for (see above); zero: never
+  // reconnect (a call that gets no answer fails).
+  absl::Duration reconnect_timeout = absl::ZeroDuration();
+  // No heartbeat answered for this long: the coordinator is lost (zero:
+  // five heartbeat intervals, at least 2 s).
+  absl::Duration lost_after = absl::ZeroDuration();
+  // The client gave up on a lost coordinator (I/O thread; optional).
+  std::function<void(const absl::Status&)> on_gave_up;
 };
 
 class CoordinatorClient {
@@ -82,6 +105,12 @@ class CoordinatorClient {
 
   // When the coordinator last answered a heartbeat (or registration).
   absl::Time last_contact() const { return absl::FromUnixNanos(last_contact_ns_.load()); }
+  // OK while the coordinator is there; Unavailable (saying since when)
+  // while it is lost; the reason once the client gave up.
+  absl::Status CoordinatorStatus() const;
+  bool gave_up() const { return gave_up_.load(); }
+  // Whether the coordinator journals the job (a restarted one can take it back).
+  bool journaled() const { return journaled_.load(); }
 
   int32_t rank() const { return rank_.load(); }
   uint64_t epoch() const { return epoch_.load(); }
@@ -91,9 +120,18 @@ class CoordinatorClient {
   proto::Header MakeHeader(proto::MsgType type) const;
 
  private:
-  absl::StatusOr<proto::Decoded> CallDecoded(Message m, absl::Duration timeout,
-                                             absl::string_view what);
+  // One call; with reconnect_timeout, re-issued (`make` builds it again)
+  // when the coordinator was lost meanwhile and a coordinator took this node
+  // back.
+  absl::StatusOr<proto::Decoded> CallDecoded(const std::function<Message()>& make,
+                                             absl::Duration timeout, absl::string_view what);
+  proto::RegisterRequest RegisterBody(bool resume) const;
   void HeartbeatTick(absl::Duration interval);
+  // I/O thread: the coordinator is lost (`why`), a registration again, the end.
+  void OnLost(const std::string& why);
+  void Reregister(absl::Duration interval);
+  void GiveUp(absl::Status why);
+  absl::Duration LostAfter(absl::Duration interval) const;
 
   RpcNode* node_;
   CoordinatorClientOptions options_;
@@ -104,6 +142,18 @@ class CoordinatorClient {
   std::atomic<int64_t> last_contact_ns_{absl::ToUnixNanos(absl::Now())};
   std::shared_ptr<std::atomic<bool>> alive_;
   std::function<proto::Heartbeat()> fill_;
+
+  // Losing the coordinator (I/O thread writes; any thread reads).
+  std::atomic<bool> journaled_{false};
+  std::atomic<bool> lost_{false};
+  std::atomic<int64_t> lost_since_ns_{0};
+  std::atomic<uint64_t> registrations_{0};  // bumped by each registration again
+  std::atomic<bool> gave_up_{false};
+  bool reregistering_ = false;  // I/O thread: a registration in flight
+  absl::Time next_register_;    // I/O thread
+  absl::Duration register_backoff_;
+  mutable absl::Mutex mu_;
+  absl::Status give_up_status_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace pstrain

@@ -217,6 +217,22 @@ void RpcNode::Fence(PeerId spared, absl::Status why) {
   for (auto& st : states) RpcFuture::Complete(*st, why);
 }
 
+void RpcNode::FailPending(PeerId peer, absl::Status why) {
+  std::vector<std::shared_ptr<RpcFuture::State>> states;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.peer != peer) {
+        ++it;
+        continue;
+      }
+      states.push_back(std::move(it->second.state));
+      pending_.erase(it++);
+    }
+  }
+  for (auto& st : states) RpcFuture::Complete(*st, why);
+}
+
 void RpcNode::Unfence() {
   absl::MutexLock lock(&mu_);
   fenced_ = false;

@@ -102,6 +102,9 @@ class RpcNode {
   // group of peers at once (a worker when the cluster rolls back).
   void Fence(PeerId spared, absl::Status why);
   void Unfence();
+  // Fails every call to `peer` pending now with `why` (later ones go out):
+  // a node that found `peer` gone stops waiting for its answers.
+  void FailPending(PeerId peer, absl::Status why);
   void Reply(const std::string& route, uint64_t id, Message response) {
     transport_->SendResponse(route, id, std::move(response));
   }

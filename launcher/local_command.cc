@@ -107,7 +107,19 @@ absl::StatusOr<std::string> LocalCluster::StartCoordinator() {
   while (true) {
     sup_.Pump(kStartPoll, g_wake_pipe[0]);
     if (auto text = ReadFileToString(endpoint_file); text.ok() && !text->empty()) {
-      return std::string(absl::StripAsciiWhitespace(*text));
+      std::string endpoint(absl::StripAsciiWhitespace(*text));
+      if (o_.restart_failed && o_.journaled) {
+        // A restarted coordinator listens where the nodes look for it and
+        // takes the job back from its journal (in --checkpoint_dir).
+        ChildSpec again{"coordinator", bin_ + "/pstrain_coordinator", args};
+        again.args[0] = "--bind=" + endpoint;
+        restartable_[coordinator_] = {again, 0};
+      }
+      return endpoint;
+    }
+    if (!sup_.child(coordinator_).running && sup_.child(coordinator_).exit_code == 0) {
+      // It had nothing to do (the job in its --checkpoint_dir is finished).
+      return std::string();
     }
     if (!sup_.child(coordinator_).running || absl::Now() > wait_until || g_signal) {
       return Fail("the coordinator did not start", 1);
@@ -160,6 +172,10 @@ absl::Status LocalCluster::Start() {
   PS_ASSIGN_OR_RETURN(http_, PickLocalHttpPorts(o_.servers, o_.workers, o_.metrics, o_.dashboard,
                                                 o_.dashboard_port));
   PS_ASSIGN_OR_RETURN(std::string endpoint, StartCoordinator());
+  if (endpoint.empty()) {
+    Supervisor::Say("the coordinator exited at once with nothing to do (see its last line)");
+    return absl::OkStatus();
+  }
   Supervisor::Say(absl::StrCat("coordinator at ", endpoint, "; starting ", o_.servers,
                                " servers and ", o_.workers, " workers"));
   AnnounceHttpPorts(http_);
@@ -178,6 +194,7 @@ absl::Status LocalCluster::OnExit(int i) {
     absl::StatusOr<int> again = sup_.Start(spec);
     if (!again.ok()) return Fail(std::string(again.status().message()), 1);
     restartable_[*again] = {spec, restarts + 1};
+    if (i == coordinator_) coordinator_ = *again;
     return absl::OkStatus();
   }
   // Worker 0 too: the coordinator hands its lead role on, or ends the job

@@ -83,6 +83,9 @@ constexpr CoordinatorFlag kCoordinatorFlags[] = {
     {"worker_timeout", [](const std::string& v, Options* o) { return ParseSeconds(v, &o->worker_timeout); }},
     {"recovery_timeout",
      [](const std::string& v, Options* o) { return ParseSeconds(v, &o->recovery_timeout); }},
+    {"resume_timeout",
+     [](const std::string& v, Options* o) { return ParseSeconds(v, &o->resume_timeout); }},
+    {"new_job", [](const std::string& v, Options* o) { return ParseBool(v, &o->new_job); }},
 };
 // Flags forwarded to every process.
 const char* const kCommonFlags[] = {"log_level", "auth", "keys_dir"};
@@ -95,7 +98,8 @@ const CoordinatorFlag* FindCoordinatorFlag(const std::string& name) {
 }
 
 // The coordinator's options that the coordinator flags among `args` give,
-// checked; `o` gets --elastic_workers (the launcher restarts by it).
+// checked; `o` gets --elastic_workers and whether the coordinator journals
+// the job (the launcher restarts by them).
 absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args, LocalOptions* o) {
   server::CoordinatorOptions co;
   for (const Arg& a : args) {
@@ -109,6 +113,7 @@ absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args, LocalOptions* o)
     return UsageError(st.message());
   }
   o->elastic_workers = co.elastic_workers;
+  o->journaled = !co.checkpoint.dir.empty();
   return absl::OkStatus();
 }
 
@@ -208,7 +213,9 @@ FlagSet LocalFlags() {
       .Define("restart_failed", "false",
               "Restart a server that dies (same rank); with --checkpoint_dir the cluster rolls back "
               "to the latest checkpoint and training goes on. With --elastic_workers, restart a "
-              "worker (other than 0) that dies too: the coordinator re-admits it.")
+              "worker (other than 0) that dies too: the coordinator re-admits it. With "
+              "--checkpoint_dir, restart a coordinator that dies, on the same port: it takes the "
+              "job back from its journal without a rollback.")
       .Define("max_restarts", "3", "With --restart_failed: restarts allowed per process.")
       .Define("server_threads", "1", "Executor threads per server (pstrain_server --server_threads).")
       .Define("pin_cpus", "false",

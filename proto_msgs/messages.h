@@ -22,10 +22,17 @@ struct NodeInfo {
   std::string host;
   int32_t pid = 0;
   uint64_t incarnation = 0;  // random per process start
+  // Version 2. A stable identity (a worker's --node_id, e.g. its container's
+  // hostname): the coordinator gives the same identity the same rank again.
+  std::string node_id;
+  // Registering again with the rank it had, its state kept: the coordinator
+  // it talked to was lost and this may be a restarted one.
+  bool resume = false;
 
   template <class Archive>
-  void serialize(Archive& ar, std::uint32_t /*version*/) {
+  void serialize(Archive& ar, std::uint32_t version) {
     ar(role, rank, endpoint, host, pid, incarnation);
+    if (version >= 2) ar(node_id, resume);
   }
 };
 
@@ -49,10 +56,14 @@ struct ClusterView {
   int64_t heartbeat_interval_ms = 1000;
   std::vector<NodeInfo> servers;  // by rank; empty until everyone joined
   std::vector<NodeInfo> workers;  // by rank
+  // Version 2: the coordinator journals the job (--checkpoint_dir), so a
+  // restarted one can take it back.
+  bool journaled = false;
 
   template <class Archive>
-  void serialize(Archive& ar, std::uint32_t /*version*/) {
+  void serialize(Archive& ar, std::uint32_t version) {
     ar(your_rank, num_servers, num_workers, epoch, heartbeat_interval_ms, servers, workers);
+    if (version >= 2) ar(journaled);
   }
 };
 
@@ -470,9 +481,9 @@ struct PipeTransfer {
 }  // namespace pstrain::proto
 
 CEREAL_CLASS_VERSION(pstrain::proto::DumpRequest, 1);
-CEREAL_CLASS_VERSION(pstrain::proto::NodeInfo, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::NodeInfo, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::RegisterRequest, 1);
-CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::DenseRange, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::TableLayout, 3);
 CEREAL_CLASS_VERSION(pstrain::proto::WorkerPosition, 1);

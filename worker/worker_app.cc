@@ -18,6 +18,8 @@ WorkerSessionOptions SessionOptionsFor(const WorkerOptions& options, const Worke
   s.advertise_host = options.advertise_host;
   s.rank = options.rank;
   s.connect_timeout = options.connect_timeout;
+  s.node_id = options.node_id;
+  s.coordinator_timeout = options.coordinator_timeout;
   s.exit_watchdog = options.exit_watchdog;
   s.kv.push_partition_bytes = options.push_partition_bytes;
   s.train_metrics = options.train.train_metrics;

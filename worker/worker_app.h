@@ -28,6 +28,11 @@ struct WorkerOptions {
   std::string advertise_host;
   int32_t rank = -1;
   absl::Duration connect_timeout = absl::Seconds(60);
+  // A stable identity (--node_id): the coordinator gives it the same rank
+  // whenever it registers, so a restarted worker is re-admitted. Empty: none.
+  std::string node_id;
+  // How long a lost coordinator is waited for (WorkerSessionOptions).
+  absl::Duration coordinator_timeout = absl::Seconds(120);
   // "ps": every table on the servers. "allreduce": dense tables replicated on
   // the workers, their gradients summed by a collective; sparse tables on the
   // servers. "pipeline": R pipelines of P stages, one worker per stage.

@@ -50,8 +50,17 @@ absl::Status WorkerSession::Join() {
   co.requested_rank = options_.rank;
   co.endpoint = endpoint_;
   co.connect_timeout = options_.connect_timeout;
+  co.node_id = options_.node_id;
+  co.reconnect_timeout = options_.coordinator_timeout;
+  co.on_gave_up = [this](const absl::Status& why) {
+    // The coordinator is gone for good: end like on its Shutdown.
+    if (options_.on_shutdown) options_.on_shutdown(why);
+    stopped_ = true;
+    node_->Fence(kNoPeer, why);
+  };
   coordinator_ = std::make_unique<CoordinatorClient>(node_.get(), co);
   coordinator_peer_ = coordinator_->peer();
+  client_ = coordinator_.get();
   PS_ASSIGN_OR_RETURN(proto::ClusterView first, coordinator_->Register());
   rank_ = first.your_rank;
   std::function<proto::Heartbeat()> fill;
@@ -74,9 +83,14 @@ void WorkerSession::Handle(RpcRequest&& req) {
     return;
   }
   switch (d->type()) {
-    case proto::MsgType::kPing:
-      node_->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
+    case proto::MsgType::kPing: {
+      // Unhealthy while its coordinator is lost.
+      CoordinatorClient* c = client_.load();
+      absl::Status st = c != nullptr ? c->CoordinatorStatus() : absl::OkStatus();
+      node_->Reply(req, st.ok() ? proto::EncodeOk(proto::Role::kWorker, -1)
+                                : proto::EncodeError(proto::Role::kWorker, -1, st));
       return;
+    }
     case proto::MsgType::kShutdown:
       OnShutdown(*d, req);
       return;
@@ -114,6 +128,7 @@ void WorkerSession::OnShutdown(const proto::Decoded& d, const RpcRequest& req) {
   node_->Reply(req, proto::EncodeOk(proto::Role::kWorker, -1));
   const absl::Status why = proto::RemoteStatus(d.header());
   spdlog::error("stopped by the coordinator: {}", why.ToString());
+  if (CoordinatorClient* c = client_.load(); c != nullptr) c->StopHeartbeats();
   if (options_.on_shutdown) options_.on_shutdown(why);
   stopped_ = true;
   // Every call fails now, the coordinator's too: the job is over.

@@ -46,6 +46,11 @@ struct WorkerSessionOptions {
   std::string advertise_host;  // see cluster/node_info.h AdvertisedEndpoint
   int32_t rank = -1;           // -1: the coordinator assigns one
   absl::Duration connect_timeout = absl::Seconds(60);
+  std::string node_id;  // CoordinatorClientOptions::node_id
+  // A lost coordinator is waited for this long (CoordinatorClientOptions::
+  // reconnect_timeout; zero: not at all); then the session stops like on a
+  // Shutdown, with the reason (on_shutdown).
+  absl::Duration coordinator_timeout = absl::ZeroDuration();
   // Waiting for every node of the job to register: the nodes of a job may be
   // started by hand or by a scheduler that queues them.
   absl::Duration cluster_timeout = absl::Hours(1);
@@ -161,6 +166,8 @@ class WorkerSession {
   std::atomic<uint64_t> current_{0};
   std::atomic<PeerId> coordinator_peer_{kNoPeer};
   std::atomic<bool> stopped_{false};  // the coordinator sent Shutdown
+  // The client, for the I/O thread's Ping answers (set once it exists).
+  std::atomic<CoordinatorClient*> client_{nullptr};
 
   std::unique_ptr<RpcNode> node_;
   std::string endpoint_;

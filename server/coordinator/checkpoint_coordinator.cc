@@ -74,6 +74,35 @@ void CheckpointCoordinator::StartJob(const std::vector<TableSpec>& tables,
                                      proto::TableLayout* layout) {
   FillLayout(layout);
   tables_ = tables;
+  Changed();
+}
+
+CheckpointJournal CheckpointCoordinator::Journal() const {
+  CheckpointJournal j;
+  j.checkpoint_step = checkpoint_step_;
+  j.last_checkpoint_step = last_checkpoint_step_;
+  j.job_restore = job_restore_ ? job_restore_->path : std::string();
+  j.tables = tables_;
+  for (const auto& [rank, p] : done_training_) j.done_training.push_back(p);
+  return j;
+}
+
+void CheckpointCoordinator::Resume(const CheckpointJournal& j) {
+  checkpoint_step_ = j.checkpoint_step;
+  last_checkpoint_step_ = j.last_checkpoint_step;
+  last_checkpoint_time_ = absl::Now();
+  tables_ = j.tables;
+  done_training_.clear();
+  for (const proto::WorkerPosition& p : j.done_training) done_training_[p.rank] = p;
+  job_restore_.reset();
+  if (!j.job_restore.empty()) {
+    auto m = ReadManifest(j.job_restore);
+    if (m.ok()) {
+      job_restore_ = *std::move(m);
+    } else {
+      spdlog::warn("the checkpoint the job began from is unreadable now: {}", m.status().ToString());
+    }
+  }
 }
 
 void CheckpointCoordinator::SetRestoreFiles() {
@@ -129,9 +158,15 @@ void CheckpointCoordinator::OnArrive(int32_t rank, proto::CheckpointArrive arriv
   if (state != nullptr) worker_state_ = *state;
   if (arrive.position.finished) {
     done_training_[rank] = arrive.position;
+    Changed();
     link_->node().Reply(waiter.route, waiter.id,
                         CoordinatorReply(proto::CheckpointDone{"", checkpoint_step_}));
     MaybeCheckpoint();
+    return;
+  }
+  if (arrive.step == checkpoint_step_ && saving_ && arrived_.count(rank)) {
+    // The same arrival again (re-issued after the coordinator seemed lost).
+    arrive_waiters_.push_back(std::move(waiter));
     return;
   }
   if (arrive.step != checkpoint_step_ || saving_) {
@@ -151,6 +186,7 @@ void CheckpointCoordinator::OnWorkerLeft(int32_t rank) {
   p.rank = rank;
   p.finished = true;
   done_training_[rank] = p;
+  Changed();
   MaybeCheckpoint();
 }
 
@@ -180,6 +216,8 @@ void CheckpointCoordinator::MaybeCheckpoint() {
     }
     int64_t done_step = checkpoint_step_;
     checkpoint_step_ = NextCheckpointStep(done_step);
+    if (st.ok()) last_checkpoint_step_ = done_step;  // journaled before the workers go on
+    Changed();
     std::string path = st.ok() ? manager_.options().dir + "/" + CheckpointName(done_step) : "";
     for (const Parked& p : arrive_waiters_) {
       link_->node().Reply(p.route, p.id,
@@ -328,6 +366,7 @@ absl::Status CheckpointCoordinator::RollBack(proto::TableLayout* layout) {
   }
   last_checkpoint_step_ = restore_ ? restore_->step : 0;
   last_checkpoint_time_ = absl::Now();
+  Changed();
   return absl::OkStatus();
 }
 

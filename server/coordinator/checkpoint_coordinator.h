@@ -30,6 +30,7 @@
 #include "common/table_spec.h"
 #include "proto_msgs/messages.h"
 #include "server/coordinator/checkpoint_manager.h"
+#include "server/coordinator/coordinator_journal.h"
 #include "server/coordinator/cluster_link.h"
 #include "server/coordinator/dashboard/cluster_monitor.h"
 #include "server/coordinator/rendezvous_store.h"
@@ -78,6 +79,14 @@ class CheckpointCoordinator {
   absl::Status RollBack(proto::TableLayout* layout);
   // The checkpoint the servers restore from, or "" (the initial tables).
   std::string restore_path() const { return restore_ ? restore_->path : std::string(); }
+  // The step training ended at (every worker's finished position).
+  int64_t FinalStep() const;
+
+  // The journal's part (schedule, history, finished workers); `on_change`
+  // runs after each change of it. A restarted coordinator Resume()s it.
+  CheckpointJournal Journal() const;
+  void set_on_change(std::function<void()> on_change) { on_change_ = std::move(on_change); }
+  void Resume(const CheckpointJournal& j);
 
  private:
   // Fills the checkpoint fields of `layout` from restore_ and schedules the
@@ -85,7 +94,9 @@ class CheckpointCoordinator {
   void FillLayout(proto::TableLayout* layout);
   void SetRestoreFiles();
   int64_t NextCheckpointStep(int64_t after) const;
-  int64_t FinalStep() const;
+  void Changed() {
+    if (on_change_) on_change_();
+  }
   void MaybeCheckpoint();
   // Writes a checkpoint at `step` (servers' shards, then the manifest) and
   // calls `done` on the I/O thread.
@@ -110,6 +121,7 @@ class CheckpointCoordinator {
   uint64_t generation_ = 0;  // bumped to abandon a checkpoint in flight
   absl::Time last_checkpoint_time_;
   int64_t last_checkpoint_step_ = 0;
+  std::function<void()> on_change_;
 };
 
 }  // namespace pstrain::server

@@ -62,6 +62,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
       self->options_.checkpoint, self->options_.num_workers, static_cast<ClusterLink*>(self),
       &self->store_, self->monitor());
   PS_RETURN_IF_ERROR(self->checkpoints_->LoadRestore());
+  PS_RETURN_IF_ERROR(self->OpenJournal());
   PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
   self->node_->transport().Post([self] { self->Tick(); });
   return c;
@@ -115,6 +116,16 @@ void Coordinator::Handle(RpcRequest&& req) {
     ReplyError(req, d.status());
     return;
   }
+  if (resuming_ && d->type() != MsgType::kRegister && d->type() != MsgType::kHeartbeat &&
+      d->type() != MsgType::kPing) {
+    // Answered once every known node is back (coordinator_resume.cc). From
+    // a node not registered again yet: dropped unanswered, the node
+    // re-issues it once it is.
+    if (FindMember(d->header().sender_role, d->header().sender_rank) != nullptr) {
+      deferred_.push_back(std::move(req));
+    }
+    return;
+  }
   switch (d->type()) {
     case MsgType::kRegister: return OnRegister(*d, req);
     case MsgType::kGetCluster: return OnGetCluster(*d, req);
@@ -155,6 +166,7 @@ proto::ClusterView Coordinator::View(int32_t rank) const {
   v.num_workers = options_.num_workers;
   v.heartbeat_interval_ms = absl::ToInt64Milliseconds(options_.heartbeat_interval);
   v.epoch = epoch_;
+  v.journaled = journal_ != nullptr;
   if (AllJoined()) {
     for (const auto& s : servers_) v.servers.push_back(s->info);
     for (const auto& w : workers_) v.workers.push_back(w->info);
@@ -171,13 +183,22 @@ absl::StatusOr<int32_t> Coordinator::ChooseRank(const proto::NodeInfo& info,
                                                    slots.size(), " ", proto::RoleName(info.role),
                                                    "s"));
   }
+  const bool identified = info.role == Role::kWorker && !info.node_id.empty();
+  if (rank < 0 && identified) {
+    // A worker identity seen before gets its rank back.
+    rank = IdentityRank(info.node_id);
+  }
   if (rank < 0) {
-    // A retry of a registration whose reply was lost keeps its rank.
-    for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
+    // A retry of a registration whose reply was lost keeps its rank (a
+    // new identity is a new worker, whatever process it is in).
+    for (size_t i = 0; i < slots.size() && rank < 0 && !identified; ++i) {
       if (slots[i] && slots[i]->info.incarnation == info.incarnation) rank = static_cast<int32_t>(i);
     }
+    // A free rank; for a new identity, one that no other identity holds.
     for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
-      if (!slots[i]) rank = static_cast<int32_t>(i);
+      bool reserved = false;
+      for (const auto& [id, r] : identities_) reserved = reserved || r == static_cast<int32_t>(i);
+      if (!slots[i] && !reserved) rank = static_cast<int32_t>(i);
     }
     // A replacement for a failed server takes its rank.
     for (size_t i = 0;
@@ -198,6 +219,24 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
   proto::NodeInfo info = body->node;
   if (info.role != Role::kServer && info.role != Role::kWorker) {
     return ReplyError(req, absl::InvalidArgumentError("only servers and workers register"));
+  }
+  if (resuming_) return OnResumeRegister(info, req);
+  if (info.resume) {
+    // A node that lost its coordinator registers again with its rank.
+    const auto& known = info.role == Role::kServer ? servers_ : workers_;
+    const bool same = info.rank >= 0 && info.rank < static_cast<int32_t>(known.size()) &&
+                      known[info.rank] && known[info.rank]->info.incarnation == info.incarnation;
+    if (!same) {
+      const std::string who = MemberName(info.role, info.rank);
+      return ReplyError(
+          req, absl::FailedPreconditionError(
+                   journal_ == nullptr
+                       ? absl::StrCat("the coordinator at ", endpoint_, " keeps no journal (no "
+                                      "--checkpoint_dir) and does not know ", who,
+                                      ": the job cannot be resumed")
+                       : absl::StrCat("the coordinator at ", endpoint_, " does not know ", who,
+                                      " (it started the job over): its state is of another run")));
+    }
   }
   absl::StatusOr<int32_t> chosen = ChooseRank(info, body->requested_rank);
   if (!chosen.ok()) return ReplyError(req, chosen.status());
@@ -258,9 +297,12 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
     m.peer = node_->Connect(info.endpoint);
     m.last_seen = absl::Now();
     slots[rank] = std::move(m);
+    JournalMemberOf(*slots[rank]);
+    if (info.role == Role::kWorker && !info.node_id.empty()) identities_[info.node_id] = rank;
     monitor()->OnJoin(info);
-    spdlog::info("{} {} from {} (host {}, pid {})", MemberName(info.role, rank),
-                 replacement ? "rejoined (a replacement)" : "joined", info.endpoint, info.host, info.pid);
+    spdlog::info("{} {} from {} (host {}, pid {}{})", MemberName(info.role, rank),
+                 replacement ? "rejoined (a replacement)" : "joined", info.endpoint, info.host,
+                 info.pid, info.node_id.empty() ? "" : ", node " + info.node_id);
   }
   node_->Reply(req, CoordinatorReply(View(rank)));
   if (replacement) {
@@ -369,6 +411,7 @@ void Coordinator::OnWorkerDone(const Decoded& d, const RpcRequest& req) {
   Member* m = FindMember(Role::kWorker, d.header().sender_rank);
   if (m == nullptr) return ReplyError(req, absl::NotFoundError("unknown worker"));
   m->done = true;
+  JournalMemberOf(*m);
   monitor()->OnWorkerDone(m->info.rank);
   ReplyOk(req);
   spdlog::info("worker {} finished", m->info.rank);
@@ -480,6 +523,7 @@ void Coordinator::AdmitReturningWorker(Member* m, const proto::NodeInfo& info) {
   m->peer = node_->Connect(info.endpoint);
   m->last_seen = absl::Now();
   m->alive = true;
+  JournalMemberOf(*m);
   monitor()->OnJoin(m->info);
   elastic_->Readmit(rank, info);
 }
@@ -507,6 +551,7 @@ void Coordinator::Tick() {
   absl::Time now = absl::Now();
   store_.Expire(now);
   CheckHeartbeats(now);
+  CheckResumeTimeout(now);
   recovery_->Expire(now);
   if (!finishing_) {
     if (absl::Status st = recovery_->CheckTimeout(now); !st.ok()) Finish(st);
@@ -554,6 +599,12 @@ void Coordinator::Finish(absl::Status status) {
   if (finishing_) return;
   finishing_ = true;
   monitor()->OnJobEnd(status);
+  // A restarted coordinator says the job finished instead of training it
+  // again; after a failure it starts the job over from its latest checkpoint.
+  Journal([&](CoordinatorJournal& j) {
+    return j.End(status.ok() ? JobState::kFinished : JobState::kFailed, checkpoints_->FinalStep(),
+                 std::string(status.message()));
+  });
   if (!status.ok()) spdlog::error("job ends: {}", status.ToString());
   std::vector<Member*> targets;
   for (auto* slots : {&servers_, &workers_}) {

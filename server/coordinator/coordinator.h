@@ -29,6 +29,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,7 @@
 #include "server/coordinator/checkpoint_coordinator.h"
 #include "server/coordinator/checkpoint_manager.h"
 #include "server/coordinator/cluster_link.h"
+#include "server/coordinator/coordinator_journal.h"
 #include "server/coordinator/dashboard/cluster_monitor.h"
 #include "server/coordinator/dashboard/observability.h"
 #include "server/coordinator/elastic_workers.h"
@@ -82,7 +84,20 @@ struct CoordinatorOptions {
   bool elastic_workers = false;
   // A worker not heard from for this long is dead (zero: heartbeat_timeout).
   absl::Duration worker_timeout = absl::ZeroDuration();
+  // With a checkpoint folder the coordinator journals the job there
+  // (coordinator_journal.h). A coordinator that finds the journal of a
+  // running job takes it back: it waits this long for the known nodes to
+  // register again (keeping their state) and goes on without a rollback.
+  absl::Duration resume_timeout = absl::Seconds(120);
+  // Ignore the journal found there: start a new job (from the latest
+  // checkpoint, per `checkpoint.restore`).
+  bool new_job = false;
 };
+
+// With a checkpoint folder (and not options.new_job): the journal of a job
+// that finished there, which a new start must not train again; nullopt when
+// there is none. DataLoss when the journal is damaged.
+absl::StatusOr<std::optional<JobJournal>> FinishedJob(const CoordinatorOptions& options);
 
 // "asp", "bsp" or "ssp" (any case); InvalidArgument naming --consistency.
 absl::StatusOr<proto::Consistency> ParseConsistency(std::string name);
@@ -175,6 +190,28 @@ class Coordinator final : private ClusterLink {
   void SendRecover(Member* m);
   void MaybeFinishRecovery();
 
+  // The journal (coordinator_resume.cc). OpenJournal (in Create) loads the
+  // one in the checkpoint folder and takes its job back (ResumeFrom) or
+  // starts a new one. Journal() applies a change; a failed write is logged
+  // and ends the journal (a restarted coordinator then starts the job over
+  // from its latest checkpoint).
+  absl::Status OpenJournal();
+  JobJournal JournalSnapshot() const;
+  void ResumeFrom(const JobJournal& j);
+  void Journal(const std::function<absl::Status(CoordinatorJournal&)>& change);
+  void JournalMemberOf(const Member& m);
+  // While taking a job back: a node registering again, the end of the wait
+  // (every known node back), and a node that cannot be part of it.
+  // REQUIRES: resuming_.
+  void OnResumeRegister(const proto::NodeInfo& info, const RpcRequest& req);
+  void MaybeEndResume();
+  void CheckResumeTimeout(absl::Time now);
+  // A fresh process registered before any known one came back: the journal
+  // is set aside and the job starts anew from its latest checkpoint.
+  absl::Status StartOver(const std::string& why);
+  // The rank a worker identity had, or -1.
+  int32_t IdentityRank(const std::string& node_id) const;
+
   // Ends the job when every worker has finished or was dropped.
   void MaybeEndJob();
   // Tells every live node to stop, then ends Run() with `status`.
@@ -198,6 +235,16 @@ class Coordinator final : private ClusterLink {
   RendezvousStore store_;
   uint64_t epoch_ = 0;
   bool finishing_ = false;
+
+  // The journal (null: no checkpoint folder, or it failed), the worker
+  // identities it maps to ranks, and the state of a job being taken back.
+  std::unique_ptr<CoordinatorJournal> journal_;
+  std::map<std::string, int32_t> identities_;
+  bool resuming_ = false;
+  bool resumed_any_ = false;  // a known node registered again
+  absl::Time resume_started_;
+  std::vector<std::optional<proto::NodeInfo>> expected_servers_, expected_workers_;
+  std::vector<RpcRequest> deferred_;  // requests held until every node is back
 
   // The parts (I/O thread). observability_ stops serving first in the
   // destructor.

@@ -97,6 +97,7 @@ void Coordinator::CreateTablesOnServers(std::function<void(absl::Status)> done) 
       if (epoch != epoch_) return;  // a failure meanwhile: its recovery takes over
       if (failure->ok()) {
         layout_ = layout;
+        Journal([this](CoordinatorJournal& j) { return j.SetTables(defined_tables_, &*layout_); });
         spdlog::info("{} tables created on {} servers", layout.tables.size(), options_.num_servers);
       } else {
         spdlog::error("{}", failure->ToString());
@@ -136,6 +137,10 @@ void Coordinator::StartRecovery(Member* dead, const std::string& reason) {
   }
   dead->alive = false;
   ++epoch_;
+  Journal([this](CoordinatorJournal& j) {
+    PS_RETURN_IF_ERROR(j.SetEpoch(epoch_));
+    return j.SetTables(defined_tables_, nullptr);  // until the servers restored it
+  });
   recovery_->Begin(reason);
   // A checkpoint in progress is abandoned; workers paused for it resume
   // through the recovery.

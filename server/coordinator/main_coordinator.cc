@@ -52,6 +52,16 @@ ABSL_FLAG(double, worker_timeout, 0,
           "--elastic_workers, dropped); 0: --heartbeat_timeout.");
 ABSL_FLAG(double, recovery_timeout, 300.0,
           "Seconds to wait for a failed server to come back before ending the job.");
+ABSL_FLAG(double, resume_timeout, 120.0,
+          "With --checkpoint_dir the coordinator journals the job there "
+          "(CKPT_DIR/coordinator.journal). A coordinator started on the journal of a running job "
+          "(one that crashed and was restarted) takes it back: it waits this many seconds for the "
+          "known servers and workers to register again, keeping their state, and the job goes on "
+          "without a rollback. On the journal of a finished job it says so and exits 0 without "
+          "training anything (see --new_job).");
+ABSL_FLAG(bool, new_job, false,
+          "Ignore the journal in --checkpoint_dir (of a running or finished job) and start a new "
+          "job, restoring per --restore (auto: the latest checkpoint).");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace {
@@ -86,8 +96,18 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   o.elastic_workers = absl::GetFlag(FLAGS_elastic_workers);
   o.worker_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout));
   o.recovery_timeout = absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout));
+  o.resume_timeout = absl::Seconds(absl::GetFlag(FLAGS_resume_timeout));
+  o.new_job = absl::GetFlag(FLAGS_new_job);
   PS_RETURN_IF_ERROR(server::CheckCoordinatorOptions(o));
   if (!o.checkpoint.dir.empty()) PS_RETURN_IF_ERROR(MakeDirs(o.checkpoint.dir));
+  PS_ASSIGN_OR_RETURN(std::optional<server::JobJournal> finished, server::FinishedJob(o));
+  if (finished) {
+    spdlog::info("the job journaled in {} finished at step {} ({}): nothing left to train; "
+                 "exiting. Start with --new_job to train another from its latest checkpoint, or "
+                 "use another --checkpoint_dir.",
+                 o.checkpoint.dir, finished->final_step, finished->ended);
+    return absl::OkStatus();
+  }
   ZmqTransportOptions t;
   t.name = "coordinator";
   t.curve = keys;

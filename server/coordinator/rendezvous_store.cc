@@ -7,6 +7,7 @@ namespace pstrain::server {
 void RendezvousStore::Set(const std::string& key, Buffer value) {
   Buffer& slot = values_[key];
   slot = std::move(value);
+  if (on_change_) on_change_(key, &slot);  // on disk before anyone reads it
   auto [begin, end] = waiters_.equal_range(key);
   std::vector<GetReply> ready;
   for (auto it = begin; it != end; ++it) ready.push_back(std::move(it->second.reply));

@@ -41,8 +41,17 @@ class RendezvousStore {
   // dropped member came back and will enter them too.
   void GrowBarriers(int from, int to);
   // Removes `key` (a later Get waits for it again).
-  void Erase(const std::string& key) { values_.erase(key); }
+  void Erase(const std::string& key) {
+    values_.erase(key);
+    if (on_change_) on_change_(key, nullptr);
+  }
   size_t size() const { return values_.size(); }
+  const std::map<std::string, Buffer>& values() const { return values_; }
+  // Called after every Set (the value) and Erase (null): the coordinator
+  // journals the store.
+  void set_on_change(std::function<void(const std::string& key, const Buffer* value)> fn) {
+    on_change_ = std::move(fn);
+  }
 
  private:
   struct GetWaiter {
@@ -55,6 +64,7 @@ class RendezvousStore {
   };
 
   std::map<std::string, Buffer> values_;
+  std::function<void(const std::string&, const Buffer*)> on_change_;
   std::multimap<std::string, GetWaiter> waiters_;
   std::map<std::string, Barrier> barriers_;
 };

@@ -15,7 +15,11 @@ ABSL_FLAG(std::string, bind, "tcp://0.0.0.0:0", "Endpoint to listen on (port 0: 
 ABSL_FLAG(std::string, advertise_host, "", "Host name others use to reach this node (default: hostname).");
 ABSL_FLAG(int, rank, -1, "Server rank to take (-1: the coordinator assigns one).");
 ABSL_FLAG(double, connect_timeout, 60.0, "Seconds to keep retrying while the coordinator is unreachable.");
-ABSL_FLAG(double, coordinator_timeout, 30.0, "Exit when the coordinator has not answered for this many seconds.");
+ABSL_FLAG(double, coordinator_timeout, 120.0,
+          "When the coordinator stops answering (heartbeats unanswered for 5 intervals, at least "
+          "2 s), keep this server's tables and register again with its rank for up to this many "
+          "seconds, so a restarted coordinator (one with a --checkpoint_dir journal) takes the job "
+          "back; then exit 1 naming why. Meanwhile pstrain health reports it unhealthy.");
 ABSL_FLAG(int, metrics_port, 0, "Serve Prometheus metrics at http://HOST:PORT/metrics (0: off).");
 ABSL_FLAG(std::string, http_host, "0.0.0.0", "Address the --metrics_port server listens on.");
 ABSL_FLAG(int, server_threads, 1,

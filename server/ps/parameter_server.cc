@@ -42,6 +42,8 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
   co.requested_rank = self->options_.rank;
   co.endpoint = self->endpoint_;
   co.connect_timeout = self->options_.connect_timeout;
+  co.reconnect_timeout = self->options_.coordinator_timeout;
+  co.on_gave_up = [self](const absl::Status& why) { self->Finish(why); };
   self->client_ = std::make_unique<CoordinatorClient>(self->node_.get(), co);
   return s;
 }
@@ -65,11 +67,10 @@ absl::Status ParameterServer::Run() {
   absl::MutexLock lock(&mu_);
   while (!finished_) {
     mu_.AwaitWithTimeout(absl::Condition(&finished_), kCoordinatorCheckPeriod);
-    if (!finished_ && absl::Now() - client_->last_contact() > options_.coordinator_timeout) {
+    if (!finished_ && client_->gave_up()) {
+      // The client waited options_.coordinator_timeout for a coordinator.
       finished_ = true;
-      result_ = absl::UnavailableError(absl::StrCat(
-          "lost the coordinator at ", options_.coordinator, ": no answer for ",
-          absl::FormatDuration(absl::Now() - client_->last_contact())));
+      result_ = client_->CoordinatorStatus();
     }
   }
   client_->StopHeartbeats();
@@ -128,7 +129,12 @@ void ParameterServer::Handle(RpcRequest&& req) {
     case MsgType::kPush: return OnPush(*std::move(d), std::move(req));
     case MsgType::kCreateTables: return OnCreateTables(*d, req);
     case MsgType::kShutdown: return OnShutdown(*d, req);
-    case MsgType::kPing: return node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+    case MsgType::kPing: {
+      // Unhealthy while its coordinator is lost.
+      absl::Status st = client_->CoordinatorStatus();
+      return node_->Reply(req, st.ok() ? proto::EncodeOk(Role::kServer, rank_)
+                                       : proto::EncodeError(Role::kServer, rank_, st));
+    }
     case MsgType::kDumpRows: return OnDumpRows(*d, req);
     case MsgType::kSaveShard: return OnSaveShard(*d, req);
     case MsgType::kRecover: return OnRecover(*d, req);
@@ -483,14 +489,17 @@ void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {
     return ReplyError(req, absl::PermissionDeniedError("only the coordinator stops servers"));
   }
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+  client_->StopHeartbeats();
   absl::Status why = proto::RemoteStatus(d.header());
   if (why.ok()) {
     spdlog::info("server {}: shutting down", rank_);
   } else {
     spdlog::error("server {}: job aborted: {}", rank_, why.ToString());
   }
-  // Told to stop is an orderly end for this server, whatever the reason.
-  node_->transport().RunAfter(kShutdownReplyGrace, [this] { Finish(absl::OkStatus()); });
+  // The job's end is this server's: a failed job fails here too (exit 1),
+  // so a restart policy on failure brings the server back.
+  absl::Status end = why.ok() ? why : absl::AbortedError(absl::StrCat("job aborted: ", why.message()));
+  node_->transport().RunAfter(kShutdownReplyGrace, [this, end] { Finish(end); });
 }
 
 }  // namespace pstrain::server

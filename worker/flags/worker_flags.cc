@@ -20,6 +20,16 @@ ABSL_FLAG(std::string, bind, "tcp://0.0.0.0:0", "Endpoint to listen on (port 0: 
 ABSL_FLAG(std::string, advertise_host, "", "Host name others use to reach this node (default: hostname).");
 ABSL_FLAG(int, rank, -1, "Worker rank to take (-1: the coordinator assigns one).");
 ABSL_FLAG(double, connect_timeout, 60.0, "Seconds to keep retrying while the coordinator is unreachable.");
+ABSL_FLAG(std::string, node_id, "",
+          "A stable identity of this worker, e.g. its container's hostname (the same across "
+          "restarts of one container): the coordinator maps a new identity to a free rank and the "
+          "same identity to the same rank again, so a restarted worker is re-admitted to its rank "
+          "(with --elastic_workers on the coordinator). Empty: none (--rank or the next free rank).");
+ABSL_FLAG(double, coordinator_timeout, 120.0,
+          "When the coordinator stops answering (heartbeats unanswered for 5 intervals, at least "
+          "2 s), keep this worker's state and register again with its rank for up to this many "
+          "seconds, so a restarted coordinator (one with a --checkpoint_dir journal) takes the job "
+          "back; then fail (exit 3) naming why. Meanwhile pstrain health reports it unhealthy.");
 
 ABSL_FLAG(std::string, mode, "ps",
           "ps: every table on the parameter servers. allreduce: dense (MLP) tables replicated on "
@@ -139,6 +149,11 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   o.advertise_host = absl::GetFlag(FLAGS_advertise_host);
   o.rank = absl::GetFlag(FLAGS_rank);
   o.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
+  o.node_id = absl::GetFlag(FLAGS_node_id);
+  o.coordinator_timeout = absl::Seconds(absl::GetFlag(FLAGS_coordinator_timeout));
+  if (!(o.coordinator_timeout > absl::ZeroDuration())) {
+    return absl::InvalidArgumentError("--coordinator_timeout must be positive");
+  }
   o.mode = absl::GetFlag(FLAGS_mode);
   if (o.mode != "ps" && o.mode != "allreduce" && o.mode != "pipeline") {
     return absl::InvalidArgumentError("--mode must be ps, allreduce or pipeline, not '" + o.mode +
