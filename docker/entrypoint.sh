@@ -28,6 +28,10 @@
 # container's IP address (`hostname -i`): replicas of one service share its
 # name, so the address is what tells them apart. Set it (even to "") to keep
 # the binary's own default (the host name).
+#
+# For role worker, an unset PSTRAIN_NODE_ID becomes this container's host
+# name: it survives restarts of the container, so the coordinator gives a
+# restarted worker container its rank back (re-admission).
 set -eu
 
 BIN_DIR=${PSTRAIN_BIN_DIR:-/opt/pstrain/bin}
@@ -39,6 +43,12 @@ if [ -z "$ROLE" ] && [ $# -gt 0 ]; then
 fi
 
 log() { echo "entrypoint: $*" >&2; }
+
+node_identity() {
+  if [ -z "${PSTRAIN_NODE_ID+set}" ]; then
+    export PSTRAIN_NODE_ID="$(hostname)"
+  fi
+}
 
 advertise_address() {
   if [ -z "${PSTRAIN_ADVERTISE_HOST+set}" ]; then
@@ -79,7 +89,7 @@ gen_world() {
 case "$ROLE" in
   coordinator) exec "$BIN_DIR/pstrain_coordinator" "$@" ;;
   server) advertise_address; exec "$BIN_DIR/pstrain_server" "$@" ;;
-  worker) advertise_address; exec "$BIN_DIR/pstrain_worker" "$@" ;;
+  worker) advertise_address; node_identity; exec "$BIN_DIR/pstrain_worker" "$@" ;;
   gen)
     if [ $# -gt 0 ]; then exec "$BIN_DIR/pstrain" gen "$@"; fi
     gen_world ;;
