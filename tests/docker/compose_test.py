@@ -247,11 +247,13 @@ def run_fault(stack, args, fault, baseline):
     # container's user except the shell and PID 1 (docker-init), which then
     # exits with the process's 137.
     stack.docker.docker("exec", cid, "sh", "-c", "kill -9 -1", check=False)
-    cs = stack.wait_all_exited(args.job_timeout)
-    wall = time.time() - t0
-    logs = stack.logs()
-    with open(os.path.join(stack.work, "%s.log" % fault), "w") as f:
-        f.write(logs)
+    try:
+        cs = stack.wait_all_exited(args.job_timeout)
+    finally:
+        wall = time.time() - t0
+        logs = stack.logs()
+        with open(os.path.join(stack.work, "%s.log" % fault), "w") as f:
+            f.write(logs)
     killed = cs[container]
     if killed[3] < 1:
         raise Failure("%s run: %s was not restarted (restart count 0): the kill did not "
