@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/resolver.h"
 
 extern char** environ;
 
@@ -61,7 +62,16 @@ std::string FlagsHelp(absl::string_view usage) {
   return out;
 }
 
+void ConfigureResolverFromEnv() {
+  const char* hosts = std::getenv("PSTRAIN_TEST_HOSTS_FILE");
+  if (hosts == nullptr || *hosts == '\0') return;
+  ResolverOptions o;
+  o.hosts_file = hosts;
+  Resolver::SetDefaultOptions(std::move(o));
+}
+
 std::vector<std::string> ParseFlagsWithEnv(int argc, char** argv, absl::string_view usage) {
+  ConfigureResolverFromEnv();
   absl::SetProgramUsageMessage(usage);
   // --help lists this project's flags, without the build paths of the files
   // that define them, and exits 0; Abseil's own flags stay in --helpfull.

@@ -16,9 +16,18 @@ namespace pstrain {
 // PSTRAIN_<NAME>=value environment variable whose lower-cased NAME is a
 // defined flag into --<name>=value (command-line flags win, as they come
 // later). Unknown PSTRAIN_* variables are ignored (the container entrypoint
-// uses some). Returns the positional arguments.
+// uses some). Returns the positional arguments. Also runs
+// ConfigureResolverFromEnv().
 // --help (-h, --helpshort) prints FlagsHelp(usage) and exits 0.
 std::vector<std::string> ParseFlagsWithEnv(int argc, char** argv, absl::string_view usage);
+
+// A test hook: with PSTRAIN_TEST_HOSTS_FILE=/path set, the process's
+// default Resolver answers the names listed in that file before asking the
+// system (lines "NAME ADDRESS", "NAME hang" or "NAME fail"; see
+// HostsFileLookup in common/resolver.h), so that tests can script what a
+// real binary's name lookups return. ParseFlagsWithEnv calls it; a main
+// that does not, calls it before its first connection.
+void ConfigureResolverFromEnv();
 
 // "--name=value" for every PSTRAIN_<NAME> variable naming a defined flag,
 // sorted (what ParseFlagsWithEnv puts before the command line).

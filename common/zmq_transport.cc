@@ -28,6 +28,7 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options)
       loop_(options_.caller_driven_io ? LoopOwnership::Mode::kShared
                                       : LoopOwnership::Mode::kSingleOwner),
       budgets_(options_.limits.max_peer_inflight_bytes) {
+  InitResolution();
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) {
     std::perror("pstrain: epoll_create1");
@@ -55,6 +56,7 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options)
 }
 
 ZmqTransport::~ZmqTransport() {
+  EndResolution();
   Stop();
   router_.reset();
   peers_.clear();
@@ -127,74 +129,6 @@ void ZmqTransport::Stop() {
   if (!running_.exchange(false)) return;
   loop_.Wake();
   if (thread_.joinable()) thread_.join();
-}
-
-PeerId ZmqTransport::Connect(const std::string& endpoint) {
-  PeerId id = next_peer_.fetch_add(1);
-  if (loop_.InLoopThread()) {
-    loop_.owner().AssertHeld();
-    DoConnect(id, endpoint);
-  } else {
-    loop_.Post([this, id, endpoint] {
-      loop_.owner().AssertHeld();  // posted closures run as the loop
-      DoConnect(id, endpoint);
-    });
-  }
-  return id;
-}
-
-void ZmqTransport::DoConnect(PeerId id, const std::string& endpoint) {
-  if (static_cast<size_t>(id) >= peers_.size()) peers_.resize(id + 1);
-  auto peer = std::make_unique<Peer>();
-  peer->endpoint = endpoint;
-  try {
-    auto socket = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
-    if (absl::Status st = ApplyCommonOptions(*socket); !st.ok()) {
-      spdlog::error("{}: cannot configure socket for {}: {}", options_.name, endpoint, st.ToString());
-    }
-    if (CurveEnabled(options_.curve)) {
-      // Without its keys it must not connect at all (sends then fail fast).
-      if (absl::Status st = MakeCurveClient(*socket, options_.curve); !st.ok()) {
-        spdlog::error("{}: cannot connect to {}: {}", options_.name, endpoint, st.ToString());
-        socket.reset();
-      }
-    }
-    // Queue only on completed connections: a request to a peer that is not
-    // (or no longer) connected fails fast and is retried by the caller,
-    // instead of reaching a restarted peer long after it was sent.
-    if (socket) {
-      socket->set(zmq::sockopt::immediate, 1);
-      socket->set(zmq::sockopt::reconnect_ivl, 20);
-      socket->set(zmq::sockopt::reconnect_ivl_max, 1000);
-      socket->connect(endpoint);
-      peer->socket = std::move(socket);
-    }
-  } catch (const zmq::error_t& e) {
-    spdlog::error("{}: cannot connect to {}: {}", options_.name, endpoint, e.what());
-  }
-  peers_[id] = std::move(peer);
-  watches_dirty_ = true;  // registered before the I/O thread waits again
-}
-
-void ZmqTransport::Disconnect(PeerId peer) {
-  // Closing a socket changes what the I/O thread polls: always its job.
-  if (OnIoThread()) {
-    loop_.owner().AssertHeld();
-    DoDisconnect(peer);
-  } else {
-    loop_.Post([this, peer] {
-      loop_.owner().AssertHeld();
-      DoDisconnect(peer);
-    });
-  }
-}
-
-void ZmqTransport::DoDisconnect(PeerId peer) {
-  if (peer < 0 || static_cast<size_t>(peer) >= peers_.size() || !peers_[peer]) return;
-  Peer& p = *peers_[peer];
-  Unwatch(p.watch);
-  p.guest.Notify();  // a guest reading it stops
-  p.socket.reset();
 }
 
 bool ZmqTransport::SendBatchFrames(zmq::socket_t& socket, const std::string* route,
@@ -304,14 +238,13 @@ void ZmqTransport::SendRequestBatch(std::vector<OutRequest>& out, size_t begin, 
         p->watch.marked = false;  // nothing was in flight before this send
       }
     } else {
+      const std::string why =
+          p != nullptr ? p->NotConnectedWhy() : absl::StrCat("no connection to peer ", peer);
+      // Before the handlers: they may disconnect it.
+      ReResolveSoon(peer);
       for (size_t k = 0; k < n; ++k) {
         send_failures_.fetch_add(1, std::memory_order_relaxed);
-        if (on_send_failure_) {
-          on_send_failure_(peer, ids[k],
-                           absl::UnavailableError(absl::StrCat(
-                               "no connection to ",
-                               p != nullptr ? p->endpoint : absl::StrCat("peer ", peer))));
-        }
+        if (on_send_failure_) on_send_failure_(peer, ids[k], absl::UnavailableError(why));
       }
     }
     i += n;

@@ -29,6 +29,10 @@
 // (ZmqTransportOptions::caller_driven_io), the I/O thread is their only
 // owner.
 //
+// Peers are connected by address: a host name in an endpoint is resolved
+// off the I/O thread, with a bounded time, and again when sends find no
+// connection (see zmq_transport_connect.cc and common/resolver.h).
+//
 // Wire format: a ZeroMQ message is [route (ROUTER side only)] then one or
 // more RPC messages, each [envelope][header][payload...]. An envelope whose
 // reserved[0] has kBatchedFlag carries its message's payload count in
@@ -47,6 +51,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/event_loop.h"
 #include "common/loop_ownership.h"
+#include "common/resolver.h"
 #include "common/security/peer_budget.h"
 #include "common/security/zap_handler.h"
 #include "common/transport.h"
@@ -78,6 +83,9 @@ struct ZmqTransportOptions {
   // thread touches the sockets; requests made elsewhere still leave in
   // batches, at the cost of a hand-off to the I/O thread and back per call.
   bool caller_driven_io = true;
+  // Resolves the host names of the endpoints given to Connect (null: the
+  // process's Resolver::Default()). Tests inject one that hangs.
+  std::shared_ptr<Resolver> resolver;
 };
 
 class ZmqTransport final : public Transport, public CallerDrivenIo {
@@ -105,6 +113,7 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
 
  private:
   struct Peer;
+  struct ResolveSink;
   // A socket's registration in the I/O thread's epoll set.
   struct Watch {
     int fd = -1;              // the socket's ZMQ_FD
@@ -166,6 +175,16 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
   void DoConnect(PeerId id, const std::string& endpoint)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   void DoDisconnect(PeerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  // Name resolution of peers (zmq_transport_connect.cc).
+  void InitResolution();
+  void EndResolution();
+  // REQUIRES: peers_[id] exists, names a host and has a socket.
+  void StartResolve(PeerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  // After a send to `id` found no connection: resolve its name again,
+  // unless that happened less than kReResolveEvery ago.
+  void ReResolveSoon(PeerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
+  void OnResolved(PeerId id, absl::StatusOr<std::string> address)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   // A guest takes peer `id`'s socket out of the I/O thread's hands; returns
   // its fd, or -1 when there is no such socket or another guest reads it.
   int ClaimForGuest(PeerId id, const GuestWake& wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
@@ -215,6 +234,9 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
   PeerBudgets budgets_ ABSL_GUARDED_BY(loop_.owner());
   absl::Time last_budget_log_ ABSL_GUARDED_BY(loop_.owner()) = absl::InfinitePast();
   std::unique_ptr<ZapHandler> zap_;
+
+  std::shared_ptr<Resolver> resolver_;
+  std::shared_ptr<ResolveSink> resolve_sink_;  // where lookups answer
 };
 
 }  // namespace pstrain

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
+#include "common/resolver.h"
 #include "common/zmq_transport.h"
 
 namespace pstrain::zmq_internal {
@@ -22,6 +23,8 @@ constexpr absl::Duration kMaxWait = absl::Milliseconds(200);
 // Its longest wait while other threads hold requests back: the bound on how
 // long a request nobody waits for stays unsent.
 constexpr absl::Duration kHeldWait = absl::Milliseconds(5);
+// Shortest time between two lookups of one peer's host name.
+constexpr absl::Duration kReResolveEvery = absl::Seconds(1);
 // RPC messages in one ZeroMQ message.
 constexpr size_t kMaxBatch = 64;
 // envelope.reserved[0]: the payload count is in reserved[1..2].
@@ -68,6 +71,29 @@ inline std::string NormalizeEndpoint(const std::string& endpoint) {
     return endpoint.substr(0, endpoint.size() - 1) + "*";
   }
   return endpoint;
+}
+
+// "tcp://NAME:PORT" with NAME a host name to look up: true, with NAME and
+// PORT. False for an IP literal ("tcp://10.0.0.5:7000", "tcp://[::1]:7000"),
+// other transports, and the source-address form ("tcp://SRC;HOST:PORT"),
+// which libzmq parses itself.
+inline bool NamedTcpHost(const std::string& endpoint, std::string* host, std::string* port) {
+  if (!absl::StartsWith(endpoint, "tcp://")) return false;
+  const std::string rest = endpoint.substr(6);
+  if (rest.find(';') != std::string::npos || absl::StartsWith(rest, "[")) return false;
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  std::string h = rest.substr(0, colon);
+  if (h == "*" || IsNumericHost(h)) return false;
+  *host = std::move(h);
+  *port = rest.substr(colon + 1);
+  return true;
+}
+
+// The endpoint of `address` (an IP literal, IPv6 without brackets) and `port`.
+inline std::string TcpEndpoint(const std::string& address, const std::string& port) {
+  if (address.find(':') != std::string::npos) return "tcp://[" + address + "]:" + port;
+  return "tcp://" + address + ":" + port;
 }
 
 inline int SocketFd(zmq::socket_t& socket) {
@@ -117,6 +143,17 @@ struct ZmqTransport::Peer {
   // The next send by anyone but the socket's own guest puts it back (so the
   // thread that sends and then waits for the reply skips two epoll_ctl).
   bool detached = false;
+  // Resolution (zmq_transport_connect.cc). `host` empty: `endpoint` is an
+  // address, connected as it is.
+  std::string host, port;
+  std::string connected;  // the address endpoint the socket connects to; "" none
+  bool resolving = false;        // a lookup is on its way
+  bool resolve_failing = false;  // the last lookup failed (logged once)
+  absl::Time last_resolve = absl::InfinitePast();
+  std::string resolve_error;  // of the last lookup; "" when it answered
+
+  // The send failure's message: the endpoint, and why there is no connection.
+  std::string NotConnectedWhy() const;
 
   bool in_flight() const { return requests_sent != messages_read; }
   // Open and read by the I/O thread (no guest has taken it).
