@@ -221,6 +221,24 @@ def run_clean(stack, args):
     return {"auc": s["eval_auc"], "wall_s": wall}
 
 
+# The log line that says the job has taken the restarted process back.
+RECOVERED = {
+    "server": r"coordinator: recovered in [0-9.]+s",
+    "worker": r"coordinator: worker \d+ re-admitted at step",
+    "coordinator": r"coordinator: job taken back in [0-9.]+s: .*no rollback",
+}
+
+
+def recovered_at(logs, pattern):
+    """Docker's time stamp of the first log line matching `pattern`."""
+    for line in logs.splitlines():
+        if re.search(pattern, line):
+            m = re.search(r"\| (\d+-\d+-\d+T[0-9:.]+Z) ", line)
+            if m:
+                return docker_time(m.group(1))
+    return None
+
+
 SERVICE_OF = {"server": "server0_1", "worker": "worker_1", "coordinator": "coordinator_1"}
 
 
@@ -261,19 +279,24 @@ def run_fault(stack, args, fault, baseline):
     check_clean_end(stack, cs, "%s run" % fault)
     started = stack.docker.docker("inspect", "-f", "{{.State.StartedAt}}", cid).strip()
     s = stack.summary()
-    recovered = re.findall(r"recovered in ([0-9.]+)s", logs)
+    marker = recovered_at(logs, RECOVERED[fault])
     rec = {"fault": fault, "auc": s["eval_auc"], "auc_delta": s["eval_auc"] - baseline["auc"],
-           "wall_s": wall, "extra_s": wall - baseline["wall_s"],
+           "wall_s": round(wall, 1), "extra_s": round(wall - baseline["wall_s"], 1),
            "restart_s": round(docker_time(started) - t_kill, 2), "restarts": killed[3],
-           "recovered_in_s": float(recovered[-1]) if recovered else None}
-    steps = re.findall(r"resum\w* from step (\d+)", logs)
+           "recovered_s": None if marker is None else round(marker - t_kill, 2)}
+    steps = re.findall(r"resum\w* (?:from|at) step (\d+)", logs)
     if steps:
-        rec["resumed_from_step"] = int(steps[-1])
-    log("%s run: eval AUC %.4f (%+.4f vs clean), job %.1f s (%+.1f s), %s restarted %d time(s) %.1f s after the kill%s"
-        % (fault, rec["auc"], rec["auc_delta"], wall, rec["extra_s"], container, killed[3],
-           rec["restart_s"],
-           "" if rec["recovered_in_s"] is None else
-           ", coordinator: recovered in %.1f s" % rec["recovered_in_s"]))
+        rec["resumed_at_step"] = int(steps[-1])
+    log("%s run: eval AUC %.4f (%+.4f vs clean), job %.1f s (%+.1f s); %s restarted %.1f s "
+        "after the kill, %s" % (fault, rec["auc"], rec["auc_delta"], wall, rec["extra_s"],
+                                container, rec["restart_s"],
+                                "job recovered %.1f s after it" % rec["recovered_s"]
+                                if marker else "no recovery line in the logs"))
+    if marker is None:
+        raise Failure("%s run: no line matching %r in the logs (see %s/%s.log)" % (
+            fault, RECOVERED[fault], stack.work, fault))
+    if fault == "coordinator" and re.search(r"rolls back|restoring /checkpoints", logs):
+        raise Failure("coordinator run: the cluster rolled back (only the coordinator died)")
     if abs(rec["auc_delta"]) > args.auc_tolerance:
         raise Failure("%s run: eval AUC %.4f is not within %.3f of the clean run's %.4f" % (
             fault, rec["auc"], args.auc_tolerance, baseline["auc"]))
