@@ -510,6 +510,9 @@ void Coordinator::DropWorker(Member* m, const std::string& reason) {
     return workers_[w].has_value() && !workers_[w]->done;
   });
   if (!st.ok()) return Finish(st);
+  JournalMember jm{m->info, m->done, /*dropped=*/true};
+  elastic_->DroppedPosition(rank, &jm.data_epoch, &jm.data_rows, &jm.samples);
+  Journal([&](CoordinatorJournal& j) { return j.SetMember(Role::kWorker, jm); });
   // Checkpoints no longer wait for it.
   checkpoints_->OnWorkerLeft(rank);
   MaybeEndJob();

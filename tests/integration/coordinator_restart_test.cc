@@ -273,16 +273,22 @@ TEST_F(CoordinatorRestart, CoordinatorLostWithoutACheckpointDirEndsTheNodesNamin
   const std::string server_endpoint =
       Match(c.servers[0]->Log(), "server 0 serving at (tcp://[0-9.:]+)");
   ASSERT_FALSE(server_endpoint.empty()) << c.servers[0]->Log();
-  auto health = [&](const std::string& name) {
-    TestProcess h("pstrain", {"health", "--endpoint=" + server_endpoint, "--timeout=2"},
+  const std::string worker_endpoint =
+      Match(c.workers[0]->Log(), "worker 0 of 1 at (tcp://[0-9.:]+)");
+  ASSERT_FALSE(worker_endpoint.empty()) << c.workers[0]->Log();
+  auto health = [&](const std::string& endpoint, const std::string& name) {
+    TestProcess h("pstrain", {"health", "--endpoint=" + endpoint, "--timeout=2"},
                   dir + "/" + name + ".log");
     return h.Wait(absl::Seconds(10));
   };
-  EXPECT_EQ(health("health-before"), 0);
+  EXPECT_EQ(health(server_endpoint, "health-server-before"), 0);
+  EXPECT_EQ(health(worker_endpoint, "health-worker-before"), 0);
   const absl::Time killed = absl::Now();
   c.coordinator->Signal(SIGKILL);
   ASSERT_TRUE(WaitForLog(*c.servers[0], "lost the coordinator", absl::Seconds(5))) << c.servers[0]->Log();
-  EXPECT_EQ(health("health-lost"), 1);
+  ASSERT_TRUE(WaitForLog(*c.workers[0], "lost the coordinator", absl::Seconds(5))) << c.workers[0]->Log();
+  EXPECT_EQ(health(server_endpoint, "health-server-lost"), 1);
+  EXPECT_EQ(health(worker_endpoint, "health-worker-lost"), 1);
   const int server_code = c.servers[0]->Wait(absl::Seconds(15));
   const int worker_code = c.workers[0]->Wait(absl::Seconds(15));
   const double secs = absl::ToDoubleSeconds(absl::Now() - killed);
