@@ -202,7 +202,9 @@ TEST_F(CoordinatorRestart, WorkerWithANodeIdKilledAndRestartedIsReadmittedToItsR
   EXPECT_GT(step, 0) << end;
   EXPECT_NE(again->Log().find("worker 2 of 3"), std::string::npos) << again->Log();
   for (size_t w = 0; w < c.workers.size(); ++w) {
-    if (w != which) EXPECT_EQ(c.workers[w]->Wait(absl::Seconds(30)), 0) << c.workers[w]->Log();
+    if (w != which) {
+      EXPECT_EQ(c.workers[w]->Wait(absl::Seconds(30)), 0) << c.workers[w]->Log();
+    }
   }
   for (auto& s : c.servers) EXPECT_EQ(s->Wait(absl::Seconds(30)), 0) << s->Log();
   std::printf("%s (worker 2) killed and started again with its --node_id: re-admitted to rank 2 at "
