@@ -38,10 +38,16 @@ namespace pstrain::server {
 struct JournalMember {
   proto::NodeInfo info;
   bool done = false;  // a worker that finished
+  // Elastic workers: dropped from the job, its shard left to train from
+  // this data position (the samples it had trained).
+  bool dropped = false;
+  int32_t data_epoch = 0;
+  int64_t data_rows = 0;
+  uint64_t samples = 0;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t /*version*/) {
-    ar(info, done);
+    ar(info, done, dropped, data_epoch, data_rows, samples);
   }
 };
 

@@ -14,6 +14,7 @@
 // from its latest checkpoint, as without a journal.
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cluster/node_info.h"
@@ -127,6 +128,10 @@ void Coordinator::ResumeFrom(const JobJournal& j) {
   for (const JournalStoreEntry& e : j.store) store_.Set(e.key, Buffer::FromString(std::string(e.value)));
   checkpoints_->Resume(j.checkpoints);
   for (const JournalIdentity& i : j.identities) identities_[i.node_id] = i.rank;
+  for (const JournalStoreEntry& e : j.store) {
+    int32_t lead = 0;
+    if (e.key == "lead" && absl::SimpleAtoi(e.value, &lead)) elastic_->RestoreLead(lead);
+  }
   expected_servers_.assign(options_.num_servers, std::nullopt);
   expected_workers_.assign(options_.num_workers, std::nullopt);
   int servers = 0, workers = 0;
@@ -135,13 +140,21 @@ void Coordinator::ResumeFrom(const JobJournal& j) {
     for (size_t r = 0; r < list->size() && r < (server ? servers_ : workers_).size(); ++r) {
       const JournalMember& jm = (*list)[r];
       if (jm.info.role == Role::kUnknown) continue;
-      if (!server && jm.done) {
-        // It finished and left: nothing to wait for.
+      if (!server && (jm.done || jm.dropped)) {
+        // It finished and left, or it was dropped: nothing to wait for.
         Member m;
         m.info = jm.info;
         m.alive = false;
-        m.done = true;
+        m.done = jm.done;
         workers_[r] = std::move(m);
+        if (jm.dropped && !jm.done) {
+          int32_t adopter = -1;
+          for (const JournalStoreEntry& e : j.store) {
+            if (e.key == absl::StrCat("adopted/", r)) (void)absl::SimpleAtoi(e.value, &adopter);
+          }
+          elastic_->RestoreDropped(static_cast<int32_t>(r), jm.data_epoch, jm.data_rows, jm.samples,
+                                   adopter);
+        }
         continue;
       }
       (server ? expected_servers_ : expected_workers_)[r] = jm.info;
@@ -214,7 +227,9 @@ void Coordinator::MaybeEndResume() {
   Journal([this](CoordinatorJournal& j) {
     for (const auto* slots : {&servers_, &workers_}) {
       for (const auto& m : *slots) {
-        if (m) PS_RETURN_IF_ERROR(j.SetMember(m->info.role, JournalMember{m->info, m->done}));
+        if (m && m->alive) {
+          PS_RETURN_IF_ERROR(j.SetMember(m->info.role, JournalMember{m->info, m->done}));
+        }
       }
     }
     return absl::OkStatus();

@@ -84,6 +84,26 @@ absl::Status ElasticWorkers::Drop(int32_t rank, const std::string& reason,
   return absl::OkStatus();
 }
 
+void ElasticWorkers::DroppedPosition(int32_t rank, int32_t* epoch, int64_t* rows,
+                                     uint64_t* samples) const {
+  const Worker& w = workers_[rank];
+  *epoch = w.data_epoch;
+  *rows = w.data_rows;
+  *samples = w.samples;
+}
+
+void ElasticWorkers::RestoreDropped(int32_t rank, int32_t epoch, int64_t rows, uint64_t samples,
+                                    int32_t adopter) {
+  Worker& w = workers_[rank];
+  if (w.dropped) return;
+  w.dropped = true;
+  w.data_epoch = epoch;
+  w.data_rows = rows;
+  w.samples = samples;
+  ++num_dropped_;
+  orphans_.push_back(Orphan{rank, epoch, rows, samples, adopter});
+}
+
 void ElasticWorkers::RetireOnServers(int32_t rank) {
   proto::Header h;
   h.type = MsgType::kRetireWorker;

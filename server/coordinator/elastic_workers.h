@@ -96,6 +96,14 @@ class ElasticWorkers {
   bool ResumesShard(int32_t rank) const;
   // Worker `rank`'s answer to kRejoin (kNew for a first start), given once.
   proto::Rejoin TakeRejoin(int32_t rank);
+  // The journal's part (a restarted coordinator): where dropped worker
+  // `rank`'s shard goes on from, and putting that back (the servers retired
+  // it already; `adopter` >= 0 when a worker had adopted the shard) along
+  // with the lead worker.
+  void DroppedPosition(int32_t rank, int32_t* epoch, int64_t* rows, uint64_t* samples) const;
+  void RestoreDropped(int32_t rank, int32_t epoch, int64_t rows, uint64_t samples, int32_t adopter);
+  void RestoreLead(int32_t lead) { lead_ = lead; }
+
   // Re-admits worker `rank` on every server (prepare, then commit at the
   // largest proposed step); `done` gets the step or why it failed.
   void ReadmitOnServers(int32_t rank, std::function<void(absl::StatusOr<int64_t>)> done);

@@ -157,5 +157,42 @@ TEST_F(NodeIdentity, ResumeToACoordinatorWithoutJournalIsRefusedNamingWhy) {
       << w.status();
 }
 
+TEST_F(NodeIdentity, StartOnAFinishedJobsFolderIsToldItFinishedUnlessNewJob) {
+  CoordinatorOptions o;
+  o.checkpoint.dir = dir_;
+  const std::string path = CoordinatorJournal::PathIn(dir_);
+  {
+    JobJournal running;
+    running.num_servers = 1;
+    running.num_workers = 3;
+    auto j = CoordinatorJournal::Create(path, running);
+    ASSERT_TRUE(j.ok()) << j.status();
+    auto none = FinishedJob(o);
+    ASSERT_TRUE(none.ok()) << none.status();
+    EXPECT_FALSE(none->has_value()) << "a running job is taken back, not refused";
+    ASSERT_TRUE((*j)->End(JobState::kFinished, 782, "").ok());
+  }
+  auto finished = FinishedJob(o);
+  ASSERT_TRUE(finished.ok()) << finished.status();
+  ASSERT_TRUE(finished->has_value());
+  EXPECT_EQ((*finished)->final_step, 782);
+  o.new_job = true;
+  auto fresh = FinishedJob(o);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE(fresh->has_value());
+  // --new_job: the coordinator starts a new job over the finished one's journal.
+  o.new_job = true;
+  o.bind = "coord";
+  o.num_servers = 1;
+  o.num_workers = 3;
+  auto c = Coordinator::Create(o, std::make_unique<InProcTransport>(&net_));
+  ASSERT_TRUE(c.ok()) << c.status();
+  coordinator_ = *std::move(c);
+  EXPECT_EQ(RankOf("w-a", "host-a"), 0);
+  auto j = CoordinatorJournal::Load(path);
+  ASSERT_TRUE(j.ok() && j->has_value()) << j.status();
+  EXPECT_EQ((*j)->state, JobState::kRunning);
+}
+
 }  // namespace
 }  // namespace pstrain::server
