@@ -4,11 +4,29 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/node_info.h"
 #include "common/status.h"
 
 namespace pstrain {
+
+namespace {
+// Marks the status the client made of such an answer (an OutOfRange from
+// elsewhere, e.g. a table's range check, is not one).
+constexpr absl::string_view kNothingLeftToDoPayload = "pstrain/nothing-left-to-do";
+}  // namespace
+
+absl::Status NothingLeftToDo(absl::string_view why) {
+  absl::Status st = absl::OutOfRangeError(why);
+  st.SetPayload(kNothingLeftToDoPayload, absl::Cord("1"));
+  return st;
+}
+
+bool IsNothingLeftToDo(const absl::Status& status) {
+  return status.GetPayload(kNothingLeftToDoPayload).has_value();
+}
+
 
 using proto::DecodeReply;
 using proto::Decoded;
@@ -154,6 +172,7 @@ absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {
       return view;
     }
     last = d.status();
+    if (last.code() == absl::StatusCode::kOutOfRange) return NothingLeftToDo(last.message());
     // Only an unreachable coordinator is worth waiting for.
     if (last.code() != absl::StatusCode::kUnavailable &&
         last.code() != absl::StatusCode::kDeadlineExceeded) {

@@ -32,6 +32,14 @@
 
 namespace pstrain {
 
+// The coordinator's answer to a node with nothing left to do: the job has
+// finished, or goes on without it (a worker that is not re-admitted). A node
+// told so at registration exits 0, naming why, so that a restart policy
+// (docker's on-failure) leaves it stopped. OutOfRange: no other answer to a
+// registration carries that code.
+absl::Status NothingLeftToDo(absl::string_view why);
+bool IsNothingLeftToDo(const absl::Status& status);
+
 struct CoordinatorClientOptions {
   std::string coordinator;      // endpoint, e.g. tcp://10.0.0.1:7000
   proto::Role role = proto::Role::kWorker;

@@ -2,6 +2,7 @@
 // parameters from and pushing gradients to the parameter servers.
 #include <spdlog/spdlog.h>
 
+#include "cluster/coordinator_client.h"
 #include "common/cpu_affinity.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
@@ -37,6 +38,11 @@ int main(int argc, char** argv) {
   options->curve = *keys;
   options->exit_watchdog = true;
   absl::Status st = pstrain::worker::RunWorker(*options, pstrain::worker::ProcessRuntime());
+  if (pstrain::IsNothingLeftToDo(st)) {
+    // The job finished, or goes on without this node: a clean end.
+    spdlog::info("{}", std::string(st.message()));
+    return 0;
+  }
   if (!st.ok()) {
     spdlog::error("{}", st.ToString());
     return 1;

@@ -99,6 +99,16 @@ struct CoordinatorOptions {
 // there is none. DataLoss when the journal is damaged.
 absl::StatusOr<std::optional<JobJournal>> FinishedJob(const CoordinatorOptions& options);
 
+// What a coordinator started on a finished job does instead of training it
+// again: listens at options.bind and answers every node of the job that it
+// finished (NothingLeftToDo), so that they exit 0 too (a second
+// `docker-compose up` on a finished job ends at once). Returns when each of
+// the job's servers and workers has been told, or after `wait`;
+// `on_listening` gets the bound endpoint first.
+absl::Status ServeFinishedJob(const CoordinatorOptions& options, const JobJournal& job,
+                              std::unique_ptr<Transport> transport, absl::Duration wait,
+                              const std::function<absl::Status(const std::string&)>& on_listening);
+
 // "asp", "bsp" or "ssp" (any case); InvalidArgument naming --consistency.
 absl::StatusOr<proto::Consistency> ParseConsistency(std::string name);
 // OK when `options` describe a job the coordinator can run; InvalidArgument

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/coordinator_client.h"
 #include "cluster/node_info.h"
 #include "server/coordinator/coordinator.h"
 
@@ -83,7 +84,7 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
   auto& slots = info.role == Role::kServer ? servers_ : workers_;
   const bool is_worker = info.role == Role::kWorker;
   bool replacement = false;
-  if (is_worker && slots[rank] && options_.elastic_workers && rank != 0 && !finishing_ &&
+  if (is_worker && slots[rank] && options_.elastic_workers && !finishing_ &&
       !slots[rank]->done &&
       (elastic_->dropped(rank) || slots[rank]->info.incarnation != info.incarnation)) {
     // A worker coming back (elastic_workers.h).
@@ -96,18 +97,28 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
       DropWorker(&old, absl::StrCat(MemberName(info.role, rank), " (", old.info.endpoint, ", pid ",
                                     old.info.pid, ") was replaced by a new process"));
       if (finishing_ || !elastic_->dropped(rank)) {
+        // Dropping it ended the job (it could not go on without it).
         return ReplyError(req, absl::AbortedError("the job is ending"));
       }
+    }
+    if (rank == 0) {
+      // The lead's role has moved on and is never handed back (README,
+      // "Worker failure"); its shard is adopted like any other.
+      return ReplyError(req, NothingLeftToDo(
+                                 "worker 0 was dropped and the lead role handed on; a new worker 0 "
+                                 "process is not re-admitted: the job goes on without it, and "
+                                 "another worker trains the rest of its shard"));
     }
     AdmitReturningWorker(&old, info);
     node_->Reply(req, CoordinatorReply(View(rank)));
     return;
   }
   if (is_worker && slots[rank] && elastic_->dropped(rank)) {
-    return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
+    return ReplyError(req, NothingLeftToDo(absl::StrCat(
                                MemberName(info.role, rank),
                                " was dropped from this job and the job is ending (or it has "
-                               "finished): it is not re-admitted")));
+                               "finished): it is not re-admitted; nothing left for this process "
+                               "to do")));
   }
   if (slots[rank] && slots[rank]->info.incarnation != info.incarnation) {
     if (info.role != Role::kServer || !CanRecover()) {

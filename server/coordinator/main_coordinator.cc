@@ -1,11 +1,13 @@
 // pstrain_coordinator: membership, table layout, barriers, heartbeats and
 // the rendezvous store of one training job.
+#include <algorithm>
 #include <atomic>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
@@ -68,6 +70,9 @@ namespace {
 // Tearing down (closing sockets, joining threads) takes milliseconds; past
 // this a vanished peer holds it up and the process ends anyway.
 constexpr absl::Duration kTeardownGrace = absl::Seconds(10);
+// On a finished job: how long to wait for the job's nodes to come and be
+// told (at most --join_timeout).
+constexpr absl::Duration kTellFinishedFor = absl::Minutes(2);
 
 std::atomic<pstrain::server::Coordinator*> g_coordinator{nullptr};
 
@@ -101,23 +106,30 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   PS_RETURN_IF_ERROR(server::CheckCoordinatorOptions(o));
   if (!o.checkpoint.dir.empty()) PS_RETURN_IF_ERROR(MakeDirs(o.checkpoint.dir));
   PS_ASSIGN_OR_RETURN(std::optional<server::JobJournal> finished, server::FinishedJob(o));
-  if (finished) {
-    spdlog::info("the job journaled in {} finished at step {} ({}): nothing left to train; "
-                 "exiting. Start with --new_job to train another from its latest checkpoint, or "
-                 "use another --checkpoint_dir.",
-                 o.checkpoint.dir, finished->final_step, finished->ended);
-    return absl::OkStatus();
-  }
   ZmqTransportOptions t;
   t.name = "coordinator";
   t.curve = keys;
+  auto write_endpoint = [](const std::string& endpoint) -> absl::Status {
+    if (std::string f = absl::GetFlag(FLAGS_endpoint_file); !f.empty()) {
+      return WriteFileAtomically(f, endpoint + "\n");
+    }
+    return absl::OkStatus();
+  };
+  if (finished) {
+    spdlog::info("the job journaled in {} finished{} ({}): nothing left to train; telling its "
+                 "nodes, then exiting. Start with --new_job to train another from its latest "
+                 "checkpoint, or use another --checkpoint_dir.",
+                 o.checkpoint.dir,
+                 finished->final_step > 0 ? absl::StrCat(" at step ", finished->final_step) : "",
+                 finished->ended);
+    return server::ServeFinishedJob(o, *finished, std::make_unique<ZmqTransport>(t),
+                                    std::min(o.join_timeout, kTellFinishedFor), write_endpoint);
+  }
   PS_ASSIGN_OR_RETURN(auto coordinator,
                       server::Coordinator::Create(o, std::make_unique<ZmqTransport>(t)));
   spdlog::info("listening at {} for {} servers and {} workers ({})", coordinator->endpoint(),
                o.num_servers, o.num_workers, absl::GetFlag(FLAGS_consistency));
-  if (std::string f = absl::GetFlag(FLAGS_endpoint_file); !f.empty()) {
-    PS_RETURN_IF_ERROR(WriteFileAtomically(f, coordinator->endpoint() + "\n"));
-  }
+  PS_RETURN_IF_ERROR(write_endpoint(coordinator->endpoint()));
   g_coordinator = coordinator.get();
   absl::Status st = coordinator->Run();
   g_coordinator = nullptr;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
+#include "cluster/coordinator_client.h"
 #include "common/cpu_affinity.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
@@ -89,6 +90,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   absl::Status st = RunServer(*keys);
+  if (pstrain::IsNothingLeftToDo(st)) {
+    // The job finished, or goes on without this node: a clean end.
+    spdlog::info("{}", std::string(st.message()));
+    return 0;
+  }
   if (!st.ok()) {
     spdlog::error("{}", st.ToString());
     return 1;
