@@ -211,7 +211,7 @@ def run_clean(stack, args):
     again = time.time() - t1
     cs = stack.wait_all_exited(30)
     check_clean_end(stack, cs, "second up")
-    if not re.search(r"already finished", text):
+    if not re.search(r"coordinator: the job journaled in \S+ finished", text):
         raise Failure("a second `up` on the finished job did not say it had finished:\n" +
                       text[-3000:])
     after = stack.summary()
