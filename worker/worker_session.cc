@@ -202,9 +202,12 @@ void WorkerSession::Reconnect(proto::Recovered recovered) {
 }
 
 absl::Status WorkerSession::Finish() {
+  // Told before the exit watchdog is armed: a coordinator lost right now is
+  // waited for (up to coordinator_timeout), so a restarted one learns it.
+  absl::Status done = coordinator_->WorkerDone();
   // The work is done: a stuck teardown must not hold the job up.
-  ArmExitWatchdog(0);
-  PS_RETURN_IF_ERROR(coordinator_->WorkerDone());
+  ArmExitWatchdog(done.ok() ? 0 : 1);
+  PS_RETURN_IF_ERROR(done);
   coordinator_->StopHeartbeats();
   node_->Stop();
   return absl::OkStatus();

@@ -34,11 +34,16 @@ absl::StatusOr<int32_t> Coordinator::ChooseRank(const proto::NodeInfo& info,
     for (size_t i = 0; i < slots.size() && rank < 0 && !identified; ++i) {
       if (slots[i] && slots[i]->info.incarnation == info.incarnation) rank = static_cast<int32_t>(i);
     }
-    // A free rank; for a new identity, one that no other identity holds.
-    for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
-      bool reserved = false;
-      for (const auto& [id, r] : identities_) reserved = reserved || r == static_cast<int32_t>(i);
-      if (!slots[i] && !reserved) rank = static_cast<int32_t>(i);
+    // A free rank; for a new identity, one that no other identity holds;
+    // while a job is taken back, one that no known node will claim again
+    // first (a node that had not joined yet), then any.
+    const auto& expected = info.role == Role::kServer ? expected_servers_ : expected_workers_;
+    for (int pass = resuming_ ? 0 : 1; pass < 2 && rank < 0; ++pass) {
+      for (size_t i = 0; i < slots.size() && rank < 0; ++i) {
+        bool reserved = pass == 0 && i < expected.size() && expected[i].has_value();
+        for (const auto& [id, r] : identities_) reserved = reserved || r == static_cast<int32_t>(i);
+        if (!slots[i] && !reserved) rank = static_cast<int32_t>(i);
+      }
     }
     // A replacement for a failed server takes its rank.
     for (size_t i = 0;

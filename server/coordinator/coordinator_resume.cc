@@ -9,9 +9,12 @@
 // every other request (barriers, store gets, checkpoint arrivals ...: the
 // nodes re-issue the ones the old coordinator never answered); then it
 // answers them and the job goes on at the same epoch, with no rollback.
-// A fresh process registering before any known node came back means the
-// whole job was restarted: the journal is set aside and the job starts over
-// from its latest checkpoint, as without a journal.
+// A node that had not joined before the coordinator died joins as it would
+// have. A fresh process claiming a known node's rank before any known node
+// came back means the whole job was restarted: the journal is set aside and
+// the job starts over from its latest checkpoint, as without a journal; once
+// known nodes are back, such a process ends the job (its state is gone, and
+// a rollback of nodes that kept theirs is not attempted).
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/numbers.h"
@@ -178,6 +181,15 @@ void Coordinator::OnResumeRegister(const proto::NodeInfo& node, const RpcRequest
   const int32_t rank = info.rank;
   const std::string who = MemberName(info.role, rank);
   if (!info.resume) {
+    absl::StatusOr<int32_t> late = ChooseRank(info, info.rank);
+    if (late.ok() && !expected[*late] && !slots[*late]) {
+      // A node that never joined before the coordinator died (it died while
+      // the job assembled): it joins now, as it would have.
+      resuming_ = false;
+      OnRegister(proto::Decode(req.message).value(), req);
+      resuming_ = true;
+      return MaybeEndResume();
+    }
     if (!resumed_any_) {
       absl::Status st = StartOver(absl::StrCat("a new process (", who.empty() ? "a node" : who,
                                                " from ", info.endpoint, ") registered first"));

@@ -148,6 +148,28 @@ TEST_F(NodeIdentity, FreshProcessFirstMakesARestartedCoordinatorStartOver) {
   EXPECT_EQ((*j)->identities[0].node_id, "host-b");
 }
 
+TEST_F(NodeIdentity, NodeThatHadNotJoinedYetJoinsARestartedCoordinatorTakingTheJobBack) {
+  StartCoordinator(/*journaled=*/true);
+  ASSERT_TRUE(Register(proto::Role::kServer, "s0", "", 0).ok());
+  EXPECT_EQ(RankOf("w-a", "host-a"), 0);
+  // The coordinator dies while the job assembles; a new one takes it back.
+  coordinator_.reset();
+  for (auto& n : nodes_) n->Stop();
+  nodes_.clear();
+  StartCoordinator(/*journaled=*/true);
+  // A worker that had not joined comes first: it joins (rank 1), no start over.
+  EXPECT_EQ(RankOf("w-b", ""), 1);
+  auto s = Register(proto::Role::kServer, "s0", "", 0, /*resume=*/true);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto w = Register(proto::Role::kWorker, "w-a", "host-a", 0, /*resume=*/true);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(RankOf("w-c", "host-c"), 2);
+  auto j = CoordinatorJournal::Load(CoordinatorJournal::PathIn(dir_));
+  ASSERT_TRUE(j.ok() && j->has_value()) << j.status();
+  EXPECT_EQ((*j)->workers[0].info.node_id, "host-a");
+  EXPECT_EQ((*j)->workers[1].info.endpoint, "w-b");
+}
+
 TEST_F(NodeIdentity, ResumeToACoordinatorWithoutJournalIsRefusedNamingWhy) {
   StartCoordinator(/*journaled=*/false);
   auto w = Register(proto::Role::kWorker, "w-a", "host-a", 1, /*resume=*/true);
