@@ -3,6 +3,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -30,7 +31,7 @@ absl::Status ServeFinishedJob(const CoordinatorOptions& options, const JobJourna
   RpcNode node(std::move(transport));
   PS_ASSIGN_OR_RETURN(std::string bound, node.Bind(options.bind));
   absl::Mutex mu;
-  std::set<std::pair<Role, uint64_t>> told;  // (role, incarnation)
+  std::set<std::tuple<Role, std::string, uint64_t>> told;  // (role, endpoint, incarnation)
   int servers = 0;
   int workers = 0;
   PS_RETURN_IF_ERROR(node.Start([&](RpcRequest&& req) {
@@ -39,7 +40,7 @@ absl::Status ServeFinishedJob(const CoordinatorOptions& options, const JobJourna
       if (auto body = d->body<proto::RegisterRequest>(); body.ok()) {
         absl::MutexLock lock(&mu);
         const proto::NodeInfo& n = body->node;
-        if (told.insert({n.role, n.incarnation}).second) {
+        if (told.insert({n.role, n.endpoint, n.incarnation}).second) {
           (n.role == Role::kServer ? servers : workers) += 1;
         }
       }
