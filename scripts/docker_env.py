@@ -53,6 +53,12 @@ class DockerError(RuntimeError):
     pass
 
 
+class EngineUnavailable(DockerError):
+    """This machine cannot run the engine or make the base image (no
+    overlay file system, no cgroups, no Debian mirror): the environment's
+    lack, not the product's fault."""
+
+
 def missing_tools():
     """What this machine lacks to run the private engine ([] when nothing)."""
     why = []
@@ -68,8 +74,10 @@ def missing_tools():
 class PrivateDocker:
     """dockerd on a private socket; a context manager that stops it."""
 
-    def __init__(self, cache=CACHE, start_timeout=60.0):
+    def __init__(self, cache=CACHE, start_timeout=60.0, deadline=None):
         self.cache = cache
+        # Wall-clock bound of the slow steps (debootstrap, builds); None: theirs.
+        self.deadline = deadline
         self.start_timeout = start_timeout
         # Short paths: containerd's sockets live under the exec root.
         self.run_dir = "/run/pstrain-docker.%d" % os.getpid()
@@ -149,7 +157,7 @@ class PrivateDocker:
             with open(self.log_path, "rb") as f:
                 tail = f.read()[-3000:].decode(errors="replace")
         self.__exit__(None, None, None)
-        raise DockerError("%s; end of %s:\n%s" % (why, self.log_path, tail))
+        raise EngineUnavailable("%s; end of %s:\n%s" % (why, self.log_path, tail))
 
     def _stop_orphan(self):
         """A dockerd left on this data root by a run that was killed."""
@@ -192,11 +200,16 @@ class PrivateDocker:
         log("making %s with debootstrap from %s (a few minutes, once)" % (BASE_IMAGE, MIRROR))
         t0 = time.time()
         with open(os.path.join(self.cache, "debootstrap.log"), "wb") as out:
-            r = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", rootfs, MIRROR],
-                               stdout=out, stderr=subprocess.STDOUT, timeout=1800)
+            try:
+                r = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", rootfs,
+                                    MIRROR], stdout=out, stderr=subprocess.STDOUT,
+                                   timeout=self._bounded(1800))
+            except subprocess.TimeoutExpired:
+                raise EngineUnavailable("debootstrap did not finish in time (a slow mirror?): "
+                                        "see %s/debootstrap.log" % self.cache)
         if r.returncode != 0:
-            raise DockerError("debootstrap failed (exit %d): see %s/debootstrap.log"
-                              % (r.returncode, self.cache))
+            raise EngineUnavailable("debootstrap failed (exit %d, no Debian mirror?): see "
+                                    "%s/debootstrap.log" % (r.returncode, self.cache))
         with open(os.path.join(rootfs, "etc/apt/sources.list"), "w") as f:
             f.write("deb %s bookworm main\ndeb %s bookworm-updates main\n"
                     "deb %s bookworm-security main\n" % (MIRROR, MIRROR, SECURITY_MIRROR))
@@ -215,6 +228,11 @@ class PrivateDocker:
                               % imp.stderr.decode(errors="replace"))
         log("%s made in %.0f s" % (BASE_IMAGE, time.time() - t0))
 
+    def _bounded(self, timeout):
+        if self.deadline is None:
+            return timeout
+        return max(10, min(timeout, self.deadline - time.time()))
+
     def build(self, context, tag, build_args, target="runtime", timeout=3600, quiet=True):
         cmd = ["build", "--network", "host", "-f", os.path.join(REPO, "docker", "Dockerfile"),
                "--target", target, "-t", tag]
@@ -223,9 +241,9 @@ class PrivateDocker:
         cmd.append(context)
         t0 = time.time()
         if quiet:
-            self.docker(*cmd, timeout=timeout)
+            self.docker(*cmd, timeout=self._bounded(timeout))
         else:
-            self.docker(*cmd, capture=False, timeout=timeout)
+            self.docker(*cmd, capture=False, timeout=self._bounded(timeout))
         return time.time() - t0
 
     def prebuilt_image(self, bin_dir, tag="pstrain:test"):

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -340,7 +341,10 @@ def main():
     results = []
     stack = None
     try:
-        with docker_env.PrivateDocker() as docker:
+        # SIGTERM (CTest's timeout) unwinds like an error: containers and the
+        # engine are stopped on the way out.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit("compose_test: terminated"))
+        with docker_env.PrivateDocker(deadline=deadline - 60) as docker:
             mounts = docker.prebuilt_image(args.bin_dir, IMAGE)
             stack = Stack(docker, work, mounts, env, deadline, args.verbose)
             if args.verbose:
@@ -362,6 +366,9 @@ def main():
                 left = docker.docker("ps", "-aq").split()
                 if left:
                     docker.docker("rm", "-f", *left, check=False)
+    except docker_env.EngineUnavailable as e:
+        print("SKIP: this machine cannot run Docker's engine or make the base image: %s" % e)
+        return SKIP
     except (Failure, docker_env.DockerError) as e:
         print("FAIL: %s" % e, flush=True)
         if stack:
