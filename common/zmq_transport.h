@@ -134,6 +134,8 @@ class ZmqTransport final : public Transport, public CallerDrivenIo {
   // The I/O thread's loop. What requires loop_.owner() below is for
   // whoever acts as the loop.
   void Run();
+  // ZMQ_LINGER of every socket (at Stop: what is queued still leaves).
+  void SetLinger(absl::Duration linger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());
   bool OnIoThread() const { return loop_.owner().OnIoThread(); }
   // Reads every socket marked for reading; true when one still has more.
   bool ReadMarked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_.owner());

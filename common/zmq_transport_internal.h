@@ -20,6 +20,8 @@ constexpr size_t kCopyBelowBytes = 512;
 constexpr int kReadBatch = 256;
 // Longest wait of the I/O thread when no timer is due (it re-checks `running_`).
 constexpr absl::Duration kMaxWait = absl::Milliseconds(200);
+// How long a stopping transport lets libzmq write what is queued.
+constexpr absl::Duration kStopLinger = absl::Milliseconds(200);
 // Its longest wait while other threads hold requests back: the bound on how
 // long a request nobody waits for stays unsent.
 constexpr absl::Duration kHeldWait = absl::Milliseconds(5);

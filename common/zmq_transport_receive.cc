@@ -274,6 +274,18 @@ void ZmqTransport::ReturnFromGuest(PeerId id, bool more) {
   }
 }
 
+void ZmqTransport::SetLinger(absl::Duration linger) {
+  const int ms = static_cast<int>(absl::ToInt64Milliseconds(linger));
+  try {
+    if (router_) router_->set(zmq::sockopt::linger, ms);
+    for (auto& p : peers_) {
+      if (p && p->socket) p->socket->set(zmq::sockopt::linger, ms);
+    }
+  } catch (const zmq::error_t& e) {
+    spdlog::debug("{}: linger: {}", options_.name, e.what());
+  }
+}
+
 void ZmqTransport::Run() {
   loop_.owner().BindToCurrentThread();
   loop_.owner().BeginWork();
@@ -316,6 +328,12 @@ void ZmqTransport::Run() {
   }
   loop_.RunPending(true);
   Flush();  // what was asked for before Stop still leaves
+  // ... and really leaves: libzmq writes to TCP on its own thread, and a
+  // socket closed with linger 0 drops what it has not written yet (a reply
+  // sent just before the process stops, e.g. the acknowledgement a pipeline
+  // neighbour waits for). The context's teardown waits for it, this long
+  // at most.
+  SetLinger(kStopLinger);
   // Sockets belong to this thread: close them here (guests are told to leave).
   for (auto& p : peers_) {
     if (p) p->guest.Notify();

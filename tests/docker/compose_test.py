@@ -135,6 +135,17 @@ class Stack:
         raise Failure("containers still running after %.0f s: %s" % (
             timeout, {k: v[1] for k, v in self.containers().items() if v[1] != "exited"}))
 
+    def container_of_rank(self, rank):
+        """The worker container whose process took `rank`."""
+        for name, (cid, _, _, _) in sorted(self.containers().items()):
+            if name.startswith("worker_"):
+                out = subprocess.run([docker_env.DOCKER, "logs", cid], env=self.env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     timeout=30).stdout.decode(errors="replace")
+                if re.search(r"worker: worker %d of \d+ at " % rank, out):
+                    return name
+        raise Failure("no worker container took rank %d" % rank)
+
     def logs(self):
         return self.compose("logs", "--no-color", "--timestamps", check=False, timeout=60)
 
@@ -259,6 +270,11 @@ def run_fault(stack, args, fault, baseline):
             raise Failure("%s run: the job ended before its first checkpoint" % fault)
         time.sleep(0.2)
     time.sleep(args.kill_after)
+    if fault == "worker":
+        # Worker 1, not 0: worker 0 leads the job and is not re-admitted (its
+        # lead role moves on: README, "Worker failure"); this run checks
+        # re-admission under the container's host name.
+        container = stack.container_of_rank(1)
     cid = stack.containers()[container][0]
     t_kill = time.time()
     # Inside the container: `docker kill` counts as a manual stop, which the

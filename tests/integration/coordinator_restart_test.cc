@@ -135,14 +135,18 @@ TEST_F(CoordinatorRestart, CoordinatorKilledUnderTheLauncherTakesTheJobBackWithN
               "%.0f vs %.0f unbroken (%.0f redone); AUC %.5f vs %.5f unbroken; %.1fs vs %.1fs\n",
               recovery_secs, Match(log, "(job taken back in [0-9.]+s)").c_str(), steps,
               unbroken_steps, steps - unbroken_steps, auc, unbroken_auc, killed_secs, unbroken_secs);
-  // A coordinator started again on the finished job's folder says so.
+  // A coordinator started again on the finished job's folder says so, and
+  // waits for the job's nodes to tell them (here none come: at most
+  // --join_timeout, then it exits 0 all the same).
   TestProcess again("pstrain_coordinator",
-                    {"--bind=tcp://127.0.0.1:0", "--servers=2", "--workers=2",
+                    {"--bind=tcp://127.0.0.1:0", "--servers=2", "--workers=2", "--join_timeout=1",
                      "--checkpoint_dir=" + dir + "/killed-ckpt"},
                     dir + "/again.log");
   ASSERT_EQ(again.Wait(absl::Seconds(30)), 0) << again.Log();
   EXPECT_NE(again.Log().find(absl::StrCat("finished at step ", static_cast<int64_t>(steps))),
             std::string::npos)
+      << again.Log();
+  EXPECT_NE(again.Log().find("told 0 of 2 servers and 0 of 2 workers"), std::string::npos)
       << again.Log();
 }
 
