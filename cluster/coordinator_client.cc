@@ -379,9 +379,12 @@ void CoordinatorClient::Reregister(absl::Duration interval) {
         absl::StatusOr<proto::ClusterView> view =
             d.ok() ? d->body<proto::ClusterView>() : absl::StatusOr<proto::ClusterView>(d.status());
         if (!view.ok()) {
-          // No answer: try again. An answer refusing this node: the end.
+          // No answer: try again. An answer refusing this node: the end
+          // (a clean one when the job has finished meanwhile).
           if (!reply.ok()) return;
-          GiveUp(view.status());
+          GiveUp(view.status().code() == absl::StatusCode::kOutOfRange
+                     ? NothingLeftToDo(view.status().message())
+                     : view.status());
           return;
         }
         journaled_ = view->journaled;
@@ -402,7 +405,11 @@ void CoordinatorClient::GiveUp(absl::Status why) {
     absl::MutexLock lock(&mu_);
     give_up_status_ = why;
   }
-  spdlog::error("{}", why.ToString());
+  if (IsNothingLeftToDo(why)) {
+    spdlog::info("{}", std::string(why.message()));
+  } else {
+    spdlog::error("{}", why.ToString());
+  }
   node_->FailPending(peer_, why);
   if (options_.on_gave_up) options_.on_gave_up(why);
 }
