@@ -21,6 +21,9 @@ absl::Status CheckCoordinatorOptions(const CoordinatorOptions& o) {
   if (o.worker_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--worker_timeout must be >= 0");
   }
+  if (o.resume_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--resume_timeout must be > 0");
+  }
   const CheckpointOptions& c = o.checkpoint;
   if (c.every_steps < 0 || c.every_secs < 0 || c.keep < 1) {
     return absl::InvalidArgumentError(

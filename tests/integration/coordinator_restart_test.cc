@@ -21,7 +21,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/synthetic.h"
 
 namespace pstrain::testing {
 namespace {
@@ -33,15 +32,9 @@ struct Job {
 Job MakeJob() {
   Job j;
   j.dir = MakeTempDir("pstrain-coord-restart");
-  j.train = j.dir + "/train.tsv";
-  j.eval = j.dir + "/eval.tsv";
-  worker::SyntheticOptions o;
-  o.seed = 11;
-  o.rows = 200000;
-  EXPECT_TRUE(worker::WriteSynthetic(o, j.train).ok());
-  o.first_row = o.rows;
-  o.rows = 20000;
-  EXPECT_TRUE(worker::WriteSynthetic(o, j.eval).ok());
+  TrainEval data = WriteTrainEval(j.dir, /*seed=*/11, 200000, 20000);
+  j.train = data.train;
+  j.eval = data.eval;
   return j;
 }
 
@@ -157,6 +150,14 @@ struct Cluster {
   std::vector<std::unique_ptr<TestProcess>> servers, workers;
 };
 
+// A server of the cluster at `endpoint`, with one more flag (its rank, a bound).
+std::unique_ptr<TestProcess> StartServer(const std::string& endpoint, const std::string& flag,
+                                         const std::string& log) {
+  return std::make_unique<TestProcess>(
+      "pstrain_server",
+      std::vector<std::string>{"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0", flag}, log);
+}
+
 std::vector<std::string> WorkerArgs(const Job& j, const std::string& endpoint) {
   return {"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0", "--model=dlrm",
           "--batch_size=128", "--train_data=" + j.train, "--eval_data=" + j.eval};
@@ -173,11 +174,8 @@ TEST_F(CoordinatorRestart, WorkerWithANodeIdKilledAndRestartedIsReadmittedToItsR
                                "--worker_timeout=20"},
       dir + "/ids-coordinator.log");
   for (int s = 0; s < 2; ++s) {
-    c.servers.push_back(std::make_unique<TestProcess>(
-        "pstrain_server",
-        std::vector<std::string>{"--coordinator=" + c.endpoint, "--bind=tcp://127.0.0.1:0",
-                                 absl::StrCat("--rank=", s)},
-        absl::StrCat(dir, "/ids-server", s, ".log")));
+    c.servers.push_back(StartServer(c.endpoint, absl::StrCat("--rank=", s),
+                                    absl::StrCat(dir, "/ids-server", s, ".log")));
   }
   const std::vector<std::string> ids = {"host-a", "host-b", "host-c"};
   for (const std::string& id : ids) {
@@ -228,11 +226,7 @@ TEST_F(CoordinatorRestart, ServerRestartedWithItsFixedRankReplacesTheOldOneAtOnc
                                "--checkpoint_every_steps=25"},
       dir + "/rank-coordinator.log");
   auto server = [&](int s, const std::string& log) {
-    return std::make_unique<TestProcess>(
-        "pstrain_server",
-        std::vector<std::string>{"--coordinator=" + c.endpoint, "--bind=tcp://127.0.0.1:0",
-                                 absl::StrCat("--rank=", s)},
-        log);
+    return StartServer(c.endpoint, absl::StrCat("--rank=", s), log);
   };
   for (int s = 0; s < 2; ++s) c.servers.push_back(server(s, absl::StrCat(dir, "/rank-server", s, ".log")));
   for (int w = 0; w < 2; ++w) {
@@ -266,11 +260,7 @@ TEST_F(CoordinatorRestart, CoordinatorLostWithoutACheckpointDirEndsTheNodesNamin
       std::vector<std::string>{"--bind=" + c.endpoint, "--servers=1", "--workers=1",
                                "--heartbeat_interval=0.2"},
       dir + "/lost-coordinator.log");
-  c.servers.push_back(std::make_unique<TestProcess>(
-      "pstrain_server",
-      std::vector<std::string>{"--coordinator=" + c.endpoint, "--bind=tcp://127.0.0.1:0",
-                               "--coordinator_timeout=4"},
-      dir + "/lost-server.log"));
+  c.servers.push_back(StartServer(c.endpoint, "--coordinator_timeout=4", dir + "/lost-server.log"));
   std::vector<std::string> a = WorkerArgs(*job_, c.endpoint);
   a.push_back("--coordinator_timeout=4");
   a.push_back("--epochs=20");  // still training when the bound passes

@@ -22,7 +22,6 @@
 #include "common/file_util.h"
 #include "tests/integration/test_process.h"
 #include "worker/data/reader.h"
-#include "worker/data/synthetic.h"
 
 namespace pstrain::testing {
 namespace {
@@ -36,15 +35,9 @@ struct Job {
 Job MakeJob() {
   Job j;
   j.dir = MakeTempDir("pstrain-recovery");
-  j.train = j.dir + "/train.tsv";
-  j.eval = j.dir + "/eval.tsv";
-  worker::SyntheticOptions o;
-  o.seed = 11;
-  o.rows = 200000;
-  EXPECT_TRUE(worker::WriteSynthetic(o, j.train).ok());
-  o.first_row = o.rows;
-  o.rows = 20000;
-  EXPECT_TRUE(worker::WriteSynthetic(o, j.eval).ok());
+  TrainEval data = WriteTrainEval(j.dir, /*seed=*/11, 200000, 20000);
+  j.train = data.train;
+  j.eval = data.eval;
   return j;
 }
 

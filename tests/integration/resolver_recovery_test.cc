@@ -23,7 +23,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/synthetic.h"
 
 namespace pstrain::testing {
 namespace {
@@ -126,15 +125,9 @@ class ResolverRecovery : public ::testing::Test {
  protected:
   void SetUp() override {
     c_.dir = MakeTempDir("pstrain-resolver");
-    c_.train = c_.dir + "/train.tsv";
-    c_.eval = c_.dir + "/eval.tsv";
-    worker::SyntheticOptions o;
-    o.seed = 11;
-    o.rows = 50000;
-    ASSERT_TRUE(worker::WriteSynthetic(o, c_.train).ok());
-    o.first_row = o.rows;
-    o.rows = 10000;
-    ASSERT_TRUE(worker::WriteSynthetic(o, c_.eval).ok());
+    TrainEval data = WriteTrainEval(c_.dir, /*seed=*/11, 50000, 10000);
+    c_.train = data.train;
+    c_.eval = data.eval;
     names_ = std::make_unique<Names>(c_.dir + "/hosts");
     names_->Write("127.0.0.1");
     // Inherited by every process started below.

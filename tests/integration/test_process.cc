@@ -13,9 +13,12 @@
 #include <regex>
 #include <sstream>
 
+#include <gtest/gtest.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "worker/data/synthetic.h"
 
 namespace pstrain::testing {
 
@@ -127,6 +130,19 @@ double LastJsonNumber(const std::string& path, const std::string& key) {
     if (std::regex_search(line, m, re)) value = std::stod(m[1]);
   }
   return value;
+}
+
+TrainEval WriteTrainEval(const std::string& dir, uint64_t seed, int64_t train_rows,
+                         int64_t eval_rows) {
+  TrainEval d{dir + "/train.tsv", dir + "/eval.tsv"};
+  worker::SyntheticOptions o;
+  o.seed = seed;
+  o.rows = train_rows;
+  EXPECT_TRUE(worker::WriteSynthetic(o, d.train).ok());
+  o.first_row = train_rows;
+  o.rows = eval_rows;
+  EXPECT_TRUE(worker::WriteSynthetic(o, d.eval).ok());
+  return d;
 }
 
 }  // namespace pstrain::testing

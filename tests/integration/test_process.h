@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <string>
 #include <vector>
 
@@ -50,5 +52,13 @@ std::string WaitForFileLine(const std::string& path, absl::Duration timeout);
 
 // The value of "key" in the last JSON line of `path` that has it (NaN: none).
 double LastJsonNumber(const std::string& path, const std::string& key);
+
+// A synthetic job's data in `dir`: train.tsv with `train_rows` rows and
+// eval.tsv with the next `eval_rows` of the same world (seed).
+struct TrainEval {
+  std::string train, eval;
+};
+TrainEval WriteTrainEval(const std::string& dir, uint64_t seed, int64_t train_rows,
+                         int64_t eval_rows);
 
 }  // namespace pstrain::testing

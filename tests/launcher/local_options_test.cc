@@ -92,6 +92,8 @@ TEST_F(LocalOptionsTest, ABadValueNamesTheFlagAndTheValue) {
               HasSubstr("--heartbeat_timeout must exceed --heartbeat_interval"));
   EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--checkpoint_every_steps=10"}),
               HasSubstr("need --checkpoint_dir"));
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--resume_timeout=-1"}),
+              HasSubstr("--resume_timeout must be > 0"));
 }
 
 TEST_F(LocalOptionsTest, AMissingDataFileIsNamed) {
