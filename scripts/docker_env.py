@@ -228,6 +228,24 @@ class PrivateDocker:
                               % imp.stderr.decode(errors="replace"))
         log("%s made in %.0f s" % (BASE_IMAGE, time.time() - t0))
 
+    def probe_containers(self, timeout=120):
+        """A container of the base image on an internal network, as compose
+        makes them: EngineUnavailable when this engine cannot run one (no
+        bridge or veth support in the kernel, no cgroups...), so that a
+        machine that cannot is told apart from a stack that fails."""
+        self.ensure_base_image()
+        net = "pstrain-probe"
+        self.docker("network", "rm", net, check=False)
+        try:
+            self.docker("network", "create", "--internal", net, timeout=timeout)
+            self.docker("run", "--rm", "--network", net, "--dns", "127.0.0.1", BASE_IMAGE,
+                        "true", timeout=timeout)
+        except DockerError as e:
+            raise EngineUnavailable("the engine cannot run a container on an internal network: %s"
+                                    % e)
+        finally:
+            self.docker("network", "rm", net, check=False)
+
     def _bounded(self, timeout):
         if self.deadline is None:
             return timeout

@@ -9,6 +9,7 @@
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/status.h"
+#include "worker/data/schema_file.h"
 
 namespace pstrain::worker {
 namespace {
@@ -33,7 +34,7 @@ static_assert(sizeof(TableHeader) == kHeaderBytes);
 std::string TableFile(const TableSpec& spec) { return spec.name + ".tbl"; }
 
 json ModelJson(const ModelOptions& m, const Schema& s) {
-  return json{{"name", m.name},
+  json out{{"name", m.name},
               {"num_dense", m.num_dense},
               {"num_sparse", m.num_sparse},
               {"embedding_dim", m.embedding_dim},
@@ -43,7 +44,12 @@ json ModelJson(const ModelOptions& m, const Schema& s) {
               {"seed", m.seed},
               {"hash_buckets", s.hash_buckets},
               {"multi_hot_sep", std::string(s.multi_hot_sep ? 1 : 0, s.multi_hot_sep)},
-              {"field_sep", std::string(1, s.field_sep)}};
+              {"field_sep", std::string(1, s.field_sep)},
+              {"header", s.header},
+              {"max_line_bytes", s.max_line_bytes}};
+  // The columns of a custom layout, as a schema file states them.
+  if (s.custom) out["schema"] = SchemaJson(s);
+  return out;
 }
 
 absl::Status WriteTable(const std::string& path, const TableValues& t, json* entry) {
@@ -172,6 +178,19 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
     out.schema.multi_hot_sep = sep.empty() ? 0 : sep[0];
     std::string fsep = m.value("field_sep", std::string("\t"));
     out.schema.field_sep = fsep.empty() ? '\t' : fsep[0];
+    out.schema.header = m.value("header", false);
+    out.schema.max_line_bytes = m.value("max_line_bytes", out.schema.max_line_bytes);
+    if (m.contains("schema")) {
+      absl::StatusOr<Schema> schema = SchemaFromJson(m["schema"], manifest_path);
+      if (!schema.ok()) return absl::DataLossError(schema.status().message());
+      if (schema->num_dense != out.model.num_dense || schema->num_sparse != out.model.num_sparse) {
+        return absl::DataLossError(absl::StrCat(manifest_path, ": the schema's columns do not "
+                                                "match the model's fields"));
+      }
+      out.schema = *std::move(schema);
+      out.model.pooling.clear();
+      for (const SparseColumn& c : out.schema.sparse) out.model.pooling.push_back(c.pooling);
+    }
     out.step = manifest.value("step", int64_t{0});
     for (const json& e : manifest.at("tables")) {
       TableValues t;

@@ -101,7 +101,12 @@ class Stack:
         except subprocess.TimeoutExpired:
             raise Failure("`docker-compose %s` did not end within %.0f s" % (" ".join(args),
                                                                             timeout))
-        text = "" if out else r.stdout.decode(errors="replace")
+        if out:
+            out.flush()
+            with open(out.name, "rb") as f:
+                text = f.read().decode(errors="replace")
+        else:
+            text = r.stdout.decode(errors="replace")
         if check and r.returncode != 0:
             raise Failure("`docker-compose %s` failed (exit %d):\n%s" % (" ".join(args),
                                                                          r.returncode, text[-3000:]))
@@ -204,7 +209,11 @@ def run_clean(stack, args):
     t0 = time.time()
     out_path = os.path.join(stack.work, "clean-up.log")
     with open(out_path, "wb") as out:
-        stack.compose("up", "--no-build", timeout=args.job_timeout, out=out)
+        try:
+            stack.compose("up", "--no-build", timeout=args.job_timeout, out=out)
+        except Failure as e:
+            raise Failure("%s\n--- containers ---\n%s--- logs (end) ---\n%s" % (
+                e, stack.docker.docker("ps", "-a", check=False), stack.logs()[-4000:]))
     wall = time.time() - t0
     cs = stack.wait_all_exited(30)
     check_clean_end(stack, cs, "clean run")
@@ -353,9 +362,12 @@ def main():
     deadline = time.time() + args.time_limit
     work = tempfile.mkdtemp(prefix="pstrain-compose-", dir="/var/tmp")
     os.chmod(work, 0o755)
+    # Every variable docker-compose.yml reads, so that none comes from the
+    # caller's environment.
     env = {"WORKERS": "2", "TRAIN_ROWS": str(args.train_rows), "EVAL_ROWS": str(args.eval_rows),
            "EPOCHS": str(args.epochs), "CHECKPOINT_EVERY_SECS": "2",
-           "CONSISTENCY": args.consistency}
+           "CONSISTENCY": args.consistency, "MODEL": "dlrm", "BATCH_SIZE": "1024",
+           "DATA_SEED": "1"}
     results = []
     stack = None
     try:
@@ -363,6 +375,7 @@ def main():
         # engine are stopped on the way out.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit("compose_test: terminated"))
         with docker_env.PrivateDocker(deadline=deadline - 60) as docker:
+            docker.probe_containers()
             mounts = docker.prebuilt_image(args.bin_dir, IMAGE)
             stack = Stack(docker, work, mounts, env, deadline, args.verbose)
             if args.verbose:

@@ -1,6 +1,7 @@
-// libFuzzer target: bytes -> lines -> the Criteo/TSV parser, with the
-// default schema and with multi-hot fields. Must never crash; malformed
-// lines are errors.
+// libFuzzer target: bytes -> lines -> the line parser, with the default
+// Criteo schema, with multi-hot fields, and with a custom CSV schema (quoted
+// columns, decimals, a threshold label, a multi-hot column); and the header
+// check. Must never crash; malformed lines are errors.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -24,6 +25,37 @@ const CriteoParser& Parser(bool multi_hot) {
   return multi_hot ? multi : single;
 }
 
+const CriteoParser& CsvParser() {
+  static const CriteoParser csv = [] {
+    Schema s;
+    s.custom = true;
+    s.field_sep = ',';
+    s.header = true;
+    s.num_columns = 5;
+    s.column_names = {"a", "b", "c", "d", "e"};
+    s.label.column = 4;
+    s.label.op = LabelColumn::Op::kGt;
+    s.label.threshold = 15;
+    s.dense.resize(2);
+    s.dense[0].column = 0;
+    s.dense[0].transform = Transform::kLog1p;
+    s.dense[1].column = 2;
+    s.dense[1].transform = Transform::kStandardize;
+    s.dense[1].mean = 1;
+    s.dense[1].stddev = 2;
+    s.dense[1].has_stats = true;
+    s.sparse.resize(2);
+    s.sparse[0].column = 1;
+    s.sparse[1].column = 3;
+    s.sparse[1].multi_hot_sep = '|';
+    s.sparse[1].hash_buckets = 100;
+    s.num_dense = 2;
+    s.num_sparse = 2;
+    return *CriteoParser::Create(s);
+  }();
+  return csv;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -36,6 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view line = text.substr(start, nl - start);
     (void)Parser(false).Parse(line, &row);
     (void)Parser(true).Parse(line, &row);
+    (void)CsvParser().Parse(line, &row);
+    (void)CsvParser().CheckHeader(line);
     start = nl + 1;
   }
   return 0;

@@ -1,7 +1,11 @@
 #include "worker/data/criteo_parser.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -19,12 +23,6 @@ std::string Snippet(std::string_view s) {
   return out;
 }
 
-std::string ColumnName(const Schema& schema, int column) {
-  if (column == 0) return "label";
-  if (column <= schema.num_dense) return absl::StrCat("I", column);
-  return absl::StrCat("C", column - schema.num_dense);
-}
-
 // Finds the end of the token starting at `p`: the next separator, or `end`.
 inline const char* TokenEnd(const char* p, const char* end, char sep) {
   if (p >= end) return end;
@@ -32,7 +30,77 @@ inline const char* TokenEnd(const char* p, const char* end, char sep) {
   return hit == nullptr ? end : static_cast<const char*>(hit);
 }
 
+std::string_view StripQuotes(std::string_view t) {
+  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') return t.substr(1, t.size() - 2);
+  return t;
+}
+
+bool LabelOf(const LabelColumn& label, double v, float* out) {
+  bool on = false;
+  switch (label.op) {
+    case LabelColumn::Op::kBinary:
+      if (v != 0.0 && v != 1.0) return false;
+      on = v == 1.0;
+      break;
+    case LabelColumn::Op::kGt: on = v > label.threshold; break;
+    case LabelColumn::Op::kGe: on = v >= label.threshold; break;
+    case LabelColumn::Op::kLt: on = v < label.threshold; break;
+    case LabelColumn::Op::kLe: on = v <= label.threshold; break;
+    case LabelColumn::Op::kEq: on = v == label.threshold; break;
+    case LabelColumn::Op::kNe: on = v != label.threshold; break;
+  }
+  *out = on ? 1.0f : 0.0f;
+  return true;
+}
+
 }  // namespace
+
+void SplitColumns(std::string_view line, char sep, std::vector<std::string_view>* columns) {
+  columns->clear();
+  const char* p = line.data();
+  const char* const end = p + line.size();
+  while (true) {
+    const char* e;
+    if (p < end && *p == '"') {
+      // A quoted column: to the closing quote that is not doubled.
+      const char* q = p + 1;
+      while (q < end) {
+        const void* hit = std::memchr(q, '"', static_cast<size_t>(end - q));
+        if (hit == nullptr) {
+          q = end;
+          break;
+        }
+        q = static_cast<const char*>(hit);
+        if (q + 1 < end && q[1] == '"') {
+          q += 2;
+          continue;
+        }
+        break;
+      }
+      e = TokenEnd(q, end, sep);
+      columns->push_back(StripQuotes(std::string_view(p, e - p)));
+    } else {
+      e = TokenEnd(p, end, sep);
+      columns->emplace_back(p, e - p);
+    }
+    if (e == end) return;
+    p = e + 1;
+  }
+}
+
+bool ParseNumber(std::string_view token, double missing, double* out) {
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  if (token.empty()) {
+    *out = missing;
+    return true;
+  }
+  const char* p = token.data();
+  const char* end = p + token.size();
+  if (*p == '+') ++p;
+  auto [rest, ec] = std::from_chars(p, end, *out);
+  return ec == std::errc() && rest == end && std::isfinite(*out);
+}
 
 bool ParseInt64(std::string_view token, int64_t* out) {
   const char* p = token.data();
@@ -67,9 +135,94 @@ absl::StatusOr<CriteoParser> CriteoParser::Create(const Schema& schema) {
 absl::Status CriteoParser::ColumnCountError(std::string_view line) const {
   size_t columns = 1;
   for (char c : line) columns += (c == schema_.field_sep);
+  const size_t want = static_cast<size_t>(NumColumns(schema_));
+  // Another separator that would give the expected count is most likely it.
+  std::string hint;
+  for (auto [sep, flag] : {std::pair{',', "comma"}, std::pair{'\t', "tab"}, std::pair{';', ";"},
+                           std::pair{'|', "|"}}) {
+    if (sep == schema_.field_sep) continue;
+    size_t n = 1;
+    for (char c : line) n += (c == sep);
+    if (n == want || (columns == 1 && n > want / 2)) {
+      hint = absl::StrCat(" (separated by '", sep == '\t' ? "\\t" : std::string(1, sep),
+                          "'? --field_sep=", flag, ", or describe the columns with --schema)");
+      break;
+    }
+  }
   return absl::InvalidArgumentError(absl::StrCat("wrong number of columns: ", columns,
-                                                 ", want ", NumColumns(schema_), " in \"",
-                                                 Snippet(line), "\""));
+                                                 ", want ", want, " in \"", Snippet(line), "\"",
+                                                 hint));
+}
+
+absl::Status CriteoParser::CheckHeader(std::string_view line) const {
+  if (schema_.column_names.empty()) return absl::OkStatus();
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::vector<std::string_view> names;
+  SplitColumns(line, schema_.field_sep, &names);
+  const size_t want = schema_.column_names.size();
+  for (size_t c = 0; c < std::min(names.size(), want); ++c) {
+    if (names[c] != schema_.column_names[c]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the header's column ", c, " is \"", Snippet(names[c]), "\", the schema's is \"",
+          schema_.column_names[c], "\""));
+    }
+  }
+  if (names.size() != want) {
+    return absl::InvalidArgumentError(absl::StrCat("the header has ", names.size(),
+                                                   " columns, the schema ", want));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CriteoParser::ParseCustom(std::string_view line, ParsedRow* row) const {
+  std::vector<std::string_view>& cols = row->columns;
+  SplitColumns(line, schema_.field_sep, &cols);
+  if (static_cast<int>(cols.size()) != schema_.num_columns) {
+    return absl::InvalidArgumentError(absl::StrCat("wrong number of columns: ", cols.size(),
+                                                   ", want ", schema_.num_columns, " in \"",
+                                                   Snippet(line), "\""));
+  }
+  const LabelColumn& label = schema_.label;
+  double v;
+  std::string_view t = cols[label.column];
+  if (t.empty() || !ParseNumber(t, 0, &v) || !LabelOf(label, v, &row->label)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "label column ", ColumnName(schema_, label.column),
+        label.op == LabelColumn::Op::kBinary ? ": not 0 or 1: \"" : ": not a number: \"",
+        Snippet(t), "\""));
+  }
+  const int num_dense = schema_.num_dense;
+  row->dense.resize(num_dense);
+  for (int j = 0; j < num_dense; ++j) {
+    const DenseColumn& d = schema_.dense[j];
+    t = cols[d.column];
+    if (!ParseNumber(t, d.missing, &v)) {
+      return absl::InvalidArgumentError(absl::StrCat("column ", ColumnName(schema_, d.column),
+                                                     ": not a number: \"", Snippet(t), "\""));
+    }
+    row->dense[j] = ApplyTransform(d, v);
+  }
+  const int num_sparse = schema_.num_sparse;
+  row->ids.clear();
+  row->field_end.resize(num_sparse);
+  for (int f = 0; f < num_sparse; ++f) {
+    const SparseColumn& c = schema_.sparse[f];
+    t = cols[c.column];
+    if (c.multi_hot_sep == 0) {
+      row->ids.push_back(FeatureId(f, t, c.hash_buckets));
+    } else {
+      size_t before = row->ids.size();
+      const char* const e = t.data() + t.size();
+      for (const char* q = t.data(); q < e;) {
+        const char* qe = TokenEnd(q, e, c.multi_hot_sep);
+        if (qe > q) row->ids.push_back(FeatureId(f, std::string_view(q, qe - q), c.hash_buckets));
+        q = qe + 1;
+      }
+      if (row->ids.size() == before) row->ids.push_back(MissingId(f, c.hash_buckets));
+    }
+    row->field_end[f] = static_cast<uint32_t>(row->ids.size());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CriteoParser::Parse(std::string_view line, ParsedRow* row) const {
@@ -79,6 +232,7 @@ absl::Status CriteoParser::Parse(std::string_view line, ParsedRow* row) const {
                                                    schema_.max_line_bytes));
   }
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (schema_.custom) return ParseCustom(line, row);
   const char sep = schema_.field_sep;
   const int num_dense = schema_.num_dense;
   const int num_sparse = schema_.num_sparse;

@@ -1,5 +1,6 @@
-// CriteoParser: turns one text line "label \t I1..In \t C1..Cm" into a
-// ParsedRow (label, transformed dense values, feature ids per field).
+// CriteoParser: turns one text line into a ParsedRow (label, transformed
+// dense values, feature ids per field): "label \t I1..In \t C1..Cm" in the
+// Criteo layout, or any columns a custom schema describes (schema.h).
 //
 // Hot path of the readers: no allocation once the ParsedRow has grown to its
 // working size, no copies of tokens, hand-written integer parsing. Every
@@ -26,6 +27,8 @@ struct ParsedRow {
   // ids[f == 0 ? 0 : field_end[f - 1] .. field_end[f]); at least one each.
   std::vector<uint64_t> ids;
   std::vector<uint32_t> field_end;  // [num_sparse]
+  // Scratch of the custom layout: the line's columns.
+  std::vector<std::string_view> columns;
 
   uint32_t field_begin(int f) const { return f == 0 ? 0 : field_end[f - 1]; }
 };
@@ -40,15 +43,30 @@ class CriteoParser {
   // (column name, e.g. "I3" or "C12"); `*row` is then unspecified.
   absl::Status Parse(std::string_view line, ParsedRow* row) const;
 
+  // Checks a header line (the first line of a file when schema.header)
+  // against the schema's column names: InvalidArgument naming the first
+  // column that differs. OK when the schema has no names.
+  absl::Status CheckHeader(std::string_view line) const;
+
   const Schema& schema() const { return schema_; }
 
  private:
   explicit CriteoParser(const Schema& schema) : schema_(schema) {}
 
+  absl::Status ParseCustom(std::string_view line, ParsedRow* row) const;
   absl::Status ColumnCountError(std::string_view line) const;
 
   Schema schema_;
 };
+
+// Splits `line` at `sep` into `*columns`; a column that starts with a
+// double quote runs to the closing quote (it may hold `sep`), and comes back
+// without the quotes (a doubled quote inside stays doubled).
+void SplitColumns(std::string_view line, char sep, std::vector<std::string_view>* columns);
+
+// Parses a decimal number (e.g. "-1.5e3", "42"); an empty token is
+// `missing`. False for anything else, infinities and NaN included.
+bool ParseNumber(std::string_view token, double missing, double* out);
 
 // Parses a decimal integer with an optional sign; an empty token is 0.
 // Returns false for anything else (spaces, other characters, more than 18

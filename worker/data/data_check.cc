@@ -28,8 +28,9 @@ const char* CompressionOf(const std::string& head) {
   return nullptr;
 }
 
+// Adds the data lines seen (at most options.lines_to_check) to `*lines`.
 absl::Status CheckFile(const InputFile& file, const CriteoParser& parser,
-                       const DataCheckOptions& options) {
+                       const DataCheckOptions& options, int64_t* lines) {
   if (const char* format = CompressionOf(Magic(file.path))) {
     return absl::InvalidArgumentError(
         absl::StrCat(file.path, " is ", format,
@@ -46,14 +47,24 @@ absl::Status CheckFile(const InputFile& file, const CriteoParser& parser,
   while (checked < options.lines_to_check) {
     PS_ASSIGN_OR_RETURN(bool more, reader.Next(&line));
     if (!more) break;
+    if (line.offset == 0 && parser.schema().header) {
+      absl::Status st = line.overlong ? absl::InvalidArgumentError("the header is too long")
+                                      : parser.CheckHeader(line.text);
+      if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(file.path, ":1: ", st.message()));
+      continue;
+    }
+    if (!line.overlong && (line.text.empty() || line.text == "\r")) continue;
     ++checked;
     absl::Status st = line.overlong ? absl::InvalidArgumentError("line too long")
                                     : parser.Parse(line.text, &row);
     if (!st.ok()) {
       ++bad;
-      if (first_error.empty()) first_error = absl::StrCat("line ", checked, ": ", st.message());
+      if (first_error.empty()) {
+        first_error = absl::StrCat("line ", line.index + 1, ": ", st.message());
+      }
     }
   }
+  *lines += checked;
   if (checked > 0 && 2 * bad > checked) {
     return absl::InvalidArgumentError(absl::StrCat(file.path, ": ", bad, " of its first ", checked,
                                                    " lines do not parse; ", first_error));
@@ -69,9 +80,18 @@ absl::Status CheckDataFiles(const std::vector<std::string>& patterns, const Sche
   absl::StatusOr<std::vector<InputFile>> files = ExpandFilePatterns(patterns);
   if (!files.ok()) return Annotate(files.status(), options.flag);
   uint64_t bytes = 0;
+  int64_t lines = 0;
   for (const InputFile& f : *files) {
     bytes += f.size;
-    if (f.size > 0) PS_RETURN_IF_ERROR(Annotate(CheckFile(f, parser, options), options.flag));
+    if (f.size > 0) {
+      PS_RETURN_IF_ERROR(Annotate(CheckFile(f, parser, options, &lines), options.flag));
+    }
+  }
+  if (bytes > 0 && lines == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.flag, ": no data rows in ", files->size(), " file",
+                     files->size() == 1 ? "" : "s", " (", (*files)[0].path,
+                     schema.header ? " holds a header line only)" : " holds blank lines only)"));
   }
   if (bytes == 0) {
     return absl::InvalidArgumentError(

@@ -39,7 +39,7 @@ std::unique_ptr<ShuffleBuffer> MakeShuffle(const ReaderOptions& options) {
   if (options.shuffle_buffer_rows == 0) return nullptr;
   return std::make_unique<ShuffleBuffer>(options.shuffle_buffer_rows, options.schema.num_dense,
                                          options.schema.num_sparse,
-                                         options.schema.multi_hot_sep == 0);
+                                         !AnyMultiHot(options.schema));
 }
 
 // Adds `row` (or a shuffled row) to `builder`; when the builder refuses it

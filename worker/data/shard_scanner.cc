@@ -62,6 +62,13 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
       continue;
     }
     std::string_view text = line.text;
+    if (line.offset == 0 && options_.schema.header) {
+      // A header, neither good nor bad; one that does not match is an error.
+      absl::Status s = line.overlong ? absl::InvalidArgumentError("the header is too long")
+                                     : parser_.CheckHeader(text);
+      if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(reader_.path(), ":1: ", s.message()));
+      continue;
+    }
     if (!line.overlong && (text.empty() || (text.size() == 1 && text[0] == '\r'))) {
       continue;  // blank lines are neither good nor bad
     }

@@ -9,9 +9,12 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/cpu_affinity.h"
 #include "common/status.h"
+#include "worker/data/schema_file.h"
 #include "worker/models/model.h"
 #include "worker/pipeline/schedule.h"
 
@@ -85,6 +88,24 @@ ABSL_FLAG(std::string, eval_meta, "", "Generator meta file of the eval data (add
 ABSL_FLAG(int, dense_fields, 13, "Integer (dense) columns after the label.");
 ABSL_FLAG(int, sparse_fields, 26, "Categorical columns after the dense ones.");
 ABSL_FLAG(std::string, multi_hot_sep, "", "Separator of several tokens in one categorical field (empty: one token).");
+ABSL_FLAG(std::string, schema, "",
+          "A JSON file describing the columns of your data (separator, header, label column or "
+          "threshold, dense columns and their transforms, categorical columns with their hash "
+          "sizes, multi-hot separators and pooling, columns to ignore): README \"Your own data\". "
+          "Empty: the Criteo layout (--format=criteo): label, --dense_fields integers, "
+          "--sparse_fields categorical tokens.");
+ABSL_FLAG(std::string, format, "criteo",
+          "criteo: label, --dense_fields integer columns (each log(1 + max(x, 0))), "
+          "--sparse_fields categorical columns, --field_sep between them. custom: the columns "
+          "--schema describes (set by --schema).");
+ABSL_FLAG(std::string, field_sep, "tab",
+          "Criteo layout: the column separator: tab, comma, or any one character (a --schema "
+          "file gives its own).");
+ABSL_FLAG(bool, header, false,
+          "Criteo layout: the first line of every file is a header line and is skipped (a "
+          "--schema file gives its own).");
+ABSL_FLAG(int64_t, max_line_bytes, 1 << 20,
+          "Longer lines are bad lines (skipped, counted against --max_bad_lines_fraction).");
 ABSL_FLAG(int, batch_size, 1024, "Rows per step on each worker.");
 ABSL_FLAG(int, epochs, 1, "Passes over the training data.");
 ABSL_FLAG(int64_t, max_steps, 0, "Stop after this many steps (0: run the epochs).");
@@ -138,6 +159,82 @@ absl::StatusOr<OptimizerKind> ParseOptimizer(std::string name) {
 
 std::vector<std::string> SplitList(const std::string& s) {
   return absl::StrSplit(s, ',', absl::SkipEmpty());
+}
+
+absl::StatusOr<char> SeparatorFlag(const std::string& text) {
+  std::string lower = absl::AsciiStrToLower(text);
+  if (lower == "tab" || text == "\\t" || text == "\t") return '\t';
+  if (lower == "comma") return ',';
+  if (lower == "space") return ' ';
+  if (text.size() != 1 || text[0] == '\n' || text[0] == '\r' || text[0] == '"') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--field_sep=", text, ": not one character (or tab, comma, space)"));
+  }
+  return text[0];
+}
+
+// The layout of the data: the Criteo one from the flags, or a schema file's.
+absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema* schema,
+                             ModelOptions* m) {
+  const std::string path = absl::GetFlag(FLAGS_schema);
+  const std::string format = absl::GetFlag(FLAGS_format);
+  const int64_t max_line = absl::GetFlag(FLAGS_max_line_bytes);
+  if (max_line < 16 || max_line > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError("--max_line_bytes must be in [16, 2^30]");
+  }
+  if (format != "criteo" && format != "custom") {
+    return absl::InvalidArgumentError("--format must be criteo or custom (with --schema), not '" +
+                                      format + "'");
+  }
+  if (path.empty()) {
+    if (format == "custom") return absl::InvalidArgumentError("--format=custom needs --schema=FILE");
+    schema->num_dense = m->num_dense;
+    schema->num_sparse = m->num_sparse;
+    if (m->num_dense < 0 || m->num_sparse < 0) {
+      return absl::InvalidArgumentError("--dense_fields and --sparse_fields must be >= 0");
+    }
+    schema->hash_buckets = absl::GetFlag(FLAGS_hash_buckets);
+    std::string sep = absl::GetFlag(FLAGS_multi_hot_sep);
+    if (sep.size() > 1) return absl::InvalidArgumentError("--multi_hot_sep must be one character");
+    schema->multi_hot_sep = sep.empty() ? 0 : sep[0];
+    PS_ASSIGN_OR_RETURN(schema->field_sep, SeparatorFlag(absl::GetFlag(FLAGS_field_sep)));
+    schema->header = absl::GetFlag(FLAGS_header);
+    schema->max_line_bytes = static_cast<size_t>(max_line);
+    return ValidateSchema(*schema);
+  }
+  // A schema file says what the layout flags would.
+  const auto set = [](const auto& flag, const auto& fallback) { return flag != fallback; };
+  std::vector<std::string> clash;
+  if (set(absl::GetFlag(FLAGS_field_sep), std::string("tab"))) clash.push_back("--field_sep");
+  if (absl::GetFlag(FLAGS_header)) clash.push_back("--header");
+  if (!absl::GetFlag(FLAGS_multi_hot_sep).empty()) clash.push_back("--multi_hot_sep");
+  if (set(m->num_dense, 13) || set(m->num_sparse, 26)) clash.push_back("--dense_fields/--sparse_fields");
+  if (!clash.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(absl::StrJoin(clash, ", "), " and --schema=",
+                                                   path, ": the schema file gives the layout"));
+  }
+  PS_ASSIGN_OR_RETURN(SchemaFile file,
+                      LoadSchemaFile(path, train_data, absl::GetFlag(FLAGS_hash_buckets)));
+  *schema = std::move(file.schema);
+  if (set(max_line, int64_t{1} << 20)) schema->max_line_bytes = static_cast<size_t>(max_line);
+  if (file.embedding_dim > 0) {
+    const int flag_dim = absl::GetFlag(FLAGS_embedding_dim);
+    if (flag_dim != 16 && flag_dim != file.embedding_dim) {
+      return absl::InvalidArgumentError(absl::StrCat("--embedding_dim=", flag_dim, " but --schema=",
+                                                     path, " says ", file.embedding_dim));
+    }
+    m->embedding_dim = file.embedding_dim;
+    // dlrm's bottom MLP ends at the embedding width: follow it when the flag is the default.
+    if (absl::GetFlag(FLAGS_bottom_mlp) == "64,16" && !m->bottom_mlp.empty()) {
+      m->bottom_mlp.back() = file.embedding_dim;
+    }
+  }
+  PS_RETURN_IF_ERROR(ComputeDenseStats(train_data, file.stats_rows, schema));
+  m->num_dense = schema->num_dense;
+  m->num_sparse = schema->num_sparse;
+  m->pooling.clear();
+  for (const SparseColumn& c : schema->sparse) m->pooling.push_back(c.pooling);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -223,17 +320,17 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
       static_cast<float>(absl::GetFlag(FLAGS_dense_initial_accumulator));
   if (!(m.sparse_optimizer.lr > 0)) return absl::InvalidArgumentError("--lr must be positive");
 
-  t.schema.num_dense = m.num_dense;
-  t.schema.num_sparse = m.num_sparse;
-  t.schema.hash_buckets = absl::GetFlag(FLAGS_hash_buckets);
-  std::string sep = absl::GetFlag(FLAGS_multi_hot_sep);
-  if (sep.size() > 1) return absl::InvalidArgumentError("--multi_hot_sep must be one character");
-  t.schema.multi_hot_sep = sep.empty() ? 0 : sep[0];
-  if (m.num_dense < 0 || m.num_sparse < 0) {
-    return absl::InvalidArgumentError("--dense_fields and --sparse_fields must be >= 0");
-  }
   t.train_data = SplitList(absl::GetFlag(FLAGS_train_data));
   if (t.train_data.empty()) return absl::InvalidArgumentError("--train_data is required");
+  PS_RETURN_IF_ERROR(SchemaFromFlags(t.train_data, &t.schema, &m));
+  if (o.mode == "pipeline") {
+    for (const SparseColumn& c : t.schema.sparse) {
+      if (c.pooling != BagPooling::kSum) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--schema: column \"", c.name, "\": pooling mean is not built for --mode=pipeline"));
+      }
+    }
+  }
   t.eval_data = SplitList(absl::GetFlag(FLAGS_eval_data));
   t.eval_meta = absl::GetFlag(FLAGS_eval_meta);
   t.batch_size = absl::GetFlag(FLAGS_batch_size);

@@ -79,7 +79,7 @@ class DeepTowerModel final : public ModelBase {
     nn::MatrixView x(x_.as(), step.batch, in_);
     for (int f = 0; f < fields_; ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[sparse[f]], step.Bag(f),
-                                                 nn::Pooling::kSum,
+                                                 FieldPooling(f),
                                                  /*accumulate=*/false, x.Columns(f * dim_, dim_)));
     }
     if (step.dense.cols > 0) {
@@ -123,7 +123,7 @@ class DeepTowerModel final : public ModelBase {
     const auto& sparse = sparse_tables();
     for (int f = 0; f < fields_; ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dx.Columns(f * dim_, dim_), step.Bag(f),
-                                                  nn::Pooling::kSum, step.grads[sparse[f]]));
+                                                  FieldPooling(f), step.grads[sparse[f]]));
     }
     return absl::OkStatus();
   }

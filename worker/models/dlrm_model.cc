@@ -59,7 +59,7 @@ class DlrmModel final : public ModelBase {
     const auto& sparse = sparse_tables();
     for (size_t f = 0; f < sparse.size(); ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[sparse[f]], step.Bag(f),
-                                                 nn::Pooling::kSum, /*accumulate=*/false,
+                                                 FieldPooling(f), /*accumulate=*/false,
                                                  t.Columns((f + 1) * dim_, dim_)));
     }
     PS_RETURN_IF_ERROR(dev.DotInteractionForward(t, vectors_, dim_, z));
@@ -80,7 +80,7 @@ class DlrmModel final : public ModelBase {
     const auto& sparse = sparse_tables();
     for (size_t f = 0; f < sparse.size(); ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dt.Columns((f + 1) * dim_, dim_), step.Bag(f),
-                                                  nn::Pooling::kSum, step.grads[sparse[f]]));
+                                                  FieldPooling(f), step.grads[sparse[f]]));
     }
     return bottom_.Backward(dev, step.dense, step.params, t.Columns(0, dim_),
                             dt.Columns(0, dim_), step.grads, nn::MatrixView(), accumulate,

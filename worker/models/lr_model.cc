@@ -36,7 +36,7 @@ class LrModel final : public ModelBase {
     const auto& sparse = sparse_tables();
     for (size_t f = 0; f < sparse.size(); ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[sparse[f]], step.Bag(f),
-                                                 nn::Pooling::kSum, /*accumulate=*/true, logits));
+                                                 FieldPooling(f), /*accumulate=*/true, logits));
     }
     return absl::OkStatus();
   }
@@ -46,7 +46,7 @@ class LrModel final : public ModelBase {
     nn::Device& dev = device();
     const auto& sparse = sparse_tables();
     for (size_t f = 0; f < sparse.size(); ++f) {
-      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dlogits, step.Bag(f), nn::Pooling::kSum,
+      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dlogits, step.Bag(f), FieldPooling(f),
                                                   step.grads[sparse[f]]));
     }
     const float* w = dense_weight_ >= 0 ? step.params[dense_weight_] : nullptr;

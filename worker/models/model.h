@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "common/table_spec.h"
 #include "worker/data/batch.h"
+#include "worker/data/schema.h"
 
 namespace pstrain::worker {
 
@@ -62,6 +63,8 @@ struct ModelOptions {
   int num_dense = 13;
   int num_sparse = 26;
   int embedding_dim = 16;
+  // The pooling of each sparse field's bag, [num_sparse]; empty: all sum.
+  std::vector<BagPooling> pooling;
   std::vector<int> bottom_mlp = {64, 16};    // dlrm: last width == embedding_dim
   std::vector<int> top_mlp = {64, 32};       // a final width-1 layer is added
   std::vector<int> deep_mlp = {256, 128};    // wide_deep deep tower

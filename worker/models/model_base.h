@@ -43,6 +43,12 @@ class ModelBase : public Model {
                        std::span<float> probs) final;
 
   const ModelOptions& options() const { return options_; }
+  // How sparse field `field`'s bags are pooled (ModelOptions::pooling).
+  nn::Pooling FieldPooling(size_t field) const {
+    return field < options_.pooling.size() && options_.pooling[field] == BagPooling::kMean
+               ? nn::Pooling::kMean
+               : nn::Pooling::kSum;
+  }
   const nn::Device& device() const { return *device_; }
 
  protected:

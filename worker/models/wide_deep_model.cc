@@ -51,7 +51,7 @@ class WideDeepModel final : public ModelBase {
     // x = [emb_1 | ... | emb_F | dense]: each producer writes its own block.
     for (int f = 0; f < fields_; ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[sparse[fields_ + f]],
-                                                 step.Bag(fields_ + f), nn::Pooling::kSum,
+                                                 step.Bag(fields_ + f), FieldPooling(f),
                                                  /*accumulate=*/false, x.Columns(f * dim_, dim_)));
     }
     if (step.dense.cols > 0) {
@@ -60,7 +60,7 @@ class WideDeepModel final : public ModelBase {
     PS_RETURN_IF_ERROR(deep_.Forward(dev, x, step.params, logits));
     for (int f = 0; f < fields_; ++f) {  // wide: add each field's weight sum
       PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[sparse[f]], step.Bag(f),
-                                                 nn::Pooling::kSum, /*accumulate=*/true, logits));
+                                                 FieldPooling(f), /*accumulate=*/true, logits));
     }
     return absl::OkStatus();
   }
@@ -70,7 +70,7 @@ class WideDeepModel final : public ModelBase {
     nn::Device& dev = device();
     const auto& sparse = sparse_tables();
     for (int f = 0; f < fields_; ++f) {
-      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dlogits, step.Bag(f), nn::Pooling::kSum,
+      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dlogits, step.Bag(f), FieldPooling(f),
                                                   step.grads[sparse[f]]));
     }
     nn::MatrixView x(x_.as(), step.batch, deep_.in());
@@ -79,7 +79,7 @@ class WideDeepModel final : public ModelBase {
                                       accumulate, step.grad_ready));
     for (int f = 0; f < fields_; ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dx.Columns(f * dim_, dim_),
-                                                  step.Bag(fields_ + f), nn::Pooling::kSum,
+                                                  step.Bag(fields_ + f), FieldPooling(f),
                                                   step.grads[sparse[fields_ + f]]));
     }
     return absl::OkStatus();
