@@ -119,6 +119,13 @@ TEST_F(OwnData, NewUsersCsvTrainsWithOneCommand) {
   std::vector<std::string> preds =
       absl::StrSplit(ReadFile(dir_ + "/pred.txt"), '\n', absl::SkipEmpty());
   EXPECT_EQ(preds.size(), 8000u) << "one prediction per row, the header skipped";
+  // The same rows on standard input.
+  TestProcess piped("/bin/sh",
+                    {"-c", absl::StrCat(BinDir(), "/pstrain predict --model=", dir_,
+                                        "/model --data=- --out=", dir_, "/pred2.txt < ", eval)},
+                    dir_ + "/predict-stdin.log");
+  ASSERT_EQ(piped.Wait(absl::Seconds(60)), 0) << piped.Log();
+  EXPECT_EQ(ReadFile(dir_ + "/pred2.txt"), ReadFile(dir_ + "/pred.txt"));
 }
 
 TEST_F(OwnData, SameRowsAsCriteoTsvAndAsCsvTrainTheSameModel) {
