@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -83,6 +85,30 @@ absl::Status MakeDirs(const std::string& path) {
       return ErrnoToStatus(errno, absl::StrCat("mkdir ", cur));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ReplaceDirectory(const std::string& from, const std::string& to) {
+  // An absent or empty `to` is replaced by a plain rename.
+  if (rename(from.c_str(), to.c_str()) == 0) {
+    SyncDir(to);
+    return absl::OkStatus();
+  }
+  if (errno != ENOTEMPTY && errno != EEXIST) {
+    return ErrnoToStatus(errno, absl::StrCat("rename ", from, " -> ", to));
+  }
+  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno == EINVAL || errno == ENOSYS) {
+      return absl::UnimplementedError(
+          absl::StrCat("exchange ", from, " <-> ", to, ": the file system cannot swap folders"));
+    }
+    return ErrnoToStatus(errno, absl::StrCat("exchange ", from, " <-> ", to));
+  }
+  SyncDir(to);
+  // The old folder is gone from `to` already; what is left of it at
+  // `from` is removed by the next writer of `from` if not here.
+  std::error_code ignored;
+  std::filesystem::remove_all(from, ignored);
   return absl::OkStatus();
 }
 

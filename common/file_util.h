@@ -20,6 +20,13 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 // mkdir -p.
 absl::Status MakeDirs(const std::string& path);
 
+// Puts folder `from` (complete) where folder `to` is, in one step: readers
+// of `to` see the old folder or the new one, never a mix. A `to` that holds
+// files is swapped with `from` (renameat2 RENAME_EXCHANGE) and the old
+// contents, then at `from`, are removed. Errors name both paths; Unimplemented
+// when the file system cannot exchange folders (`from` is left as it was).
+absl::Status ReplaceDirectory(const std::string& from, const std::string& to);
+
 // Writes a file so that it appears whole or not at all: appends go to
 // PATH.tmp.<pid>, Commit() fsyncs and renames it to PATH (and fsyncs the
 // folder). A writer destroyed without Commit() removes its temp file. Keeps a

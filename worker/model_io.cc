@@ -1,6 +1,7 @@
 #include "worker/model_io.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -146,7 +147,31 @@ absl::Status WriteModel(const std::string& dir, const SavedModel& model) {
                 {"step", model.step},
                 {"model", ModelJson(model.model, model.schema)},
                 {"tables", std::move(tables)}};
+  if (const ModelChoice& c = model.chosen; !c.metric.empty()) {
+    manifest["kept_best"] = json{{"metric", c.metric},     {"round", c.round},
+                                 {"step", c.step},         {"eval_auc", c.eval_auc},
+                                 {"eval_logloss", c.eval_logloss}};
+  }
   return WriteFileAtomically(dir + "/model.json", manifest.dump(2) + "\n");
+}
+
+absl::Status ReplaceModel(const std::string& dir, const SavedModel& model,
+                          std::string* in_place_reason) {
+  if (in_place_reason != nullptr) in_place_reason->clear();
+  std::string target = dir;
+  while (target.size() > 1 && target.back() == '/') target.pop_back();
+  const std::string tmp = target + ".tmp";
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);  // a crashed writer's
+  absl::Status st = WriteModel(tmp, model);
+  if (st.ok()) st = ReplaceDirectory(tmp, target);
+  if (st.ok()) return st;
+  std::filesystem::remove_all(tmp, ec);
+  // A folder that cannot be swapped (a mount point, a read-only parent, a
+  // file system without RENAME_EXCHANGE) still takes the files.
+  if (in_place_reason != nullptr) *in_place_reason = std::string(st.message());
+  return Annotate(WriteModel(target, model),
+                  absl::StrCat("writing in place (", st.message(), ")"));
 }
 
 absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
@@ -192,6 +217,14 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
       for (const SparseColumn& c : out.schema.sparse) out.model.pooling.push_back(c.pooling);
     }
     out.step = manifest.value("step", int64_t{0});
+    if (manifest.contains("kept_best")) {
+      const json& c = manifest.at("kept_best");
+      out.chosen.metric = c.at("metric").get<std::string>();
+      out.chosen.round = c.at("round").get<int>();
+      out.chosen.step = c.at("step").get<int64_t>();
+      out.chosen.eval_auc = c.at("eval_auc").get<double>();
+      out.chosen.eval_logloss = c.at("eval_logloss").get<double>();
+    }
     for (const json& e : manifest.at("tables")) {
       TableValues t;
       t.spec.id = e.at("id").get<uint32_t>();

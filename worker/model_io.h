@@ -12,6 +12,8 @@
 // All numbers little-endian. Files are written atomically (temp + fsync +
 // rename) and the manifest last, so a model directory with a manifest is
 // complete; reading verifies sizes and checksums and names the bad file.
+// A model chosen by --keep_best records in its manifest which evaluation
+// chose it ("kept_best": metric, round, step, eval_auc, eval_logloss).
 #pragma once
 
 #include <cstdint>
@@ -34,14 +36,35 @@ struct TableValues {
   std::vector<float> rows;
 };
 
+// The evaluation that chose a model (--keep_best); `metric` empty: none.
+struct ModelChoice {
+  std::string metric;  // eval_auc | eval_logloss
+  int round = 0;       // the run's evaluation round (worker/eval/best_round.h)
+  int64_t step = 0;
+  double eval_auc = 0;
+  double eval_logloss = 0;
+};
+
 struct SavedModel {
   ModelOptions model;
   Schema schema;
   int64_t step = 0;
+  ModelChoice chosen;
   std::vector<TableValues> tables;  // by TableSpec::id
 };
 
+// Writes the model's files into `dir` (made if missing), each atomically,
+// the manifest last. Files of a model already in `dir` are overwritten one
+// by one: meanwhile `dir` holds a mix that ReadModel rejects.
 absl::Status WriteModel(const std::string& dir, const SavedModel& model);
+// Writes the model to `dir`.tmp, then puts it in place of `dir` in one step
+// (common/file_util.h ReplaceDirectory): `dir` holds the old model or the
+// new one, whole, at every moment. Where the file system cannot swap
+// folders (`dir` is a mount point, its parent is read-only, ...), falls
+// back to WriteModel in place; `*in_place_reason` (may be null) says why
+// (empty: swapped in one step).
+absl::Status ReplaceModel(const std::string& dir, const SavedModel& model,
+                          std::string* in_place_reason = nullptr);
 absl::StatusOr<SavedModel> ReadModel(const std::string& dir);
 
 }  // namespace pstrain::worker

@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "worker/data/file_set.h"
+#include "worker/eval/eval_blob.h"
 #include "worker/data/reader.h"
 #include "worker/model_io.h"
 #include "worker/train_metrics.h"
@@ -96,12 +98,21 @@ double Trainer::FractionDone(int64_t step, int64_t bytes_read) const {
 absl::StatusOr<TrainResult> Trainer::Run() {
   PS_RETURN_IF_ERROR(LearnLead());
   PS_ASSIGN_OR_RETURN(metrics_, MetricsFile::Open(lead_ == rank_ ? options_.metrics_out : ""));
+  if (options_.keep_best || options_.early_stop_rounds > 0) {
+    best_.emplace(options_.keep_best.value_or(EvalMetric::kAuc), options_.early_stop_rounds);
+    if (lead_ == rank_) PS_RETURN_IF_ERROR(LoadBest());
+  }
   PS_RETURN_IF_ERROR(OpenReader());
   prefetch_ = kv_->layout().consistency != proto::Consistency::kBsp;
   progress_ = std::make_unique<Progress>(metrics_.get(), options_.log_every, options_.progress_bar);
   train_start_ = absl::Now();
   PS_RETURN_IF_ERROR(StartAt());
   while (true) {
+    if (stop_) {
+      // Early stop: the batch read ahead is not trained.
+      next_.reset();
+      break;
+    }
     if (!next_) {
       // Out of data: train what a dead worker left, if any (elastic).
       PS_ASSIGN_OR_RETURN(bool adopted, AdoptShard());
@@ -115,15 +126,18 @@ absl::StatusOr<TrainResult> Trainer::Run() {
 
   // Everyone finishes training before the final evaluation sees the model.
   PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, options_.finish_timeout));
-  if (!options_.eval_data.empty()) {
-    // Adopted shards' evaluation rows first: the lead waits for them.
-    for (const AdoptedShard& a : adopted_) {
-      PS_RETURN_IF_ERROR(Evaluate(eval_round_, clock_, &result_, /*final_round=*/true, a.rank));
-    }
-    PS_RETURN_IF_ERROR(Evaluate(eval_round_, clock_, &result_, /*final_round=*/true, rank_));
-  }
-  PS_RETURN_IF_ERROR(FinishRun(clock_, eval_round_, &result_));
+  absl::Status eval_status = options_.eval_data.empty() ? absl::OkStatus() : FinalEvaluation();
+  PS_RETURN_IF_ERROR(FinishRun(clock_, eval_round_, std::move(eval_status), &result_));
   return result_;
+}
+
+absl::Status Trainer::FinalEvaluation() {
+  // Adopted shards' evaluation rows first: the lead waits for them.
+  for (const AdoptedShard& a : adopted_) {
+    PS_RETURN_IF_ERROR(Evaluate(eval_round_, clock_, &result_, /*final_round=*/true, a.rank));
+  }
+  PS_RETURN_IF_ERROR(Evaluate(eval_round_, clock_, &result_, /*final_round=*/true, rank_));
+  return eval_error_;
 }
 
 absl::Status Trainer::OpenReader() {
@@ -312,9 +326,10 @@ absl::Status Trainer::ReportStep(const StepOutput& out) {
 absl::Status Trainer::FinishTraining() {
   PS_RETURN_IF_ERROR(WaitForLastPush());
   PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock_, /*retire=*/true).Wait());
-  if (elastic_) {
+  if (elastic_ || JudgesRounds()) {
     // The lead stops waiting for this worker's parts of later rounds (an
-    // adopter trains on past the others).
+    // adopter trains on past the others); the others, for the lead's
+    // verdicts on rounds it does not reach (its shard ended sooner).
     PS_RETURN_IF_ERROR(coordinator_->StoreSet(absl::StrCat("trained/", rank_), Buffer::FromString("1")));
   }
   position_.finished = true;
@@ -330,8 +345,14 @@ absl::Status Trainer::FinishTraining() {
   result_.final_loss = total_count_ > 0 ? total_loss_ / total_count_ : 0;
   ReaderStats rs = reader_->stats();
   result_.reader_rows_per_sec = rs.rows_per_busy_second;
+  result_.early_stopped = stop_;
   PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
   if (lead) progress_->Finish();
+  if (stop_) {
+    spdlog::info("early stop: training ended at step {} (epoch {} of {}), {} evaluations after the "
+                 "best one",
+                 clock_, position_.epoch + 1, options_.epochs, options_.early_stop_rounds);
+  }
   spdlog::info("trained {} steps, {} samples in {:.1f}s (compute {:.1f}s, wait {:.1f}s, data {:.1f}s; "
                "reader {:.0f} rows/s, {} bad lines)",
                result_.steps, result_.samples, result_.train_seconds, result_.compute_seconds,
@@ -344,12 +365,16 @@ absl::Status Trainer::WaitForLastPush() {
   return last_push_.Wait();
 }
 
-absl::Status Trainer::SaveModel(int64_t step) {
+absl::Status Trainer::SaveModel(int64_t step, const EvalRound* chosen) {
   absl::Time t0 = absl::Now();
   SavedModel saved;
   saved.model = options_.model;
   saved.schema = options_.schema;
   saved.step = step;
+  if (chosen != nullptr) {
+    saved.chosen = ModelChoice{EvalMetricName(best_->metric()), chosen->round, chosen->step,
+                               chosen->auc, chosen->logloss};
+  }
   PS_ASSIGN_OR_RETURN(std::vector<Buffer> dense, kv_->Pull(dense_tables_, {}, step).Wait());
   uint64_t rows = 0;
   for (const TableSpec& spec : model_->tables()) {
@@ -367,9 +392,16 @@ absl::Status Trainer::SaveModel(int64_t step) {
     }
     saved.tables.push_back(std::move(t));
   }
-  PS_RETURN_IF_ERROR(WriteModel(options_.save_model, saved));
-  spdlog::info("model saved to {} ({} tables, {} embedding rows) in {:.1f}s", options_.save_model,
-               saved.tables.size(), rows, Seconds(t0));
+  std::string in_place;
+  PS_RETURN_IF_ERROR(Annotate(ReplaceModel(options_.save_model, saved, &in_place),
+                              absl::StrCat("saving the model to ", options_.save_model)));
+  if (!in_place.empty()) {
+    spdlog::warn("{} could not be replaced in one step ({}): the model was written into it file "
+                 "by file",
+                 options_.save_model, in_place);
+  }
+  spdlog::info("model of step {} saved to {} ({} tables, {} embedding rows) in {:.1f}s", step,
+               options_.save_model, saved.tables.size(), rows, Seconds(t0));
   return absl::OkStatus();
 }
 
@@ -463,6 +495,23 @@ absl::StatusOr<int64_t> Trainer::Checkpoint(int64_t step, const proto::WorkerPos
 
 absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result, bool final_round,
                               int shard) {
+  std::vector<float> probs, labels;
+  absl::Status scored = Score(shard, clock, &probs, &labels);
+  if (scored.ok()) {
+    return Gather(round, EncodeEvalBlob(probs, labels), result, clock, final_round, shard);
+  }
+  if (!final_round) return scored;
+  // After training: the lead learns of the failure at once and still
+  // saves the model.
+  scored = Annotate(scored, absl::StrCat("evaluating --eval_data=", absl::StrJoin(options_.eval_data, ","),
+                                         " (shard ", shard, ") after training"));
+  spdlog::error("{}", scored.ToString());
+  if (eval_error_.ok()) eval_error_ = scored;
+  return Gather(round, EncodeEvalError(scored.message()), result, clock, final_round, shard);
+}
+
+absl::Status Trainer::Score(int shard, int64_t clock, std::vector<float>* probs,
+                            std::vector<float>* labels) {
   ReaderOptions ro;
   ro.patterns = options_.eval_data;
   ro.shard_index = shard;
@@ -472,19 +521,18 @@ absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result, bo
   ro.epochs = 1;
   ro.max_bad_lines_fraction = options_.max_bad_lines_fraction;
   PS_ASSIGN_OR_RETURN(std::unique_ptr<DataReader> reader, DataReader::Open(ro));
-  std::vector<float> probs, labels;
   ParamRefs params;
   while (true) {
     PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> b, reader->Next());
     if (!b) break;
     PS_ASSIGN_OR_RETURN(auto p, Prepare(b, clock));
     PS_RETURN_IF_ERROR(Bind(*p, &params));
-    size_t at = probs.size();
-    probs.resize(at + b->size);
-    PS_RETURN_IF_ERROR(model_->Predict(*b, p->plan, params, std::span<float>(probs).subspan(at)));
-    labels.insert(labels.end(), b->labels.begin(), b->labels.end());
+    size_t at = probs->size();
+    probs->resize(at + b->size);
+    PS_RETURN_IF_ERROR(model_->Predict(*b, p->plan, params, std::span<float>(*probs).subspan(at)));
+    labels->insert(labels->end(), b->labels.begin(), b->labels.end());
   }
-  return Gather(round, probs, labels, result, clock, final_round, shard);
+  return absl::OkStatus();
 }
 
 }  // namespace pstrain::worker

@@ -10,7 +10,11 @@
 // exact metrics over all rows, writes --metrics_out and the summary and
 // saves the model. The lead is worker 0; with elastic workers, once worker
 // 0 is dropped, the lowest-ranked live worker (coordinator store key
-// "lead"; worker/trainer_lead.cc).
+// "lead"; worker/trainer_lead.cc). With --keep_best or --early_stop_rounds
+// the lead also judges each round, keeps the best one's model and tells
+// every worker whether to go on (worker/trainer_best.cc). A failure of the
+// final evaluation does not lose the trained model: the lead saves it and
+// then reports the failure.
 //
 // Not thread-safe: one thread runs Run().
 #pragma once
@@ -19,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,6 +31,7 @@
 #include "worker/data/reader.h"
 #include "worker/data/schema.h"
 #include "worker/dense_replica.h"
+#include "worker/eval/best_round.h"
 #include "worker/kv_client.h"
 #include "worker/models/model.h"
 #include "worker/progress.h"
@@ -57,6 +63,14 @@ struct TrainOptions {
   std::string metrics_out;       // JSON lines (the lead worker writes)
   std::string eval_meta;         // generator's meta JSON (oracle AUC), optional
   std::string save_model;        // export the trained model here (the lead)
+  // --keep_best: save_model holds the model of the evaluation round that
+  // scored best by this metric, exported at each round that improves on the
+  // best so far (unset: the last model, saved at the end).
+  std::optional<EvalMetric> keep_best;
+  // Training stops, on every worker after the same step, once the metric
+  // (keep_best's, else the AUC) has not improved for this many evaluations
+  // in a row (0: never). REQUIRES: eval_every_steps > 0 and eval_data.
+  int early_stop_rounds = 0;
   bool progress_bar = false;     // redraw a bar on stderr (a terminal)
   TrainMetrics* train_metrics = nullptr;  // live numbers for /metrics and heartbeats (optional)
   // The cluster epoch a server failure rolls back to (set when the
@@ -77,6 +91,11 @@ struct TrainOptions {
   // The longest the lead waits for a worker's statistics for the summary:
   // each stores them right after its final evaluation part, so this is slack.
   absl::Duration stats_timeout = absl::Minutes(10);
+  // With keep_best or early stopping, the longest a worker waits at an
+  // evaluation round for the lead's verdict (stop or go on): the lead
+  // gathers every part (each within eval_part_timeout) and may export the
+  // model first.
+  absl::Duration verdict_timeout = absl::Hours(2);
 };
 
 // What a finished run measured (on this worker).
@@ -91,6 +110,7 @@ struct TrainResult {
   double checkpoint_seconds = 0;      // paused for checkpoints
   double reader_rows_per_sec = 0;
   double final_loss = 0;
+  bool early_stopped = false;  // --early_stop_rounds ended training
   // Set on the lead worker after the final evaluation.
   double eval_auc = 0;
   double eval_logloss = 0;
@@ -160,10 +180,17 @@ class Trainer {
   absl::Status Bind(Prepared& p, ParamRefs* params);
   // Evaluates eval shard `shard` (this worker's, or an adopted one's) and
   // hands the predictions to the lead, which computes the metrics.
+  // A failure to score the final round's shard is handed to the lead as
+  // the shard's part (so it does not wait for it) and kept in eval_error_.
   absl::Status Evaluate(int round, int64_t clock, TrainResult* result, bool final_round,
                         int shard);
-  absl::Status Gather(int round, const std::vector<float>& probs,
-                      const std::vector<float>& labels, TrainResult* result, int64_t clock,
+  absl::Status Score(int shard, int64_t clock, std::vector<float>* probs, std::vector<float>* labels);
+  // The final evaluation of every shard this worker holds: the first error.
+  absl::Status FinalEvaluation();
+  // Stores shard `shard`'s part of round `round`; this worker's own shard:
+  // the lead gathers the round, another worker (keep_best, early stop)
+  // waits for the lead's verdict on it, taking the lead over if it must.
+  absl::Status Gather(int round, const Buffer& part, TrainResult* result, int64_t clock,
                       bool final_round, int shard);
   // The lead: what worker `w` stored under key+w, or nothing when `w` died
   // (elastic) and nobody adopted it (or, mid-training, at all).
@@ -186,15 +213,39 @@ class Trainer {
   // After the final evaluation: stores this worker's statistics; the lead
   // saves the model and writes the summary, the others (elastic) wait for
   // it, ready to take the lead over if it dies meanwhile.
-  absl::Status FinishRun(int64_t clock, int final_round, TrainResult* result);
+  // `eval_status`: how this worker's final evaluation went; an error is
+  // returned after the lead saved the model (the others wait for it).
+  absl::Status FinishRun(int64_t clock, int final_round, absl::Status eval_status,
+                         TrainResult* result);
+  // The lead, at the end: the model saved (or, keep_best, kept) and the
+  // summary written; the run's error (eval_status, or no rows trained).
+  absl::Status FinishAsLead(int64_t clock, int final_round, absl::Status eval_status,
+                            TrainResult* result);
   absl::Status StoreStats(const TrainResult& result);
-  absl::Status WriteSummary(const TrainResult& result);
+  // The lead: every worker's statistics summed, samples and seconds.
+  absl::StatusOr<std::pair<double, double>> JobTotals();
+  absl::Status WriteSummary(const TrainResult& result, double samples, double seconds);
   // Elastic: claims a dead worker's remaining shard and opens reader_ on
   // it, positioned after the rows it had trained. False: none left.
   absl::StatusOr<bool> AdoptShard();
   // Reads `reader` up to (epoch, rows of that epoch); returns rows skipped.
   static absl::StatusOr<int64_t> SkipTo(DataReader* reader, int32_t epoch, int64_t rows);
-  absl::Status SaveModel(int64_t step);
+  // Exports the model at `step` to save_model (whole, in one step);
+  // `chosen`: the round keep_best chose it by (null: none).
+  absl::Status SaveModel(int64_t step, const EvalRound* chosen = nullptr);
+  // --keep_best and --early_stop_rounds (worker/trainer_best.cc).
+  // Whether the workers wait at each round for the lead's verdict.
+  bool JudgesRounds() const { return best_.has_value(); }
+  // The lead, once it gathered round `round` (at `clock`: the model it has
+  // now): the best round updated and stored, the model exported when it
+  // improved, and for a periodic round the verdict stored for the others.
+  absl::Status JudgeRound(int round, int64_t clock, bool final_round, const TrainResult& result);
+  // Another worker: one look (about a second) for the lead's verdict on
+  // round `round`; true once there is one (stop_ set when it says stop).
+  absl::StatusOr<bool> LookForVerdict(int round, int64_t clock);
+  // The lead: the best round an earlier lead or attempt stored, if any.
+  absl::Status LoadBest();
+  std::string VerdictKey(int round) const;
   // Restored job: this worker's position from the layout, its data skipped
   // up to there, worker-held state loaded.
   absl::Status ResumePosition(DataReader* reader, proto::WorkerPosition* position);
@@ -219,6 +270,12 @@ class Trainer {
   absl::Time lead_checked_ = absl::InfinitePast();
   int first_round_ = 0;          // the first evaluation round this worker took part in
   bool final_collected_ = false;  // this worker gathered the final evaluation
+  absl::Status eval_error_;  // this worker could not score its part of the final round
+  // keep_best / early stop: the lead's judge of the rounds; set on every
+  // worker (only the lead feeds it).
+  std::optional<BestRound> best_;
+  bool best_exported_ = false;  // save_model holds best_'s round's model
+  bool stop_ = false;           // early stop: training ends after this step
   absl::Time process_start_;
 
   // Run()'s state.

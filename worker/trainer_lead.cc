@@ -30,11 +30,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "worker/eval/eval_blob.h"
 #include "worker/eval/metrics.h"
 #include "worker/train_metrics.h"
 #include "worker/trainer.h"
+#include "worker/trainer_store.h"
 
 namespace pstrain::worker {
 namespace {
@@ -45,9 +47,8 @@ constexpr absl::Duration kLeadPollInterval = absl::Seconds(2);
 // A live worker stores its part of a round as soon as it has scored it; a
 // part still missing after this belongs to a worker that is gone.
 constexpr absl::Duration kCatchUpTimeout = absl::Seconds(30);
-// Long waits on the store are cut into looks this long, so that a worker's
-// death (or this worker becoming the lead) is noticed within a second.
-constexpr absl::Duration kStorePollSlice = absl::Seconds(1);
+using trainer_store::Missing;
+constexpr absl::Duration kStorePollSlice = trainer_store::kPollSlice;
 
 // Where the parts of an evaluation round are stored. The final round has a
 // key of its own: a worker that trained an adopted shard took more steps
@@ -58,8 +59,9 @@ std::string EvalKey(int round, bool final_round) {
 
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
 
-bool Missing(const absl::Status& st) {
-  return st.code() == absl::StatusCode::kNotFound || st.code() == absl::StatusCode::kDeadlineExceeded;
+// `st` with `suffix` appended to its message.
+absl::Status WithSuffix(const absl::Status& st, absl::string_view suffix) {
+  return absl::Status(st.code(), absl::StrCat(st.message(), suffix));
 }
 
 // An integer stored under a key, or `otherwise` when the key is not set.
@@ -115,6 +117,8 @@ absl::StatusOr<bool> Trainer::IsLead(bool now) {
                  lead_, rank_, options_.metrics_out.empty() ? "" : " and appends to " + options_.metrics_out,
                  options_.save_model.empty() ? "" : " and saves the model");
     if (metrics_ != nullptr) PS_RETURN_IF_ERROR(metrics_->Attach(options_.metrics_out));
+    lead_ = lead;
+    if (best_) PS_RETURN_IF_ERROR(LoadBest());
   }
   lead_ = lead;
   return lead_ == rank_;
@@ -140,33 +144,85 @@ absl::Status Trainer::CatchUpRounds(int round, TrainResult* result) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::FinishRun(int64_t clock, int final_round, TrainResult* result) {
+absl::Status Trainer::FinishRun(int64_t clock, int final_round, absl::Status eval_status,
+                                TrainResult* result) {
   PS_RETURN_IF_ERROR(StoreStats(*result));
+  // What the lead may still wait for: the evaluation parts, the statistics.
+  const absl::Time until = absl::Now() + options_.eval_part_timeout + options_.stats_timeout;
   while (true) {
     PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
-    if (lead) {
-      if (!options_.eval_data.empty() && !final_collected_) {
-        // The lead died during the final evaluation: gather it here.
-        PS_RETURN_IF_ERROR(CatchUpRounds(final_round, result));
-        PS_RETURN_IF_ERROR(Collect(final_round, clock, /*final_round=*/true, result,
-                                   options_.eval_part_timeout));
-        final_collected_ = true;
-      }
-      if (!options_.save_model.empty()) PS_RETURN_IF_ERROR(SaveModel(clock));
-      PS_RETURN_IF_ERROR(WriteSummary(*result));
-      if (elastic_) PS_RETURN_IF_ERROR(coordinator_->StoreSet("summary", Buffer::FromString("1")));
-      return absl::OkStatus();
-    }
-    if (!elastic_) return absl::OkStatus();
+    if (lead) return FinishAsLead(clock, final_round, std::move(eval_status), result);
+    // A worker whose final evaluation failed stays until the lead has saved
+    // the model: its exit would end the job first (pstrain local stops
+    // every process when one fails).
+    if (!elastic_ && eval_status.ok()) return absl::OkStatus();
     if (options_.recover_epoch != nullptr && options_.recover_epoch->load() > kv_->layout().epoch) {
       return absl::AbortedError("a server failed while the lead worker wrote the summary: the "
                                 "cluster rolls back to its latest checkpoint");
     }
     // Wait for the lead's summary, ready to take over if it dies first.
     auto written = coordinator_->StoreGet("summary", kStorePollSlice);
-    if (written.ok()) return absl::OkStatus();
+    if (written.ok()) {
+      return eval_status.ok() ? eval_status
+                              : WithSuffix(eval_status, "; the lead worker has finished the run");
+    }
     if (!Missing(written.status())) return Annotate(written.status(), "waiting for the summary");
+    if (!elastic_ && absl::Now() > until) {
+      return WithSuffix(eval_status, "; the lead worker did not finish the run in time");
+    }
   }
+}
+
+absl::Status Trainer::FinishAsLead(int64_t clock, int final_round, absl::Status eval_status,
+                                   TrainResult* result) {
+  if (eval_status.ok() && !options_.eval_data.empty() && !final_collected_) {
+    // The lead died during the final evaluation: gather it here.
+    eval_status = CatchUpRounds(final_round, result);
+    if (eval_status.ok()) {
+      eval_status = Collect(final_round, clock, /*final_round=*/true, result,
+                            options_.eval_part_timeout);
+    }
+    if (eval_status.ok()) eval_status = JudgeRound(final_round, clock, /*final_round=*/true, *result);
+    final_collected_ = true;
+  }
+  // The waiting workers leave once this key is set, whatever the outcome.
+  auto done = [this] { return coordinator_->StoreSet("summary", Buffer::FromString("1")); };
+  PS_ASSIGN_OR_RETURN(auto totals, JobTotals());
+  if (totals.first == 0 && kv_->layout().restored_step <= 0) {
+    PS_RETURN_IF_ERROR(done());
+    return absl::FailedPreconditionError(
+        absl::StrCat("no rows were trained: --train_data=", absl::StrJoin(options_.train_data, ","),
+                     " gave no row to any worker (empty, blank or unparsable files?)"));
+  }
+  std::string saved;
+  if (!options_.save_model.empty()) {
+    if (best_exported_) {
+      const EvalRound& b = *best_->best();
+      spdlog::info("--keep_best: {} holds the model of round {} (step {}), {} {:.4f}{}",
+                   options_.save_model, b.round, b.step, EvalMetricName(best_->metric()),
+                   best_->Value(b),
+                   eval_status.ok() && b.step != clock
+                       ? absl::StrFormat(", not the last one (step %d, %.4f)", clock,
+                                         best_->metric() == EvalMetric::kAuc ? result->eval_auc
+                                                                             : result->eval_logloss)
+                       : std::string());
+      saved = absl::StrCat("; the best round's model (step ", b.step, ") is in ", options_.save_model);
+    } else {
+      if (options_.keep_best) {
+        spdlog::warn("--keep_best: no evaluation gave a finite {}: saving the last model",
+                     EvalMetricName(best_->metric()));
+      }
+      PS_RETURN_IF_ERROR(SaveModel(clock));
+      saved = absl::StrCat("; the trained model was saved to ", options_.save_model);
+    }
+  }
+  if (!eval_status.ok()) {
+    PS_RETURN_IF_ERROR(done());
+    return WithSuffix(eval_status,
+                      saved.empty() ? "; no --save_model: the trained model was not saved" : saved);
+  }
+  PS_RETURN_IF_ERROR(WriteSummary(*result, totals.first, totals.second));
+  return done();
 }
 
 absl::StatusOr<std::optional<Buffer>> Trainer::FromWorker(const std::string& key, int w,
@@ -204,18 +260,30 @@ absl::StatusOr<std::optional<Buffer>> Trainer::FromWorker(const std::string& key
   }
 }
 
-absl::Status Trainer::Gather(int round, const std::vector<float>& probs,
-                             const std::vector<float>& labels, TrainResult* result, int64_t clock,
+absl::Status Trainer::Gather(int round, const Buffer& part, TrainResult* result, int64_t clock,
                              bool final_round, int shard) {
   std::string key = EvalKey(round, final_round);
-  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(shard), EncodeEvalBlob(probs, labels)));
+  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(shard), part));
   if (shard != rank_) return absl::OkStatus();
-  PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
-  if (!lead) return absl::OkStatus();
-  if (elastic_) PS_RETURN_IF_ERROR(CatchUpRounds(round, result));
-  PS_RETURN_IF_ERROR(Collect(round, clock, final_round, result, options_.eval_part_timeout));
-  if (final_round) final_collected_ = true;
-  return absl::OkStatus();
+  const absl::Time until = absl::Now() + options_.verdict_timeout;
+  while (true) {
+    PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
+    if (lead) {
+      if (elastic_) PS_RETURN_IF_ERROR(CatchUpRounds(round, result));
+      absl::Status st = Collect(round, clock, final_round, result, options_.eval_part_timeout);
+      if (final_round) final_collected_ = true;  // (or tried: not again in FinishRun)
+      PS_RETURN_IF_ERROR(st);
+      return JudgeRound(round, clock, final_round, *result);
+    }
+    if (final_round || !JudgesRounds()) return absl::OkStatus();
+    PS_ASSIGN_OR_RETURN(bool decided, LookForVerdict(round, clock));
+    if (decided) return absl::OkStatus();
+    if (absl::Now() > until) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("no verdict from the lead worker on the evaluation at step ", clock,
+                       " within ", absl::FormatDuration(options_.verdict_timeout)));
+    }
+  }
 }
 
 absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainResult* result,
@@ -261,7 +329,7 @@ absl::Status Trainer::StoreStats(const TrainResult& result) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::WriteSummary(const TrainResult& result) {
+absl::StatusOr<std::pair<double, double>> Trainer::JobTotals() {
   std::string key = "stats/";
   double samples = 0, seconds = 0;
   for (int w = 0; w < num_workers_; ++w) {
@@ -274,6 +342,10 @@ absl::Status Trainer::WriteSummary(const TrainResult& result) {
     samples += v[0];
     seconds = std::max(seconds, v[1]);
   }
+  return std::make_pair(samples, seconds);
+}
+
+absl::Status Trainer::WriteSummary(const TrainResult& result, double samples, double seconds) {
   double rate = seconds > 0 ? samples / seconds : 0;
   double oracle = ReadOracleAuc(options_.eval_meta);
   double wall = Seconds(process_start_);
@@ -293,6 +365,12 @@ absl::Status Trainer::WriteSummary(const TrainResult& result) {
       .Add("compute_seconds", result.compute_seconds)
       .Add("wait_seconds", result.wait_seconds)
       .Add("data_seconds", result.data_seconds);
+  if (best_ && best_->best()) {
+    line.Add("early_stopped", result.early_stopped)
+        .Add("best_round", best_->best()->round)
+        .Add("best_step", best_->best()->step)
+        .Add(absl::StrCat("best_", EvalMetricName(best_->metric())), best_->Value(*best_->best()));
+  }
   metrics_->Write(line);
   std::string oracle_text = std::isfinite(oracle) ? absl::StrFormat(" (oracle %.4f)", oracle) : "";
   std::printf("RESULT model=%s eval_auc=%.4f%s eval_logloss=%.4f samples/s=%.0f wall=%.1fs\n",

@@ -2,9 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 #include "common/http/http_server.h"
 #include "common/metrics/metrics_http.h"
+#include "common/status.h"
 #include "common/zmq_transport.h"
+#include "worker/data/data_check.h"
 #include "worker/pipeline/pipeline_worker.h"
 #include "worker/ps_worker.h"
 #include "worker/train_metrics.h"
@@ -34,7 +38,22 @@ WorkerSessionOptions SessionOptionsFor(const WorkerOptions& options, const Worke
   return s;
 }
 
+absl::Status CheckWorkerData(const TrainOptions& train) {
+  for (const auto& [patterns, flag] : {std::pair{&train.train_data, "--train_data"},
+                                       std::pair{&train.eval_data, "--eval_data"}}) {
+    if (patterns->empty()) continue;
+    DataCheckOptions o;
+    o.flag = flag;
+    PS_RETURN_IF_ERROR(CheckDataFiles(*patterns, train.schema, o));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunWorker(const WorkerOptions& options, const WorkerRuntime& runtime) {
+  // Before joining: a bad file ends this worker in a second, not the job
+  // after training (the whole training set must hold rows; this worker's
+  // shard of it may be empty).
+  PS_RETURN_IF_ERROR(CheckWorkerData(options.train));
   // Live numbers for /metrics and the heartbeats (they outlive the session):
   // a stage's steps, samples and loss in pipeline mode too (its pipeline
   // statistics go to --metrics_out).

@@ -73,7 +73,14 @@ struct WorkerRuntime {
   bool print_result = true;
 };
 
+// Checks the job's data first (CheckWorkerData), then joins and trains.
 absl::Status RunWorker(const WorkerOptions& options, const WorkerRuntime& runtime = {});
+
+// The training and evaluation files exist, hold data and start with lines
+// in the schema's format (worker/data/data_check.h CheckDataFiles: every
+// file, not only this worker's shard); InvalidArgument or NotFound naming
+// the flag and the file.
+absl::Status CheckWorkerData(const TrainOptions& train);
 
 // The session of the worker that `options` and `runtime` describe (for the
 // mode bodies).

@@ -76,13 +76,17 @@ def main():
 
         # A worker: healthy with --any_reply whether it answers Ping with OK
         # or (workers that serve no requests) with an error reply. The
-        # worker waits for a coordinator that never comes, its port bound.
+        # worker waits for a coordinator that never comes, its port bound
+        # (its data is good: a worker checks it before it connects).
+        data = os.path.join(tmp, "train.tsv")
+        subprocess.run([os.path.join(bin_dir, "pstrain"), "gen", "--rows=20", "--out=" + data],
+                       check=True, stdout=subprocess.DEVNULL, env=env)
         wport = free_port()
         log = open(os.path.join(tmp, "worker.log"), "w")
         worker = subprocess.Popen(
             [os.path.join(bin_dir, "pstrain_worker"), "--bind=tcp://127.0.0.1:%d" % wport,
              "--coordinator=tcp://127.0.0.1:%d" % dead, "--connect_timeout=60",
-             "--train_data=/nonexistent"],
+             "--train_data=" + data],
             stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
             ep = "--endpoint=tcp://127.0.0.1:%d" % wport

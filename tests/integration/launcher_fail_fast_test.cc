@@ -95,6 +95,33 @@ TEST_F(LauncherFailFast, AMissingDataFile) {
   ExpectFailsFast({"--train_data=" + dir_ + "/missing.tsv"}, "missing.tsv");
 }
 
+TEST_F(LauncherFailFast, AnEmptyTrainingFile) {
+  const std::string empty = dir_ + "/empty.tsv";
+  std::ofstream(empty).close();
+  ExpectFailsFast({"--train_data=" + empty}, "--train_data: no data (1 empty file, the first " + empty);
+}
+
+TEST_F(LauncherFailFast, AnUnknownKeepBestMetric) {
+  ExpectFailsFast({"--train_data=" + train_, "--eval_data=" + train_, "--save_model=" + dir_ + "/m",
+                   "--keep_best=auc"},
+                  "--keep_best: unknown metric 'auc'");
+}
+
+TEST_F(LauncherFailFast, KeepBestWithoutSaveModel) {
+  ExpectFailsFast({"--train_data=" + train_, "--eval_data=" + train_, "--keep_best=eval_logloss"},
+                  "--keep_best needs --eval_data");
+}
+
+TEST_F(LauncherFailFast, ANegativeEarlyStopRounds) {
+  ExpectFailsFast({"--train_data=" + train_, "--early_stop_rounds=-1"},
+                  "--early_stop_rounds must be >= 0");
+}
+
+TEST_F(LauncherFailFast, EarlyStopWithoutPeriodicEvaluations) {
+  ExpectFailsFast({"--train_data=" + train_, "--eval_data=" + train_, "--early_stop_rounds=3"},
+                  "--early_stop_rounds needs --eval_data and --eval_every_steps");
+}
+
 TEST_F(LauncherFailFast, ABadCoordinatorFlag) {
   ExpectFailsFast({"--train_data=" + train_, "--consistency=fast"}, "--consistency=fast");
 }

@@ -179,10 +179,12 @@ TEST(Security, ClientWithoutTheClusterKeyIsRefusedAndItsPushesNeverChangeAParame
 TEST(SecurityFault, ConnectWithoutKeysToACurveClusterGetsNothingAndTheClusterCarriesOn) {
   CurveCluster c;
   ASSERT_FALSE(c.coord.empty()) << c.coordinator->Log();
-  // A worker without keys cannot even register.
+  // A worker without keys cannot even register (its data is good: a worker
+  // checks that before it connects).
+  const TrainEval data = WriteTrainEval(c.dir, 1, 20, 20);
   TestProcess keyless("pstrain_worker",
                       {"--coordinator=" + c.coord, "--bind=tcp://127.0.0.1:0",
-                       "--train_data=/nonexistent.tsv", "--connect_timeout=3"},
+                       "--train_data=" + data.train, "--connect_timeout=3"},
                       c.dir + "/keyless.log");
   EXPECT_NE(keyless.Wait(absl::Seconds(60)), 0) << keyless.Log();
   EXPECT_TRUE(absl::StrContains(keyless.Log(), "unreachable")) << keyless.Log();

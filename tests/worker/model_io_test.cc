@@ -74,6 +74,48 @@ TEST_F(ModelIoTest, WriteThenReadGivesTheSameModel) {
   }
 }
 
+TEST_F(ModelIoTest, TheEvaluationThatChoseAModelIsReadBack) {
+  SavedModel m = RandomModel();
+  m.chosen = ModelChoice{"eval_auc", 4, 120, 0.8125, 0.43};
+  ASSERT_TRUE(WriteModel(dir_, m).ok());
+  auto r = ReadModel(dir_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->chosen.metric, "eval_auc");
+  EXPECT_EQ(r->chosen.round, 4);
+  EXPECT_EQ(r->chosen.step, 120);
+  EXPECT_DOUBLE_EQ(r->chosen.eval_auc, 0.8125);
+  EXPECT_DOUBLE_EQ(r->chosen.eval_logloss, 0.43);
+  // A model saved without --keep_best records no choice.
+  ASSERT_TRUE(WriteModel(dir_ / "plain", RandomModel()).ok());
+  auto plain = ReadModel((dir_ / "plain").string());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->chosen.metric.empty());
+}
+
+TEST_F(ModelIoTest, ReplaceModelSwapsTheWholeFolderAndLeavesNoTemp) {
+  SavedModel first = RandomModel();
+  first.step = 10;
+  const std::string dir = (dir_ / "model").string();
+  std::filesystem::create_directories(dir_);
+  std::string in_place = "unset";
+  ASSERT_TRUE(ReplaceModel(dir, first, &in_place).ok());
+  EXPECT_EQ(in_place, "");
+  // A stale file of the old folder does not survive the swap: the folder
+  // is replaced, not written over.
+  std::ofstream(dir + "/stale.txt") << "old";
+  SavedModel second = RandomModel();
+  second.step = 20;
+  second.tables[0].dense.assign(second.tables[0].dense.size(), 0.5f);
+  ASSERT_TRUE(ReplaceModel(dir, second, &in_place).ok());
+  EXPECT_EQ(in_place, "");
+  auto r = ReadModel(dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->step, 20);
+  EXPECT_EQ(r->tables[0].dense, second.tables[0].dense);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/stale.txt"));
+  EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
+}
+
 TEST_F(ModelIoTest, CorruptTableFileIsRefusedNamingTheFile) {
   SavedModel m = RandomModel();
   ASSERT_TRUE(WriteModel(dir_, m).ok());

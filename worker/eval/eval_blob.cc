@@ -7,6 +7,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace pstrain::worker {
+namespace {
+
+constexpr uint64_t kErrorCount = ~uint64_t{0};
+
+}  // namespace
 
 Buffer EncodeEvalBlob(const std::vector<float>& probs, const std::vector<float>& labels) {
   uint64_t n = probs.size();
@@ -17,11 +22,22 @@ Buffer EncodeEvalBlob(const std::vector<float>& probs, const std::vector<float>&
   return Buffer::FromString(std::move(blob));
 }
 
+Buffer EncodeEvalError(absl::string_view message) {
+  std::string blob(sizeof(kErrorCount), '\0');
+  std::memcpy(blob.data(), &kErrorCount, sizeof(kErrorCount));
+  blob.append(message.data(), message.size());
+  return Buffer::FromString(std::move(blob));
+}
+
 absl::Status AppendEvalBlob(const Buffer& blob, absl::string_view who, std::vector<float>* probs,
                             std::vector<float>* labels) {
   uint64_t m = 0;
   if (blob.size() < sizeof(m)) return absl::DataLossError(absl::StrCat("short evaluation blob of ", who));
   std::memcpy(&m, blob.data(), sizeof(m));
+  if (m == kErrorCount) {
+    absl::string_view why(reinterpret_cast<const char*>(blob.data()) + sizeof(m), blob.size() - sizeof(m));
+    return absl::FailedPreconditionError(absl::StrCat(who, " could not score its part: ", why));
+  }
   if (m > blob.size() || blob.size() != sizeof(m) + 2 * m * sizeof(float)) {
     return absl::DataLossError(absl::StrCat("evaluation blob of ", who, " is malformed"));
   }

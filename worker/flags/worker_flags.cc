@@ -15,6 +15,7 @@
 #include "common/cpu_affinity.h"
 #include "common/status.h"
 #include "worker/data/schema_file.h"
+#include "worker/eval/best_round.h"
 #include "worker/models/model.h"
 #include "worker/pipeline/schedule.h"
 
@@ -122,6 +123,19 @@ ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
 ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
 ABSL_FLAG(std::string, save_model, "",
           "Worker 0 exports the trained model to this folder (read by `pstrain predict`).");
+// Keeping the best model and stopping early (TrainOptions::keep_best).
+ABSL_FLAG(std::string, keep_best, "",
+          "eval_auc | eval_logloss: --save_model holds the model of the evaluation round that "
+          "scored best by this metric (higher AUC, lower log loss), not the last one. Each "
+          "round that improves on the best so far exports the model there (to DIR.tmp, then "
+          "swapped in whole); its manifest records the round, step and metrics. Needs "
+          "--eval_data and --save_model (and --eval_every_steps to compare more than the "
+          "final round). Empty: off, the last model is saved.");
+ABSL_FLAG(int, early_stop_rounds, 0,
+          "Stop training, every worker at the same step, when the evaluation metric (that of "
+          "--keep_best, else eval_auc) has not improved for this many evaluations in a row; "
+          "the final evaluation and the summary follow as usual. Needs --eval_every_steps and "
+          "--eval_data. 0: off.");
 ABSL_FLAG(int, metrics_port, 0, "Serve Prometheus metrics at http://HOST:PORT/metrics (0: off).");
 ABSL_FLAG(std::string, cpus, "", pstrain::kCpusFlagHelp);
 ABSL_FLAG(int, push_partition_kb, 1024,
@@ -234,6 +248,39 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
   m->num_sparse = schema->num_sparse;
   m->pooling.clear();
   for (const SparseColumn& c : schema->sparse) m->pooling.push_back(c.pooling);
+  return absl::OkStatus();
+}
+
+// --keep_best and --early_stop_rounds, checked against the evaluation and
+// export flags already in `o`.
+absl::Status TakeKeepBestFlags(WorkerOptions* o) {
+  TrainOptions& t = o->train;
+  if (std::string name = absl::GetFlag(FLAGS_keep_best); !name.empty()) {
+    absl::StatusOr<EvalMetric> metric = ParseEvalMetric(name);
+    if (!metric.ok()) return Annotate(metric.status(), "--keep_best");
+    t.keep_best = *metric;
+  }
+  t.early_stop_rounds = absl::GetFlag(FLAGS_early_stop_rounds);
+  if (t.early_stop_rounds < 0) {
+    return absl::InvalidArgumentError("--early_stop_rounds must be >= 0 (0: off)");
+  }
+  const bool keep_best = t.keep_best.has_value();
+  const bool early_stop = t.early_stop_rounds > 0;
+  if (!keep_best && !early_stop) return absl::OkStatus();
+  if (o->mode == "pipeline") {
+    return absl::InvalidArgumentError(
+        "--keep_best and --early_stop_rounds are not supported in --mode=pipeline");
+  }
+  if (keep_best && (t.eval_data.empty() || t.save_model.empty())) {
+    return absl::InvalidArgumentError(
+        "--keep_best needs --eval_data (to score the rounds) and --save_model (where the best "
+        "round's model is kept)");
+  }
+  if (early_stop && (t.eval_data.empty() || t.eval_every_steps <= 0)) {
+    return absl::InvalidArgumentError(
+        "--early_stop_rounds needs --eval_data and --eval_every_steps > 0 (the evaluations it "
+        "counts)");
+  }
   return absl::OkStatus();
 }
 
@@ -351,6 +398,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   t.log_every = absl::Seconds(absl::GetFlag(FLAGS_log_every_secs));
   t.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   t.save_model = absl::GetFlag(FLAGS_save_model);
+  PS_RETURN_IF_ERROR(TakeKeepBestFlags(&o));
   t.progress_bar = isatty(STDERR_FILENO) != 0;
   return o;
 }
