@@ -1,10 +1,13 @@
 #include "worker/data/file_set.h"
 
+#include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -16,6 +19,30 @@ namespace {
 uint64_t Cut(uint64_t total, int shard, int num_shards) {
   unsigned __int128 x = static_cast<unsigned __int128>(total) * static_cast<uint64_t>(shard);
   return static_cast<uint64_t>(x / static_cast<uint64_t>(num_shards));
+}
+
+// The compression of `path`, from its first bytes.
+absl::StatusOr<Compression> ReadCompression(const char* path) {
+  int fd;
+  do {
+    fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+  char head[4];
+  size_t got = 0;
+  while (got < sizeof(head)) {
+    ssize_t r = ::pread(fd, head + got, sizeof(head) - got, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      absl::Status st = ErrnoToStatus(errno, absl::StrCat("read ", path));
+      ::close(fd);
+      return st;
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  return DetectCompression(std::string_view(head, got));
 }
 
 absl::Status GlobOne(const std::string& pattern, std::vector<InputFile>* out) {
@@ -38,7 +65,16 @@ absl::Status GlobOne(const std::string& pattern, std::vector<InputFile>* out) {
       break;
     }
     if (!S_ISREG(st.st_mode)) continue;
-    out->push_back(InputFile{g.gl_pathv[i], static_cast<uint64_t>(st.st_size)});
+    InputFile file{g.gl_pathv[i], static_cast<uint64_t>(st.st_size)};
+    if (file.size > 0) {
+      absl::StatusOr<Compression> compression = ReadCompression(g.gl_pathv[i]);
+      if (!compression.ok()) {
+        status = compression.status();
+        break;
+      }
+      file.compression = *compression;
+    }
+    out->push_back(std::move(file));
     ++found;
   }
   globfree(&g);
@@ -50,6 +86,24 @@ absl::Status GlobOne(const std::string& pattern, std::vector<InputFile>* out) {
 }
 
 }  // namespace
+
+const char* CompressionName(Compression compression) {
+  switch (compression) {
+    case Compression::kNone:
+      return "plain";
+    case Compression::kGzip:
+      return "gzip";
+    case Compression::kZstd:
+      return "zstd";
+  }
+  return "unknown";
+}
+
+Compression DetectCompression(std::string_view head) {
+  if (head.starts_with(std::string_view("\x1f\x8b", 2))) return Compression::kGzip;
+  if (head.starts_with(std::string_view("\x28\xb5\x2f\xfd", 4))) return Compression::kZstd;
+  return Compression::kNone;
+}
 
 absl::StatusOr<std::vector<InputFile>> ExpandFilePatterns(
     const std::vector<std::string>& patterns) {
@@ -73,10 +127,18 @@ std::vector<FileRange> ShardRanges(const std::vector<InputFile>& files, int shar
   std::vector<FileRange> ranges;
   uint64_t file_begin = 0;
   for (size_t i = 0; i < files.size(); ++i) {
-    const uint64_t file_end = file_begin + files[i].size;
-    const uint64_t b = std::max(lo, file_begin);
-    const uint64_t e = std::min(hi, file_end);
-    if (b < e) ranges.push_back(FileRange{static_cast<int>(i), b - file_begin, e - file_begin});
+    const uint64_t size = files[i].size;
+    const uint64_t file_end = file_begin + size;
+    if (files[i].compression != Compression::kNone) {
+      // A unit: whole, to the shard that owns its first byte.
+      if (size > 0 && lo <= file_begin && file_begin < hi) {
+        ranges.push_back(FileRange{static_cast<int>(i), 0, size});
+      }
+    } else {
+      const uint64_t b = std::max(lo, file_begin);
+      const uint64_t e = std::min(hi, file_end);
+      if (b < e) ranges.push_back(FileRange{static_cast<int>(i), b - file_begin, e - file_begin});
+    }
     file_begin = file_end;
   }
   return ranges;

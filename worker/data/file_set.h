@@ -1,35 +1,61 @@
-// Input file sets and byte-range sharding.
+// Input file sets and sharding.
 //
 // The files matched by a list of patterns are treated as one byte stream
-// (their concatenation, in sorted path order). Shard i of N owns the lines
-// whose first byte lies in [i*T/N, (i+1)*T/N) of that stream (T = total
-// bytes), so N shards read disjoint parts of the same files, need no
-// pre-splitting and together see every line exactly once. A line never spans
-// two files: each file's last line ends at its end, newline or not.
+// (their concatenation, in sorted path order; T = total bytes, a compressed
+// file counted by its compressed size). Shard i of N owns the bytes
+// [i*T/N, (i+1)*T/N) of that stream, and with them:
+//  - in a plain file, the lines whose first byte it owns;
+//  - a compressed file (gzip or zstd, told by its first bytes) whole, when
+//    it owns the file's first byte: such a file cannot be split by byte
+//    range, so it is one unit, read by exactly one shard.
+// So N shards read disjoint parts of the same files, need no pre-splitting
+// and together see every line exactly once. A line never spans two files:
+// each file's last line ends at its end, newline or not. Compressed data
+// balances only as well as its files do: give at least as many compressed
+// files as shards (better several per shard), of similar sizes.
 // Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace pstrain::worker {
 
+// How a file's bytes encode its text.
+enum class Compression {
+  kNone,  // plain text
+  kGzip,  // gzip (RFC 1952), one or more members; starts 1f 8b
+  kZstd,  // Zstandard, one or more frames; starts 28 b5 2f fd
+};
+
+// "plain", "gzip" or "zstd".
+const char* CompressionName(Compression compression);
+
+// The compression of a file whose first bytes are `head` (at least 4 of
+// them unless the file is shorter).
+Compression DetectCompression(std::string_view head);
+
 struct InputFile {
   std::string path;
   uint64_t size = 0;  // bytes, as stat(2) saw them when the set was expanded
+  Compression compression = Compression::kNone;  // from the first bytes, then
 };
 
-// Expands each pattern with glob(3) and stats the regular files found;
-// the result is sorted by path without duplicates. NotFound when a pattern
-// matches no regular file; InvalidArgument when there are no patterns.
+// Expands each pattern with glob(3), stats the regular files found and
+// reads their first bytes for their compression (by content, whatever
+// their names); the result is sorted by path without duplicates. NotFound
+// when a pattern matches no regular file; InvalidArgument when there are no
+// patterns; the open(2)/read(2) error of a file that cannot be read.
 absl::StatusOr<std::vector<InputFile>> ExpandFilePatterns(
     const std::vector<std::string>& patterns);
 
 // A range of line starts in one file: the lines whose first byte lies at a
-// file offset in [begin, end).
+// file offset in [begin, end). For a compressed file the range is always
+// the whole file, [0, size): all its lines.
 struct FileRange {
   int file = 0;  // index into the InputFile list
   uint64_t begin = 0;
@@ -37,7 +63,8 @@ struct FileRange {
 };
 
 // The non-empty file ranges of shard `shard_index` of `num_shards`, in file
-// order. REQUIRES: 0 <= shard_index < num_shards.
+// order (the rule above). Over all shards the ranges cover every byte of
+// every file exactly once. REQUIRES: 0 <= shard_index < num_shards.
 std::vector<FileRange> ShardRanges(const std::vector<InputFile>& files, int shard_index,
                                    int num_shards);
 

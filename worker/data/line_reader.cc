@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -38,6 +39,7 @@ LineReader::LineReader(size_t buffer_bytes, size_t max_line_bytes)
 LineReader::~LineReader() { Close(); }
 
 void LineReader::Close() {
+  decompressor_.reset();
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   done_ = true;
@@ -45,24 +47,41 @@ void LineReader::Close() {
 
 absl::Status LineReader::Open(const std::string& path, uint64_t file_size, uint64_t begin,
                               uint64_t end) {
+  return Open(InputFile{path, file_size, Compression::kNone}, begin, end);
+}
+
+absl::Status LineReader::Open(const InputFile& file, uint64_t begin, uint64_t end) {
   Close();
-  path_ = path;
+  path_ = file.path;
   int fd;
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path_));
   fd_ = fd;
-  file_size_ = file_size;
-  end_ = std::min(end, file_size);
-  need_skip_ = begin > 0;
-  head_offset_ = begin > 0 ? begin - 1 : 0;
+  file_size_ = file.size;
   head_ = tail_ = scanned_ = 0;
-  eof_ = head_offset_ >= file_size_;
-  done_ = begin >= end_;
   next_index_ = 0;
-  first_line_offset_ = begin;
   lines_before_range_ = -1;
+  if (file.compression != Compression::kNone) {
+    // A unit: all its text when the range holds its first byte, else nothing.
+    need_skip_ = false;
+    head_offset_ = 0;
+    first_line_offset_ = 0;
+    end_ = std::numeric_limits<uint64_t>::max();
+    eof_ = false;
+    done_ = !(begin == 0 && end > 0);
+    if (done_) return absl::OkStatus();
+    PS_ASSIGN_OR_RETURN(decompressor_,
+                        Decompressor::Create(file.compression, fd_, path_, file_size_));
+  } else {
+    end_ = std::min(end, file_size_);
+    need_skip_ = begin > 0;
+    head_offset_ = begin > 0 ? begin - 1 : 0;
+    eof_ = head_offset_ >= file_size_;
+    done_ = begin >= end_;
+    first_line_offset_ = begin;
+  }
   if (!done_) {
     (void)posix_fadvise(fd_, static_cast<off_t>(head_offset_), 0, POSIX_FADV_SEQUENTIAL);
   }
@@ -74,6 +93,15 @@ absl::Status LineReader::Fill() {
     std::memmove(buf_.data(), buf_.data() + head_, tail_ - head_);
     tail_ -= head_;
     head_ = 0;
+  }
+  if (decompressor_ != nullptr) {
+    const uint64_t before = decompressor_->compressed_bytes_read();
+    absl::StatusOr<size_t> got = decompressor_->Read(buf_.data() + tail_, buf_.size() - tail_);
+    bytes_read_ += decompressor_->compressed_bytes_read() - before;
+    if (!got.ok()) return got.status();
+    tail_ += *got;
+    if (*got == 0) eof_ = true;
+    return absl::OkStatus();
   }
   const uint64_t tail_offset = head_offset_ + tail_;
   const size_t want =

@@ -1,5 +1,8 @@
 #include "worker/data/reader.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -28,6 +31,15 @@ uint64_t EpochSeed(uint64_t seed, int epoch) {
 absl::StatusOr<std::unique_ptr<ShardScanner>> MakeScanner(const ReaderOptions& options,
                                                           std::vector<InputFile> files) {
   std::vector<FileRange> ranges = ShardRanges(files, options.shard_index, options.num_shards);
+  const auto is_compressed = [](const InputFile& f) { return f.compression != Compression::kNone; };
+  const int compressed =
+      static_cast<int>(std::count_if(files.begin(), files.end(), is_compressed));
+  if (ranges.empty() && compressed > 0) {
+    // A compressed file is read whole by one shard (file_set.h).
+    spdlog::warn("data shard {} of {} holds no data: {} of the {} input files are compressed and "
+                 "each is read whole by one shard; split the data into more files",
+                 options.shard_index, options.num_shards, compressed, files.size());
+  }
   ScannerOptions so;
   so.schema = options.schema;
   so.max_bad_lines_fraction = options.max_bad_lines_fraction;

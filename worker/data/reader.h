@@ -3,7 +3,8 @@
 //
 // Sharding is by byte range over the concatenation of all matched files
 // (file_set.h): every shard opens the same files, reads only its part, and
-// the shards together see every line exactly once. The background thread
+// the shards together see every line exactly once. gzip and zstd files are
+// decompressed on the fly, each read whole by one shard. The background thread
 // reads with large buffered reads, parses into Batches and keeps at most
 // `prefetch_batches` of them ready. For a given seed and input, the sequence
 // of batches is deterministic.
@@ -73,8 +74,9 @@ class DataReader {
   DataReader& operator=(const DataReader&) = delete;
 
   // The next batch; nullptr after the last batch of the last epoch. Errors
-  // (I/O, too many bad lines: InvalidArgument naming the file) come back in
-  // order after the batches read before them, then on every later call.
+  // (I/O, DataLoss for corrupt compressed data, too many bad lines:
+  // InvalidArgument; each naming the file) come back in order after the
+  // batches read before them, then on every later call.
   // DeadlineExceeded when no batch is ready within `timeout` (the reader
   // stays usable).
   absl::StatusOr<std::shared_ptr<const Batch>> Next(

@@ -52,7 +52,7 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
       }
       const FileRange& r = ranges_[next_range_++];
       const InputFile& f = files_[r.file];
-      PS_RETURN_IF_ERROR(reader_.Open(f.path, f.size, r.begin, r.end));
+      PS_RETURN_IF_ERROR(reader_.Open(f, r.begin, r.end));
       reader_open_ = true;
     }
     PS_ASSIGN_OR_RETURN(bool more, reader_.Next(&line));

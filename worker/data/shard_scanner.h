@@ -41,7 +41,8 @@ class ShardScanner {
   void Rewind();
 
   // Fills `*row` with the next good row and returns true; returns false at
-  // the end of the pass. Errors: I/O (from the file system) and
+  // the end of the pass. Errors: I/O (from the file system), DataLoss for
+  // corrupt or truncated compressed data (naming the file) and
   // InvalidArgument when the bad-line fraction is exceeded (naming the file
   // and line of the latest bad line).
   absl::StatusOr<bool> NextRow(ParsedRow* row);

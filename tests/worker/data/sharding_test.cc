@@ -1,5 +1,6 @@
 // Byte-range sharding: N shards over the same files see every line exactly
-// once, whatever the file sizes, line lengths and buffer sizes.
+// once, whatever the file sizes, line lengths, buffer sizes and compression
+// (a compressed file is read whole by the shard owning its first byte).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "tests/worker/data/test_files.h"
+#include "worker/data/compress_file.h"
 #include "worker/data/file_set.h"
 #include "worker/data/line_reader.h"
 
@@ -50,7 +52,7 @@ std::vector<ExpectedLine> ReadShard(const std::vector<InputFile>& files, int sha
   std::vector<ExpectedLine> got;
   LineReader reader(buffer_bytes, max_line);
   for (const FileRange& r : ShardRanges(files, shard, n)) {
-    EXPECT_TRUE(reader.Open(files[r.file].path, files[r.file].size, r.begin, r.end).ok());
+    EXPECT_TRUE(reader.Open(files[r.file], r.begin, r.end).ok());
     LineReader::Line line;
     while (true) {
       absl::StatusOr<bool> more = reader.Next(&line);
@@ -65,8 +67,10 @@ std::vector<ExpectedLine> ReadShard(const std::vector<InputFile>& files, int sha
 
 class ShardingTest : public ::testing::Test {
  protected:
-  // Writes files with awkward shapes and returns them with their lines.
-  void MakeFiles(uint32_t seed) {
+  // Writes files with awkward shapes and returns them with their lines;
+  // with `compressed`, every file but each third is gzip or zstd (files
+  // found by ExpandFilePatterns, which tells them by content).
+  void MakeFiles(uint32_t seed, bool compressed = false) {
     std::mt19937 rng(seed);
     std::vector<std::string> contents;
     contents.push_back("");                               // empty file
@@ -85,11 +89,25 @@ class ShardingTest : public ::testing::Test {
     }
     for (size_t i = 0; i < contents.size(); ++i) {
       std::string path = dir_.File("part-" + std::to_string(i));
-      WriteFile(path, contents[i]);
-      files_.push_back({path, contents[i].size()});
+      const Compression c = !compressed || i % 3 == 0 ? Compression::kNone
+                            : i % 3 == 1             ? Compression::kGzip
+                                                     : Compression::kZstd;
+      if (c == Compression::kNone) {
+        WriteFile(path, contents[i]);
+      } else {
+        absl::StatusOr<std::string> packed = CompressBytes(contents[i], c, 3);
+        ASSERT_TRUE(packed.ok()) << packed.status();
+        WriteFile(path, *packed);
+      }
       for (const ExpectedLine& l : SplitLines(static_cast<int>(i), contents[i])) {
         expected_.push_back(l);
       }
+    }
+    absl::StatusOr<std::vector<InputFile>> files = ExpandFilePatterns({dir_.File("part-*")});
+    ASSERT_TRUE(files.ok()) << files.status();
+    files_ = *files;
+    for (size_t i = 0; i < files_.size(); ++i) {
+      EXPECT_EQ(files_[i].compression != Compression::kNone, compressed && i % 3 != 0) << i;
     }
   }
 
@@ -98,6 +116,25 @@ class ShardingTest : public ::testing::Test {
   std::vector<ExpectedLine> expected_;
 };
 
+// Reads n shards and checks that together they saw every line once.
+void ExpectEveryLineOnce(const std::vector<InputFile>& files,
+                         const std::vector<ExpectedLine>& expected, int n, size_t buffer) {
+  std::vector<ExpectedLine> all;
+  for (int shard = 0; shard < n; ++shard) {
+    std::vector<ExpectedLine> part = ReadShard(files, shard, n, buffer, 1024);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  std::vector<ExpectedLine> sorted = all;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+      << "a line was read twice; n=" << n;
+  std::vector<ExpectedLine> want = expected;
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(sorted, want) << "n=" << n << " buffer=" << buffer;
+  // Shards come in file order, so concatenating them is the file order.
+  EXPECT_EQ(all, expected) << "n=" << n << " buffer=" << buffer;
+}
+
 TEST_F(ShardingTest, ShardsTogetherSeeEveryLineExactlyOnce) {
   for (uint32_t seed : {1u, 2u, 3u}) {
     files_.clear();
@@ -105,27 +142,55 @@ TEST_F(ShardingTest, ShardsTogetherSeeEveryLineExactlyOnce) {
     MakeFiles(seed);
     for (int n = 1; n <= 5; ++n) {
       for (size_t buffer : {size_t{1}, size_t{97}, size_t{1} << 20}) {
-        std::vector<ExpectedLine> all;
-        for (int shard = 0; shard < n; ++shard) {
-          std::vector<ExpectedLine> part = ReadShard(files_, shard, n, buffer, 1024);
-          all.insert(all.end(), part.begin(), part.end());
-        }
-        std::vector<ExpectedLine> sorted = all;
-        std::sort(sorted.begin(), sorted.end());
-        EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
-            << "a line was read twice; n=" << n;
-        std::vector<ExpectedLine> want = expected_;
-        std::sort(want.begin(), want.end());
-        EXPECT_EQ(sorted, want) << "seed=" << seed << " n=" << n << " buffer=" << buffer;
-        // Shards come in file order, so concatenating them is the file order.
-        EXPECT_EQ(all, expected_);
+        ExpectEveryLineOnce(files_, expected_, n, buffer);
       }
     }
   }
 }
 
+TEST_F(ShardingTest, MixOfPlainAndCompressedFilesIsSeenExactlyOnceByNShards) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    files_.clear();
+    expected_.clear();
+    MakeFiles(seed, /*compressed=*/true);
+    for (int n = 1; n <= 5; ++n) {
+      for (size_t buffer : {size_t{1}, size_t{97}, size_t{1} << 20}) {
+        ExpectEveryLineOnce(files_, expected_, n, buffer);
+      }
+    }
+  }
+}
+
+TEST_F(ShardingTest, CompressedFileIsReadWholeByTheShardOwningItsFirstByte) {
+  MakeFiles(4, /*compressed=*/true);
+  uint64_t total = 0;
+  for (const InputFile& f : files_) total += f.size;
+  for (int n = 1; n <= 5; ++n) {
+    uint64_t file_begin = 0;
+    for (size_t i = 0; i < files_.size(); ++i) {
+      const InputFile& f = files_[i];
+      if (f.compression != Compression::kNone) {
+        // Shard s owns bytes [s*T/n, (s+1)*T/n), rounded down.
+        int owner = 0;
+        while ((owner + 1) * total / n <= file_begin) ++owner;
+        for (int shard = 0; shard < n; ++shard) {
+          int ranges = 0;
+          for (const FileRange& r : ShardRanges(files_, shard, n)) {
+            if (r.file != static_cast<int>(i)) continue;
+            ++ranges;
+            EXPECT_EQ(r.begin, 0u);
+            EXPECT_EQ(r.end, f.size);
+          }
+          EXPECT_EQ(ranges, shard == owner ? 1 : 0) << "file " << i << " shard " << shard;
+        }
+      }
+      file_begin += f.size;
+    }
+  }
+}
+
 TEST_F(ShardingTest, RangesCoverTheByteStreamWithoutOverlap) {
-  MakeFiles(5);
+  MakeFiles(5, /*compressed=*/true);
   uint64_t total = 0;
   for (const InputFile& f : files_) total += f.size;
   for (int n = 1; n <= 7; ++n) {
