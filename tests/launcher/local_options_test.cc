@@ -12,6 +12,7 @@
 #include "launcher/args.h"
 #include "common/status.h"
 #include "launcher/command.h"
+#include "worker/data/compress_file.h"
 
 namespace pstrain::launcher {
 namespace {
@@ -41,6 +42,8 @@ class LocalOptionsTest : public ::testing::Test {
     Write("header.tsv", "label\tI1\tI2\n" + good);
     Write("train.csv", csv);
     Write("train.tsv.gz", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8) + "junk\n");
+    Write("good.tsv.gz", *worker::CompressBytes(good, worker::Compression::kGzip, -1));
+    Write("good.tsv.zst", *worker::CompressBytes(good, worker::Compression::kZstd, 3));
     Write("empty.tsv", "");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -105,9 +108,15 @@ TEST_F(LocalOptionsTest, EmptyTrainingDataIsRefused) {
   EXPECT_THAT(UsageMessage({"--train_data=" + Path("empty.tsv")}), HasSubstr("--train_data: no data"));
 }
 
-TEST_F(LocalOptionsTest, ACompressedFileIsNamedAsCompressed) {
+TEST_F(LocalOptionsTest, CompressedFilesAreRead) {
+  EXPECT_TRUE(ParseLocalOptions({"--train_data=" + Path("good.tsv.gz")}).ok());
+  EXPECT_TRUE(ParseLocalOptions({"--train_data=" + Path("good.tsv.zst")}).ok());
+}
+
+TEST_F(LocalOptionsTest, ACompressedFileThatCannotBeDecodedIsNamed) {
   EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv.gz")}),
-              HasSubstr("train.tsv.gz is gzip-compressed"));
+              HasSubstr("--train_data: " + Path("train.tsv.gz") + ": corrupt gzip data at "
+                        "uncompressed byte 0: "));
 }
 
 TEST_F(LocalOptionsTest, AFileInAnotherFormatFailsWithItsFirstBadLine) {

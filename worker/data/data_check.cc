@@ -1,9 +1,5 @@
 #include "worker/data/data_check.h"
 
-#include <algorithm>
-#include <fstream>
-
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "worker/data/criteo_parser.h"
@@ -13,39 +9,20 @@
 namespace pstrain::worker {
 namespace {
 
-// The first bytes of `path` (up to 4), for its compression format.
-std::string Magic(const std::string& path) {
-  char head[4] = {};
-  std::ifstream in(path, std::ios::binary);
-  in.read(head, sizeof(head));
-  return std::string(head, static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
-}
-
-// The name of the compression format `head` starts with, or nullptr.
-const char* CompressionOf(const std::string& head) {
-  if (absl::StartsWith(head, absl::string_view("\x1f\x8b", 2))) return "gzip";
-  if (absl::StartsWith(head, absl::string_view("\x28\xb5\x2f\xfd", 4))) return "zstd";
-  return nullptr;
-}
-
 // Adds the data lines seen (at most options.lines_to_check) to `*lines`.
 absl::Status CheckFile(const InputFile& file, const CriteoParser& parser,
                        const DataCheckOptions& options, int64_t* lines) {
-  if (const char* format = CompressionOf(Magic(file.path))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file.path, " is ", format,
-                     "-compressed; pstrain reads plain text: decompress it first"));
-  }
-  // The readers' own line reader, with their line limit.
+  // The readers' own line reader, with their line limit; it decompresses
+  // compressed files, so data the readers could not decode fails here.
   constexpr size_t kBuffer = 64 << 10;
   LineReader reader(kBuffer, parser.schema().max_line_bytes);
-  PS_RETURN_IF_ERROR(reader.Open(file.path, file.size, 0, file.size));
+  PS_RETURN_IF_ERROR(reader.Open(file, 0, file.size));
   ParsedRow row;
   int checked = 0, bad = 0;
   std::string first_error;
   LineReader::Line line;
   while (checked < options.lines_to_check) {
-    PS_ASSIGN_OR_RETURN(bool more, reader.Next(&line));
+    PS_ASSIGN_OR_RETURN(bool more, reader.Next(&line));  // DataLoss: undecodable
     if (!more) break;
     if (line.offset == 0 && parser.schema().header) {
       absl::Status st = line.overlong ? absl::InvalidArgumentError("the header is too long")

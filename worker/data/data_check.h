@@ -21,7 +21,9 @@ struct DataCheckOptions {
 // parse with `schema` (a header line or a stray bad line is skipped later,
 // as the readers do). Otherwise InvalidArgument (NotFound for a pattern
 // that matches nothing) naming the flag, the file and the first bad line.
-// Compressed files (gzip, zstd) are named as such.
+// Compressed files (gzip, zstd) are decompressed as the readers do; one
+// whose first lines cannot be decoded (corrupt, truncated) is DataLoss
+// naming the flag, the file and the decoder's reason.
 absl::Status CheckDataFiles(const std::vector<std::string>& patterns, const Schema& schema,
                             const DataCheckOptions& options);
 
