@@ -217,7 +217,8 @@ absl::Status RunAll(const BenchOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& BenchCommands() {
-  static const std::vector<std::string> kCommands = {"zmq", "kv", "sparse", "train", "all"};
+  static const std::vector<std::string> kCommands = {"zmq",    "kv",     "sparse",
+                                                      "train", "reader", "all"};
   return kCommands;
 }
 
@@ -229,9 +230,10 @@ absl::Status RunBenchCommand(const std::string& command, const BenchOptions& opt
   if (command == "kv") return RunKv(options);
   if (command == "sparse") return RunSparse(options);
   if (command == "train") return RunTrain(options);
+  if (command == "reader") return RunReaderBench(options.reader);
   if (command == "all" || command.empty()) return RunAll(options);
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, train, all)"));
+      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, train, reader, all)"));
 }
 
 }  // namespace pstrain::bench

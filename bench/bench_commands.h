@@ -1,4 +1,4 @@
-// The pstrain_bench subcommands (zmq, kv, sparse, train, all): each runs its
+// The pstrain_bench subcommands (zmq, kv, sparse, train, reader, all): each runs its
 // benchmark and prints one JSON object per result line on stdout; progress
 // and logs go to stderr.
 #pragma once
@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "bench/bench_cluster.h"
+#include "bench/reader_bench.h"
 #include "bench/sparse_bench.h"
 #include "bench/train_bench.h"
 
@@ -26,10 +27,11 @@ struct BenchOptions {
   StackOptions stack;            // transports of the stack (kv, sparse, train ps)
   SparseBenchOptions sparse;
   TrainBenchOptions train;
+  ReaderBenchOptions reader;
   std::string train_mode = "both";  // local | ps | both
 };
 
-// The subcommands, in the order `all` runs them.
+// The subcommands (`all` runs kv, sparse and train).
 const std::vector<std::string>& BenchCommands();
 
 // InvalidArgument for an unknown command or option; otherwise the first

@@ -56,6 +56,8 @@ ABSL_FLAG(int, metrics_port, 0,
           "port+1; local: this process) and scrape it every --scrape_secs while training; "
           "-1 picks free ports; 0: off.");
 ABSL_FLAG(double, scrape_secs, 1.0, "train: interval of the /metrics scraper (with --metrics_port).");
+ABSL_FLAG(int64_t, reader_rows, 200000, "reader: rows in the generated Criteo-shaped TSV.");
+ABSL_FLAG(int, reader_passes, 3, "reader: scans of each input; the fastest is reported.");
 ABSL_FLAG(double, bucket_mb, 25, "allreduce: gradient bucket size of the bucketed path, MiB.");
 ABSL_FLAG(int, overlap_steps, 0,
           "allreduce: also measure overlap with backward: deep_tower training steps per round (0: off).");
@@ -87,6 +89,9 @@ constexpr char kUsage[] =
     "          the overlap of the buckets with deep_tower's backward pass\n"
     "  pipeline the deep_tower model through --stages x --microbatches (own flags:\n"
     "          pstrain_bench pipeline --help): {bench,stages,microbatches,schedule,bubble,...}\n"
+    "  reader  one synthetic Criteo TSV (--reader_rows rows) written plain, .gz (zlib\n"
+    "          default level) and .zst (level 3), scanned and parsed on one thread:\n"
+    "          {bench,input,rows,file_bytes,rows_per_sec,text_mb_per_sec,vs_tsv,...}\n"
     "  all     (default) kv at 64 B and 4 MiB, sparse 100k ids dim 16 zipf 1.1 on 2\n"
     "          servers, train local and ps\n"
     "gbps counts bytes sent plus bytes received, in 1e9 bytes per second.";
@@ -178,6 +183,8 @@ int main(int argc, char** argv) {
   o.train.batch_size = absl::GetFlag(FLAGS_batch_size);
   o.train.train_rows = absl::GetFlag(FLAGS_train_rows);
   o.train_mode = absl::GetFlag(FLAGS_mode);
+  o.reader.rows = absl::GetFlag(FLAGS_reader_rows);
+  o.reader.passes = absl::GetFlag(FLAGS_reader_passes);
   if (o.sparse.ids < 1 || o.sparse.dim < 1 || !(o.sparse.zipf > 0) || o.sparse.id_space < 1 ||
       o.train.batch_size < 1 || o.train.train_rows < 1) {
     spdlog::error("--ids, --dim, --zipf, --id_space, --batch_size and --train_rows must be positive");
