@@ -5,16 +5,19 @@
 #include <cerrno>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "bench/bench_util.h"
 #include "common/status.h"
 #include "worker/data/compress_file.h"
 #include "worker/data/file_set.h"
+#include "worker/data/schema_file.h"
 #include "worker/data/shard_scanner.h"
 #include "worker/data/synthetic.h"
 
@@ -23,17 +26,20 @@ namespace {
 
 using worker::Compression;
 
-// One input kind: the plain TSV, or the TSV compressed with `compression`
-// at `level`. The first is the baseline of vs_tsv. Adding a kind is one
-// line here.
+// One input kind: the plain TSV, the same rows as CSV with a header line
+// and the label last (read with a schema), or the TSV compressed with
+// `compression` at `level`. The first is the baseline of vs_tsv. Adding a
+// kind is one line here.
 struct InputKind {
   const char* name;
   const char* suffix;
   Compression compression;
   int level;
+  bool csv = false;
 };
 constexpr InputKind kInputs[] = {
     {"tsv", ".tsv", Compression::kNone, 0},
+    {"csv_header", ".csv", Compression::kNone, 0, /*csv=*/true},
     {"gz", ".tsv.gz", Compression::kGzip, -1},  // zlib's default level (6)
     {"zst", ".tsv.zst", Compression::kZstd, 3},
 };
@@ -50,16 +56,46 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// The Criteo rows of `tsv` as CSV: a header, the integers, the categories,
+// the label last; and the schema that reads them as the TSV reads.
+absl::StatusOr<worker::Schema> WriteCsv(const std::string& tsv, const std::string& csv) {
+  std::ifstream in(tsv);
+  std::ofstream out(csv);
+  std::vector<std::string> names;
+  for (int i = 1; i <= 13; ++i) names.push_back(absl::StrCat("I", i));
+  for (int c = 1; c <= 26; ++c) names.push_back(absl::StrCat("C", c));
+  out << absl::StrJoin(names, ",") << ",label\n";
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) return absl::InternalError(tsv + ": a line without a tab");
+    std::string rest = line.substr(tab + 1);
+    for (char& ch : rest) ch = ch == '\t' ? ',' : ch;
+    out << rest << ',' << line.substr(0, tab) << '\n';
+  }
+  out.close();
+  if (!out) return absl::InternalError("cannot write " + csv);
+  const std::string schema = absl::StrCat(
+      R"({"format": "csv", "header": true, "label": "label", "dense_transform": "log1p_clamp",)",
+      R"("dense": [")", absl::StrJoin(names.begin(), names.begin() + 13, "\",\""),
+      R"("], "sparse": [")", absl::StrJoin(names.begin() + 13, names.end(), "\",\""), R"("]})");
+  PS_ASSIGN_OR_RETURN(worker::SchemaFile f, worker::ParseSchemaJson(schema, "bench", {csv}, 0));
+  return f.schema;
+}
+
 // Scans the file at `path` `passes` times, each with a new scanner.
-absl::StatusOr<ScanResult> Scan(const std::string& path, int passes) {
+absl::StatusOr<ScanResult> Scan(const std::string& path, const worker::Schema& schema,
+                                int passes) {
   PS_ASSIGN_OR_RETURN(std::vector<worker::InputFile> files, worker::ExpandFilePatterns({path}));
   ScanResult r;
   for (int p = 0; p < passes; ++p) {
     const Clock::time_point t0 = Clock::now();
     const double cpu0 = ThreadCpuSeconds();
     std::vector<worker::FileRange> ranges = worker::ShardRanges(files, 0, 1);
+    worker::ScannerOptions so;
+    so.schema = schema;
     PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::ShardScanner> scanner,
-                        worker::ShardScanner::Create(files, std::move(ranges), {}));
+                        worker::ShardScanner::Create(files, std::move(ranges), so));
     worker::ParsedRow row;
     int64_t rows = 0;
     while (true) {
@@ -111,12 +147,15 @@ absl::Status RunReaderBench(const ReaderBenchOptions& options) {
   double baseline_rows_per_sec = 0, baseline_rows_per_cpu_sec = 0;
   for (const InputKind& kind : kInputs) {
     const std::string path = dir + "/train" + kind.suffix;
-    if (kind.compression != Compression::kNone) {
+    worker::Schema schema;  // the Criteo layout
+    if (kind.csv) {
+      PS_ASSIGN_OR_RETURN(schema, WriteCsv(tsv, path));
+    } else if (kind.compression != Compression::kNone) {
       const Clock::time_point t0 = Clock::now();
       PS_RETURN_IF_ERROR(worker::CompressFile(tsv, path, kind.compression, kind.level));
       spdlog::info("reader: compressed {} in {:.1f}s", path, SecondsSince(t0));
     }
-    PS_ASSIGN_OR_RETURN(ScanResult r, Scan(path, options.passes));
+    PS_ASSIGN_OR_RETURN(ScanResult r, Scan(path, schema, options.passes));
     if (r.rows != report.rows) {
       return absl::InternalError(
           absl::StrCat(path, ": scanned ", r.rows, " rows, ", report.rows, " written"));

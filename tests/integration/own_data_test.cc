@@ -1,6 +1,7 @@
 // A user's own data through the real binaries: a CSV with a header and the
 // label last, described by a schema file, trained by one `pstrain local`;
-// the same rows in the Criteo layout and as CSV train the same model; bad
+// the same rows in the Criteo layout, as CSV, as .gz and as .zst train
+// bit-identical models; bad
 // inputs fail before training with a message naming the file and column.
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_process.h"
+#include "worker/data/compress_file.h"
 
 namespace pstrain::testing {
 namespace {
@@ -164,16 +166,25 @@ TEST_F(OwnData, SameRowsAsCriteoTsvAndAsCsvTrainTheSameModel) {
     EXPECT_EQ(Local(a, &out, tag), 0);
     return dir_ + "/" + tag;
   };
+  // Compressed: the TSV as gzip, the CSV as zstd under a name that does not
+  // say so (read by content).
+  const std::string gz = dir_ + "/train.tsv.gz", zst = dir_ + "/train_csv.data";
+  ASSERT_TRUE(worker::CompressFile(data.train, gz, worker::Compression::kGzip, -1).ok());
+  ASSERT_TRUE(worker::CompressFile(csv_path, zst, worker::Compression::kZstd, 3).ok());
   const std::string tsv_model = train({"--train_data=" + data.train}, "tsv");
-  const std::string csv_model =
-      train({"--train_data=" + csv_path, "--schema=" + schema}, "csv");
+  const std::vector<std::pair<std::string, std::string>> others = {
+      {"csv", train({"--train_data=" + csv_path, "--schema=" + schema}, "csv")},
+      {"gz", train({"--train_data=" + gz}, "gz")},
+      {"zst", train({"--train_data=" + zst, "--schema=" + schema}, "zst")}};
   int tables = 0;
   for (const auto& e : std::filesystem::directory_iterator(tsv_model)) {
     if (e.path().extension() != ".tbl") continue;
     ++tables;
-    const std::string other = csv_model + "/" + e.path().filename().string();
-    EXPECT_TRUE(ReadFile(e.path()) == ReadFile(other))
-        << e.path().filename() << " differs between the TSV and the CSV run";
+    for (const auto& [name, model] : others) {
+      const std::string other = model + "/" + e.path().filename().string();
+      EXPECT_TRUE(ReadFile(e.path()) == ReadFile(other))
+          << e.path().filename() << " differs between the TSV and the " << name << " run";
+    }
   }
   EXPECT_GT(tables, 26);
 }

@@ -4,16 +4,19 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace pstrain::worker {
 namespace {
 
 constexpr size_t kSnippetBytes = 48;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // A short, printable excerpt of untrusted bytes for error messages.
 std::string Snippet(std::string_view s) {
@@ -174,54 +177,155 @@ absl::Status CriteoParser::CheckHeader(std::string_view line) const {
   return absl::OkStatus();
 }
 
-absl::Status CriteoParser::ParseCustom(std::string_view line, ParsedRow* row) const {
-  std::vector<std::string_view>& cols = row->columns;
-  SplitColumns(line, schema_.field_sep, &cols);
-  if (static_cast<int>(cols.size()) != schema_.num_columns) {
-    return absl::InvalidArgumentError(absl::StrCat("wrong number of columns: ", cols.size(),
-                                                   ", want ", schema_.num_columns, " in \"",
-                                                   Snippet(line), "\""));
+CriteoParser::CriteoParser(const Schema& schema) : schema_(schema) {
+  if (!schema_.custom) return;
+  roles_.assign(schema_.num_columns, Role{Role::kIgnore, 0});
+  roles_[schema_.label.column] = Role{Role::kLabel, 0};
+  for (int j = 0; j < schema_.num_dense; ++j) {
+    const DenseColumn& d = schema_.dense[j];
+    roles_[d.column] = Role{Role::kDense, static_cast<uint32_t>(j)};
+    IntegerPath path = IntegerPath::kNone;
+    if (d.clip_lo == -kInf && d.clip_hi == kInf) {
+      path = d.transform == Transform::kLog1pClamp ? IntegerPath::kLog1pClamp
+             : d.transform == Transform::kLog1p    ? IntegerPath::kLog1p
+                                                   : IntegerPath::kOther;
+    }
+    integer_path_.push_back(path);
+    missing_value_.push_back(ApplyTransform(d, d.missing));
   }
+  // One pass over the line appends the ids in field order when the fields'
+  // columns come in that order.
+  sparse_in_order_ = true;
+  for (int f = 0; f < schema_.num_sparse; ++f) {
+    roles_[schema_.sparse[f].column] = Role{Role::kSparse, static_cast<uint32_t>(f)};
+    if (f > 0 && schema_.sparse[f].column < schema_.sparse[f - 1].column) sparse_in_order_ = false;
+  }
+}
+
+absl::Status CriteoParser::CustomColumnCountError(std::string_view line, size_t columns) const {
+  return absl::InvalidArgumentError(absl::StrCat("wrong number of columns: ", columns, ", want ",
+                                                 schema_.num_columns, " in \"", Snippet(line),
+                                                 "\""));
+}
+
+inline absl::Status CriteoParser::CustomLabel(std::string_view t, ParsedRow* row) const {
   const LabelColumn& label = schema_.label;
+  if (label.op == LabelColumn::Op::kBinary && t.size() == 1 && (t[0] == '0' || t[0] == '1')) {
+    row->label = t[0] == '1' ? 1.0f : 0.0f;
+    return absl::OkStatus();
+  }
   double v;
-  std::string_view t = cols[label.column];
   if (t.empty() || !ParseNumber(t, 0, &v) || !LabelOf(label, v, &row->label)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "label column ", ColumnName(schema_, label.column),
         label.op == LabelColumn::Op::kBinary ? ": not 0 or 1: \"" : ": not a number: \"",
         Snippet(t), "\""));
   }
-  const int num_dense = schema_.num_dense;
-  row->dense.resize(num_dense);
-  for (int j = 0; j < num_dense; ++j) {
-    const DenseColumn& d = schema_.dense[j];
-    t = cols[d.column];
-    if (!ParseNumber(t, d.missing, &v)) {
-      return absl::InvalidArgumentError(absl::StrCat("column ", ColumnName(schema_, d.column),
-                                                     ": not a number: \"", Snippet(t), "\""));
-    }
-    row->dense[j] = ApplyTransform(d, v);
+  return absl::OkStatus();
+}
+
+inline absl::Status CriteoParser::CustomDense(int j, std::string_view t, ParsedRow* row) const {
+  const DenseColumn& d = schema_.dense[j];
+  int64_t iv;
+  if (t.empty()) {
+    row->dense[j] = missing_value_[j];
+    return absl::OkStatus();
   }
-  const int num_sparse = schema_.num_sparse;
+  const IntegerPath path = integer_path_[j];
+  if (path != IntegerPath::kNone && ParseInt64(t, &iv)) {
+    // An integer, the common case: log1p from the table of the Criteo
+    // layout (the same float as the general path).
+    switch (path) {
+      case IntegerPath::kLog1pClamp:
+        row->dense[j] = DenseTransform(iv);
+        return absl::OkStatus();
+      case IntegerPath::kLog1p:
+        row->dense[j] = iv >= 0 ? DenseTransform(iv) : -DenseTransform(-iv);
+        return absl::OkStatus();
+      default:
+        row->dense[j] = ApplyTransform(d, static_cast<double>(iv));
+        return absl::OkStatus();
+    }
+  }
+  double v;
+  if (!ParseNumber(t, d.missing, &v)) {
+    return absl::InvalidArgumentError(absl::StrCat("column ", ColumnName(schema_, d.column),
+                                                   ": not a number: \"", Snippet(t), "\""));
+  }
+  row->dense[j] = ApplyTransform(d, v);
+  return absl::OkStatus();
+}
+
+inline void CriteoParser::CustomSparse(int f, std::string_view t, ParsedRow* row) const {
+  const SparseColumn& c = schema_.sparse[f];
+  if (c.multi_hot_sep == 0) {
+    row->ids.push_back(FeatureId(f, t, c.hash_buckets));
+  } else {
+    const size_t before = row->ids.size();
+    const char* const e = t.data() + t.size();
+    for (const char* q = t.data(); q < e;) {
+      const char* qe = TokenEnd(q, e, c.multi_hot_sep);
+      if (qe > q) row->ids.push_back(FeatureId(f, std::string_view(q, qe - q), c.hash_buckets));
+      q = qe + 1;
+    }
+    if (row->ids.size() == before) row->ids.push_back(MissingId(f, c.hash_buckets));
+  }
+  row->field_end[f] = static_cast<uint32_t>(row->ids.size());
+}
+
+inline absl::Status CriteoParser::CustomColumn(int column, std::string_view t, ParsedRow* row) const {
+  const Role role = roles_[column];
+  switch (role.kind) {
+    case Role::kLabel:
+      return CustomLabel(t, row);
+    case Role::kDense:
+      return CustomDense(static_cast<int>(role.index), t, row);
+    case Role::kSparse:
+      CustomSparse(static_cast<int>(role.index), t, row);
+      return absl::OkStatus();
+    case Role::kIgnore:
+      return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CriteoParser::ParseCustom(std::string_view line, ParsedRow* row) const {
+  row->dense.resize(schema_.num_dense);
   row->ids.clear();
-  row->field_end.resize(num_sparse);
-  for (int f = 0; f < num_sparse; ++f) {
-    const SparseColumn& c = schema_.sparse[f];
-    t = cols[c.column];
-    if (c.multi_hot_sep == 0) {
-      row->ids.push_back(FeatureId(f, t, c.hash_buckets));
-    } else {
-      size_t before = row->ids.size();
-      const char* const e = t.data() + t.size();
-      for (const char* q = t.data(); q < e;) {
-        const char* qe = TokenEnd(q, e, c.multi_hot_sep);
-        if (qe > q) row->ids.push_back(FeatureId(f, std::string_view(q, qe - q), c.hash_buckets));
-        q = qe + 1;
+  row->field_end.resize(schema_.num_sparse);
+  const char sep = schema_.field_sep;
+  const size_t num_columns = roles_.size();
+  if (sparse_in_order_) {
+    // One pass, column after column, while no column is quoted.
+    const char* p = line.data();
+    const char* const end = p + line.size();
+    for (size_t c = 0;; ++c) {
+      if (p < end && *p == '"') break;  // the general path below
+      const char* e = TokenEnd(p, end, sep);
+      if (c >= num_columns) {
+        size_t columns = c + 1;
+        for (const char* q = e; q < end; ++q) columns += (*q == sep);
+        return CustomColumnCountError(line, columns);
       }
-      if (row->ids.size() == before) row->ids.push_back(MissingId(f, c.hash_buckets));
+      PS_RETURN_IF_ERROR(CustomColumn(static_cast<int>(c), std::string_view(p, e - p), row));
+      if (e == end) {
+        if (c + 1 != num_columns) return CustomColumnCountError(line, c + 1);
+        return absl::OkStatus();
+      }
+      p = e + 1;
     }
-    row->field_end[f] = static_cast<uint32_t>(row->ids.size());
+    row->ids.clear();
   }
+  // Quoted columns, or fields out of column order: split first.
+  std::vector<std::string_view>& cols = row->columns;
+  SplitColumns(line, sep, &cols);
+  if (cols.size() != num_columns) return CustomColumnCountError(line, cols.size());
+  for (size_t c = 0; c < num_columns; ++c) {
+    if (roles_[c].kind != Role::kSparse) {
+      PS_RETURN_IF_ERROR(CustomColumn(static_cast<int>(c), cols[c], row));
+    }
+  }
+  for (int f = 0; f < schema_.num_sparse; ++f) CustomSparse(f, cols[schema_.sparse[f].column], row);
   return absl::OkStatus();
 }
 

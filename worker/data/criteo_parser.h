@@ -51,12 +51,32 @@ class CriteoParser {
   const Schema& schema() const { return schema_; }
 
  private:
-  explicit CriteoParser(const Schema& schema) : schema_(schema) {}
+  // What a column of a custom layout is.
+  struct Role {
+    enum Kind : uint8_t { kIgnore, kLabel, kDense, kSparse };
+    Kind kind;
+    uint32_t index;  // kDense, kSparse: the field
+  };
+
+  // How a dense column's integer values are transformed without the
+  // general path (none: clipped columns).
+  enum class IntegerPath : uint8_t { kNone, kLog1pClamp, kLog1p, kOther };
+
+  explicit CriteoParser(const Schema& schema);
 
   absl::Status ParseCustom(std::string_view line, ParsedRow* row) const;
+  absl::Status CustomColumn(int column, std::string_view token, ParsedRow* row) const;
+  absl::Status CustomLabel(std::string_view token, ParsedRow* row) const;
+  absl::Status CustomDense(int field, std::string_view token, ParsedRow* row) const;
+  void CustomSparse(int field, std::string_view token, ParsedRow* row) const;
+  absl::Status CustomColumnCountError(std::string_view line, size_t columns) const;
   absl::Status ColumnCountError(std::string_view line) const;
 
   Schema schema_;
+  std::vector<Role> roles_;  // custom layout: [num_columns]
+  std::vector<IntegerPath> integer_path_;  // [num_dense]
+  std::vector<float> missing_value_;       // [num_dense]: an empty value, transformed
+  bool sparse_in_order_ = true;
 };
 
 // Splits `line` at `sep` into `*columns`; a column that starts with a
