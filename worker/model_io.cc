@@ -214,7 +214,12 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
       }
       out.schema = *std::move(schema);
       out.model.pooling.clear();
-      for (const SparseColumn& c : out.schema.sparse) out.model.pooling.push_back(c.pooling);
+      out.model.field_dims.clear();
+      for (const SparseColumn& c : out.schema.sparse) {
+        out.model.pooling.push_back(c.pooling);
+        out.model.field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim
+                                                           : out.model.embedding_dim);
+      }
     }
     out.step = manifest.value("step", int64_t{0});
     if (manifest.contains("kept_best")) {

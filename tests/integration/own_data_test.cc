@@ -130,6 +130,36 @@ TEST_F(OwnData, NewUsersCsvTrainsWithOneCommand) {
   EXPECT_EQ(ReadFile(dir_ + "/pred2.txt"), ReadFile(dir_ + "/pred.txt"));
 }
 
+TEST_F(OwnData, PerColumnWidthsAndMeanPooling) {
+  const std::string train = ClickLog("train.csv", 20000, 1);
+  const std::string eval = ClickLog("eval.csv", 4000, 2);
+  const std::string schema = Write("widths.json", R"({
+    "format": "csv", "header": true, "label": "clicked", "embedding_dim": 8,
+    "dense": [{"column": "price", "transform": "log1p"}, "dwell", "score"],
+    "sparse": [{"column": "site", "embedding_dim": 4}, {"column": "city", "pooling": "mean"},
+               "device", {"column": "ad", "embedding_dim": 16}, "slot"]
+  })");
+  const std::string metrics = dir_ + "/metrics.jsonl";
+  std::string out;
+  ASSERT_EQ(Local({"--schema=" + schema, "--model=wide_deep", "--train_data=" + train,
+                   "--eval_data=" + eval, "--metrics_out=" + metrics,
+                   "--save_model=" + dir_ + "/model"},
+                  &out, "widths"),
+            0);
+  EXPECT_GT(LastJsonNumber(metrics, "eval_auc"), 0.7);
+  const std::string manifest = ReadFile(dir_ + "/model/model.json");
+  EXPECT_THAT(manifest, HasSubstr("\"embedding_dim\": 16"));
+  TestProcess p(BinDir() + "/pstrain",
+                {"predict", "--model=" + dir_ + "/model", "--data=" + eval}, dir_ + "/p.log");
+  ASSERT_EQ(p.Wait(absl::Seconds(60)), 0) << p.Log();
+  EXPECT_THAT(p.Log(), HasSubstr("scored 4000 rows"));
+  // dlrm's dot interaction cannot take them: refused before training.
+  EXPECT_EQ(Local({"--schema=" + schema, "--train_data=" + train}, &out, "widths-dlrm",
+                  absl::Seconds(30)),
+            2);
+  EXPECT_THAT(out, HasSubstr("column \"site\" has embedding_dim 4"));
+}
+
 TEST_F(OwnData, SameRowsAsCriteoTsvAndAsCsvTrainTheSameModel) {
   TrainEval data = WriteTrainEval(dir_, /*seed=*/5, /*train_rows=*/6000, /*eval_rows=*/1000);
   // The same rows as CSV: a header, the categorical columns first, then

@@ -57,6 +57,7 @@ struct SparseColumn {
   uint64_t hash_buckets = 0;  // 0: full 64-bit ids; N > 0: ids in [0, N)
   char multi_hot_sep = 0;     // 0: one token
   BagPooling pooling = BagPooling::kSum;
+  int embedding_dim = 0;      // 0: the model's --embedding_dim
 };
 
 struct Schema {

@@ -83,7 +83,7 @@ class Resolver {
   absl::StatusOr<int> Column(const json& ref, const std::string& where);
   absl::Status Label(const json& v);
   absl::Status Dense(const json& v, size_t i, Transform default_transform);
-  absl::Status Sparse(const json& v, size_t i, int embedding_dim);
+  absl::Status Sparse(const json& v, size_t i);
   absl::StatusOr<Transform> TransformOf(const json& v, const std::string& where) const;
   absl::StatusOr<double> Number(const json& v, const std::string& where) const;
 
@@ -140,7 +140,7 @@ absl::Status Resolver::Names(const json& j) {
   if (!files.ok()) return files.status();
   const InputFile& first = files->front();
   LineReader reader(64 << 10, s_.max_line_bytes);
-  PS_RETURN_IF_ERROR(reader.Open(first.path, first.size, 0, 1));
+  PS_RETURN_IF_ERROR(reader.Open(first, 0, 1));  // decompressed when compressed
   LineReader::Line line;
   PS_ASSIGN_OR_RETURN(bool more, reader.Next(&line));
   if (!more || line.overlong) {
@@ -300,7 +300,7 @@ absl::Status Resolver::Dense(const json& v, size_t i, Transform default_transfor
   return absl::OkStatus();
 }
 
-absl::Status Resolver::Sparse(const json& v, size_t i, int embedding_dim) {
+absl::Status Resolver::Sparse(const json& v, size_t i) {
   const std::string where = absl::StrCat("sparse[", i, "]");
   SparseColumn c;
   c.hash_buckets = default_buckets_;
@@ -330,12 +330,10 @@ absl::Status Resolver::Sparse(const json& v, size_t i, int embedding_dim) {
     }
     if (v.contains("embedding_dim")) {
       const json& e = v["embedding_dim"];
-      if (!e.is_number_integer() || e.get<int64_t>() != embedding_dim) {
-        return Bad(where, ".embedding_dim: ", e.dump(),
-                   ": per-column embedding dimensions are not built yet; every column has the "
-                   "model's, the top-level \"embedding_dim\" (",
-                   embedding_dim > 0 ? absl::StrCat(embedding_dim) : "not given", ")");
+      if (!e.is_number_integer() || e.get<int64_t>() < 1 || e.get<int64_t>() > 4096) {
+        return Bad(where, ".embedding_dim: ", e.dump(), " is not in [1, 4096]");
       }
+      c.embedding_dim = e.get<int>();
     }
   } else {
     PS_ASSIGN_OR_RETURN(c.column, Column(v, where));
@@ -411,10 +409,9 @@ absl::StatusOr<SchemaFile> Resolver::Run(const json& j) {
       PS_RETURN_IF_ERROR(Dense(j["dense"][i], i, default_transform));
     }
   }
-  const int model_dim = out.embedding_dim;
   if (j.contains("sparse")) {
     for (size_t i = 0; i < j["sparse"].size(); ++i) {
-      PS_RETURN_IF_ERROR(Sparse(j["sparse"][i], i, model_dim));
+      PS_RETURN_IF_ERROR(Sparse(j["sparse"][i], i));
     }
   }
   if (s_.dense.empty() && s_.sparse.empty()) return Bad("no \"dense\" and no \"sparse\" columns");
@@ -582,6 +579,7 @@ json SchemaJson(const Schema& s) {
     json e = {{"column", c.column}, {"hash_buckets", c.hash_buckets},
               {"pooling", PoolingName(c.pooling)}};
     if (c.multi_hot_sep != 0) e["multi_hot"] = std::string(1, c.multi_hot_sep);
+    if (c.embedding_dim > 0) e["embedding_dim"] = c.embedding_dim;
     sparse.push_back(std::move(e));
   }
   json out = {{"separator", std::string(1, s.field_sep)},

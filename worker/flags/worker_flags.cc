@@ -247,7 +247,17 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
   m->num_dense = schema->num_dense;
   m->num_sparse = schema->num_sparse;
   m->pooling.clear();
-  for (const SparseColumn& c : schema->sparse) m->pooling.push_back(c.pooling);
+  m->field_dims.clear();
+  for (const SparseColumn& c : schema->sparse) {
+    m->pooling.push_back(c.pooling);
+    m->field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim : m->embedding_dim);
+    if (m->field_dims.back() != m->embedding_dim && m->name == "dlrm") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--schema=", path, ": column \"", c.name, "\" has embedding_dim ",
+          m->field_dims.back(), ", but dlrm's dot interaction needs every embedding ",
+          m->embedding_dim, " wide (--model=wide_deep or deep_tower take per-column widths)"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -375,6 +385,11 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
       if (c.pooling != BagPooling::kSum) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--schema: column \"", c.name, "\": pooling mean is not built for --mode=pipeline"));
+      }
+      if (c.embedding_dim > 0 && c.embedding_dim != m.embedding_dim) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--schema: column \"", c.name,
+                         "\": per-column embedding_dim is not built for --mode=pipeline"));
       }
     }
   }

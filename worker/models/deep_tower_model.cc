@@ -26,8 +26,8 @@ class DeepTowerModel final : public ModelBase {
   DeepTowerModel(const ModelOptions& options, std::unique_ptr<nn::Device> device)
       : ModelBase(options, std::move(device)),
         fields_(options.num_sparse),
-        dim_(options.embedding_dim),
-        in_(options.num_sparse * options.embedding_dim + options.num_dense) {
+        offset_(FieldOffsets(options)),
+        in_(FieldOffsets(options).back() + options.num_dense) {
     std::vector<int> widths = options.deep_mlp;
     widths.push_back(1);  // the logit
     int fan_in = in_;
@@ -46,8 +46,8 @@ class DeepTowerModel final : public ModelBase {
       fan_in = widths[i];
     }
     for (int f = 0; f < fields_; ++f) {
-      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), dim_,
-                           EmbeddingInit(dim_, options.seed), {f});
+      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), FieldDim(options, f),
+                           EmbeddingInit(FieldDim(options, f), options.seed), {f});
     }
   }
 
@@ -80,10 +80,10 @@ class DeepTowerModel final : public ModelBase {
     for (int f = 0; f < fields_; ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[sparse[f]], step.Bag(f),
                                                  FieldPooling(f),
-                                                 /*accumulate=*/false, x.Columns(f * dim_, dim_)));
+                                                 /*accumulate=*/false, Block(x, f)));
     }
     if (step.dense.cols > 0) {
-      PS_RETURN_IF_ERROR(dev.CopyMatrix(step.dense, x.Columns(fields_ * dim_, step.dense.cols)));
+      PS_RETURN_IF_ERROR(dev.CopyMatrix(step.dense, x.Columns(offset_[fields_], step.dense.cols)));
     }
     nn::ConstMatrixView input = x;
     for (size_t i = 0; i < layers_.size(); ++i) {
@@ -122,14 +122,19 @@ class DeepTowerModel final : public ModelBase {
     }
     const auto& sparse = sparse_tables();
     for (int f = 0; f < fields_; ++f) {
-      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dx.Columns(f * dim_, dim_), step.Bag(f),
+      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(Block(dx, f), step.Bag(f),
                                                   FieldPooling(f), step.grads[sparse[f]]));
     }
     return absl::OkStatus();
   }
 
   const int fields_;
-  const int dim_;
+  // Field f's embedding block of the tower's input x = [emb_1 | ... | emb_F | dense].
+  nn::MatrixView Block(nn::MatrixView x, int f) const {
+    return x.Columns(offset_[f], offset_[f + 1] - offset_[f]);
+  }
+
+  const std::vector<int> offset_;  // FieldOffsets(): each field's block of x
   const int in_;
   std::vector<Layer> layers_;
   nn::DeviceBuffer x_, dx_;

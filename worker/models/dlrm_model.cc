@@ -103,6 +103,14 @@ absl::StatusOr<std::unique_ptr<Model>> CreateDlrmModel(const ModelOptions& optio
         "dlrm needs num_dense >= 1, num_sparse >= 0, embedding_dim >= 1; got ", options.num_dense,
         ", ", options.num_sparse, ", ", options.embedding_dim));
   }
+  for (int f = 0; f < options.num_sparse; ++f) {
+    if (FieldDim(options, f) != options.embedding_dim) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dlrm: its dot interaction needs every embedding embedding_dim (",
+          options.embedding_dim, ") wide, field ", SparseFieldName(f), " is ",
+          FieldDim(options, f), " (wide_deep and deep_tower take per-field widths)"));
+    }
+  }
   if (options.bottom_mlp.empty() || options.bottom_mlp.back() != options.embedding_dim) {
     return absl::InvalidArgumentError(absl::StrCat(
         "dlrm: the last bottom_mlp width must equal embedding_dim (", options.embedding_dim, ")"));

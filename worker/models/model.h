@@ -65,6 +65,10 @@ struct ModelOptions {
   int embedding_dim = 16;
   // The pooling of each sparse field's bag, [num_sparse]; empty: all sum.
   std::vector<BagPooling> pooling;
+  // The embedding width of each sparse field, [num_sparse]; empty (or 0):
+  // embedding_dim. wide_deep and deep_tower concatenate fields of any
+  // widths; dlrm's dot interaction needs them all equal.
+  std::vector<int> field_dims;
   std::vector<int> bottom_mlp = {64, 16};    // dlrm: last width == embedding_dim
   std::vector<int> top_mlp = {64, 32};       // a final width-1 layer is added
   std::vector<int> deep_mlp = {256, 128};    // wide_deep deep tower
@@ -73,6 +77,21 @@ struct ModelOptions {
   uint64_t seed = 1;                         // initializer seed
   std::string device = "cpu";                // cpu | cuda
 };
+
+// The embedding width of sparse field `field`.
+inline int FieldDim(const ModelOptions& options, int field) {
+  return static_cast<size_t>(field) < options.field_dims.size() && options.field_dims[field] > 0
+             ? options.field_dims[field]
+             : options.embedding_dim;
+}
+
+// Where each field's embedding starts in [emb_1 | ... | emb_F], and (last,
+// [num_sparse]) their total width.
+inline std::vector<int> FieldOffsets(const ModelOptions& options) {
+  std::vector<int> offsets(options.num_sparse + 1, 0);
+  for (int f = 0; f < options.num_sparse; ++f) offsets[f + 1] = offsets[f] + FieldDim(options, f);
+  return offsets;
+}
 
 class Model {
  public:

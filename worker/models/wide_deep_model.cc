@@ -21,8 +21,8 @@ class WideDeepModel final : public ModelBase {
   WideDeepModel(const ModelOptions& options, std::unique_ptr<nn::Device> device)
       : ModelBase(options, std::move(device)),
         fields_(options.num_sparse),
-        dim_(options.embedding_dim),
-        deep_(&registry(), "deep", options.num_sparse * options.embedding_dim + options.num_dense,
+        offset_(FieldOffsets(options)),
+        deep_(&registry(), "deep", FieldOffsets(options).back() + options.num_dense,
               WithLogitLayer(options.deep_mlp), /*relu_last=*/false, options.seed) {
     // Sparse positions: wide.C1..C<n> first, then emb.C1..C<n>; Plan()
     // dedups each field once and copies it for the second table.
@@ -31,8 +31,8 @@ class WideDeepModel final : public ModelBase {
                            {f});
     }
     for (int f = 0; f < fields_; ++f) {
-      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), dim_,
-                           EmbeddingInit(dim_, options.seed), {f});
+      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), FieldDim(options, f),
+                           EmbeddingInit(FieldDim(options, f), options.seed), {f});
     }
   }
 
@@ -52,10 +52,10 @@ class WideDeepModel final : public ModelBase {
     for (int f = 0; f < fields_; ++f) {
       PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[sparse[fields_ + f]],
                                                  step.Bag(fields_ + f), FieldPooling(f),
-                                                 /*accumulate=*/false, x.Columns(f * dim_, dim_)));
+                                                 /*accumulate=*/false, Block(x, f)));
     }
     if (step.dense.cols > 0) {
-      PS_RETURN_IF_ERROR(dev.CopyMatrix(step.dense, x.Columns(fields_ * dim_, step.dense.cols)));
+      PS_RETURN_IF_ERROR(dev.CopyMatrix(step.dense, x.Columns(offset_[fields_], step.dense.cols)));
     }
     PS_RETURN_IF_ERROR(deep_.Forward(dev, x, step.params, logits));
     for (int f = 0; f < fields_; ++f) {  // wide: add each field's weight sum
@@ -78,7 +78,7 @@ class WideDeepModel final : public ModelBase {
     PS_RETURN_IF_ERROR(deep_.Backward(dev, x, step.params, logits, dlogits, step.grads, dx,
                                       accumulate, step.grad_ready));
     for (int f = 0; f < fields_; ++f) {
-      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(dx.Columns(f * dim_, dim_),
+      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(Block(dx, f),
                                                   step.Bag(fields_ + f), FieldPooling(f),
                                                   step.grads[sparse[fields_ + f]]));
     }
@@ -86,7 +86,12 @@ class WideDeepModel final : public ModelBase {
   }
 
   const int fields_;
-  const int dim_;
+  // Field f's embedding block of the tower's input x = [emb_1 | ... | emb_F | dense].
+  nn::MatrixView Block(nn::MatrixView x, int f) const {
+    return x.Columns(offset_[f], offset_[f + 1] - offset_[f]);
+  }
+
+  const std::vector<int> offset_;  // FieldOffsets(): each field's block of x
   Mlp deep_;
   nn::DeviceBuffer x_, dx_;
 };

@@ -232,13 +232,15 @@ TEST_F(SchemaFileTest, SavedJsonRoundTrips) {
     "dense": [{"column": "b", "transform": "standardize", "mean": 1.5, "stddev": 2,
                "clip": [0, null]}],
     "sparse": [{"column": "c", "hash_buckets": 1000},
-               {"column": "d", "multi_hot": "|", "pooling": "mean"}],
+               {"column": "d", "multi_hot": "|", "pooling": "mean", "embedding_dim": 8}],
     "ignore": ["e"]
   })", {csv});
   ASSERT_TRUE(s.ok()) << s.status();
   absl::StatusOr<Schema> back = SchemaFromJson(SchemaJson(*s), "model.json");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(SchemaJson(*back).dump(), SchemaJson(*s).dump());
+  EXPECT_EQ(back->sparse[1].embedding_dim, 8);
+  EXPECT_EQ(back->sparse[0].embedding_dim, 0) << "the model's";
   std::vector<ParsedRow> a = ReadAll(csv, *s);
   std::vector<ParsedRow> b = ReadAll(csv, *back);
   ASSERT_EQ(a.size(), 1u);

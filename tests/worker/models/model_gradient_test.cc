@@ -48,5 +48,36 @@ TEST_P(ModelGradientTest, PredictAgreesWithTrainStepLoss) {
 INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest,
                          ::testing::Values("lr", "wide_deep", "dlrm"));
 
+// A schema's per-column embedding widths and mean pooling (schema_file.h).
+class FieldShapeGradientTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FieldShapeGradientTest, PerFieldWidthsAndMeanPoolingMatchFiniteDifferences) {
+  ModelOptions o = TinyOptions(GetParam());
+  o.field_dims = {2, 4, 7};
+  o.pooling = {BagPooling::kMean, BagPooling::kSum, BagPooling::kMean};
+  auto model = CreateModel(o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  int emb_rows = 0;
+  for (const TableSpec& t : (*model)->tables()) {
+    if (t.kind == TableKind::kSparse && t.name.rfind("emb.", 0) == 0) {
+      EXPECT_EQ(static_cast<int>(t.dim), o.field_dims[emb_rows]) << t.name;
+      ++emb_rows;
+    }
+  }
+  EXPECT_EQ(emb_rows, 3);
+  testing::ExpectStepGradientsMatchFiniteDifferences(o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FieldShapeGradientTest,
+                         ::testing::Values("wide_deep", "deep_tower"));
+
+TEST(FieldShapes, DlrmRefusesUnequalWidthsNamingTheField) {
+  ModelOptions o = TinyOptions("dlrm");
+  o.field_dims = {4, 2, 4};
+  auto model = CreateModel(o);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("C2 is 2"), std::string::npos) << model.status();
+}
+
 }  // namespace
 }  // namespace pstrain::worker
