@@ -146,7 +146,12 @@ proto::RegisterRequest CoordinatorClient::RegisterBody(bool resume) const {
 
 absl::Duration CoordinatorClient::LostAfter(absl::Duration interval) const {
   if (options_.lost_after > absl::ZeroDuration()) return options_.lost_after;
-  return std::max(absl::Seconds(2), interval * 5);
+  // As long as the coordinator waits for a silent node (its default
+  // heartbeat_timeout is 10 intervals): a coordinator starved of CPU for a
+  // few seconds on a loaded machine is not taken for lost (at 5 intervals,
+  // a worker that had just reported its end once was, and then waited for
+  // a coordinator that had finished the job and exited).
+  return std::max(absl::Seconds(2), interval * 10);
 }
 
 absl::StatusOr<proto::ClusterView> CoordinatorClient::Register() {

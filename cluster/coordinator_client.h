@@ -64,7 +64,7 @@ struct CoordinatorClientOptions {
   // reconnect (a call that gets no answer fails).
   absl::Duration reconnect_timeout = absl::ZeroDuration();
   // No heartbeat answered for this long: the coordinator is lost (zero:
-  // five heartbeat intervals, at least 2 s).
+  // ten heartbeat intervals, at least 2 s).
   absl::Duration lost_after = absl::ZeroDuration();
   // The client gave up on a lost coordinator (I/O thread; optional).
   std::function<void(const absl::Status&)> on_gave_up;

@@ -17,7 +17,7 @@ ABSL_FLAG(std::string, advertise_host, "", "Host name others use to reach this n
 ABSL_FLAG(int, rank, -1, "Server rank to take (-1: the coordinator assigns one).");
 ABSL_FLAG(double, connect_timeout, 60.0, "Seconds to keep retrying while the coordinator is unreachable.");
 ABSL_FLAG(double, coordinator_timeout, 120.0,
-          "When the coordinator stops answering (heartbeats unanswered for 5 intervals, at least "
+          "When the coordinator stops answering (heartbeats unanswered for 10 intervals, at least "
           "2 s), keep this server's tables and register again with its rank for up to this many "
           "seconds, so a restarted coordinator (one with a --checkpoint_dir journal) takes the job "
           "back; then exit 1 naming why. Meanwhile pstrain health reports it unhealthy.");

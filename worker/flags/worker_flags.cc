@@ -30,7 +30,7 @@ ABSL_FLAG(std::string, node_id, "",
           "same identity to the same rank again, so a restarted worker is re-admitted to its rank "
           "(with --elastic_workers on the coordinator). Empty: none (--rank or the next free rank).");
 ABSL_FLAG(double, coordinator_timeout, 120.0,
-          "When the coordinator stops answering (heartbeats unanswered for 5 intervals, at least "
+          "When the coordinator stops answering (heartbeats unanswered for 10 intervals, at least "
           "2 s), keep this worker's state and register again with its rank for up to this many "
           "seconds, so a restarted coordinator (one with a --checkpoint_dir journal) takes the job "
           "back; then fail (exit 3) naming why. Meanwhile pstrain health reports it unhealthy.");
