@@ -71,6 +71,27 @@ struct InitializerConfig {
   }
 };
 
+// Feature admission of a sparse table (version 3 of TableSpec): an id gets
+// a row only once admitted; until then a pull reads the initializer's row
+// (not stored) and its gradients are dropped. An id is admitted by a push
+// when the table's count-min sketch has seen it min_count times, or, when
+// admit_probability < 1, by a coin drawn per (id, occurrence) with that
+// probability. With min_count == 1 and admit_probability < 1 the coin alone
+// decides (PERSIA's rule); with both set either admits. min_count == 1 and
+// admit_probability == 1: every id is admitted at once (no sketch).
+struct AdmissionConfig {
+  uint32_t min_count = 1;           // [1, 65535]
+  float admit_probability = 1.0f;   // (0, 1]
+  uint64_t sketch_bytes = 1 << 20;  // count-min sketch budget per server shard part
+
+  bool enabled() const { return min_count > 1 || admit_probability < 1.0f; }
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(min_count, admit_probability, sketch_bytes);
+  }
+};
+
 struct TableSpec {
   uint32_t id = 0;         // dense index into the job's table list
   std::string name;        // e.g. "emb.C7", "top.2.weight"
@@ -83,11 +104,13 @@ struct TableSpec {
   // gradients among themselves and apply the optimizer); servers hold no
   // part of it.
   bool on_workers = false;
+  AdmissionConfig admission;  // sparse tables only
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
     ar(id, name, kind, size, dim, optimizer, init);
     if (version >= 2) ar(on_workers);
+    if (version >= 3) ar(admission);
   }
 };
 
@@ -95,4 +118,5 @@ struct TableSpec {
 
 CEREAL_CLASS_VERSION(pstrain::OptimizerConfig, 2);
 CEREAL_CLASS_VERSION(pstrain::InitializerConfig, 1);
-CEREAL_CLASS_VERSION(pstrain::TableSpec, 2);
+CEREAL_CLASS_VERSION(pstrain::AdmissionConfig, 1);
+CEREAL_CLASS_VERSION(pstrain::TableSpec, 3);

@@ -40,6 +40,10 @@ absl::Status Inspect(const std::string& dir_arg) {
                 match ? "OK" : "MISMATCH (manifest and file disagree)");
     for (const ShardFile::Section& s : (*shard)->sections()) {
       if (s.info.table >= rows.size()) continue;
+      if (s.info.sketch) {  // the admission sketch: bytes, no rows
+        bytes[s.info.table] += 2 * s.info.count;
+        continue;
+      }
       rows[s.info.table] += s.info.count;
       uint64_t per = s.info.kind == TableKind::kSparse
                          ? 12 + 4 * (uint64_t{s.info.dim} + s.info.state_floats)

@@ -24,7 +24,9 @@ FlagSet GenFlags() {
       .Define("dense_fields", "13", "Integer columns.")
       .Define("sparse_fields", "26", "Categorical columns.")
       .Define("zipf", "1.1", "Zipf exponent of the categorical values.")
-      .Define("positive_rate", "0.25", "Target click rate.");
+      .Define("positive_rate", "0.25", "Target click rate.")
+      .Define("new_id_rate", "0", "Fraction of categorical tokens that are fresh values never "
+                                  "seen before (a growing, long-tailed id space; 0: none).");
   return flags;
 }
 
@@ -51,6 +53,7 @@ absl::Status RunGen(const std::vector<std::string>& argv) {
   PS_ASSIGN_OR_RETURN(int64_t sparse, flags.GetInt("sparse_fields"));
   PS_ASSIGN_OR_RETURN(double zipf, flags.GetDouble("zipf"));
   PS_ASSIGN_OR_RETURN(double pos, flags.GetDouble("positive_rate"));
+  PS_ASSIGN_OR_RETURN(double new_id_rate, flags.GetDouble("new_id_rate"));
   std::string out = flags.Get("out");
   if (out.empty()) return UsageError("--out is required");
   o.rows = rows;
@@ -60,6 +63,7 @@ absl::Status RunGen(const std::vector<std::string>& argv) {
   o.num_sparse = static_cast<int>(sparse);
   o.zipf = zipf;
   o.target_positive_rate = pos;
+  o.new_id_rate = new_id_rate;
   PS_ASSIGN_OR_RETURN(auto report, worker::WriteSynthetic(o, out));
   JsonLine meta;
   meta.Add("rows", report.rows)
@@ -69,6 +73,7 @@ absl::Status RunGen(const std::vector<std::string>& argv) {
       .Add("oracle_auc", report.oracle_auc)
       .Add("oracle_logloss", report.oracle_logloss)
       .Add("bytes", static_cast<int64_t>(report.bytes));
+  if (o.new_id_rate > 0) meta.Add("new_id_rate", o.new_id_rate);  // default: as before
   PS_RETURN_IF_ERROR(WriteFileAtomically(out + ".meta.json", meta.str() + "\n"));
   std::printf("wrote %lld rows (%.1f MB) to %s in %.1f s: positive rate %.4f, oracle AUC %.4f, "
               "oracle logloss %.4f\n",

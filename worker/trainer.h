@@ -56,6 +56,7 @@ struct TrainOptions {
   int64_t eval_every_steps = 0;  // 0: only at the end
   std::string lr_scaling = "none";  // none | linear (by the number of workers)
   int32_t warmup_steps = 0;         // linear learning-rate warm-up
+  AdmissionConfig admission;        // for every sparse table (--min_count, ...)
   int eval_batch_size = 4096;
   // Progress lines and metrics: often enough to follow a run, rare enough
   // to keep --metrics_out small.
@@ -128,7 +129,8 @@ struct AdoptedShard {
 
 // --lr_scaling and --warmup_steps applied to the tables a job defines:
 // linear scaling multiplies every learning rate by `num_workers`; the
-// warm-up is carried in each table's optimizer config.
+// warm-up is carried in each table's optimizer config. The admission
+// options go to every sparse table (per-table admission: not yet).
 void ApplyLrSchedule(const TrainOptions& options, int num_workers, std::vector<TableSpec>* tables);
 
 class Trainer {

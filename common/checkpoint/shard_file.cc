@@ -11,6 +11,7 @@ namespace {
 
 constexpr char kMagic[8] = {'P', 'S', 'T', 'R', 'C', 'K', 'P', '1'};
 constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersionWithSketches = 2;
 
 struct FileHeader {
   char magic[8];
@@ -44,17 +45,19 @@ size_t SparseRecordBytes(uint32_t dim, uint32_t state_floats) {
 absl::StatusOr<std::unique_ptr<ShardFileWriter>> ShardFileWriter::Open(const std::string& path,
                                                                        int rank, int servers,
                                                                        int sections,
-                                                                       uint64_t step) {
+                                                                       uint64_t step,
+                                                                       bool with_sketches) {
   PS_ASSIGN_OR_RETURN(auto w, AtomicFileWriter::Open(path));
   FileHeader h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
-  h.version = kVersion;
+  h.version = with_sketches ? kVersionWithSketches : kVersion;
   h.rank = static_cast<uint32_t>(rank);
   h.servers = static_cast<uint32_t>(servers);
   h.sections = static_cast<uint32_t>(sections);
   h.step = step;
   PS_RETURN_IF_ERROR(w->Append(&h, sizeof(h)));
-  return std::unique_ptr<ShardFileWriter>(new ShardFileWriter(std::move(w), sections));
+  return std::unique_ptr<ShardFileWriter>(
+      new ShardFileWriter(std::move(w), sections, with_sketches));
 }
 
 absl::Status ShardFileWriter::AddDense(uint32_t table, uint64_t offset,
@@ -109,6 +112,22 @@ absl::Status ShardFileWriter::AddSparse(uint32_t table, uint32_t dim, uint32_t s
   return writer_->Append(buf.data(), buf.size());
 }
 
+absl::Status ShardFileWriter::AddSketch(uint32_t table, uint32_t rows,
+                                        std::span<const uint16_t> cells) {
+  if (!sketches_) return absl::InternalError("sketch in a shard file opened without sketches");
+  if (sections_left_-- <= 0) return absl::InternalError("more sections than announced");
+  if (rows == 0 || cells.size() % rows != 0) return absl::InternalError("ragged sketch");
+  SectionHeader s{};
+  s.table = table;
+  s.kind = 2;
+  s.dim = rows;
+  s.offset = cells.size() / rows;
+  s.count = cells.size();
+  s.payload_bytes = cells.size_bytes();
+  PS_RETURN_IF_ERROR(writer_->Append(&s, sizeof(s)));
+  return writer_->Append(cells.data(), cells.size_bytes());
+}
+
 absl::StatusOr<std::string> ShardFileWriter::Finish() {
   if (sections_left_ != 0) return absl::InternalError("fewer sections than announced");
   uint64_t sum = writer_->checksum().Digest();
@@ -135,7 +154,9 @@ absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& pa
   FileHeader h;
   std::memcpy(&h, d.data(), sizeof(h));
   if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) return bad("not a pstrain checkpoint shard");
-  if (h.version != kVersion) return bad(absl::StrCat("format version ", h.version));
+  if (h.version != kVersion && h.version != kVersionWithSketches) {
+    return bad(absl::StrCat("format version ", h.version));
+  }
   f->rank_ = static_cast<int>(h.rank);
   f->servers_ = static_cast<int>(h.servers);
   f->step_ = h.step;
@@ -148,8 +169,8 @@ absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& pa
     pos += sizeof(s);
     if (s.payload_bytes > end - pos) return bad(absl::StrCat("section ", i, " runs past the end"));
     Section sec;
-    sec.info = {s.table, s.kind == 1 ? TableKind::kSparse : TableKind::kDense, s.dim,
-                s.state_floats, s.offset, s.count, s.step};
+    sec.info = {s.table, s.kind == 0 ? TableKind::kDense : TableKind::kSparse, s.dim,
+                s.state_floats, s.offset, s.count, s.step, s.kind == 2};
     const char* p = d.data() + pos;
     if (s.kind == 0) {
       if (s.count > s.payload_bytes / 4 || s.payload_bytes != 4 * (s.count + uint64_t{s.state_floats})) {
@@ -163,6 +184,12 @@ absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& pa
         return bad(absl::StrCat("sparse section ", i, " has inconsistent sizes"));
       }
       sec.rows = p;
+    } else if (s.kind == 2 && h.version >= kVersionWithSketches) {
+      if (s.dim == 0 || s.count > s.payload_bytes / 2 || s.payload_bytes != 2 * s.count ||
+          s.offset == 0 || s.count / s.dim != s.offset || s.count % s.dim != 0) {
+        return bad(absl::StrCat("admission sketch section ", i, " has inconsistent sizes"));
+      }
+      sec.sketch = {reinterpret_cast<const uint16_t*>(p), s.count};
     } else {
       return bad(absl::StrCat("section ", i, " has an unknown kind"));
     }

@@ -1,7 +1,8 @@
 // The file one server writes for a checkpoint: every table section it holds
 // (weights, optimizer state, step counts), then a checksum of all of it.
 //
-//   header, 32 bytes: "PSTRCKP1", u32 version (1), u32 server rank,
+//   header, 32 bytes: "PSTRCKP1", u32 version (1, or 2 when it holds an
+//                     admission sketch), u32 server rank,
 //                     u32 servers, u32 sections, u64 step
 //   per section, 48-byte header: u32 table, u8 kind (0 dense, 1 sparse),
 //                     3 zero bytes, u32 dim, u32 state_floats, u64 offset,
@@ -10,6 +11,9 @@
 //                     (state: the optimizer's planes, each `count` floats)
 //     sparse payload: count x { u64 id, u32 step, f32 values[dim],
 //                     f32 state[state_floats] }
+//     sketch payload (kind 2, version 2; a sparse table's admission sketch,
+//                     the cellwise max of the server's parts): u16 counters[count],
+//                     `dim` rows of `offset` (the width) counters each
 //   trailer: u64 Checksum64 of everything before it
 // Little-endian. Written through AtomicFileWriter (temp, fsync, rename).
 // Reading checks the checksum and every size against the file's length
@@ -38,13 +42,15 @@ struct ShardSectionInfo {
   uint64_t offset = 0;
   uint64_t count = 0;
   uint64_t step = 0;
+  bool sketch = false;  // kind 2: an admission sketch of sparse table `table`
 };
 
 class ShardFileWriter {
  public:
   static absl::StatusOr<std::unique_ptr<ShardFileWriter>> Open(const std::string& path, int rank,
                                                                int servers, int sections,
-                                                               uint64_t step);
+                                                               uint64_t step,
+                                                               bool with_sketches = false);
   absl::Status AddDense(uint32_t table, uint64_t offset, std::span<const float> weights,
                         std::span<const float> state, uint64_t step);
   // `rows` calls its argument once per row: (id, step, values, state).
@@ -52,15 +58,19 @@ class ShardFileWriter {
                                          std::span<const float>)>;
   absl::Status AddSparse(uint32_t table, uint32_t dim, uint32_t state_floats, uint64_t rows,
                          absl::FunctionRef<void(RowSink)> for_each_row);
+  // `cells`: `rows` rows of cells.size() / rows counters.
+  // REQUIRES: opened with_sketches.
+  absl::Status AddSketch(uint32_t table, uint32_t rows, std::span<const uint16_t> cells);
   // Writes the trailer and commits; returns the file's checksum (hex).
   absl::StatusOr<std::string> Finish();
   uint64_t bytes() const { return writer_->bytes(); }
 
  private:
-  explicit ShardFileWriter(std::unique_ptr<AtomicFileWriter> w, int sections)
-      : writer_(std::move(w)), sections_left_(sections) {}
+  explicit ShardFileWriter(std::unique_ptr<AtomicFileWriter> w, int sections, bool sketches)
+      : writer_(std::move(w)), sections_left_(sections), sketches_(sketches) {}
   std::unique_ptr<AtomicFileWriter> writer_;
   int sections_left_;
+  bool sketches_;
 };
 
 // A shard file read into memory and verified.
@@ -77,6 +87,7 @@ class ShardFile {
     std::span<const float> weights;  // dense
     std::span<const float> state;    // dense
     const char* rows = nullptr;      // sparse records
+    std::span<const uint16_t> sketch;  // sketch counters (info.sketch)
   };
 
   static absl::StatusOr<std::unique_ptr<ShardFile>> Read(const std::string& path);

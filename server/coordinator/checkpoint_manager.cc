@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 json SpecJson(const TableSpec& t) {
   const OptimizerConfig& o = t.optimizer;
-  return json{{"id", t.id}, {"name", t.name}, {"kind", t.kind == TableKind::kSparse ? "sparse" : "dense"},
+  json j{{"id", t.id}, {"name", t.name}, {"kind", t.kind == TableKind::kSparse ? "sparse" : "dense"},
               {"size", t.size}, {"dim", t.dim}, {"on_workers", t.on_workers},
               {"optimizer", {{"kind", static_cast<int>(o.kind)}, {"lr", o.lr}, {"momentum", o.momentum},
                              {"nesterov", o.nesterov}, {"weight_decay", o.weight_decay}, {"eps", o.eps},
@@ -28,6 +28,14 @@ json SpecJson(const TableSpec& t) {
                              {"beta2", o.beta2}, {"ftrl_beta", o.ftrl_beta}, {"ftrl_l1", o.ftrl_l1},
                              {"ftrl_l2", o.ftrl_l2}, {"warmup_steps", o.warmup_steps}}},
               {"init", {{"kind", static_cast<int>(t.init.kind)}, {"scale", t.init.scale}, {"seed", t.init.seed}}}};
+  // Only when set, so manifests of jobs without admission read as before.
+  const AdmissionConfig& a = t.admission;
+  if (a.enabled()) {
+    j["admission"] = {{"min_count", a.min_count},
+                      {"admit_probability", a.admit_probability},
+                      {"sketch_bytes", a.sketch_bytes}};
+  }
+  return j;
 }
 
 TableSpec SpecFromJson(const json& j) {
@@ -56,6 +64,12 @@ TableSpec SpecFromJson(const json& j) {
   t.init.kind = static_cast<InitKind>(i.at("kind").get<int>());
   t.init.scale = i.at("scale").get<float>();
   t.init.seed = i.at("seed").get<uint64_t>();
+  if (j.contains("admission")) {
+    const json& a = j.at("admission");
+    t.admission.min_count = a.value("min_count", 1u);
+    t.admission.admit_probability = a.value("admit_probability", 1.0f);
+    t.admission.sketch_bytes = a.value("sketch_bytes", uint64_t{1} << 20);
+  }
   return t;
 }
 

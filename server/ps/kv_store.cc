@@ -199,12 +199,14 @@ absl::StatusOr<std::pair<uint64_t, std::string>> KvStore::SaveShard(
   if (parts.empty()) return absl::InvalidArgumentError("no parts to save");
   const KvStore& first = *parts[0];
   const proto::TableLayout& layout = first.layout_;
-  int sections = 0;
+  int sections = 0, sketches = 0;
   for (size_t t = 0; t < layout.tables.size(); ++t) {
-    sections += first.holds(static_cast<uint32_t>(t)) ? 1 : 0;
+    if (!first.holds(static_cast<uint32_t>(t))) continue;
+    ++sections;
+    if (first.sparse_[t] && first.sparse_[t]->sketch() != nullptr) ++sketches;
   }
-  PS_ASSIGN_OR_RETURN(auto w,
-                      ShardFileWriter::Open(path, first.rank_, layout.num_servers, sections, step));
+  PS_ASSIGN_OR_RETURN(auto w, ShardFileWriter::Open(path, first.rank_, layout.num_servers,
+                                                    sections + sketches, step, sketches > 0));
   for (size_t t = 0; t < layout.tables.size(); ++t) {
     const auto table = static_cast<uint32_t>(t);
     if (!first.holds(table)) continue;
@@ -220,6 +222,13 @@ absl::StatusOr<std::pair<uint64_t, std::string>> KvStore::SaveShard(
                   [&sink](const SparseRow& r) { sink(r.id, r.step, r.values, r.state); });
             }
           }));
+      if (sp.sketch() != nullptr) {
+        // One sketch per server: the cellwise max of its parts' (each part
+        // counts the ids it owns, so the max undercounts none of them).
+        CountMinSketch sum(sp.sketch()->width());
+        for (const KvStore* p : parts) sum.MergeFrom(*p->sparse_[t]->sketch());
+        PS_RETURN_IF_ERROR(w->AddSketch(table, CountMinSketch::kRows, sum.cells()));
+      }
       continue;
     }
     // The pieces of the server's range, in part order (contiguous).
@@ -277,6 +286,20 @@ absl::Status KvStore::Restore(const std::vector<std::string>& shard_files) {
                                                 " does not match the job's tables"));
       }
       const TableSpec& spec = layout_.tables[info.table];
+      if (info.sketch) {
+        // Every old server's sketch is merged (cellwise max) into this
+        // shard's, whatever the server counts before and after: each id was
+        // counted by one old server, so no id's count goes down; the ids of
+        // other shards share counters as in one sketch of the whole table.
+        CountMinSketch saved(CountMinSketch::kMinWidth);
+        absl::Status st = CountMinSketch::FromCells(sec.sketch, &saved);
+        if (!st.ok() || info.dim != CountMinSketch::kRows) {
+          return absl::DataLossError(absl::StrCat(file, ": corrupt admission sketch of table ",
+                                                  spec.name, ": ", st.message()));
+        }
+        sparse_[info.table]->MergeSketch(saved);
+        continue;
+      }
       if (info.kind == TableKind::kSparse) {
         SparseTable* t = sparse_[info.table].get();
         if (info.dim != t->dim() || info.state_floats != t->state_floats()) {
@@ -341,6 +364,11 @@ std::vector<TableStats> KvStore::Stats() const {
       s.bytes = m.total_bytes;
       s.index_bytes = m.index_bytes;
       s.scratch_bytes = m.scratch_bytes;
+      s.sketch_bytes = m.sketch_bytes;
+      const AdmissionStats& a = sparse_[spec.id]->admission_stats();
+      s.admitted = a.admitted;
+      s.refused_ids = a.refused_ids;
+      s.refused_pushes = a.refused_pushes;
     } else if (dense_[spec.id]) {
       s.rows = dense_[spec.id]->length();
       s.bytes = (dense_[spec.id]->length() + dense_[spec.id]->state_floats()) * sizeof(float);

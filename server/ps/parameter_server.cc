@@ -493,6 +493,15 @@ void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {
   absl::Status why = proto::RemoteStatus(d.header());
   if (why.ok()) {
     spdlog::info("server {}: shutting down", rank_);
+    if (store_) {
+      for (const TableStats& t : store_->Stats()) {
+        if (!t.sparse) continue;
+        spdlog::info("server {}: table {}: {} rows, {} bytes (sketch {}), {} ids admitted, {} "
+                     "pushed ids refused in {} pushes",
+                     rank_, t.name, t.rows, t.bytes, t.sketch_bytes, t.admitted, t.refused_ids,
+                     t.refused_pushes);
+      }
+    }
   } else {
     spdlog::error("server {}: job aborted: {}", rank_, why.ToString());
   }

@@ -66,6 +66,21 @@ void ServerMetrics::OnTablesCreated(const proto::TableLayout& layout,
   auto* memory = registry_->AddGauge(
       "pstrain_server_table_memory_bytes",
       "Memory of this server's shard of the table (values, optimizer state, index).", {"table"});
+  auto* sketch = registry_->AddGauge(
+      "pstrain_server_table_admission_sketch_bytes",
+      "Memory of the table's admission sketch on this server (fixed; part of its memory).",
+      {"table"});
+  auto* admitted = registry_->AddCounter(
+      "pstrain_server_table_admitted_total",
+      "Ids admitted into the table (rows created by an admitting push) on this server.",
+      {"table"});
+  auto* refused_ids = registry_->AddCounter(
+      "pstrain_server_table_refused_ids_total",
+      "Pushed ids not admitted into the table: their gradients were dropped.", {"table"});
+  auto* refused_pushes = registry_->AddCounter(
+      "pstrain_server_table_refused_pushes_total",
+      "Pushes of the table that dropped the gradients of at least one id not admitted.",
+      {"table"});
   tables_.assign(layout.tables.size(), TableCells{});
   for (const TableSpec& spec : layout.tables) {
     if (spec.id >= tables_.size() || spec.on_workers) continue;
@@ -82,6 +97,12 @@ void ServerMetrics::OnTablesCreated(const proto::TableLayout& layout,
     c.push_seconds = latency->Get({spec.name, "push"});
     c.rows = rows->Get({spec.name});
     c.memory = memory->Get({spec.name});
+    if (c.sparse && spec.admission.enabled()) {
+      c.sketch_bytes = sketch->Get({spec.name});
+      c.admitted = admitted->Get({spec.name});
+      c.refused_ids = refused_ids->Get({spec.name});
+      c.refused_pushes = refused_pushes->Get({spec.name});
+    }
     table_ids_[spec.name] = spec.id;
   }
 }
@@ -152,7 +173,14 @@ void ServerMetrics::Sample(const std::vector<TableStats>* stats, const std::vect
     auto it = table_ids_.find(t.name);
     if (it == table_ids_.end()) continue;
     tables_[it->second].rows->Set(static_cast<double>(t.rows));
-    tables_[it->second].memory->Set(static_cast<double>(t.bytes));
+    TableCells& c = tables_[it->second];
+    c.memory->Set(static_cast<double>(t.bytes));
+    if (c.admitted != nullptr) {
+      c.sketch_bytes->Set(static_cast<double>(t.sketch_bytes));
+      c.admitted->SetTotal(static_cast<double>(t.admitted));
+      c.refused_ids->SetTotal(static_cast<double>(t.refused_ids));
+      c.refused_pushes->SetTotal(static_cast<double>(t.refused_pushes));
+    }
   }
   hb->table_rows = rows;
   hb->table_bytes = bytes;

@@ -78,6 +78,11 @@ class ServerMetrics {
     metrics::Histogram* push_seconds = nullptr;
     metrics::Gauge* rows = nullptr;
     metrics::Gauge* memory = nullptr;
+    // Sparse tables with admission only (else null).
+    metrics::Gauge* sketch_bytes = nullptr;
+    metrics::Counter* admitted = nullptr;
+    metrics::Counter* refused_ids = nullptr;
+    metrics::Counter* refused_pushes = nullptr;
     bool pending_bsp = false;  // BSP: gradients summed, not applied yet
   };
   // Counts the parts of one request and observes its latency (`seconds`)

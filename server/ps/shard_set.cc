@@ -431,6 +431,10 @@ std::vector<TableStats> ShardSet::Stats() {
         sum.bytes += s.bytes;
         sum.index_bytes += s.index_bytes;
         sum.scratch_bytes += s.scratch_bytes;
+        sum.sketch_bytes += s.sketch_bytes;
+        sum.admitted += s.admitted;
+        sum.refused_ids += s.refused_ids;
+        sum.refused_pushes += s.refused_pushes;
       }
     }
     out.push_back(sum);

@@ -54,6 +54,9 @@ absl::Status ValidateSyntheticOptions(const SyntheticOptions& o) {
       !(o.missing_dense_rate >= 0 && o.missing_dense_rate <= 0.45)) {
     return bad("missing rates must lie in [0, 0.45]");
   }
+  if (!(o.new_id_rate >= 0 && o.new_id_rate <= 1)) {
+    return bad("new_id_rate ", o.new_id_rate, " outside [0, 1]");
+  }
   if (!(o.target_positive_rate > 0 && o.target_positive_rate < 1)) {
     return bad("target_positive_rate ", o.target_positive_rate, " outside (0, 1)");
   }
@@ -150,6 +153,10 @@ void SyntheticWorld::SampleFeatures(uint64_t* rng_state, SyntheticRow* row) cons
     }
     uint64_t rank = shape.zipf.Sample([&rng] { return rng.Uniform(); });
     row->tokens[f] = static_cast<uint32_t>(Mix64(Mix64(token_seed + f) ^ rank));
+    // Drawn only with the option on, so rows without it stay as they were.
+    if (options_.new_id_rate > 0 && rng.Uniform() < options_.new_id_rate) {
+      row->tokens[f] = static_cast<uint32_t>(Mix64(rng.Next() ^ token_seed));
+    }
   }
   *rng_state = rng.state;
 }

@@ -36,6 +36,12 @@ struct SyntheticOptions {
   double missing_token_rate = 0.05;  // mean fraction of empty tokens
   double missing_dense_rate = 0.1;   // mean fraction of empty integers
   double target_positive_rate = 0.25;
+  // Fraction of the non-empty categorical tokens replaced by a fresh value
+  // never drawn before (a random 32-bit token: seen once, barring a rare
+  // collision), so the id space keeps growing over the file with a long
+  // tail of singletons. 0: none (and the rows are exactly those without
+  // this option).
+  double new_id_rate = 0;
   TeacherOptions teacher;
 };
 

@@ -119,6 +119,17 @@ ABSL_FLAG(std::string, lr_scaling, "none",
 ABSL_FLAG(int32_t, warmup_steps, 0,
           "Ramp every learning rate up linearly over the first N steps (0: none); applied by the "
           "servers (and the dense replica in allreduce mode) at each step.");
+ABSL_FLAG(int32_t, min_count, 1,
+          "Feature admission for every sparse (embedding) table: an id gets a row only after "
+          "this many pushes carry it (1: at once); until then it reads as its initial value and "
+          "its gradients are dropped.");
+ABSL_FLAG(double, admit_probability, 1.0,
+          "Feature admission for every sparse table: each push of an id without a row admits it "
+          "with this probability (deterministic per id and occurrence), in (0, 1]; with "
+          "--min_count > 1 either rule admits.");
+ABSL_FLAG(int64_t, admission_sketch_bytes, 1 << 20,
+          "Memory of each sparse table's admission count sketch on each server thread, in "
+          "bytes (with --min_count > 1 or --admit_probability < 1).");
 ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
 ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
 ABSL_FLAG(std::string, save_model, "",
@@ -410,6 +421,21 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   }
   t.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
   if (t.warmup_steps < 0) return absl::InvalidArgumentError("--warmup_steps must be >= 0");
+  const int32_t min_count = absl::GetFlag(FLAGS_min_count);
+  if (min_count < 1 || min_count > UINT16_MAX) {
+    return absl::InvalidArgumentError("--min_count must be in [1, 65535]");
+  }
+  t.admission.min_count = static_cast<uint32_t>(min_count);
+  const double admit_probability = absl::GetFlag(FLAGS_admit_probability);
+  if (!(admit_probability > 0.0 && admit_probability <= 1.0)) {
+    return absl::InvalidArgumentError("--admit_probability must be in (0, 1]");
+  }
+  t.admission.admit_probability = static_cast<float>(admit_probability);
+  const int64_t sketch_bytes = absl::GetFlag(FLAGS_admission_sketch_bytes);
+  if (sketch_bytes < 512 || sketch_bytes > (int64_t{1} << 34)) {
+    return absl::InvalidArgumentError("--admission_sketch_bytes must be in [512, 16 GiB]");
+  }
+  t.admission.sketch_bytes = static_cast<uint64_t>(sketch_bytes);
   t.log_every = absl::Seconds(absl::GetFlag(FLAGS_log_every_secs));
   t.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   t.save_model = absl::GetFlag(FLAGS_save_model);

@@ -42,6 +42,16 @@ absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Create(const TableSpec
   if (!optimizer.ok()) return Annotate(optimizer.status(), what);
   auto initializer = optim::Initializer::Create(spec.init, spec.id);
   if (!initializer.ok()) return Annotate(initializer.status(), what);
+  const AdmissionConfig& a = spec.admission;
+  if (a.min_count < 1 || a.min_count > CountMinSketch::kMaxCount) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": min_count ", a.min_count,
+                                                   " is outside [1, ", CountMinSketch::kMaxCount,
+                                                   "]"));
+  }
+  if (!(a.admit_probability > 0.0f && a.admit_probability <= 1.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": admit_probability ", a.admit_probability, " is outside (0, 1]"));
+  }
   options.max_rows = std::min(options.max_rows, kMaxRows);
   return std::unique_ptr<SparseTable>(
       new SparseTable(spec, options, *std::move(optimizer), *std::move(initializer)));
@@ -57,7 +67,12 @@ SparseTable::SparseTable(const TableSpec& spec, Options options,
       has_step_(optimizer->uses_step()),
       optimizer_(std::move(optimizer)),
       initializer_(std::move(initializer)),
-      arena_(dim_ + state_floats_ + (has_step_ ? 1 : 0)) {}
+      arena_(dim_ + state_floats_ + (has_step_ ? 1 : 0)) {
+  if (spec.admission.enabled()) {
+    sketch_ = std::make_unique<CountMinSketch>(
+        CountMinSketch::WidthForBudget(spec.admission.sketch_bytes));
+  }
+}
 
 uint32_t SparseTable::CreateRow(uint64_t id) {
   uint32_t r = arena_.Append();
@@ -69,12 +84,13 @@ uint32_t SparseTable::CreateRow(uint64_t id) {
   return r;
 }
 
-absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* rows) {
+absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* rows,
+                                      bool create) {
   const size_t n = ids.size();
   for (size_t i = 0; i < n; ++i) {
     if (i + kIndexPrefetch < n) index_.Prefetch(ids[i + kIndexPrefetch]);
     uint32_t r = index_.Find(ids[i]);
-    if (r == RowIndex::kNoRow) {
+    if (r == RowIndex::kNoRow && create) {
       if (arena_.size() >= options_.max_rows || arena_.full()) {
         return absl::ResourceExhaustedError(
             absl::StrCat("sparse table '", spec_.name, "': cannot create row for id ", ids[i],
@@ -92,12 +108,18 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
   absl::Status status;
   for (size_t begin = 0; begin < ids.size(); begin += kPullBlock) {
     const size_t n = std::min(kPullBlock, ids.size() - begin);
-    status = ResolveRows(ids.subspan(begin, n), rows_.data());
+    status = ResolveRows(ids.subspan(begin, n), rows_.data(), /*create=*/sketch_ == nullptr);
     if (!status.ok()) break;
     float* dst = out + begin * dim_;
     for (size_t i = 0; i < n; ++i) {
-      if (i + kRowPrefetch < n) arena_.Prefetch(rows_[i + kRowPrefetch]);
-      std::memcpy(dst + i * dim_, arena_.row(rows_[i]), dim_ * sizeof(float));
+      if (i + kRowPrefetch < n && rows_[i + kRowPrefetch] != RowIndex::kNoRow) {
+        arena_.Prefetch(rows_[i + kRowPrefetch]);
+      }
+      if (rows_[i] == RowIndex::kNoRow) {
+        initializer_.FillRow(ids[begin + i], dst + i * dim_, dim_);  // what CreateRow stores
+      } else {
+        std::memcpy(dst + i * dim_, arena_.row(rows_[i]), dim_ * sizeof(float));
+      }
     }
   }
   return status;
@@ -156,7 +178,10 @@ void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, 
   args.scale = scale;
   args.lr_scale = lr_scale;
   for (size_t i = 0; i < n; ++i) {
-    if (i + kRowPrefetch < n) arena_.Prefetch<true>(rows[i + kRowPrefetch]);
+    if (rows[i] == RowIndex::kNoRow) continue;  // refused by admission
+    if (i + kRowPrefetch < n && rows[i + kRowPrefetch] != RowIndex::kNoRow) {
+      arena_.Prefetch<true>(rows[i + kRowPrefetch]);
+    }
     float* row = arena_.row(rows[i]);
     args.weights_in = row;
     args.weights_out = row;
@@ -178,7 +203,8 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
   PS_RETURN_IF_ERROR(CheckGradients(ids, grads, scale));
   std::span<const uint64_t> unique = ids;
   const float* unique_grads = grads;
-  if (MergeDuplicates(ids, grads)) {
+  const bool merged = MergeDuplicates(ids, grads);
+  if (merged) {
     unique = unique_ids_;
     unique_grads = merged_.data();
     absl::Status sum_ok = CheckGradients(unique, unique_grads, scale);
@@ -188,10 +214,51 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
     }
   }
   rows_.resize(unique.size());
-  absl::Status status = ResolveRows(unique, rows_.data());
+  absl::Status status = sketch_ ? AdmitRows(unique, merged ? ids.size() : 0, rows_.data())
+                                : ResolveRows(unique, rows_.data());
   if (status.ok()) ApplyRows(rows_.data(), unique.size(), unique_grads, scale, lr_scale);
   TrimScratch();
   return status;
+}
+
+bool SparseTable::AdmitOne(uint64_t id, uint32_t occurrences) {
+  const AdmissionConfig& a = spec_.admission;
+  const bool coin = a.admit_probability < 1.0f;
+  // min_count 1 with a coin: the coin alone decides.
+  const uint32_t threshold = a.min_count > 1 ? a.min_count : (coin ? UINT32_MAX : 1);
+  for (uint32_t k = 0; k < occurrences; ++k) {
+    const uint16_t count = sketch_->Add(id);
+    if (count >= threshold) return true;
+    // Deterministic per (table, id, occurrence): runs are reproducible.
+    if (coin && UnitFloat(Mix64(Mix64(id ^ spec_.id) + count)) < a.admit_probability) return true;
+  }
+  return false;
+}
+
+absl::Status SparseTable::AdmitRows(std::span<const uint64_t> unique, size_t raw_count,
+                                    uint32_t* rows) {
+  PS_RETURN_IF_ERROR(ResolveRows(unique, rows, /*create=*/false));
+  // Occurrences of each unique id in the push (duplicates each count).
+  multiplicity_.assign(raw_count > 0 ? unique.size() : 0, 0);
+  for (size_t i = 0; i < raw_count; ++i) ++multiplicity_[occurrence_[i]];
+  uint64_t refused = 0;
+  for (size_t i = 0; i < unique.size(); ++i) {
+    if (rows[i] != RowIndex::kNoRow) continue;
+    if (!AdmitOne(unique[i], raw_count > 0 ? multiplicity_[i] : 1)) {
+      ++refused;
+      continue;
+    }
+    if (arena_.size() >= options_.max_rows || arena_.full()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("sparse table '", spec_.name, "': cannot create row for id ", unique[i],
+                       ", the shard holds its limit of ", options_.max_rows, " rows"));
+    }
+    rows[i] = CreateRow(unique[i]);
+    ++admission_stats_.admitted;
+  }
+  admission_stats_.refused_ids += refused;
+  if (refused > 0) ++admission_stats_.refused_pushes;
+  return absl::OkStatus();
 }
 
 void SparseTable::ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const {
@@ -231,12 +298,15 @@ void SparseTable::Clear() {
   FreeVector(occurrence_);
   FreeVector(dedup_keys_);
   FreeVector(dedup_pos_);
+  FreeVector(multiplicity_);
+  if (sketch_) sketch_->Clear();
 }
 
 void SparseTable::TrimScratch() {
   if (rows_.capacity() > kMaxRetainedIds) FreeVector(rows_);
   if (unique_ids_.capacity() > kMaxRetainedIds) FreeVector(unique_ids_);
   if (occurrence_.capacity() > kMaxRetainedIds) FreeVector(occurrence_);
+  if (multiplicity_.capacity() > kMaxRetainedIds) FreeVector(multiplicity_);
   if (merged_.capacity() > kMaxRetainedIds * dim_) FreeVector(merged_);
   if (dedup_keys_.capacity() > 2 * kMaxRetainedIds) {
     FreeVector(dedup_keys_);
@@ -247,7 +317,8 @@ void SparseTable::TrimScratch() {
 size_t SparseTable::ScratchBytes() const {
   return rows_.capacity() * sizeof(uint32_t) + unique_ids_.capacity() * sizeof(uint64_t) +
          merged_.capacity() * sizeof(float) + occurrence_.capacity() * sizeof(uint32_t) +
-         dedup_keys_.capacity() * sizeof(uint64_t) + dedup_pos_.capacity() * sizeof(uint32_t);
+         dedup_keys_.capacity() * sizeof(uint64_t) + dedup_pos_.capacity() * sizeof(uint32_t) +
+         multiplicity_.capacity() * sizeof(uint32_t);
 }
 
 MemoryStats SparseTable::memory_stats() const {
@@ -257,7 +328,9 @@ MemoryStats SparseTable::memory_stats() const {
   stats.state_bytes = stats.rows * (arena_.stride() - dim_) * sizeof(float);
   stats.index_bytes = index_.bytes();
   stats.scratch_bytes = ScratchBytes();
-  stats.total_bytes = arena_.bytes() + stats.index_bytes + stats.scratch_bytes + sizeof(*this);
+  stats.sketch_bytes = sketch_ ? sketch_->bytes() : 0;
+  stats.total_bytes = arena_.bytes() + stats.index_bytes + stats.scratch_bytes +
+                      stats.sketch_bytes + sizeof(*this);
   return stats;
 }
 

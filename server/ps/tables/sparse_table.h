@@ -3,7 +3,12 @@
 //
 // Rows are created on first pull or push with the table's deterministic
 // initializer (common/optim/initializer.h), so a row's first value does not
-// depend on which server holds it. A row is stored as
+// depend on which server holds it. With admission (spec.admission enabled)
+// a row is created only by a push that admits its id (a count-min sketch of
+// push occurrences reaching min_count, or a coin of admit_probability); a
+// pull of an id without a row reads the row the initializer would create,
+// without storing it, and the gradients of a refused id are dropped and
+// counted. A row is stored as
 //   [dim values][optimizer state floats][step count, Adam only]
 // in an arena of 2 MiB huge-page chunks (growth adds chunks, it never
 // copies the table); the id -> row map is an open-addressing index. Beyond
@@ -26,6 +31,7 @@
 #include "common/optim/initializer.h"
 #include "common/optim/optimizer.h"
 #include "common/table_spec.h"
+#include "server/ps/tables/count_min_sketch.h"
 #include "server/ps/tables/row_arena.h"
 #include "server/ps/tables/row_index.h"
 
@@ -38,6 +44,14 @@ struct MemoryStats {
   size_t total_bytes = 0;  // everything the table holds: rows, index, scratch
   size_t index_bytes = 0;    // the id -> row map
   size_t scratch_bytes = 0;  // per-request working buffers (sized by requests, not rows)
+  size_t sketch_bytes = 0;   // the admission sketch (fixed; 0 without admission)
+};
+
+// Admission counters of a table shard since it was created (not saved).
+struct AdmissionStats {
+  uint64_t admitted = 0;       // rows created by an admitting push
+  uint64_t refused_ids = 0;    // ids of pushes whose gradients were dropped
+  uint64_t refused_pushes = 0; // pushes that dropped at least one id's gradients
 };
 
 // One row as seen by SparseTable::ForEachRow. The spans point into the table
@@ -83,12 +97,15 @@ class SparseTable {
   // Duplicates are allowed. REQUIRES: out holds ids.size() * dim floats.
   // ResourceExhausted when a new row would pass max_rows (rows created
   // before that point stay, as after any pull).
+  // With admission a missing row is not created: its slot gets the
+  // initializer's row for the id.
   absl::Status Pull(std::span<const uint64_t> ids, float* out);
 
   // Applies gradients grads[i * dim, (i + 1) * dim) of rows ids[i], each
   // multiplied by `scale` (the server passes 1 / samples). The gradients of
   // an id that occurs more than once are summed and the optimizer runs once
-  // per row. Missing rows are created first. InvalidArgument, with the table
+  // per row. Missing rows are created first (with admission: only those of
+  // ids the push admits; the others' gradients are dropped). InvalidArgument, with the table
   // unchanged, for a non-finite scale or gradient (or a sum of duplicates
   // that overflows); ResourceExhausted as for Pull, before any update.
   // REQUIRES: grads holds ids.size() * dim floats.
@@ -113,13 +130,28 @@ class SparseTable {
   void Clear();
 
   MemoryStats memory_stats() const;
+  const AdmissionStats& admission_stats() const { return admission_stats_; }
+
+  // The admission sketch; null without admission.
+  const CountMinSketch* sketch() const { return sketch_.get(); }
+  // Adds saved counts into the sketch (restore; several shards may add).
+  // No-op without admission.
+  void MergeSketch(const CountMinSketch& saved) {
+    if (sketch_) sketch_->MergeFrom(saved);
+  }
 
  private:
   SparseTable(const TableSpec& spec, Options options, std::unique_ptr<optim::Optimizer> optimizer,
               optim::Initializer initializer);
 
-  // rows[i] = row number of ids[i], creating missing rows.
-  absl::Status ResolveRows(std::span<const uint64_t> ids, uint32_t* rows);
+  // rows[i] = row number of ids[i], creating missing rows (when !create:
+  // kNoRow for a missing row).
+  absl::Status ResolveRows(std::span<const uint64_t> ids, uint32_t* rows, bool create = true);
+  // Admission of a push: counts the occurrences of ids missing from the
+  // table and creates the rows of those admitted; rows[i] stays kNoRow for
+  // a refused id.
+  absl::Status AdmitRows(std::span<const uint64_t> unique, size_t raw_count, uint32_t* rows);
+  bool AdmitOne(uint64_t id, uint32_t occurrences);
   uint32_t CreateRow(uint64_t id);
   // Fills unique_ids_ and merged_ and returns true when `ids` has duplicates.
   bool MergeDuplicates(std::span<const uint64_t> ids, const float* grads);
@@ -139,6 +171,8 @@ class SparseTable {
 
   RowIndex index_;
   RowArena arena_;
+  std::unique_ptr<CountMinSketch> sketch_;  // with admission only
+  AdmissionStats admission_stats_;
 
   // Per-call scratch, kept between calls to avoid allocations.
   std::vector<uint32_t> rows_;
@@ -147,6 +181,7 @@ class SparseTable {
   std::vector<uint32_t> occurrence_;  // position in unique_ids_ of each id
   std::vector<uint64_t> dedup_keys_;
   std::vector<uint32_t> dedup_pos_;
+  std::vector<uint32_t> multiplicity_;  // occurrences of each unique id (admission)
 };
 
 }  // namespace pstrain::server

@@ -11,7 +11,8 @@ namespace pstrain::server {
 namespace {
 
 // A DLRM-like job on one server: 26 sparse tables (dim 16) and one dense.
-std::unique_ptr<KvStore> MakeStore(int sparse_tables, proto::Consistency consistency) {
+std::unique_ptr<KvStore> MakeStore(int sparse_tables, proto::Consistency consistency,
+                                   uint32_t min_count = 1) {
   std::vector<TableSpec> tables;
   for (int i = 0; i < sparse_tables; ++i) {
     TableSpec t;
@@ -19,6 +20,7 @@ std::unique_ptr<KvStore> MakeStore(int sparse_tables, proto::Consistency consist
     t.name = "emb.C" + std::to_string(i + 1);
     t.kind = TableKind::kSparse;
     t.dim = 16;
+    t.admission.min_count = min_count;
     tables.push_back(t);
   }
   TableSpec d;
@@ -84,6 +86,29 @@ TEST(ServerMetrics, PullsAndPushesCountKeysBytesAndUpdatesPerTable) {
   EXPECT_EQ(hb.bytes_out, 2 * 3 * 16 * 4 + 1000 * 4u);
   EXPECT_GT(hb.table_bytes, 0u);
   EXPECT_GT(hb.rss_bytes, 0u);
+}
+
+TEST(ServerMetrics, AdmissionCountersAndSketchBytesPerTable) {
+  metrics::Registry registry;
+  ServerMetrics m(&registry);
+  auto store = MakeStore(1, proto::Consistency::kAsp, /*min_count=*/2);
+  m.OnTablesCreated(store->layout(), [&](uint32_t t) { return store->holds(t); });
+  SparseTable* t = store->sparse(0);
+  std::vector<uint64_t> ids = {1, 2, 3};
+  std::vector<float> grads(ids.size() * 16, 0.1f);
+  ASSERT_TRUE(t->Push(ids, grads.data(), 1.0f).ok());  // 3 refused
+  ASSERT_TRUE(t->Push({ids.data(), 1}, grads.data(), 1.0f).ok());  // id 1 admitted
+  proto::Heartbeat hb;
+  const std::vector<TableStats> stats = store->Stats();
+  m.Sample(&stats, {0, 0}, {false, false}, 0, &hb);
+  testing::PromText p = testing::ParsePrometheusText(registry.Render());
+  ASSERT_EQ(p.error, "");
+  EXPECT_EQ(p.Value("pstrain_server_table_admitted_total", {{"table", "emb.C1"}}), 1);
+  EXPECT_EQ(p.Value("pstrain_server_table_refused_ids_total", {{"table", "emb.C1"}}), 3);
+  EXPECT_EQ(p.Value("pstrain_server_table_refused_pushes_total", {{"table", "emb.C1"}}), 1);
+  EXPECT_EQ(p.Value("pstrain_server_table_admission_sketch_bytes", {{"table", "emb.C1"}}),
+            1 << 20);
+  EXPECT_EQ(p.Value("pstrain_server_table_rows", {{"table", "emb.C1"}}), 1);
 }
 
 TEST(ServerMetrics, BspCountsOneUpdatePerTablePerAppliedStep) {

@@ -1,0 +1,87 @@
+// Feature admission end to end: `pstrain gen --new_id_rate` makes a growing,
+// long-tailed id space; `pstrain local --min_count=2` holds fewer rows than
+// --min_count=1 on it. Prints both row counts and eval AUCs (issue 18 asks
+// for min_count=2 within 0.002 AUC of unbounded at <= 50 % of its rows; the
+// test asserts only that admission refuses rows, and reports the rest).
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/integration/test_process.h"
+
+namespace pstrain::testing {
+namespace {
+
+class Admission : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir("admission"); }
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  int Run(const std::vector<std::string>& args, const std::string& tag, std::string* out,
+          absl::Duration timeout = absl::Seconds(300)) {
+    TestProcess p(BinDir() + "/pstrain", args, dir_ + "/" + tag + ".log");
+    const int code = p.Wait(timeout);
+    *out = p.Log();
+    if (code != 0) std::printf("--- %s: exit %d\n%s", tag.c_str(), code, out->c_str());
+    return code;
+  }
+
+  // Rows the servers held at shutdown, from their "table T: N rows" lines.
+  static uint64_t RowsAtShutdown(const std::string& log) {
+    static const std::regex line("server \\d+: table [^:]+: (\\d+) rows");
+    uint64_t rows = 0;
+    for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) {
+      rows += std::stoull((*it)[1]);
+    }
+    return rows;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(Admission, MinCountTwoHoldsFewerRowsOnDataWithFreshIds) {
+  const std::string train = dir_ + "/train.tsv", eval = dir_ + "/eval.tsv";
+  std::string out;
+  ASSERT_EQ(Run({"gen", "--rows=200000", "--out=" + train, "--seed=9", "--new_id_rate=0.3"},
+                "gen-train", &out), 0);
+  ASSERT_EQ(Run({"gen", "--rows=50000", "--first_row=200000", "--out=" + eval, "--seed=9",
+                 "--new_id_rate=0.3"}, "gen-eval", &out), 0);
+  uint64_t rows[3] = {};
+  double auc[3] = {};
+  for (int min_count : {1, 2}) {
+    const std::string tag = absl::StrCat("min_count", min_count);
+    const std::string metrics = dir_ + "/" + tag + ".jsonl";
+    ASSERT_EQ(Run({"local", "--servers=1", "--workers=1", "--log_every_secs=60",
+                   "--train_data=" + train, "--eval_data=" + eval, "--seed=3",
+                   "--batch_size=512", "--metrics_out=" + metrics,
+                   absl::StrCat("--min_count=", min_count)}, tag, &out), 0);
+    rows[min_count] = RowsAtShutdown(out);
+    auc[min_count] = LastJsonNumber(metrics, "eval_auc");
+  }
+  std::printf("min_count=1: %llu rows, eval AUC %.4f\nmin_count=2: %llu rows (%.1f %%), eval "
+              "AUC %.4f (%+.4f)\n",
+              static_cast<unsigned long long>(rows[1]), auc[1],
+              static_cast<unsigned long long>(rows[2]), 100.0 * rows[2] / rows[1], auc[2],
+              auc[2] - auc[1]);
+  ASSERT_GT(rows[1], 0u);
+  EXPECT_LT(rows[2], rows[1]);
+  EXPECT_GT(auc[2], 0.6);
+}
+
+TEST_F(Admission, BadAdmissionFlagsAreUsageErrors) {
+  std::string out;
+  EXPECT_NE(Run({"local", "--min_count=0", "--train_data=/nonexistent"}, "bad-min", &out), 0);
+  EXPECT_NE(out.find("--min_count"), std::string::npos) << out;
+  EXPECT_NE(Run({"local", "--admit_probability=1.5", "--train_data=/nonexistent"}, "bad-p", &out),
+            0);
+  EXPECT_NE(out.find("--admit_probability"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace pstrain::testing
