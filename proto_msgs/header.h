@@ -13,7 +13,8 @@ namespace pstrain::proto {
 
 constexpr uint32_t kHeaderMagic = 0x7073744d;  // "pstM"
 // 2: KvRequest gained `partial` (dense pushes in pieces).
-constexpr uint16_t kProtocolVersion = 3;  // 3: TableSpec v3 (admission)
+// 3: TableSpec gained admission (min_count, admit_probability, sketch bytes).
+constexpr uint16_t kProtocolVersion = 3;
 
 enum class MsgType : uint16_t {
   kReply = 1,           // generic reply: status + optional body/payloads
