@@ -274,6 +274,7 @@ absl::StatusOr<Buffer> CoordinatorClient::StoreGet(const std::string& key, absl:
 }
 
 absl::Status CoordinatorClient::WorkerDone() {
+  done_reported_ = true;
   return CallDecoded([&] { return proto::EncodeHeaderOnly(MakeHeader(MsgType::kWorkerDone)); },
                      options_.call_timeout, "worker done")
       .status();
@@ -342,6 +343,15 @@ void CoordinatorClient::HeartbeatTick(absl::Duration interval) {
 }
 
 void CoordinatorClient::OnLost(const std::string& why) {
+  if (done_reported_.load() && !journaled_.load()) {
+    // Most likely it had the report, ended the job and exited; and without
+    // a journal no coordinator can take the job back: nothing to wait for.
+    GiveUp(NothingLeftToDo(absl::StrCat(
+        "lost the coordinator at ", options_.coordinator, " (", why,
+        ") after this worker reported its end; it keeps no journal, so no coordinator can "
+        "take the job back: this worker's part is done")));
+    return;
+  }
   if (lost_.exchange(true)) return;
   lost_since_ns_ = absl::ToUnixNanos(absl::Now());
   next_register_ = absl::Now();

@@ -153,6 +153,7 @@ class CoordinatorClient {
 
   // Losing the coordinator (I/O thread writes; any thread reads).
   std::atomic<bool> journaled_{false};
+  std::atomic<bool> done_reported_{false};  // WorkerDone() was called
   std::atomic<bool> lost_{false};
   std::atomic<int64_t> lost_since_ns_{0};
   std::atomic<uint64_t> registrations_{0};  // bumped by each registration again

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cluster/coordinator_client.h"
 #include "common/cpu_affinity.h"
 #include "common/status.h"
 #include "worker/data/schema_file.h"
@@ -450,7 +451,9 @@ std::string CpusFlag() { return absl::GetFlag(FLAGS_cpus); }
 
 WorkerRuntime ProcessRuntime() {
   WorkerRuntime runtime;
-  runtime.on_shutdown = [](const absl::Status& why) { std::_Exit(why.ok() ? 0 : 3); };
+  runtime.on_shutdown = [](const absl::Status& why) {
+    std::_Exit(why.ok() || IsNothingLeftToDo(why) ? 0 : 3);
+  };
   return runtime;
 }
 
