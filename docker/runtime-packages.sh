@@ -6,9 +6,9 @@
 #
 #   docker/runtime-packages.sh build/bin/pstrain build/bin/pstrain_worker ...
 #
-# RUNTIME_PACKAGES_PROVIDED=DIR: libraries under DIR come from elsewhere
-# (tests/docker mounts the CUDA toolkit's lib folder into its containers) and
-# are left out instead of failing for want of a package.
+# RUNTIME_PACKAGES_PROVIDED=DIR[:DIR...]: libraries under these folders come
+# from elsewhere (tests/docker mounts the CUDA toolkit's lib folder into its
+# containers) and are left out instead of failing for want of a package.
 set -eu
 [ $# -gt 0 ] || { echo "usage: $0 BINARY..." >&2; exit 2; }
 
@@ -20,10 +20,19 @@ if [ -n "$missing" ]; then
   exit 1
 fi
 provided=${RUNTIME_PACKAGES_PROVIDED:-}
+is_provided() {
+  old_ifs=$IFS; IFS=:
+  for dir in $provided; do
+    case "$1" in "${dir%/}"/*) IFS=$old_ifs; return 0 ;; esac
+  done
+  IFS=$old_ifs
+  return 1
+}
+# Collected first and printed at the end: a failure inside a pipeline would
+# be lost (sh has no pipefail) and leave a partial list.
+pkgs=""
 for lib in $libs; do
-  if [ -n "$provided" ]; then
-    case "$lib" in "${provided%/}"/*) continue ;; esac
-  fi
+  is_provided "$lib" && continue
   # With merged /usr a library found as /lib/... is registered as /usr/lib/...
   # (or the other way round): look it up by every name it has.
   real=$(readlink -f "$lib")
@@ -36,5 +45,6 @@ for lib in $libs; do
     echo "runtime-packages: no package holds $lib" >&2
     exit 1
   fi
-  echo "$pkg"
-done | sort -u
+  pkgs="$pkgs $pkg"
+done
+for pkg in $pkgs; do echo "$pkg"; done | sort -u

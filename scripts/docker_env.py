@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import fcntl
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -40,9 +41,26 @@ SECURITY_MIRROR = os.environ.get("PSTRAIN_DEBIAN_SECURITY_MIRROR",
 DOCKERD = "/usr/sbin/dockerd"
 DOCKER = "/usr/bin/docker"
 BINARIES = ("pstrain", "pstrain_coordinator", "pstrain_server", "pstrain_worker")
-# Libraries the host build may link that no Debian package holds: containers
-# of an image made from such binaries mount this folder read-only.
-CUDA_LIB_DIR = "/usr/local/cuda/lib"
+# Libraries the host build may link that no Debian package holds (the CUDA
+# toolkit's, wherever the loader found them: /usr/local/cuda/lib through the
+# binaries' RUNPATH, /usr/local/cuda-13.0/lib through ld.so.conf, ...):
+# containers of an image made from such binaries mount their folders
+# read-only at the same path and find them through LD_LIBRARY_PATH.
+CUDA_LIB_PREFIX = "/usr/local/cuda"
+
+
+def provided_lib_dirs(ldd_output):
+    """The folders under CUDA_LIB_PREFIX* that ldd resolved libraries in,
+    each as ldd named it and as its real path, in a stable order."""
+    dirs = []
+    for m in re.finditer(r"=> (/\S+)", ldd_output):
+        lib = m.group(1)
+        if not lib.startswith(CUDA_LIB_PREFIX):
+            continue
+        for d in (os.path.dirname(lib), os.path.dirname(os.path.realpath(lib))):
+            if d not in dirs:
+                dirs.append(d)
+    return dirs
 
 
 def log(msg):
@@ -268,7 +286,8 @@ class PrivateDocker:
         """The runtime image around the binaries in `bin_dir`.
 
         Returns the host folders the containers must mount read-only at the
-        same path (the CUDA toolkit's libraries, when the binaries link them).
+        same path and put on LD_LIBRARY_PATH (the CUDA toolkit's libraries,
+        when the binaries link them).
         """
         self.ensure_base_image()
         provided = []
@@ -286,9 +305,11 @@ class PrivateDocker:
             bins = [os.path.join(ctx, "out", "bin", b) for b in BINARIES]
             ldd = subprocess.run(["ldd"] + bins, stdout=subprocess.PIPE).stdout.decode()
             env = dict(os.environ)
-            if CUDA_LIB_DIR + "/" in ldd:
-                provided.append(CUDA_LIB_DIR)
-                env["RUNTIME_PACKAGES_PROVIDED"] = CUDA_LIB_DIR
+            provided = provided_lib_dirs(ldd)
+            if provided:
+                env["RUNTIME_PACKAGES_PROVIDED"] = ":".join(provided)
+                log("libraries no package holds, mounted from the host: %s"
+                    % ", ".join(provided))
             with open(os.path.join(ctx, "out", "runtime-packages.txt"), "w") as out:
                 subprocess.run([os.path.join(REPO, "docker", "runtime-packages.sh")] + bins,
                                stdout=out, env=env, check=True)

@@ -85,6 +85,11 @@ class Stack:
             lines += ["  %s:" % svc,
                       "    dns: [127.0.0.1]",
                       "    volumes: [%s]" % ", ".join(binds + ro)]
+            if mounts:
+                # The loader in the image knows nothing of the host's
+                # ld.so.conf: name the mounted library folders.
+                lines += ["    environment:",
+                          '      LD_LIBRARY_PATH: "%s"' % ":".join(mounts)]
         lines += ["networks:", "  default:", "    internal: true", ""]
         with open(self.override, "w") as f:
             f.write("\n".join(lines))
