@@ -8,6 +8,7 @@
 #include "bench/bench_cluster.h"
 #include "bench/bench_util.h"
 #include "bench/kv_bench.h"
+#include "common/optim/optimizer.h"
 #include "bench/zmq_bench.h"
 #include "common/cpu_affinity.h"
 #include "common/json_line.h"
@@ -111,7 +112,7 @@ absl::Status RunSparse(const BenchOptions& o) {
   co.servers = ServersOr(o, 2);
   co.workers = o.workers;
   co.local_workers = o.workers;
-  co.tables = SparseBenchTable(o.sparse.dim);
+  co.tables = SparseBenchTable(o.sparse.dim, o.sparse.dtype, o.sparse.optimizer);
   co.stack = o.stack;
   PS_ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster, BenchCluster::Start(co));
   SparseBenchOptions so = o.sparse;
@@ -127,6 +128,8 @@ absl::Status RunSparse(const BenchOptions& o) {
       .Add("ids", so.ids)
       .Add("dim", static_cast<int64_t>(so.dim))
       .Add("zipf", so.zipf)
+      .Add("dtype", RowDtypeName(so.dtype))
+      .Add("optimizer", optim::OptimizerKindName(so.optimizer))
       .Add("pull_rows_per_sec", r.pull_rows_per_sec)
       .Add("push_rows_per_sec", r.push_rows_per_sec)
       .Add("push_unique_rows_per_sec", r.push_unique_rows_per_sec)
@@ -136,6 +139,8 @@ absl::Status RunSparse(const BenchOptions& o) {
       .Add("table_rows", r.table_rows)
       .Add("bytes_per_row", r.bytes_per_row)
       .Add("bytes_per_row_without_scratch", r.bytes_per_row_without_scratch)
+      .Add("value_bytes_per_row", r.value_bytes_per_row)
+      .Add("state_bytes_per_row", r.state_bytes_per_row)
       .Add("index_bytes_per_row", r.index_bytes_per_row)
       .Add("scratch_bytes", r.scratch_bytes)
       .Add("iterations", r.iterations);
@@ -217,7 +222,7 @@ absl::Status RunAll(const BenchOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& BenchCommands() {
-  static const std::vector<std::string> kCommands = {"zmq",    "kv",     "sparse",
+  static const std::vector<std::string> kCommands = {"zmq",   "kv",     "sparse", "sparse_stream",
                                                       "train", "reader", "all"};
   return kCommands;
 }
@@ -231,9 +236,10 @@ absl::Status RunBenchCommand(const std::string& command, const BenchOptions& opt
   if (command == "sparse") return RunSparse(options);
   if (command == "train") return RunTrain(options);
   if (command == "reader") return RunReaderBench(options.reader);
+  if (command == "sparse_stream") return RunStreamBench(options.stream, options.stack);
   if (command == "all" || command.empty()) return RunAll(options);
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, train, reader, all)"));
+      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, sparse_stream, train, reader, all)"));
 }
 
 }  // namespace pstrain::bench

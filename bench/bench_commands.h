@@ -1,6 +1,6 @@
-// The pstrain_bench subcommands (zmq, kv, sparse, train, reader, all): each runs its
-// benchmark and prints one JSON object per result line on stdout; progress
-// and logs go to stderr.
+// The pstrain_bench subcommands (zmq, kv, sparse, sparse_stream, train,
+// reader, all): each runs its benchmark and prints one JSON object per
+// result line on stdout; progress and logs go to stderr.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "bench/bench_cluster.h"
 #include "bench/reader_bench.h"
+#include "bench/stream_bench.h"
 #include "bench/sparse_bench.h"
 #include "bench/train_bench.h"
 
@@ -28,6 +29,7 @@ struct BenchOptions {
   SparseBenchOptions sparse;
   TrainBenchOptions train;
   ReaderBenchOptions reader;
+  StreamBenchOptions stream;
   std::string train_mode = "both";  // local | ps | both
 };
 

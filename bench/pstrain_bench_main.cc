@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/allreduce_bench.h"
 #include "bench/bench_commands.h"
+#include "common/optim/optimizer.h"
 #include "bench/pipeline_bench.h"
 #include "common/process.h"
 
@@ -47,6 +48,16 @@ ABSL_FLAG(int, ids, 100000, "sparse: ids pulled per iteration.");
 ABSL_FLAG(int, dim, 16, "sparse: floats per row.");
 ABSL_FLAG(double, zipf, 1.1, "sparse: Zipf exponent of the ids drawn.");
 ABSL_FLAG(uint64_t, id_space, 10000000, "sparse: ids are drawn from this many distinct ids.");
+ABSL_FLAG(std::string, dtype, "fp32", "sparse, sparse_stream: how the servers store values (fp32, fp16, bf16).");
+ABSL_FLAG(std::string, optimizer, "adagrad",
+          "sparse: the table's optimizer (sgd, adagrad, rowwise_adagrad, adam, ftrl).");
+ABSL_FLAG(uint64_t, distinct_ids, 50000000, "sparse_stream: fresh ids streamed in each run.");
+ABSL_FLAG(double, fresh_fraction, 0.5, "sparse_stream: share of each pull's --ids that are fresh.");
+ABSL_FLAG(uint64_t, hot_ids, 1000000, "sparse_stream: size of the Zipf(--zipf) hot set.");
+ABSL_FLAG(uint64_t, max_rows, 2000000, "sparse_stream: the bounded run's max_rows.");
+ABSL_FLAG(std::string, evict_policy, "lru", "sparse_stream: the bounded run's policy, lru or lfu.");
+ABSL_FLAG(double, rss_budget_mb, 1024, "sparse_stream: the resident memory budget, MiB.");
+ABSL_FLAG(bool, unbounded, true, "sparse_stream: also run without eviction.");
 ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm).");
 ABSL_FLAG(int, batch_size, 1024, "train: rows per step.");
 ABSL_FLAG(std::string, mode, "both", "train: local (model alone) | ps (1 server + 1 worker) | both.");
@@ -89,6 +100,10 @@ constexpr char kUsage[] =
     "          the overlap of the buckets with deep_tower's backward pass\n"
     "  pipeline the deep_tower model through --stages x --microbatches (own flags:\n"
     "          pstrain_bench pipeline --help): {bench,stages,microbatches,schedule,bubble,...}\n"
+    "  sparse_stream a stream of --distinct_ids fresh ids mixed with a Zipf hot set\n"
+    "          through one server, with --max_rows eviction and unbounded: the process's\n"
+    "          resident memory over time against --rss_budget_mb:\n"
+    "          {bench,run,seconds,distinct_ids,rss_bytes,table_rows}, then {summary,...}\n"
     "  reader  one synthetic Criteo TSV (--reader_rows rows) written plain, .gz (zlib\n"
     "          default level) and .zst (level 3), scanned and parsed on one thread:\n"
     "          {bench,input,rows,file_bytes,rows_per_sec,text_mb_per_sec,vs_tsv,...}\n"
@@ -183,6 +198,37 @@ int main(int argc, char** argv) {
   o.train.batch_size = absl::GetFlag(FLAGS_batch_size);
   o.train.train_rows = absl::GetFlag(FLAGS_train_rows);
   o.train_mode = absl::GetFlag(FLAGS_mode);
+  if (!pstrain::ParseRowDtype(absl::GetFlag(FLAGS_dtype), &o.sparse.dtype)) {
+    spdlog::error("--dtype={}: want fp32, fp16 or bf16", absl::GetFlag(FLAGS_dtype));
+    return 2;
+  }
+  {
+    bool known = false;
+    for (auto k : {pstrain::OptimizerKind::kSgd, pstrain::OptimizerKind::kAdagrad,
+                   pstrain::OptimizerKind::kRowwiseAdagrad, pstrain::OptimizerKind::kAdam,
+                   pstrain::OptimizerKind::kFtrl}) {
+      if (absl::GetFlag(FLAGS_optimizer) == pstrain::optim::OptimizerKindName(k)) {
+        o.sparse.optimizer = k;
+        known = true;
+      }
+    }
+    if (!known) {
+      spdlog::error("--optimizer={}: want sgd, adagrad, rowwise_adagrad, adam or ftrl",
+                    absl::GetFlag(FLAGS_optimizer));
+      return 2;
+    }
+  }
+  o.stream.dtype = o.sparse.dtype;
+  o.stream.distinct_ids = absl::GetFlag(FLAGS_distinct_ids);
+  o.stream.ids = o.sparse.ids;
+  o.stream.dim = o.sparse.dim;
+  o.stream.zipf = o.sparse.zipf;
+  o.stream.fresh_fraction = absl::GetFlag(FLAGS_fresh_fraction);
+  o.stream.hot_ids = absl::GetFlag(FLAGS_hot_ids);
+  o.stream.max_rows = absl::GetFlag(FLAGS_max_rows);
+  o.stream.policy = absl::GetFlag(FLAGS_evict_policy);
+  o.stream.rss_budget_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_rss_budget_mb) * (1 << 20));
+  o.stream.unbounded = absl::GetFlag(FLAGS_unbounded);
   o.reader.rows = absl::GetFlag(FLAGS_reader_rows);
   o.reader.passes = absl::GetFlag(FLAGS_reader_passes);
   if (o.sparse.ids < 1 || o.sparse.dim < 1 || !(o.sparse.zipf > 0) || o.sparse.id_space < 1 ||

@@ -94,13 +94,14 @@ void RunWorker(worker::KvClient& kv, const SparseBenchOptions& o, int rank,
 
 }  // namespace
 
-std::vector<TableSpec> SparseBenchTable(uint32_t dim) {
+std::vector<TableSpec> SparseBenchTable(uint32_t dim, RowDtype dtype, OptimizerKind optimizer) {
   TableSpec t;
   t.id = 0;
   t.name = "bench.sparse";
   t.kind = TableKind::kSparse;
   t.dim = dim;
-  t.optimizer.kind = OptimizerKind::kAdagrad;
+  t.optimizer.kind = optimizer;
+  t.dtype = dtype;
   t.optimizer.lr = 0.01f;
   t.init.kind = InitKind::kUniform;
   t.init.scale = 0.01f;
@@ -139,7 +140,7 @@ absl::StatusOr<SparseBenchResult> RunSparseBench(BenchCluster& cluster,
   r.unique_per_iteration = r.iterations > 0 ? double(unique) / double(r.iterations) : 0;
   r.pull_p50_us = pull_us.Quantile(0.5);
   r.push_p50_us = push_us.Quantile(0.5);
-  uint64_t bytes = 0, index_bytes = 0, scratch_bytes = 0;
+  uint64_t bytes = 0, index_bytes = 0, scratch_bytes = 0, value_bytes = 0, state_bytes = 0;
   for (int s = 0; s < cluster.num_servers(); ++s) {
     PS_ASSIGN_OR_RETURN(std::vector<server::TableStats> stats,
                         cluster.server(s).StoreStats(absl::Seconds(30)));
@@ -148,6 +149,8 @@ absl::StatusOr<SparseBenchResult> RunSparseBench(BenchCluster& cluster,
       r.table_rows += t.rows;
       bytes += t.bytes;
       index_bytes += t.index_bytes;
+      value_bytes += t.value_bytes;
+      state_bytes += t.state_bytes;
       scratch_bytes += t.scratch_bytes;
     }
   }
@@ -155,6 +158,8 @@ absl::StatusOr<SparseBenchResult> RunSparseBench(BenchCluster& cluster,
     const double rows = static_cast<double>(r.table_rows);
     r.bytes_per_row = double(bytes) / rows;
     r.index_bytes_per_row = double(index_bytes) / rows;
+    r.value_bytes_per_row = double(value_bytes) / rows;
+    r.state_bytes_per_row = double(state_bytes) / rows;
     r.bytes_per_row_without_scratch = double(bytes - scratch_bytes) / rows;
   }
   r.scratch_bytes = static_cast<double>(scratch_bytes);

@@ -21,6 +21,8 @@ struct SparseBenchOptions {
   int batches = 16;             // distinct id batches cycled through
   double seconds = 3.0;
   uint64_t seed = 1;
+  RowDtype dtype = RowDtype::kFloat32;                   // how the servers store values
+  OptimizerKind optimizer = OptimizerKind::kAdagrad;
 };
 
 struct SparseBenchResult {
@@ -32,13 +34,17 @@ struct SparseBenchResult {
   double pull_p50_us = 0, push_p50_us = 0;
   uint64_t table_rows = 0;              // rows held by all servers
   double bytes_per_row = 0;             // servers' table memory / rows
+  double value_bytes_per_row = 0;       // of which the values
+  double state_bytes_per_row = 0;       // of which the optimizer state
   double index_bytes_per_row = 0;       // of which the id -> row index
   double scratch_bytes = 0;             // per-request buffers, all servers (not per row)
   double bytes_per_row_without_scratch = 0;
 };
 
-// The table the sparse bench uses: `dim` floats per row, Adagrad.
-std::vector<TableSpec> SparseBenchTable(uint32_t dim);
+// The table the sparse bench uses: `dim` values per row, Adagrad unless
+// told.
+std::vector<TableSpec> SparseBenchTable(uint32_t dim, RowDtype dtype = RowDtype::kFloat32,
+                                        OptimizerKind optimizer = OptimizerKind::kAdagrad);
 
 absl::StatusOr<SparseBenchResult> RunSparseBench(BenchCluster& cluster,
                                                  const SparseBenchOptions& options);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <cereal/cereal.hpp>
 
@@ -92,6 +93,66 @@ struct AdmissionConfig {
   }
 };
 
+// Eviction of a sparse table (version 4 of TableSpec): with max_rows, the
+// server threads of a table hold at most ceil(max_rows / (servers x
+// threads)) rows each; past it, after each push, the row a sample of rows
+// judges the least recently (kLru) or least frequently (kLfu: fewest
+// pushes, halved every 1024 steps without one, then the oldest) updated is
+// dropped. With ttl_steps, a row no push has updated for that many steps
+// (of the pushing workers' clock) is dropped by a sweep that runs a little
+// after every push. Rows are created by pushes only (a pull of a missing
+// row reads its initializer's value). A dropped row reads as new again and
+// its id goes through admission again. max_rows == 0 and ttl_steps == 0:
+// rows are kept for ever.
+enum class EvictPolicy : uint8_t {
+  kLru = 0,
+  kLfu = 1,
+};
+
+struct EvictionConfig {
+  uint64_t max_rows = 0;   // rows of the table over all servers; 0: unbounded
+  EvictPolicy policy = EvictPolicy::kLru;
+  uint64_t ttl_steps = 0;  // 0: rows do not expire
+
+  bool enabled() const { return max_rows > 0 || ttl_steps > 0; }
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(max_rows, policy, ttl_steps);
+  }
+};
+
+// How a sparse table stores its embedding values (version 4 of TableSpec);
+// optimizer state stays fp32. Pulls and pushes carry fp32 whatever the
+// storage; fp16/bf16 values are rounded stochastically on update (so small
+// updates are not lost on average) and to nearest on restore.
+enum class RowDtype : uint8_t {
+  kFloat32 = 0,
+  kFloat16 = 1,
+  kBfloat16 = 2,
+};
+
+// "fp32", "fp16", "bf16".
+inline const char* RowDtypeName(RowDtype d) {
+  switch (d) {
+    case RowDtype::kFloat16:
+      return "fp16";
+    case RowDtype::kBfloat16:
+      return "bf16";
+    default:
+      return "fp32";
+  }
+}
+inline bool ParseRowDtype(std::string_view name, RowDtype* out) {
+  for (RowDtype d : {RowDtype::kFloat32, RowDtype::kFloat16, RowDtype::kBfloat16}) {
+    if (name == RowDtypeName(d)) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
 struct TableSpec {
   uint32_t id = 0;         // dense index into the job's table list
   std::string name;        // e.g. "emb.C7", "top.2.weight"
@@ -105,12 +166,15 @@ struct TableSpec {
   // part of it.
   bool on_workers = false;
   AdmissionConfig admission;  // sparse tables only
+  EvictionConfig eviction;    // sparse tables only
+  RowDtype dtype = RowDtype::kFloat32;  // sparse tables only
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
     ar(id, name, kind, size, dim, optimizer, init);
     if (version >= 2) ar(on_workers);
     if (version >= 3) ar(admission);
+    if (version >= 4) ar(eviction, dtype);
   }
 };
 
@@ -119,4 +183,5 @@ struct TableSpec {
 CEREAL_CLASS_VERSION(pstrain::OptimizerConfig, 2);
 CEREAL_CLASS_VERSION(pstrain::InitializerConfig, 1);
 CEREAL_CLASS_VERSION(pstrain::AdmissionConfig, 1);
-CEREAL_CLASS_VERSION(pstrain::TableSpec, 3);
+CEREAL_CLASS_VERSION(pstrain::EvictionConfig, 1);
+CEREAL_CLASS_VERSION(pstrain::TableSpec, 4);

@@ -14,7 +14,8 @@ namespace pstrain::proto {
 constexpr uint32_t kHeaderMagic = 0x7073744d;  // "pstM"
 // 2: KvRequest gained `partial` (dense pushes in pieces).
 // 3: TableSpec gained admission (min_count, admit_probability, sketch bytes).
-constexpr uint16_t kProtocolVersion = 3;
+// 4: TableSpec gained eviction (max_rows, policy, ttl_steps) and dtype.
+constexpr uint16_t kProtocolVersion = 4;
 
 enum class MsgType : uint16_t {
   kReply = 1,           // generic reply: status + optional body/payloads

@@ -436,7 +436,11 @@ void ApplyLrSchedule(const TrainOptions& options, int num_workers, std::vector<T
   for (TableSpec& t : *tables) {
     if (options.lr_scaling == "linear") t.optimizer.lr *= static_cast<float>(num_workers);
     t.optimizer.warmup_steps = options.warmup_steps;
-    if (t.kind == TableKind::kSparse) t.admission = options.admission;
+    if (t.kind == TableKind::kSparse) {
+      t.admission = options.admission;
+      t.eviction = options.eviction;
+      t.dtype = options.embedding_dtype;
+    }
   }
 }
 

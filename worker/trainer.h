@@ -57,6 +57,8 @@ struct TrainOptions {
   std::string lr_scaling = "none";  // none | linear (by the number of workers)
   int32_t warmup_steps = 0;         // linear learning-rate warm-up
   AdmissionConfig admission;        // for every sparse table (--min_count, ...)
+  EvictionConfig eviction;          // for every sparse table (--max_rows, ...)
+  RowDtype embedding_dtype = RowDtype::kFloat32;  // for every sparse table
   int eval_batch_size = 4096;
   // Progress lines and metrics: often enough to follow a run, rare enough
   // to keep --metrics_out small.
@@ -129,8 +131,8 @@ struct AdoptedShard {
 
 // --lr_scaling and --warmup_steps applied to the tables a job defines:
 // linear scaling multiplies every learning rate by `num_workers`; the
-// warm-up is carried in each table's optimizer config. The admission
-// options go to every sparse table (per-table admission: not yet).
+// warm-up is carried in each table's optimizer config. The admission and
+// eviction options go to every sparse table (per-table: not yet).
 void ApplyLrSchedule(const TrainOptions& options, int num_workers, std::vector<TableSpec>* tables);
 
 class Trainer {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -35,6 +36,13 @@ json SpecJson(const TableSpec& t) {
                       {"admit_probability", a.admit_probability},
                       {"sketch_bytes", a.sketch_bytes}};
   }
+  const EvictionConfig& e = t.eviction;
+  if (e.enabled()) {
+    j["eviction"] = {{"max_rows", e.max_rows},
+                     {"policy", e.policy == EvictPolicy::kLfu ? "lfu" : "lru"},
+                     {"ttl_steps", e.ttl_steps}};
+  }
+  if (t.dtype != RowDtype::kFloat32) j["dtype"] = RowDtypeName(t.dtype);
   return j;
 }
 
@@ -69,6 +77,19 @@ TableSpec SpecFromJson(const json& j) {
     t.admission.min_count = a.value("min_count", 1u);
     t.admission.admit_probability = a.value("admit_probability", 1.0f);
     t.admission.sketch_bytes = a.value("sketch_bytes", uint64_t{1} << 20);
+  }
+  if (j.contains("eviction")) {
+    const json& e = j.at("eviction");
+    t.eviction.max_rows = e.value("max_rows", uint64_t{0});
+    t.eviction.policy = e.value("policy", std::string("lru")) == "lfu" ? EvictPolicy::kLfu
+                                                                      : EvictPolicy::kLru;
+    t.eviction.ttl_steps = e.value("ttl_steps", uint64_t{0});
+  }
+  if (j.contains("dtype")) {
+    const std::string name = j.at("dtype").get<std::string>();
+    if (!ParseRowDtype(name, &t.dtype)) {
+      throw std::invalid_argument("table " + t.name + ": unknown dtype \"" + name + "\"");
+    }
   }
   return t;
 }
@@ -120,6 +141,8 @@ absl::StatusOr<Manifest> ReadManifest(const std::string& checkpoint_path) {
       m.workers.push_back(p);
     }
   } catch (const json::exception& e) {
+    return absl::DataLossError(absl::StrCat(path, ": ", e.what()));
+  } catch (const std::invalid_argument& e) {
     return absl::DataLossError(absl::StrCat(path, ": ", e.what()));
   }
   if (static_cast<int>(m.shards.size()) != m.num_servers) {

@@ -50,7 +50,12 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(const proto::TableLayou
   for (const TableSpec& spec : layout.tables) {
     if (spec.id >= n) return absl::InvalidArgumentError("table id outside the layout");
     if (spec.kind == TableKind::kSparse) {
-      PS_ASSIGN_OR_RETURN(store->sparse_[spec.id], SparseTable::Create(spec));
+      // The table's max_rows is split evenly between every thread of every
+      // server (ids are spread by hash).
+      SparseTable::Options options;
+      const uint64_t shards = static_cast<uint64_t>(layout.num_servers) * parts;
+      options.evict_capacity = (spec.eviction.max_rows + shards - 1) / shards;
+      PS_ASSIGN_OR_RETURN(store->sparse_[spec.id], SparseTable::Create(spec, options));
     }
   }
   for (const proto::DenseRange& r : layout.dense_ranges) {
@@ -167,7 +172,8 @@ absl::Status KvStore::Push(const std::vector<KvOp>& ops, float scale, int64_t st
   for (const KvOp& op : ops) {
     const float lr_scale = WarmupScale(layout_.tables[op.table].optimizer, step);
     if (op.sparse) {
-      PS_RETURN_IF_ERROR(sparse_[op.table]->Push(op.ids, op.values.data(), scale, lr_scale));
+      PS_RETURN_IF_ERROR(
+          sparse_[op.table]->Push(op.ids, op.values.data(), scale, lr_scale, step));
     } else {
       PS_RETURN_IF_ERROR(dense_[op.table]->Push(op.begin, op.values, scale, lr_scale));
     }
@@ -308,6 +314,7 @@ absl::Status KvStore::Restore(const std::vector<std::string>& shard_files) {
                                                   t->dim(), "/", t->state_floats()));
         }
         absl::Status st;
+        t->AdvanceClock(shard->step());  // restored rows count as updated then
         shard->ForEachRow(sec, [&](const ShardFile::SparseRowView& r) {
           if (!st.ok() || SparseOwner(r.id, layout_.num_servers) != rank_ ||
               SparseOwnerPart(r.id, layout_.num_servers, parts_) != part_) {
@@ -349,6 +356,10 @@ absl::Status KvStore::Restore(const std::vector<std::string>& shard_files) {
     }
     PS_RETURN_IF_ERROR(dense_[t]->Restore(build[t].weights, build[t].state, build[t].step));
   }
+  // Fewer servers than the checkpoint's may hold more rows than they keep.
+  for (const auto& t : sparse_) {
+    if (t) t->EvictToCapacity();
+  }
   return absl::OkStatus();
 }
 
@@ -364,11 +375,15 @@ std::vector<TableStats> KvStore::Stats() const {
       s.bytes = m.total_bytes;
       s.index_bytes = m.index_bytes;
       s.scratch_bytes = m.scratch_bytes;
+      s.value_bytes = m.value_bytes;
+      s.state_bytes = m.state_bytes;
       s.sketch_bytes = m.sketch_bytes;
       const AdmissionStats& a = sparse_[spec.id]->admission_stats();
       s.admitted = a.admitted;
       s.refused_ids = a.refused_ids;
       s.refused_pushes = a.refused_pushes;
+      s.evicted_capacity = sparse_[spec.id]->eviction_stats().capacity;
+      s.evicted_ttl = sparse_[spec.id]->eviction_stats().ttl;
     } else if (dense_[spec.id]) {
       s.rows = dense_[spec.id]->length();
       s.bytes = (dense_[spec.id]->length() + dense_[spec.id]->state_floats()) * sizeof(float);

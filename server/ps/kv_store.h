@@ -43,12 +43,18 @@ struct TableStats {
   // Sparse: of `bytes`, the index and the per-request scratch buffers.
   uint64_t index_bytes = 0;
   uint64_t scratch_bytes = 0;
+  // Sparse: of `bytes`, the rows' values and optimizer state.
+  uint64_t value_bytes = 0;
+  uint64_t state_bytes = 0;
   // Sparse with admission: the sketch's bytes (in `bytes`) and the
   // admission counters (AdmissionStats).
   uint64_t sketch_bytes = 0;
   uint64_t admitted = 0;
   uint64_t refused_ids = 0;
   uint64_t refused_pushes = 0;
+  // Sparse with eviction: rows removed for max_rows and for ttl_steps.
+  uint64_t evicted_capacity = 0;
+  uint64_t evicted_ttl = 0;
 };
 
 class KvStore {

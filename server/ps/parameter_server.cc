@@ -497,9 +497,10 @@ void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {
       for (const TableStats& t : store_->Stats()) {
         if (!t.sparse) continue;
         spdlog::info("server {}: table {}: {} rows, {} bytes (sketch {}), {} ids admitted, {} "
-                     "pushed ids refused in {} pushes",
+                     "pushed ids refused in {} pushes, {} rows evicted for capacity and {} for "
+                     "ttl",
                      rank_, t.name, t.rows, t.bytes, t.sketch_bytes, t.admitted, t.refused_ids,
-                     t.refused_pushes);
+                     t.refused_pushes, t.evicted_capacity, t.evicted_ttl);
       }
     }
   } else {

@@ -81,6 +81,11 @@ void ServerMetrics::OnTablesCreated(const proto::TableLayout& layout,
       "pstrain_server_table_refused_pushes_total",
       "Pushes of the table that dropped the gradients of at least one id not admitted.",
       {"table"});
+  auto* evicted = registry_->AddCounter(
+      "pstrain_server_table_evicted_total",
+      "Rows removed from the table on this server by eviction: reason=capacity (max_rows) or "
+      "ttl (not updated for ttl_steps).",
+      {"table", "reason"});
   tables_.assign(layout.tables.size(), TableCells{});
   for (const TableSpec& spec : layout.tables) {
     if (spec.id >= tables_.size() || spec.on_workers) continue;
@@ -102,6 +107,10 @@ void ServerMetrics::OnTablesCreated(const proto::TableLayout& layout,
       c.admitted = admitted->Get({spec.name});
       c.refused_ids = refused_ids->Get({spec.name});
       c.refused_pushes = refused_pushes->Get({spec.name});
+    }
+    if (c.sparse && spec.eviction.enabled()) {
+      c.evicted_capacity = evicted->Get({spec.name, "capacity"});
+      c.evicted_ttl = evicted->Get({spec.name, "ttl"});
     }
     table_ids_[spec.name] = spec.id;
   }
@@ -180,6 +189,10 @@ void ServerMetrics::Sample(const std::vector<TableStats>* stats, const std::vect
       c.admitted->SetTotal(static_cast<double>(t.admitted));
       c.refused_ids->SetTotal(static_cast<double>(t.refused_ids));
       c.refused_pushes->SetTotal(static_cast<double>(t.refused_pushes));
+    }
+    if (c.evicted_capacity != nullptr) {
+      c.evicted_capacity->SetTotal(static_cast<double>(t.evicted_capacity));
+      c.evicted_ttl->SetTotal(static_cast<double>(t.evicted_ttl));
     }
   }
   hb->table_rows = rows;

@@ -83,6 +83,9 @@ class ServerMetrics {
     metrics::Counter* admitted = nullptr;
     metrics::Counter* refused_ids = nullptr;
     metrics::Counter* refused_pushes = nullptr;
+    // Sparse tables with eviction only (else null).
+    metrics::Counter* evicted_capacity = nullptr;
+    metrics::Counter* evicted_ttl = nullptr;
     bool pending_bsp = false;  // BSP: gradients summed, not applied yet
   };
   // Counts the parts of one request and observes its latency (`seconds`)

@@ -431,10 +431,14 @@ std::vector<TableStats> ShardSet::Stats() {
         sum.bytes += s.bytes;
         sum.index_bytes += s.index_bytes;
         sum.scratch_bytes += s.scratch_bytes;
+        sum.value_bytes += s.value_bytes;
+        sum.state_bytes += s.state_bytes;
         sum.sketch_bytes += s.sketch_bytes;
         sum.admitted += s.admitted;
         sum.refused_ids += s.refused_ids;
         sum.refused_pushes += s.refused_pushes;
+        sum.evicted_capacity += s.evicted_capacity;
+        sum.evicted_ttl += s.evicted_ttl;
       }
     }
     out.push_back(sum);

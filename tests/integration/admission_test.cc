@@ -4,7 +4,9 @@
 // for min_count=2 within 0.002 AUC of unbounded at <= 50 % of its rows; the
 // test asserts only that admission refuses rows, and reports the rest).
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -72,6 +74,58 @@ TEST_F(Admission, MinCountTwoHoldsFewerRowsOnDataWithFreshIds) {
   ASSERT_GT(rows[1], 0u);
   EXPECT_LT(rows[2], rows[1]);
   EXPECT_GT(auc[2], 0.6);
+}
+
+// Rows of each table at shutdown, summed over the servers, and the rows
+// evicted for capacity.
+struct TableRows {
+  std::map<std::string, uint64_t> rows;
+  uint64_t evicted = 0;
+};
+TableRows RowsByTable(const std::string& log) {
+  static const std::regex line(
+      "server \\d+: table ([^:]+): (\\d+) rows.* (\\d+) rows evicted for capacity");
+  TableRows out;
+  for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) {
+    out.rows[(*it)[1]] += std::stoull((*it)[2]);
+    out.evicted += std::stoull((*it)[3]);
+  }
+  return out;
+}
+
+TEST_F(Admission, MaxRowsBoundsEveryTableOfARealJob) {
+  const std::string train = dir_ + "/train.tsv", eval = dir_ + "/eval.tsv";
+  std::string out;
+  ASSERT_EQ(Run({"gen", "--rows=60000", "--out=" + train, "--seed=4", "--new_id_rate=0.3"},
+                "gen-train", &out), 0);
+  ASSERT_EQ(Run({"gen", "--rows=10000", "--first_row=60000", "--out=" + eval, "--seed=4",
+                 "--new_id_rate=0.3"}, "gen-eval", &out), 0);
+  const uint64_t kMaxRows = 3000;
+  const std::string metrics = dir_ + "/bounded.jsonl";
+  ASSERT_EQ(Run({"local", "--servers=2", "--workers=1", "--log_every_secs=60",
+                 "--train_data=" + train, "--eval_data=" + eval, "--seed=3", "--batch_size=512",
+                 "--metrics_out=" + metrics, absl::StrCat("--max_rows=", kMaxRows),
+                 "--evict_policy=lfu"}, "bounded", &out), 0);
+  const TableRows bounded = RowsByTable(out);
+  ASSERT_FALSE(bounded.rows.empty()) << out;
+  uint64_t largest = 0;
+  for (const auto& [table, rows] : bounded.rows) {
+    // Each of the 2 servers keeps ceil(max_rows / 2).
+    EXPECT_LE(rows, kMaxRows + 1) << table;
+    largest = std::max(largest, rows);
+  }
+  EXPECT_GT(largest, kMaxRows / 2) << "no table reached its bound: the test shows nothing";
+  EXPECT_GT(bounded.evicted, 0u);
+  EXPECT_GT(LastJsonNumber(metrics, "eval_auc"), 0.55);
+}
+
+TEST_F(Admission, BadEvictionFlagsAreUsageErrors) {
+  std::string out;
+  EXPECT_NE(Run({"local", "--evict_policy=fifo", "--train_data=/nonexistent"}, "bad-policy", &out),
+            0);
+  EXPECT_NE(out.find("--evict_policy"), std::string::npos) << out;
+  EXPECT_NE(Run({"local", "--ttl_steps=-1", "--train_data=/nonexistent"}, "bad-ttl", &out), 0);
+  EXPECT_NE(out.find("--ttl_steps"), std::string::npos) << out;
 }
 
 TEST_F(Admission, BadAdmissionFlagsAreUsageErrors) {

@@ -148,3 +148,34 @@ TEST(Codec, TransportErrorPassesThroughDecodeReply) {
 
 }  // namespace
 }  // namespace pstrain::proto
+
+namespace pstrain::proto {
+namespace {
+
+TEST(Codec, TableSpecCarriesEvictionAndDtype) {
+  Header h;
+  h.type = MsgType::kDefineTables;
+  DefineTablesRequest r;
+  r.tables.resize(1);
+  r.tables[0].kind = TableKind::kSparse;
+  r.tables[0].dim = 8;
+  r.tables[0].admission.min_count = 2;
+  r.tables[0].eviction.max_rows = 123456789012ull;
+  r.tables[0].eviction.policy = EvictPolicy::kLfu;
+  r.tables[0].eviction.ttl_steps = 77;
+  r.tables[0].dtype = RowDtype::kBfloat16;
+  auto d = Decode(Encode(h, r));
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto back = d->body<DefineTablesRequest>();
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->tables.size(), 1u);
+  const TableSpec& t = back->tables[0];
+  EXPECT_EQ(t.admission.min_count, 2u);
+  EXPECT_EQ(t.eviction.max_rows, 123456789012ull);
+  EXPECT_EQ(t.eviction.policy, EvictPolicy::kLfu);
+  EXPECT_EQ(t.eviction.ttl_steps, 77u);
+  EXPECT_EQ(t.dtype, RowDtype::kBfloat16);
+}
+
+}  // namespace
+}  // namespace pstrain::proto

@@ -131,6 +131,20 @@ ABSL_FLAG(double, admit_probability, 1.0,
 ABSL_FLAG(int64_t, admission_sketch_bytes, 1 << 20,
           "Memory of each sparse table's admission count sketch on each server thread, in "
           "bytes (with --min_count > 1 or --admit_probability < 1).");
+ABSL_FLAG(int64_t, max_rows, 0,
+          "Eviction for every sparse (embedding) table: keep at most this many rows of each "
+          "table over all servers (split evenly between their threads), dropping the least "
+          "recently or least frequently updated (--evict_policy) after each request; 0: "
+          "unbounded.");
+ABSL_FLAG(std::string, evict_policy, "lru",
+          "Which rows --max_rows drops: lru (least recently updated) or lfu (fewest updates, "
+          "then least recently).");
+ABSL_FLAG(int64_t, ttl_steps, 0,
+          "Eviction for every sparse table: drop a row that no push has updated for this many "
+          "steps (0: never). A dropped row reads as new again and goes through admission again.");
+ABSL_FLAG(std::string, embedding_dtype, "fp32",
+          "How the servers store every sparse table's values: fp32, fp16 or bf16 (half the "
+          "memory; optimizer state stays fp32; updates rounded stochastically).");
 ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
 ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
 ABSL_FLAG(std::string, save_model, "",
@@ -437,6 +451,28 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
     return absl::InvalidArgumentError("--admission_sketch_bytes must be in [512, 16 GiB]");
   }
   t.admission.sketch_bytes = static_cast<uint64_t>(sketch_bytes);
+  const int64_t max_rows = absl::GetFlag(FLAGS_max_rows);
+  if (max_rows < 0) return absl::InvalidArgumentError("--max_rows must be >= 0 (0: unbounded)");
+  t.eviction.max_rows = static_cast<uint64_t>(max_rows);
+  const std::string policy = absl::GetFlag(FLAGS_evict_policy);
+  if (policy == "lru") {
+    t.eviction.policy = EvictPolicy::kLru;
+  } else if (policy == "lfu") {
+    t.eviction.policy = EvictPolicy::kLfu;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--evict_policy=", policy, ": want lru or lfu"));
+  }
+  const int64_t ttl_steps = absl::GetFlag(FLAGS_ttl_steps);
+  if (ttl_steps < 0 || ttl_steps > (int64_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError("--ttl_steps must be in [0, 2^31 - 1] (0: never)");
+  }
+  t.eviction.ttl_steps = static_cast<uint64_t>(ttl_steps);
+  const std::string dtype = absl::GetFlag(FLAGS_embedding_dtype);
+  if (!ParseRowDtype(dtype, &t.embedding_dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--embedding_dtype=", dtype, ": want fp32, fp16 or bf16"));
+  }
   t.log_every = absl::Seconds(absl::GetFlag(FLAGS_log_every_secs));
   t.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   t.save_model = absl::GetFlag(FLAGS_save_model);

@@ -19,7 +19,8 @@ RowArena::RowArena(size_t stride_floats)
 }
 
 size_t RowArena::bytes() const {
-  size_t total = buffers_.capacity() * sizeof(PageBuffer) + chunks_.capacity() * sizeof(float*);
+  size_t total = buffers_.capacity() * sizeof(PageBuffer) + chunks_.capacity() * sizeof(float*) +
+                 free_.capacity() * sizeof(uint32_t);
   for (const PageBuffer& b : buffers_) total += b.bytes();
   return total;
 }
@@ -32,7 +33,7 @@ uint64_t RowArena::NextNumber() const {
   return uint64_t{buffers_.size()} << shift_;
 }
 
-bool RowArena::full() const { return NextNumber() >= kNoNumber; }
+bool RowArena::full() const { return free_.empty() && NextNumber() >= kNoNumber; }
 
 void RowArena::AddChunk(size_t capacity) {
   buffers_.emplace_back(capacity == rows_per_chunk_ ? chunk_bytes_ : capacity * row_bytes_);
@@ -41,6 +42,12 @@ void RowArena::AddChunk(size_t capacity) {
 }
 
 uint32_t RowArena::Append() {
+  if (!free_.empty()) {
+    const uint32_t r = free_.back();
+    free_.pop_back();
+    ++size_;
+    return r;
+  }
   if (buffers_.empty()) {
     first_capacity_ = std::min(kFirstChunkRows, rows_per_chunk_);
     AddChunk(first_capacity_);
@@ -68,6 +75,8 @@ void RowArena::Clear() {
   buffers_.shrink_to_fit();
   chunks_.clear();
   chunks_.shrink_to_fit();
+  free_.clear();
+  free_.shrink_to_fit();
   size_ = 0;
   last_fill_ = 0;
   first_capacity_ = 0;

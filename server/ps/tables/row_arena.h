@@ -7,6 +7,9 @@
 // have small gaps (at most half the 32-bit space is lost, leaving room for
 // over two billion rows).
 //
+// Released rows (eviction) are reused, last released first, before the
+// arena grows; their memory is not returned until Clear().
+//
 // Growth never copies the table: new rows go to a fresh chunk. The one
 // exception is the first chunk, which starts small and doubles (copying at
 // most 2 MiB) until it is full size, so that small tables stay small. Row
@@ -52,8 +55,15 @@ class RowArena {
   // True when no row number below 2^32 - 1 is left for another row.
   bool full() const;
 
-  // Adds an uninitialized row and returns its number. REQUIRES: !full().
+  // Adds an uninitialized row and returns its number: a released one when
+  // there is one. REQUIRES: !full().
   uint32_t Append();
+
+  // Gives row r back for reuse by a later Append(). REQUIRES: r is live.
+  void Release(uint32_t r) {
+    free_.push_back(r);
+    --size_;
+  }
 
   // Frees every row.
   void Clear();
@@ -80,6 +90,7 @@ class RowArena {
   size_t first_capacity_ = 0;  // rows the first chunk holds now (<= R)
   std::vector<PageBuffer> buffers_;
   std::vector<float*> chunks_;  // buffers_[i].data(), for the fast path
+  std::vector<uint32_t> free_;  // released row numbers
 };
 
 }  // namespace pstrain::server

@@ -14,6 +14,37 @@ void RowIndex::Insert(uint64_t id, uint32_t row) {
   ++size_;
 }
 
+uint32_t RowIndex::Erase(uint64_t id) {
+  for (size_t pos = Home(id);; pos = (pos + 1) & mask_) {
+    uint32_t row = RowAt(pos);
+    if (row == kNoRow) return kNoRow;
+    if (KeyAt(pos) == id) {
+      EraseSlot(pos);
+      return row;
+    }
+  }
+}
+
+void RowIndex::EraseSlot(size_t pos) {
+  // Backward-shift deletion: walk the run after the hole; an entry whose
+  // home is not cyclically in (hole, j] may fill the hole (its probe from
+  // home still reaches it), which moves the hole to j.
+  size_t hole = pos;
+  for (size_t j = (pos + 1) & mask_;; j = (j + 1) & mask_) {
+    const uint32_t row = RowAt(j);
+    if (row == kNoRow) break;
+    const uint64_t key = KeyAt(j);
+    const size_t home = Home(key);
+    const bool movable = j > hole ? (home <= hole || home > j) : (home <= hole && home > j);
+    if (movable) {
+      Store(hole, key, row);
+      hole = j;
+    }
+  }
+  Store(hole, ~uint64_t{0}, kNoRow);
+  --size_;
+}
+
 void RowIndex::Reserve(size_t n) {
   size_t cap = capacity();
   while (MaxSizeFor(cap) < n) cap *= 2;

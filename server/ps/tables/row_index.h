@@ -6,8 +6,10 @@
 // including 0 and ~0, is a valid key. The load factor stays at or below 0.8;
 // the array doubles when it would pass that, which keeps the index at
 // 12 / 0.4 = 30 bytes per id or less (25 at one million ids). Large
-// arrays are backed by huge pages (PageBuffer). Ids are never
-// removed one by one, only all at once by Clear().
+// arrays are backed by huge pages (PageBuffer). Removing an id (eviction)
+// shifts the later entries of its probe run back into the hole (no
+// tombstones), so lookups stay as short as before; the array never shrinks
+// but Clear() frees it.
 //
 // Not thread-safe: owned by one SparseTable, used from its owner thread.
 #pragma once
@@ -46,6 +48,20 @@ class RowIndex {
 
   // Hints the CPU to load the slot where a lookup of `id` starts.
   void Prefetch(uint64_t id) const { __builtin_prefetch(slots_ + Home(id) * kSlotBytes); }
+
+  // Removes `id` and returns its row number; kNoRow when absent.
+  uint32_t Erase(uint64_t id);
+
+  // Slot-level access, for sampling and sweeps over the entries: the row
+  // number at slot `pos` < capacity() (kNoRow: empty) and its id.
+  uint32_t SlotRow(size_t pos, uint64_t* id) const {
+    *id = KeyAt(pos);
+    return RowAt(pos);
+  }
+  // Removes the entry at occupied slot `pos`. A later entry of its probe
+  // run may move into `pos` (so a sweep looks at `pos` again); an entry
+  // never moves to a slot after its old one, except across the end.
+  void EraseSlot(size_t pos);
 
   // Grows the array so that `n` ids fit without a further resize.
   void Reserve(size_t n);

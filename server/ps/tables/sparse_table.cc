@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/half.h"
 #include "common/hash.h"
 #include "common/optim/finite.h"
 #include "common/status.h"
@@ -52,7 +53,23 @@ absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Create(const TableSpec
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": admit_probability ", a.admit_probability, " is outside (0, 1]"));
   }
+  if (spec.dtype != RowDtype::kFloat32 && spec.dtype != RowDtype::kFloat16 &&
+      spec.dtype != RowDtype::kBfloat16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": unknown dtype ", static_cast<int>(spec.dtype)));
+  }
+  const EvictionConfig& e = spec.eviction;
+  if (e.policy != EvictPolicy::kLru && e.policy != EvictPolicy::kLfu) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": unknown eviction policy ",
+                                                   static_cast<int>(e.policy)));
+  }
+  if (e.ttl_steps > kMaxTtlSteps) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ttl_steps ", e.ttl_steps,
+                                                   " is above ", kMaxTtlSteps));
+  }
   options.max_rows = std::min(options.max_rows, kMaxRows);
+  if (options.evict_capacity == 0) options.evict_capacity = e.max_rows;
+  options.evict_capacity = std::min<uint64_t>(options.evict_capacity, kMaxRows);
   return std::unique_ptr<SparseTable>(
       new SparseTable(spec, options, *std::move(optimizer), *std::move(initializer)));
 }
@@ -67,19 +84,60 @@ SparseTable::SparseTable(const TableSpec& spec, Options options,
       has_step_(optimizer->uses_step()),
       optimizer_(std::move(optimizer)),
       initializer_(std::move(initializer)),
-      arena_(dim_ + state_floats_ + (has_step_ ? 1 : 0)) {
+      compact_(spec.dtype != RowDtype::kFloat32),
+      value_floats_(compact_ ? (dim_ + 1) / 2 : dim_),
+      arena_(value_floats_ + state_floats_ + (has_step_ ? 1 : 0) +
+             (spec.eviction.enabled() ? 2 : 0)),
+      evicts_(spec.eviction.enabled()),
+      meta_offset_(value_floats_ + state_floats_ + (has_step_ ? 1 : 0)),
+      evict_capacity_(spec.eviction.max_rows > 0 ? options.evict_capacity : 0),
+      sample_state_(Mix64(spec.id + 1) | 1) {
   if (spec.admission.enabled()) {
     sketch_ = std::make_unique<CountMinSketch>(
         CountMinSketch::WidthForBudget(spec.admission.sketch_bytes));
   }
 }
 
+void SparseTable::LoadValues(const float* row, float* out) const {
+  const uint16_t* v = reinterpret_cast<const uint16_t*>(row);
+  if (spec_.dtype == RowDtype::kFloat16) {
+    for (size_t c = 0; c < dim_; ++c) out[c] = HalfToFloat(v[c]);
+  } else {
+    for (size_t c = 0; c < dim_; ++c) out[c] = Bfloat16ToFloat(v[c]);
+  }
+}
+
+void SparseTable::StoreValues(float* row, const float* in, uint64_t noise_seed, bool stochastic) {
+  uint16_t* v = reinterpret_cast<uint16_t*>(row);
+  // 16 noise bits per value, four values per 64-bit draw.
+  uint64_t noise = 0;
+  const bool half = spec_.dtype == RowDtype::kFloat16;
+  for (size_t c = 0; c < dim_; ++c) {
+    if (stochastic && c % 4 == 0) noise = Mix64(noise_seed + c);
+    const uint32_t bits = static_cast<uint32_t>(noise >> (16 * (c % 4))) & 0xffffu;
+    // fp16 drops 13 bits of an fp32 mantissa, bf16 16: the noise is scaled
+    // to the bits dropped.
+    v[c] = half ? FloatToHalf(in[c], stochastic, bits >> 3) : FloatToBfloat16(in[c], stochastic, bits);
+  }
+}
+
 uint32_t SparseTable::CreateRow(uint64_t id) {
   uint32_t r = arena_.Append();
   float* row = arena_.row(r);
-  initializer_.FillRow(id, row, dim_);
-  if (state_floats_ > 0) optimizer_->InitState(row + dim_, dim_, dim_);
-  if (has_step_) std::memset(row + dim_ + state_floats_, 0, sizeof(float));
+  if (compact_) {
+    values_.resize(dim_);
+    initializer_.FillRow(id, values_.data(), dim_);
+    StoreValues(row, values_.data(), /*noise_seed=*/0, /*stochastic=*/false);
+  } else {
+    initializer_.FillRow(id, row, dim_);
+  }
+  if (state_floats_ > 0) optimizer_->InitState(row + value_floats_, dim_, dim_);
+  if (has_step_) std::memset(row + value_floats_ + state_floats_, 0, sizeof(float));
+  if (evicts_) {
+    uint32_t* m = Meta(r);
+    m[0] = static_cast<uint32_t>(clock_);
+    m[1] = 0;
+  }
   index_.Insert(id, r);
   return r;
 }
@@ -108,7 +166,9 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
   absl::Status status;
   for (size_t begin = 0; begin < ids.size(); begin += kPullBlock) {
     const size_t n = std::min(kPullBlock, ids.size() - begin);
-    status = ResolveRows(ids.subspan(begin, n), rows_.data(), /*create=*/sketch_ == nullptr);
+    // With admission or eviction a pull creates no row: the push does.
+    status = ResolveRows(ids.subspan(begin, n), rows_.data(),
+                         /*create=*/sketch_ == nullptr && !evicts_);
     if (!status.ok()) break;
     float* dst = out + begin * dim_;
     for (size_t i = 0; i < n; ++i) {
@@ -117,6 +177,8 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
       }
       if (rows_[i] == RowIndex::kNoRow) {
         initializer_.FillRow(ids[begin + i], dst + i * dim_, dim_);  // what CreateRow stores
+      } else if (compact_) {
+        LoadValues(arena_.row(rows_[i]), dst + i * dim_);
       } else {
         std::memcpy(dst + i * dim_, arena_.row(rows_[i]), dim_ * sizeof(float));
       }
@@ -183,24 +245,44 @@ void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, 
       arena_.Prefetch<true>(rows[i + kRowPrefetch]);
     }
     float* row = arena_.row(rows[i]);
-    args.weights_in = row;
-    args.weights_out = row;
-    args.state = row + dim_;
+    float* weights = row;
+    if (compact_) {
+      values_.resize(dim_);
+      LoadValues(row, values_.data());
+      weights = values_.data();
+    }
+    args.weights_in = weights;
+    args.weights_out = weights;
+    args.state = row + value_floats_;
     args.grads = grads + i * dim_;
     if (has_step_) {
       uint32_t step;
-      std::memcpy(&step, row + dim_ + state_floats_, sizeof(step));
+      std::memcpy(&step, row + value_floats_ + state_floats_, sizeof(step));
       if (step != UINT32_MAX) ++step;
-      std::memcpy(row + dim_ + state_floats_, &step, sizeof(step));
+      std::memcpy(row + value_floats_ + state_floats_, &step, sizeof(step));
       args.step = step;
     }
     optimizer_->Apply(args);
+    if (compact_) {
+      // Rounding noise from the row and the update's ordinal: reproducible
+      // run to run, independent between rows and updates.
+      StoreValues(row, weights, Mix64(uint64_t{rows[i]} << 32 ^ updates_), /*stochastic=*/true);
+    }
+    if (evicts_) TouchRow(rows[i]);
   }
 }
 
 absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads, float scale,
-                               float lr_scale) {
+                               float lr_scale, int64_t step) {
   PS_RETURN_IF_ERROR(CheckGradients(ids, grads, scale));
+  ++updates_;
+  if (evicts_) {
+    if (step >= 0) {
+      AdvanceClock(static_cast<uint64_t>(step));
+    } else {
+      ++clock_;
+    }
+  }
   std::span<const uint64_t> unique = ids;
   const float* unique_grads = grads;
   const bool merged = MergeDuplicates(ids, grads);
@@ -217,6 +299,9 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
   absl::Status status = sketch_ ? AdmitRows(unique, merged ? ids.size() : 0, rows_.data())
                                 : ResolveRows(unique, rows_.data());
   if (status.ok()) ApplyRows(rows_.data(), unique.size(), unique_grads, scale, lr_scale);
+  // The sweep looks at a few slots per pushed row: a whole pass over the
+  // index takes about as many pushes as rows live, whatever the table size.
+  if (evicts_) AfterRequest(4 * unique.size() + 64);
   TrimScratch();
   return status;
 }
@@ -266,9 +351,15 @@ void SparseTable::ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const
     const float* row = arena_.row(r);
     SparseRow view;
     view.id = id;
-    view.values = {row, dim_};
-    view.state = {row + dim_, state_floats_};
-    if (has_step_) std::memcpy(&view.step, row + dim_ + state_floats_, sizeof(view.step));
+    if (compact_) {
+      view_values_.resize(dim_);
+      LoadValues(row, view_values_.data());
+      view.values = {view_values_.data(), dim_};
+    } else {
+      view.values = {row, dim_};
+    }
+    view.state = {row + value_floats_, state_floats_};
+    if (has_step_) std::memcpy(&view.step, row + value_floats_ + state_floats_, sizeof(view.step));
     fn(view);
   });
 }
@@ -283,9 +374,18 @@ absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
   uint32_t r;
   PS_RETURN_IF_ERROR(ResolveRows({&id, 1}, &r));
   float* row = arena_.row(r);
-  std::copy(values.begin(), values.end(), row);
-  std::copy(state.begin(), state.end(), row + dim_);
-  if (has_step_) std::memcpy(row + dim_ + state_floats_, &step, sizeof(step));
+  if (compact_) {
+    StoreValues(row, values.data(), /*noise_seed=*/0, /*stochastic=*/false);
+  } else {
+    std::copy(values.begin(), values.end(), row);
+  }
+  std::copy(state.begin(), state.end(), row + value_floats_);
+  if (has_step_) std::memcpy(row + value_floats_ + state_floats_, &step, sizeof(step));
+  if (evicts_) {
+    uint32_t* m = Meta(r);
+    m[0] = static_cast<uint32_t>(clock_);
+    m[1] = 1;
+  }
   return absl::OkStatus();
 }
 
@@ -299,6 +399,7 @@ void SparseTable::Clear() {
   FreeVector(dedup_keys_);
   FreeVector(dedup_pos_);
   FreeVector(multiplicity_);
+  FreeVector(view_values_);
   if (sketch_) sketch_->Clear();
 }
 
@@ -324,8 +425,8 @@ size_t SparseTable::ScratchBytes() const {
 MemoryStats SparseTable::memory_stats() const {
   MemoryStats stats;
   stats.rows = arena_.size();
-  stats.value_bytes = stats.rows * dim_ * sizeof(float);
-  stats.state_bytes = stats.rows * (arena_.stride() - dim_) * sizeof(float);
+  stats.value_bytes = stats.rows * value_floats_ * sizeof(float);
+  stats.state_bytes = stats.rows * (arena_.stride() - value_floats_) * sizeof(float);
   stats.index_bytes = index_.bytes();
   stats.scratch_bytes = ScratchBytes();
   stats.sketch_bytes = sketch_ ? sketch_->bytes() : 0;

@@ -8,8 +8,16 @@
 // push occurrences reaching min_count, or a coin of admit_probability); a
 // pull of an id without a row reads the row the initializer would create,
 // without storing it, and the gradients of a refused id are dropped and
-// counted. A row is stored as
+// counted. With eviction (spec.eviction enabled; see EvictionConfig) rows
+// are likewise created by pushes only, and rows past the shard's capacity,
+// or not updated for ttl_steps, are removed after each push
+// (sparse_table_evict.cc): a bounded amount of work per push on the owner
+// thread, no pause. A row is stored as
 //   [dim values][optimizer state floats][step count, Adam only]
+//   [last update clock, push count: with eviction only]
+// where the values are floats, or with dtype fp16/bf16 16-bit values padded
+// to a float (common/half.h; state stays fp32), converted on each pull and
+// push (the update rounded stochastically).
 // in an arena of 2 MiB huge-page chunks (growth adds chunks, it never
 // copies the table); the id -> row map is an open-addressing index. Beyond
 // values and state a row costs its index slot (<= 30 bytes, 25 at one
@@ -19,6 +27,7 @@
 // thread) and all calls, const ones included, come from it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -54,8 +63,15 @@ struct AdmissionStats {
   uint64_t refused_pushes = 0; // pushes that dropped at least one id's gradients
 };
 
+// Eviction counters of a table shard since it was created (not saved).
+struct EvictionStats {
+  uint64_t capacity = 0;  // rows removed to stay within max_rows
+  uint64_t ttl = 0;       // rows removed after ttl_steps without an update
+};
+
 // One row as seen by SparseTable::ForEachRow. The spans point into the table
-// and stay valid until the next non-const call.
+// (fp16/bf16 values: into a buffer of the table) and stay valid until the
+// next row or call.
 struct SparseRow {
   uint64_t id = 0;
   std::span<const float> values;  // dim floats
@@ -69,11 +85,17 @@ class SparseTable {
   // (RowArena), so a shard holds over 2^31 rows; no option allows more.
   static constexpr size_t kMaxRows = RowIndex::kNoRow - 1;
   static constexpr uint32_t kMaxDim = 1 << 16;
+  // Row clocks are 32-bit: ages up to 2^31 compare right across a wrap.
+  static constexpr uint64_t kMaxTtlSteps = (uint64_t{1} << 31) - 1;
 
   struct Options {
     // Pulls and pushes that would create more rows fail with
     // ResourceExhausted (a memory cap; also lets tests reach the limit).
     size_t max_rows = kMaxRows;
+    // With spec.eviction.max_rows: the rows this shard keeps after each
+    // request (its part of the table's max_rows; KvStore divides it).
+    // 0: spec.eviction.max_rows itself.
+    size_t evict_capacity = 0;
   };
 
   // InvalidArgument when `spec` is not a sparse table with 0 < dim <= kMaxDim
@@ -95,10 +117,10 @@ class SparseTable {
 
   // out[i * dim, (i + 1) * dim) = row ids[i], creating missing rows.
   // Duplicates are allowed. REQUIRES: out holds ids.size() * dim floats.
+  // With admission or eviction a missing row is not created (the push
+  // creates it): its slot gets the initializer's row for the id.
   // ResourceExhausted when a new row would pass max_rows (rows created
   // before that point stay, as after any pull).
-  // With admission a missing row is not created: its slot gets the
-  // initializer's row for the id.
   absl::Status Pull(std::span<const uint64_t> ids, float* out);
 
   // Applies gradients grads[i * dim, (i + 1) * dim) of rows ids[i], each
@@ -109,15 +131,18 @@ class SparseTable {
   // unchanged, for a non-finite scale or gradient (or a sum of duplicates
   // that overflows); ResourceExhausted as for Pull, before any update.
   // REQUIRES: grads holds ids.size() * dim floats.
+  // `step`: the pushing worker's clock, which eviction's clock follows
+  // (its largest value so far); -1: one tick per push.
   absl::Status Push(std::span<const uint64_t> ids, const float* grads, float scale,
-                    float lr_scale = 1.0f);
+                    float lr_scale = 1.0f, int64_t step = -1);
 
   // Calls fn for every row, in no particular order. For checkpoints/export.
   void ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const;
 
   // Sets row `id` (creating it if missing) to the given values, state and
   // step count. For checkpoint restore. InvalidArgument for wrong sizes,
-  // ResourceExhausted past max_rows.
+  // ResourceExhausted past max_rows. With eviction the row counts as
+  // updated now (once); the caller runs EvictToCapacity() after the rows.
   absl::Status InsertRow(uint64_t id, std::span<const float> values,
                          std::span<const float> state, uint32_t step = 0);
 
@@ -131,6 +156,16 @@ class SparseTable {
 
   MemoryStats memory_stats() const;
   const AdmissionStats& admission_stats() const { return admission_stats_; }
+  const EvictionStats& eviction_stats() const { return eviction_stats_; }
+
+  // Eviction's clock: the largest push step seen (restore sets it to the
+  // checkpoint's step).
+  uint64_t clock() const { return clock_; }
+  void AdvanceClock(uint64_t step) { clock_ = std::max(clock_, step); }
+  // The rows this shard keeps with spec.eviction.max_rows; 0: unbounded.
+  size_t evict_capacity() const { return evict_capacity_; }
+  // Removes rows until at most evict_capacity() are left (no-op without).
+  void EvictToCapacity();
 
   // The admission sketch; null without admission.
   const CountMinSketch* sketch() const { return sketch_.get(); }
@@ -153,6 +188,10 @@ class SparseTable {
   absl::Status AdmitRows(std::span<const uint64_t> unique, size_t raw_count, uint32_t* rows);
   bool AdmitOne(uint64_t id, uint32_t occurrences);
   uint32_t CreateRow(uint64_t id);
+  // Compact rows: the dim values of `row` as fp32, and back (stochastic:
+  // rounding noise drawn from noise_seed; else to nearest).
+  void LoadValues(const float* row, float* out) const;
+  void StoreValues(float* row, const float* in, uint64_t noise_seed, bool stochastic);
   // Fills unique_ids_ and merged_ and returns true when `ids` has duplicates.
   bool MergeDuplicates(std::span<const uint64_t> ids, const float* grads);
   absl::Status CheckGradients(std::span<const uint64_t> ids, const float* grads,
@@ -161,6 +200,25 @@ class SparseTable {
   void TrimScratch();
   size_t ScratchBytes() const;
 
+  // Eviction (sparse_table_evict.cc). Row metadata: [clock, count] u32s.
+  uint32_t* Meta(uint32_t r) { return reinterpret_cast<uint32_t*>(arena_.row(r) + meta_offset_); }
+  const uint32_t* Meta(uint32_t r) const {
+    return reinterpret_cast<const uint32_t*>(arena_.row(r) + meta_offset_);
+  }
+  // Marks row r updated at the current clock (a push applied to it).
+  void TouchRow(uint32_t r) {
+    uint32_t* m = Meta(r);
+    m[0] = static_cast<uint32_t>(clock_);
+    if (m[1] != UINT32_MAX) ++m[1];
+  }
+  // After a request: removes rows past capacity, then sweeps `budget`
+  // index slots for rows past their ttl.
+  void AfterRequest(size_t budget);
+  void SweepExpired(size_t budget);
+  // The index slot of the row a sample judges the best to drop.
+  size_t SampleVictim();
+  void RemoveAt(size_t slot);
+
   const TableSpec spec_;
   const Options options_;
   const size_t dim_;
@@ -168,11 +226,24 @@ class SparseTable {
   const bool has_step_;  // Adam: a step count after the state
   const std::unique_ptr<optim::Optimizer> optimizer_;
   const optim::Initializer initializer_;
+  // fp16/bf16 values (spec.dtype): dim 16-bit values in the first
+  // value_floats_ floats of a row; else dim floats.
+  const bool compact_;
+  const size_t value_floats_;
 
   RowIndex index_;
   RowArena arena_;
   std::unique_ptr<CountMinSketch> sketch_;  // with admission only
   AdmissionStats admission_stats_;
+
+  // Eviction.
+  const bool evicts_;           // spec.eviction.enabled()
+  const size_t meta_offset_;    // floats before a row's metadata
+  const size_t evict_capacity_; // 0: no capacity limit
+  uint64_t clock_ = 0;
+  size_t sweep_pos_ = 0;        // next index slot of the ttl sweep
+  uint64_t sample_state_;       // xorshift state of SampleVictim
+  EvictionStats eviction_stats_;
 
   // Per-call scratch, kept between calls to avoid allocations.
   std::vector<uint32_t> rows_;
@@ -182,6 +253,9 @@ class SparseTable {
   std::vector<uint64_t> dedup_keys_;
   std::vector<uint32_t> dedup_pos_;
   std::vector<uint32_t> multiplicity_;  // occurrences of each unique id (admission)
+  std::vector<float> values_;           // compact: one row's values as fp32
+  mutable std::vector<float> view_values_;  // compact: ForEachRow's row values
+  uint64_t updates_ = 0;                // pushes applied (compact rounding noise)
 };
 
 }  // namespace pstrain::server

@@ -1,0 +1,105 @@
+// SparseTable's eviction: the capacity limit (max_rows, LRU or LFU) and the
+// ttl sweep. Both run after a request on the table's owner thread, each
+// with a bounded amount of work, so no request waits for a pass over the
+// table.
+//
+// Capacity: each removal samples kEvictionSamples index slots (the entry at
+// or after a random slot) and drops the one its policy judges best to lose,
+// as Redis's approximated LRU/LFU do: no list or heap to keep in order on
+// every access, 8 bytes of metadata per row, and close to exact LRU/LFU for
+// tables of any size. LRU drops the row updated longest ago. LFU drops the
+// row with the fewest pushes, its count halved for every kLfuHalfLifeSteps
+// steps since its last update (so rows that were hot once and are no longer
+// used make room in the end: without decay, a table full of them would
+// drop every new row at once, for ever), the oldest among equals. Rows are
+// created by pushes only (a pull of a missing row reads the initializer's
+// value), so a row pulled for a step is not dropped before its push.
+//
+// TTL: a cursor walks the index, a few slots per pushed id, dropping rows
+// whose last update is more than ttl_steps behind the clock; one pass over
+// the index takes about as many pushes as there are rows, so an expired row
+// outlives its ttl by at most about one more ttl on a table that streams
+// new ids.
+#include "server/ps/tables/sparse_table.h"
+
+namespace pstrain::server {
+namespace {
+
+constexpr int kEvictionSamples = 16;
+constexpr uint32_t kLfuHalfLifeSteps = 1024;
+
+// LFU's count after decay.
+uint32_t DecayedCount(uint32_t count, uint32_t age) {
+  const uint32_t halvings = age / kLfuHalfLifeSteps;
+  return halvings >= 32 ? 0 : count >> halvings;
+}
+
+}  // namespace
+
+size_t SparseTable::SampleVictim() {
+  const size_t mask = index_.capacity() - 1;
+  const uint32_t now = static_cast<uint32_t>(clock_);
+  const bool lfu = spec_.eviction.policy == EvictPolicy::kLfu;
+  size_t best = 0;
+  uint64_t best_key = 0;
+  for (int k = 0; k < kEvictionSamples; ++k) {
+    // xorshift64: cheap, deterministic per table.
+    sample_state_ ^= sample_state_ << 13;
+    sample_state_ ^= sample_state_ >> 7;
+    sample_state_ ^= sample_state_ << 17;
+    size_t pos = static_cast<size_t>(sample_state_) & mask;
+    uint64_t id;
+    uint32_t r;
+    while ((r = index_.SlotRow(pos, &id)) == RowIndex::kNoRow) pos = (pos + 1) & mask;
+    const uint32_t* m = Meta(r);
+    const uint32_t age = now - m[0];
+    // Larger is a better victim.
+    const uint64_t key =
+        lfu ? (uint64_t{UINT32_MAX - DecayedCount(m[1], age)} << 32) | age : uint64_t{age};
+    if (k == 0 || key > best_key) {
+      best = pos;
+      best_key = key;
+    }
+  }
+  return best;
+}
+
+void SparseTable::RemoveAt(size_t slot) {
+  uint64_t id;
+  const uint32_t r = index_.SlotRow(slot, &id);
+  index_.EraseSlot(slot);
+  arena_.Release(r);
+}
+
+void SparseTable::EvictToCapacity() {
+  if (evict_capacity_ == 0) return;
+  while (arena_.size() > evict_capacity_) {
+    RemoveAt(SampleVictim());
+    ++eviction_stats_.capacity;
+  }
+}
+
+void SparseTable::SweepExpired(size_t budget) {
+  const uint64_t ttl = spec_.eviction.ttl_steps;
+  if (ttl == 0) return;
+  const size_t mask = index_.capacity() - 1;
+  sweep_pos_ &= mask;  // the index may have grown or been cleared
+  const uint32_t now = static_cast<uint32_t>(clock_);
+  for (size_t n = 0; n < budget && index_.size() > 0; ++n) {
+    uint64_t id;
+    const uint32_t r = index_.SlotRow(sweep_pos_, &id);
+    if (r != RowIndex::kNoRow && now - Meta(r)[0] > ttl) {
+      RemoveAt(sweep_pos_);  // a later entry may move here: look again
+      ++eviction_stats_.ttl;
+      continue;
+    }
+    sweep_pos_ = (sweep_pos_ + 1) & mask;
+  }
+}
+
+void SparseTable::AfterRequest(size_t budget) {
+  EvictToCapacity();
+  SweepExpired(budget);
+}
+
+}  // namespace pstrain::server
