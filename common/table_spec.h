@@ -73,8 +73,9 @@ struct InitializerConfig {
 };
 
 // Feature admission of a sparse table (version 3 of TableSpec): an id gets
-// a row only once admitted; until then a pull reads the initializer's row
-// (not stored) and its gradients are dropped. An id is admitted by a push
+// a row only once admitted; until then a pull reads zeros (nothing is
+// stored) and its gradients are dropped; the admitting push creates the row
+// with the initializer's value. An id is admitted by a push
 // when the table's count-min sketch has seen it min_count times, or, when
 // admit_probability < 1, by a coin drawn per (id, occurrence) with that
 // probability. With min_count == 1 and admit_probability < 1 the coin alone
@@ -101,7 +102,7 @@ struct AdmissionConfig {
 // dropped. With ttl_steps, a row no push has updated for that many steps
 // (of the pushing workers' clock) is dropped by a sweep that runs a little
 // after every push. Rows are created by pushes only (a pull of a missing
-// row reads its initializer's value). A dropped row reads as new again and
+// row reads zeros). A dropped row reads as zeros again and
 // its id goes through admission again. max_rows == 0 and ttl_steps == 0:
 // rows are kept for ever.
 enum class EvictPolicy : uint8_t {

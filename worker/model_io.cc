@@ -91,6 +91,7 @@ absl::Status WriteTable(const std::string& path, const TableValues& t, json* ent
                 {"init_kind", static_cast<int>(t.spec.init.kind)},
                 {"init_scale", t.spec.init.scale},
                 {"init_seed", t.spec.init.seed}};
+  if (sparse) (*entry)["missing_rows"] = t.missing_as_zeros ? "zeros" : "initializer";
   return absl::OkStatus();
 }
 
@@ -240,6 +241,7 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
       t.spec.init.kind = static_cast<InitKind>(e.value("init_kind", 0));
       t.spec.init.scale = e.value("init_scale", 0.0f);
       t.spec.init.seed = e.value("init_seed", uint64_t{0});
+      t.missing_as_zeros = e.value("missing_rows", std::string("initializer")) == "zeros";
       std::string file = e.at("file").get<std::string>();
       if (file.find('/') != std::string::npos || file.find("..") != std::string::npos) {
         return absl::DataLossError(absl::StrCat(manifest_path, ": bad table file name ", file));

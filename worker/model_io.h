@@ -34,6 +34,9 @@ struct TableValues {
   std::vector<float> dense;
   std::vector<uint64_t> ids;
   std::vector<float> rows;
+  // Sparse: how an id without a row reads, as the servers read it: zeros
+  // (tables with admission or eviction) or the initializer's row.
+  bool missing_as_zeros = false;
 };
 
 // The evaluation that chose a model (--keep_best); `metric` empty: none.

@@ -52,7 +52,8 @@ absl::StatusOr<PredictResult> PredictFile(const PredictOptions& options) {
     sparse[k].values = &t;
     sparse[k].row_of.reserve(t.ids.size());
     for (size_t i = 0; i < t.ids.size(); ++i) sparse[k].row_of[t.ids[i]] = static_cast<uint32_t>(i);
-    // The rows of ids never trained are what a server would have created.
+    // The rows of ids never trained read as on the servers: zeros, or what
+    // a server would have created.
     InitializerConfig init = model->tables()[t.spec.id].init;
     PS_ASSIGN_OR_RETURN(auto initializer, optim::Initializer::Create(init, t.spec.id));
     sparse[k].init = std::make_unique<optim::Initializer>(std::move(initializer));
@@ -92,6 +93,8 @@ absl::StatusOr<PredictResult> PredictFile(const PredictOptions& options) {
         auto it = s.row_of.find(ids[i]);
         if (it != s.row_of.end()) {
           std::copy_n(s.values->rows.data() + size_t{it->second} * dim, dim, dst);
+        } else if (s.values->missing_as_zeros) {
+          std::fill_n(dst, dim, 0.0f);
         } else {
           s.init->FillRow(ids[i], dst, dim);
         }

@@ -382,6 +382,7 @@ absl::Status Trainer::SaveModel(int64_t step, const EvalRound* chosen) {
     t.spec = spec;
     if (spec.kind == TableKind::kSparse) {
       PS_RETURN_IF_ERROR(kv_->DumpSparse(spec.id, &t.ids, &t.rows));
+      t.missing_as_zeros = options_.admission.enabled() || options_.eviction.enabled();
       rows += t.ids.size();
     } else if (replica_ != nullptr && replica_->holds(spec.id)) {
       t.dense = replica_->weights(spec.id);

@@ -105,7 +105,7 @@ TEST_F(Admission, MaxRowsBoundsEveryTableOfARealJob) {
   ASSERT_EQ(Run({"local", "--servers=2", "--workers=1", "--log_every_secs=60",
                  "--train_data=" + train, "--eval_data=" + eval, "--seed=3", "--batch_size=512",
                  "--metrics_out=" + metrics, absl::StrCat("--max_rows=", kMaxRows),
-                 "--evict_policy=lfu"}, "bounded", &out), 0);
+                 "--evict_policy=lfu", "--save_model=" + dir_ + "/model"}, "bounded", &out), 0);
   const TableRows bounded = RowsByTable(out);
   ASSERT_FALSE(bounded.rows.empty()) << out;
   uint64_t largest = 0;
@@ -116,7 +116,14 @@ TEST_F(Admission, MaxRowsBoundsEveryTableOfARealJob) {
   }
   EXPECT_GT(largest, kMaxRows / 2) << "no table reached its bound: the test shows nothing";
   EXPECT_GT(bounded.evicted, 0u);
-  EXPECT_GT(LastJsonNumber(metrics, "eval_auc"), 0.55);
+  const double eval_auc = LastJsonNumber(metrics, "eval_auc");
+  EXPECT_GT(eval_auc, 0.55);
+  // The saved model reads ids without a row as the servers did (zeros):
+  // scoring the eval data again gives the job's eval AUC.
+  ASSERT_EQ(Run({"predict", "--model=" + dir_ + "/model", "--data=" + eval}, "predict", &out), 0);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("AUC ([0-9.]+)"))) << out;
+  EXPECT_NEAR(std::stod(m[1]), eval_auc, 1e-3) << out;
 }
 
 TEST_F(Admission, BadEvictionFlagsAreUsageErrors) {

@@ -122,7 +122,7 @@ ABSL_FLAG(int32_t, warmup_steps, 0,
           "servers (and the dense replica in allreduce mode) at each step.");
 ABSL_FLAG(int32_t, min_count, 1,
           "Feature admission for every sparse (embedding) table: an id gets a row only after "
-          "this many pushes carry it (1: at once); until then it reads as its initial value and "
+          "this many pushes carry it (1: at once); until then it reads as zeros and "
           "its gradients are dropped.");
 ABSL_FLAG(double, admit_probability, 1.0,
           "Feature admission for every sparse table: each push of an id without a row admits it "
@@ -141,7 +141,7 @@ ABSL_FLAG(std::string, evict_policy, "lru",
           "then least recently).");
 ABSL_FLAG(int64_t, ttl_steps, 0,
           "Eviction for every sparse table: drop a row that no push has updated for this many "
-          "steps (0: never). A dropped row reads as new again and goes through admission again.");
+          "steps (0: never). A dropped row reads as zeros again and goes through admission again.");
 ABSL_FLAG(std::string, embedding_dtype, "fp32",
           "How the servers store every sparse table's values: fp32, fp16 or bf16 (half the "
           "memory; optimizer state stays fp32; updates rounded stochastically).");

@@ -7,15 +7,15 @@ namespace pstrain::server {
 RowIndex::RowIndex() { Rehash(kInitialCapacity); }
 
 void RowIndex::Insert(uint64_t id, uint32_t row) {
-  if (size_ + 1 > max_size_) Rehash(capacity() * 2);
+  if (size_ + 1 > max_size_) Rehash(Grown(capacity()));
   size_t pos = Home(id);
-  while (RowAt(pos) != kNoRow) pos = (pos + 1) & mask_;
+  while (RowAt(pos) != kNoRow) pos = Next(pos);
   Store(pos, id, row);
   ++size_;
 }
 
 uint32_t RowIndex::Erase(uint64_t id) {
-  for (size_t pos = Home(id);; pos = (pos + 1) & mask_) {
+  for (size_t pos = Home(id);; pos = Next(pos)) {
     uint32_t row = RowAt(pos);
     if (row == kNoRow) return kNoRow;
     if (KeyAt(pos) == id) {
@@ -30,7 +30,7 @@ void RowIndex::EraseSlot(size_t pos) {
   // home is not cyclically in (hole, j] may fill the hole (its probe from
   // home still reaches it), which moves the hole to j.
   size_t hole = pos;
-  for (size_t j = (pos + 1) & mask_;; j = (j + 1) & mask_) {
+  for (size_t j = Next(pos);; j = Next(j)) {
     const uint32_t row = RowAt(j);
     if (row == kNoRow) break;
     const uint64_t key = KeyAt(j);
@@ -47,7 +47,7 @@ void RowIndex::EraseSlot(size_t pos) {
 
 void RowIndex::Reserve(size_t n) {
   size_t cap = capacity();
-  while (MaxSizeFor(cap) < n) cap *= 2;
+  while (MaxSizeFor(cap) < n) cap = Grown(cap);
   if (cap != capacity()) Rehash(cap);
 }
 
@@ -64,9 +64,9 @@ void RowIndex::Rehash(size_t new_capacity) {
   std::memset(fresh.data(), 0xff, new_capacity * kSlotBytes);
   PageBuffer old_buffer = std::exchange(slots_buffer_, std::move(fresh));
   const uint8_t* old = static_cast<const uint8_t*>(old_buffer.data());
-  const size_t old_capacity = old != nullptr ? mask_ + 1 : 0;
+  const size_t old_capacity = old != nullptr ? capacity_ : 0;
   slots_ = static_cast<uint8_t*>(slots_buffer_.data());
-  mask_ = new_capacity - 1;
+  capacity_ = new_capacity;
   max_size_ = MaxSizeFor(new_capacity);
   for (size_t i = 0; i < old_capacity; ++i) {
     uint64_t key;
@@ -75,7 +75,7 @@ void RowIndex::Rehash(size_t new_capacity) {
     std::memcpy(&row, old + i * kSlotBytes + 8, sizeof(row));
     if (row == kNoRow) continue;
     size_t pos = Home(key);
-    while (RowAt(pos) != kNoRow) pos = (pos + 1) & mask_;
+    while (RowAt(pos) != kNoRow) pos = Next(pos);
     Store(pos, key, row);
   }
 }

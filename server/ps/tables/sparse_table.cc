@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cstring>
 
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
 #include "absl/strings/str_cat.h"
 #include "common/half.h"
 #include "common/hash.h"
@@ -101,7 +105,14 @@ SparseTable::SparseTable(const TableSpec& spec, Options options,
 void SparseTable::LoadValues(const float* row, float* out) const {
   const uint16_t* v = reinterpret_cast<const uint16_t*>(row);
   if (spec_.dtype == RowDtype::kFloat16) {
-    for (size_t c = 0; c < dim_; ++c) out[c] = HalfToFloat(v[c]);
+    size_t c = 0;
+#ifdef __F16C__
+    for (; c + 8 <= dim_; c += 8) {
+      _mm256_storeu_ps(out + c,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + c))));
+    }
+#endif
+    for (; c < dim_; ++c) out[c] = HalfToFloat(v[c]);
   } else {
     for (size_t c = 0; c < dim_; ++c) out[c] = Bfloat16ToFloat(v[c]);
   }
@@ -109,15 +120,47 @@ void SparseTable::LoadValues(const float* row, float* out) const {
 
 void SparseTable::StoreValues(float* row, const float* in, uint64_t noise_seed, bool stochastic) {
   uint16_t* v = reinterpret_cast<uint16_t*>(row);
-  // 16 noise bits per value, four values per 64-bit draw.
-  uint64_t noise = 0;
-  const bool half = spec_.dtype == RowDtype::kFloat16;
-  for (size_t c = 0; c < dim_; ++c) {
-    if (stochastic && c % 4 == 0) noise = Mix64(noise_seed + c);
-    const uint32_t bits = static_cast<uint32_t>(noise >> (16 * (c % 4))) & 0xffffu;
-    // fp16 drops 13 bits of an fp32 mantissa, bf16 16: the noise is scaled
-    // to the bits dropped.
-    v[c] = half ? FloatToHalf(in[c], stochastic, bits >> 3) : FloatToBfloat16(in[c], stochastic, bits);
+  if (!stochastic) {
+    for (size_t c = 0; c < dim_; ++c) {
+      v[c] = spec_.dtype == RowDtype::kFloat16 ? FloatToHalf(in[c]) : FloatToBfloat16(in[c]);
+    }
+    return;
+  }
+  // 16 noise bits per value, four values per 64-bit draw; fp16 drops 13
+  // bits of an fp32 mantissa, bf16 16: the noise is cut to the bits dropped.
+  uint32_t noise[4];
+  auto draw = [&](size_t c) {
+    const uint64_t n = Mix64(noise_seed + c);
+    for (int k = 0; k < 4; ++k) noise[k] = static_cast<uint32_t>(n >> (16 * k)) & 0xffffu;
+  };
+  if (spec_.dtype == RowDtype::kBfloat16) {
+    for (size_t c = 0; c < dim_; ++c) {
+      if (c % 4 == 0) draw(c);
+      v[c] = FloatToBfloat16(in[c], true, noise[c % 4]);
+    }
+    return;
+  }
+  size_t c = 0;
+#ifdef __F16C__
+  // Noise added below the 13 bits fp16 keeps, then truncation: stochastic
+  // rounding for values in fp16's normal range (below 2^-14 the dropped
+  // bits are more than 13 and the rounding leans towards zero by less
+  // than 2^-24).
+  for (; c + 8 <= dim_; c += 8) {
+    alignas(32) uint32_t lanes[8];
+    draw(c);
+    for (int k = 0; k < 4; ++k) lanes[k] = noise[k] >> 3;
+    draw(c + 4);
+    for (int k = 0; k < 4; ++k) lanes[4 + k] = noise[k] >> 3;
+    const __m256i bits = _mm256_add_epi32(_mm256_castps_si256(_mm256_loadu_ps(in + c)),
+                                          _mm256_load_si256(reinterpret_cast<__m256i*>(lanes)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(v + c),
+                     _mm256_cvtps_ph(_mm256_castsi256_ps(bits), _MM_FROUND_TO_ZERO));
+  }
+#endif
+  for (; c < dim_; ++c) {
+    if (c % 4 == 0) draw(c);
+    v[c] = FloatToHalf(in[c], true, noise[c % 4] >> 3);
   }
 }
 
@@ -176,7 +219,11 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
         arena_.Prefetch(rows_[i + kRowPrefetch]);
       }
       if (rows_[i] == RowIndex::kNoRow) {
-        initializer_.FillRow(ids[begin + i], dst + i * dim_, dim_);  // what CreateRow stores
+        if (sketch_ || evicts_) {
+          std::memset(dst + i * dim_, 0, dim_ * sizeof(float));
+        } else {
+          initializer_.FillRow(ids[begin + i], dst + i * dim_, dim_);  // what CreateRow stores
+        }
       } else if (compact_) {
         LoadValues(arena_.row(rows_[i]), dst + i * dim_);
       } else {

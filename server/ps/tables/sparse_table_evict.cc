@@ -37,7 +37,7 @@ uint32_t DecayedCount(uint32_t count, uint32_t age) {
 }  // namespace
 
 size_t SparseTable::SampleVictim() {
-  const size_t mask = index_.capacity() - 1;
+  const size_t capacity = index_.capacity();
   const uint32_t now = static_cast<uint32_t>(clock_);
   const bool lfu = spec_.eviction.policy == EvictPolicy::kLfu;
   size_t best = 0;
@@ -47,10 +47,10 @@ size_t SparseTable::SampleVictim() {
     sample_state_ ^= sample_state_ << 13;
     sample_state_ ^= sample_state_ >> 7;
     sample_state_ ^= sample_state_ << 17;
-    size_t pos = static_cast<size_t>(sample_state_) & mask;
+    size_t pos = static_cast<size_t>(sample_state_ % capacity);
     uint64_t id;
     uint32_t r;
-    while ((r = index_.SlotRow(pos, &id)) == RowIndex::kNoRow) pos = (pos + 1) & mask;
+    while ((r = index_.SlotRow(pos, &id)) == RowIndex::kNoRow) pos = index_.Next(pos);
     const uint32_t* m = Meta(r);
     const uint32_t age = now - m[0];
     // Larger is a better victim.
@@ -82,8 +82,7 @@ void SparseTable::EvictToCapacity() {
 void SparseTable::SweepExpired(size_t budget) {
   const uint64_t ttl = spec_.eviction.ttl_steps;
   if (ttl == 0) return;
-  const size_t mask = index_.capacity() - 1;
-  sweep_pos_ &= mask;  // the index may have grown or been cleared
+  if (sweep_pos_ >= index_.capacity()) sweep_pos_ = 0;  // the index was cleared
   const uint32_t now = static_cast<uint32_t>(clock_);
   for (size_t n = 0; n < budget && index_.size() > 0; ++n) {
     uint64_t id;
@@ -93,7 +92,7 @@ void SparseTable::SweepExpired(size_t budget) {
       ++eviction_stats_.ttl;
       continue;
     }
-    sweep_pos_ = (sweep_pos_ + 1) & mask;
+    sweep_pos_ = index_.Next(sweep_pos_);
   }
 }
 
