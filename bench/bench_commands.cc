@@ -222,8 +222,8 @@ absl::Status RunAll(const BenchOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& BenchCommands() {
-  static const std::vector<std::string> kCommands = {"zmq",   "kv",     "sparse", "sparse_stream",
-                                                      "train", "reader", "all"};
+  static const std::vector<std::string> kCommands = {
+      "zmq", "kv", "sparse", "sparse_stream", "sparse_tier", "train", "reader", "all"};
   return kCommands;
 }
 
@@ -237,9 +237,10 @@ absl::Status RunBenchCommand(const std::string& command, const BenchOptions& opt
   if (command == "train") return RunTrain(options);
   if (command == "reader") return RunReaderBench(options.reader);
   if (command == "sparse_stream") return RunStreamBench(options.stream, options.stack);
+  if (command == "sparse_tier") return RunTierBench(options.tier);
   if (command == "all" || command.empty()) return RunAll(options);
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, sparse_stream, train, reader, all)"));
+      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, sparse_stream, sparse_tier, train, reader, all)"));
 }
 
 }  // namespace pstrain::bench

@@ -1,5 +1,5 @@
-// The pstrain_bench subcommands (zmq, kv, sparse, sparse_stream, train,
-// reader, all): each runs its benchmark and prints one JSON object per
+// The pstrain_bench subcommands (zmq, kv, sparse, sparse_stream,
+// sparse_tier, train, reader, all): each runs its benchmark and prints one JSON object per
 // result line on stdout; progress and logs go to stderr.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include "bench/bench_cluster.h"
 #include "bench/reader_bench.h"
 #include "bench/stream_bench.h"
+#include "bench/tier_bench.h"
 #include "bench/sparse_bench.h"
 #include "bench/train_bench.h"
 
@@ -30,6 +31,7 @@ struct BenchOptions {
   TrainBenchOptions train;
   ReaderBenchOptions reader;
   StreamBenchOptions stream;
+  TierBenchOptions tier;
   std::string train_mode = "both";  // local | ps | both
 };
 

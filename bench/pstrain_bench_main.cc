@@ -57,6 +57,11 @@ ABSL_FLAG(uint64_t, hot_ids, 1000000, "sparse_stream: size of the Zipf(--zipf) h
 ABSL_FLAG(uint64_t, max_rows, 2000000, "sparse_stream: the bounded run's max_rows.");
 ABSL_FLAG(std::string, evict_policy, "lru", "sparse_stream: the bounded run's policy, lru or lfu.");
 ABSL_FLAG(double, rss_budget_mb, 1024, "sparse_stream: the resident memory budget, MiB.");
+ABSL_FLAG(uint64_t, tier_rows, 16000000,
+          "sparse_tier: rows of the table (with --dim: its size; e.g. 16M x 64 = 1 billion "
+          "parameters).");
+ABSL_FLAG(double, ram_fraction, 0.1, "sparse_tier: share of the rows the budget keeps in RAM.");
+ABSL_FLAG(std::string, tier_dir, "", "sparse_tier: folder of the tier and checkpoint (default: under the temp folder).");
 ABSL_FLAG(bool, unbounded, true, "sparse_stream: also run without eviction.");
 ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm).");
 ABSL_FLAG(int, batch_size, 1024, "train: rows per step.");
@@ -104,6 +109,11 @@ constexpr char kUsage[] =
     "          through one server, with --max_rows eviction and unbounded: the process's\n"
     "          resident memory over time against --rss_budget_mb:\n"
     "          {bench,run,seconds,distinct_ids,rss_bytes,table_rows}, then {summary,...}\n"
+    "  sparse_tier one server shard of --tier_rows x --dim (--optimizer) with a disk\n"
+    "          tier keeping --ram_fraction of the rows in RAM, in process: trained once,\n"
+    "          checkpointed and restored (rows must be identical), then Zipf pulls timed\n"
+    "          against the same table all in RAM, --rounds windows of --seconds:\n"
+    "          {bench,phase,...}, then {summary,ratio,ram_hit_rate,rss_tiered_bytes,...}\n"
     "  reader  one synthetic Criteo TSV (--reader_rows rows) written plain, .gz (zlib\n"
     "          default level) and .zst (level 3), scanned and parsed on one thread:\n"
     "          {bench,input,rows,file_bytes,rows_per_sec,text_mb_per_sec,vs_tsv,...}\n"
@@ -229,6 +239,15 @@ int main(int argc, char** argv) {
   o.stream.policy = absl::GetFlag(FLAGS_evict_policy);
   o.stream.rss_budget_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_rss_budget_mb) * (1 << 20));
   o.stream.unbounded = absl::GetFlag(FLAGS_unbounded);
+  o.tier.rows = absl::GetFlag(FLAGS_tier_rows);
+  o.tier.dim = o.sparse.dim;
+  o.tier.optimizer = o.sparse.optimizer;
+  o.tier.ram_fraction = absl::GetFlag(FLAGS_ram_fraction);
+  o.tier.zipf = o.sparse.zipf;
+  o.tier.ids = o.sparse.ids;
+  o.tier.seconds = o.seconds;
+  o.tier.rounds = o.rounds;
+  o.tier.dir = absl::GetFlag(FLAGS_tier_dir);
   o.reader.rows = absl::GetFlag(FLAGS_reader_rows);
   o.reader.passes = absl::GetFlag(FLAGS_reader_passes);
   if (o.sparse.ids < 1 || o.sparse.dim < 1 || !(o.sparse.zipf > 0) || o.sparse.id_space < 1 ||

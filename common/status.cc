@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/cord.h"
+
 namespace pstrain {
 
 absl::Status Annotate(const absl::Status& status, absl::string_view context) {
@@ -12,6 +14,19 @@ absl::Status Annotate(const absl::Status& status, absl::string_view context) {
     annotated.SetPayload(type, payload);
   });
   return annotated;
+}
+
+namespace {
+constexpr absl::string_view kFatalPayload = "pstrain.dev/fatal";
+}  // namespace
+
+absl::Status MarkFatal(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kFatalPayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsFatal(const absl::Status& status) {
+  return !status.ok() && status.GetPayload(kFatalPayload).has_value();
 }
 
 absl::Status ErrnoToStatus(int err, absl::string_view what) {

@@ -15,6 +15,12 @@ namespace pstrain {
 // OK stays OK.
 absl::Status Annotate(const absl::Status& status, absl::string_view context);
 
+// Marks an error as fatal for the process that meets it (a server's disk
+// tier that cannot be written): the server stops instead of answering the
+// next request. OK stays OK; Annotate keeps the mark.
+absl::Status MarkFatal(absl::Status status);
+bool IsFatal(const absl::Status& status);
+
 // An errno value turned into the closest StatusCode, with `what` as context.
 absl::Status ErrnoToStatus(int err, absl::string_view what);
 

@@ -147,7 +147,13 @@ absl::Status LocalCluster::StartNodes(const std::string& endpoint) {
     const int r = server ? rank : rank - o_.servers;
     std::vector<std::string> a = {"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0",
                                   absl::StrCat("--rank=", r)};
-    if (server) a.push_back(absl::StrCat("--server_threads=", o_.server_threads));
+    if (server) {
+      a.push_back(absl::StrCat("--server_threads=", o_.server_threads));
+      if (!o_.server_memory_budget.empty()) {
+        a.push_back("--server_memory_budget=" + o_.server_memory_budget);
+        a.push_back("--tier_dir=" + o_.tier_dir);
+      }
+    }
     a.insert(a.end(), o_.common_args.begin(), o_.common_args.end());
     if (!server) a.insert(a.end(), o_.worker_args.begin(), o_.worker_args.end());
     for (const std::string& h : NodeHttpArgs(server ? http_.server_metrics : http_.worker_metrics, r)) {

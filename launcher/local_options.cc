@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
 #include "common/security/curve_keys.h"
 #include "common/status.h"
 #include "launcher/command.h"
@@ -188,6 +189,20 @@ absl::Status TakeLocalFlags(const FlagSet& flags, LocalOptions* o) {
   o->server_threads = static_cast<int>(threads);
   o->dashboard_port = static_cast<int>(port);
   o->max_restarts = static_cast<int>(restarts);
+  o->server_memory_budget = flags.Get("server_memory_budget");
+  o->tier_dir = flags.Get("tier_dir");
+  if (!o->server_memory_budget.empty()) {
+    auto bytes = ParseByteSize(o->server_memory_budget);
+    if (!bytes.ok()) {
+      return UsageError(absl::StrCat("--server_memory_budget: ", bytes.status().message()));
+    }
+    if (o->tier_dir.empty()) {
+      return UsageError("--server_memory_budget needs --tier_dir: the folder for the rows past "
+                        "the budget (each server keeps its own part there)");
+    }
+  } else if (!o->tier_dir.empty()) {
+    return UsageError("--tier_dir needs --server_memory_budget");
+  }
   o->bin_dir = flags.Get("bin_dir");
   o->metrics = flags.GetBool("metrics");
   o->dashboard = flags.GetBool("dashboard");
@@ -218,6 +233,10 @@ FlagSet LocalFlags() {
               "job back from its journal without a rollback.")
       .Define("max_restarts", "3", "With --restart_failed: restarts allowed per process.")
       .Define("server_threads", "1", "Executor threads per server (pstrain_server --server_threads).")
+      .Define("server_memory_budget", "",
+              "Memory per server for its tables, e.g. 1GB: sparse rows past it live on disk in "
+              "--tier_dir (pstrain_server --server_memory_budget). Empty: all rows in RAM.")
+      .Define("tier_dir", "", "Folder of the servers' disk tiers (with --server_memory_budget).")
       .Define("pin_cpus", "false",
               "Run the servers on one half of this machine's CPUs and the workers on the other "
               "(their --cpus), as if on two hosts: each reads what its I/O thread received from "

@@ -15,6 +15,8 @@ struct LocalOptions {
   int servers = 2;
   int workers = 2;
   int server_threads = 1;
+  std::string server_memory_budget;  // pstrain_server --server_memory_budget ("": none)
+  std::string tier_dir;              // pstrain_server --tier_dir
   std::string bin_dir;    // the pstrain_* binaries
   double timeout = 0;     // seconds; 0: no limit
   bool metrics = false;

@@ -9,7 +9,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev libcereal-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev
-  libgloo-dev libcpp-httplib-dev zlib1g-dev libzstd-dev
+  libgloo-dev libcpp-httplib-dev zlib1g-dev libzstd-dev librocksdb-dev
   iproute2 procps python3 python3-yaml
 )
 # Optional extras, pulled in by tests that need them (fuzzing, compose

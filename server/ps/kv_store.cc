@@ -34,7 +34,8 @@ KvStore::Piece KvStore::PieceOf(uint32_t table, uint64_t offset, uint64_t length
 }
 
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(const proto::TableLayout& layout,
-                                                         int rank, int part, int parts) {
+                                                         int rank, int part, int parts,
+                                                         const TierConfig& tier) {
   if (rank < 0 || rank >= layout.num_servers) {
     return absl::InvalidArgumentError(absl::StrCat("server rank ", rank, " outside the layout's ",
                                                    layout.num_servers, " servers"));
@@ -75,7 +76,46 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Create(const proto::TableLayou
     PS_ASSIGN_OR_RETURN(store->dense_[r.table],
                         DenseShard::Create(layout.tables[r.table], mine.begin, mine.length));
   }
+  if (tier.enabled()) PS_RETURN_IF_ERROR(store->AttachTier(tier));
   return store;
+}
+
+absl::Status KvStore::AttachTier(const TierConfig& tier) {
+  uint64_t dense_bytes = 0;
+  size_t tables = 0;
+  for (size_t t = 0; t < layout_.tables.size(); ++t) {
+    if (dense_[t]) dense_bytes += (dense_[t]->length() + dense_[t]->state_floats()) * sizeof(float);
+    if (sparse_[t]) ++tables;
+  }
+  if (tables == 0) return absl::OkStatus();
+  const uint64_t share = tier.memory_budget / static_cast<uint64_t>(parts_);
+  const uint64_t fixed = DiskTier::kFixedBytes + kProcessBytes / parts_ + dense_bytes;
+  const uint64_t per_table = share > fixed ? (share - fixed) / tables : 0;
+  // A row in RAM: its bytes and its index slot (at most 22.5 bytes, as the
+  // index grows by half; RowIndex).
+  constexpr uint64_t kIndexBytes = 23;
+  for (size_t t = 0; t < layout_.tables.size(); ++t) {
+    if (!sparse_[t]) continue;
+    const TableSpec& spec = layout_.tables[t];
+    const uint64_t rows = per_table / (sparse_[t]->row_bytes() + 2 * sizeof(float) + kIndexBytes);
+    if (rows < kMinRamRows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--server_memory_budget=", tier.memory_budget, " bytes leaves room for ", rows,
+          " rows of table ", spec.name, " in RAM on server ", rank_, " (at least ", kMinRamRows,
+          "): per server thread it must hold the disk tier's ", DiskTier::kFixedBytes >> 20,
+          " MiB, ", (kProcessBytes / parts_) >> 20, " MiB for the process and ",
+          dense_bytes >> 20, " MiB of dense tables, then the sparse tables' rows"));
+    }
+    if (!tier_) {
+      PS_ASSIGN_OR_RETURN(tier_, DiskTier::Open(absl::StrCat(tier.dir, "/server", rank_, "-part",
+                                                             part_)));
+    }
+    SparseTable::Options options;
+    options.tier = tier_.get();
+    options.ram_capacity = rows;
+    PS_ASSIGN_OR_RETURN(sparse_[t], SparseTable::Create(spec, options));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<KvOp>> KvStore::Validate(const proto::Decoded& request,
@@ -190,13 +230,13 @@ absl::StatusOr<uint64_t> KvStore::Dump(uint32_t table, uint64_t offset, uint64_t
   const SparseTable& t = *sparse_[table];
   uint64_t index = 0;
   uint64_t end = offset + std::min<uint64_t>(max_rows, t.size());
-  t.ForEachRow([&](const SparseRow& row) {
+  PS_RETURN_IF_ERROR(t.ForEachRow([&](const SparseRow& row) {
     if (index >= offset && index < end) {
       ids->push_back(row.id);
       values->insert(values->end(), row.values.begin(), row.values.end());
     }
     ++index;
-  });
+  }));
   return static_cast<uint64_t>(t.size());
 }
 
@@ -220,14 +260,17 @@ absl::StatusOr<std::pair<uint64_t, std::string>> KvStore::SaveShard(
       uint64_t rows = 0;
       for (const KvStore* p : parts) rows += p->sparse_[t]->size();
       const SparseTable& sp = *first.sparse_[t];
+      absl::Status read;
       PS_RETURN_IF_ERROR(w->AddSparse(
           table, static_cast<uint32_t>(sp.dim()), static_cast<uint32_t>(sp.state_floats()), rows,
-          [&parts, t](ShardFileWriter::RowSink sink) {
+          [&parts, &read, t](ShardFileWriter::RowSink sink) {
             for (const KvStore* p : parts) {
-              p->sparse_[t]->ForEachRow(
+              if (!read.ok()) return;
+              read = p->sparse_[t]->ForEachRow(
                   [&sink](const SparseRow& r) { sink(r.id, r.step, r.values, r.state); });
             }
           }));
+      PS_RETURN_IF_ERROR(read);
       if (sp.sketch() != nullptr) {
         // One sketch per server: the cellwise max of its parts' (each part
         // counts the ids it owns, so the max undercounts none of them).
@@ -358,7 +401,7 @@ absl::Status KvStore::Restore(const std::vector<std::string>& shard_files) {
   }
   // Fewer servers than the checkpoint's may hold more rows than they keep.
   for (const auto& t : sparse_) {
-    if (t) t->EvictToCapacity();
+    if (t) PS_RETURN_IF_ERROR(t->EvictToCapacity());
   }
   return absl::OkStatus();
 }
@@ -384,6 +427,16 @@ std::vector<TableStats> KvStore::Stats() const {
       s.refused_pushes = a.refused_pushes;
       s.evicted_capacity = sparse_[spec.id]->eviction_stats().capacity;
       s.evicted_ttl = sparse_[spec.id]->eviction_stats().ttl;
+      if (const DiskTier* tier = sparse_[spec.id]->tier()) {
+        const TierCounters& c = sparse_[spec.id]->tier_counters();
+        s.tiered = true;
+        s.ram_rows = m.ram_rows;
+        s.disk_rows = m.disk_rows;
+        s.tier_reads = c.reads;
+        s.tier_hits = c.hits;
+        s.tier_writes = c.writes;
+        s.tier_disk_bytes = tier->disk_bytes();
+      }
     } else if (dense_[spec.id]) {
       s.rows = dense_[spec.id]->length();
       s.bytes = (dense_[spec.id]->length() + dense_[spec.id]->state_floats()) * sizeof(float);

@@ -55,13 +55,41 @@ struct TableStats {
   // Sparse with eviction: rows removed for max_rows and for ttl_steps.
   uint64_t evicted_capacity = 0;
   uint64_t evicted_ttl = 0;
+  // Sparse with a disk tier: rows in RAM and on disk (`rows` counts both;
+  // the byte counts are RAM's), TierCounters, and the tier's file bytes
+  // (the tier is shared by the part's tables: each table reports it whole).
+  bool tiered = false;
+  uint64_t ram_rows = 0;
+  uint64_t disk_rows = 0;
+  uint64_t tier_reads = 0;
+  uint64_t tier_hits = 0;
+  uint64_t tier_writes = 0;
+  uint64_t tier_disk_bytes = 0;
+};
+
+// Tables larger than RAM (--server_memory_budget, --tier_dir): each server
+// part keeps its sparse rows past its share of the budget in a disk tier.
+struct TierConfig {
+  std::string dir;                // the server's tier folder; one subfolder per part
+  uint64_t memory_budget = 0;     // bytes per server; 0: no tier
+  bool enabled() const { return memory_budget > 0; }
 };
 
 class KvStore {
  public:
   // Creates part `part` of the shards that `layout` assigns to server `rank`.
+  // With `tier` enabled the part's share of the budget (budget / parts, less
+  // the tier's fixed memory, the dense shards and kProcessBytes) is split
+  // evenly between its sparse tables and turned into RAM rows; the rest go
+  // to the tier in `tier.dir`/server<rank>-part<part>. InvalidArgument when
+  // the budget leaves too little for rows, naming what it must hold.
   static absl::StatusOr<std::unique_ptr<KvStore>> Create(const proto::TableLayout& layout,
-                                                         int rank, int part = 0, int parts = 1);
+                                                         int rank, int part = 0, int parts = 1,
+                                                         const TierConfig& tier = {});
+  // What a server process holds beside its tables (buffers, threads, code).
+  static constexpr uint64_t kProcessBytes = uint64_t{64} << 20;
+  // Fewest RAM rows a table with a tier may have.
+  static constexpr uint64_t kMinRamRows = 1024;
 
   // The piece [begin, begin + length) of a server's dense range
   // [offset, offset + length) that part `part` of `parts` holds; length 0
@@ -121,10 +149,13 @@ class KvStore {
  private:
   KvStore(proto::TableLayout layout, int rank, int part, int parts)
       : layout_(std::move(layout)), rank_(rank), part_(part), parts_(parts) {}
+  // Creates the disk tier and gives the sparse tables their RAM capacity.
+  absl::Status AttachTier(const TierConfig& tier);
 
   proto::TableLayout layout_;
   int rank_;
   int part_, parts_;
+  std::unique_ptr<DiskTier> tier_;  // before the tables: they use it
   std::vector<Piece> server_ranges_;                 // by table id
   std::vector<std::unique_ptr<DenseShard>> dense_;    // by table id; null if not held
   std::vector<std::unique_ptr<SparseTable>> sparse_;  // by table id; null for dense tables

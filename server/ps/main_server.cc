@@ -5,6 +5,7 @@
 
 #include "absl/flags/flag.h"
 #include "cluster/coordinator_client.h"
+#include "common/byte_size.h"
 #include "common/cpu_affinity.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
@@ -27,6 +28,17 @@ ABSL_FLAG(int, server_threads, 1,
           "Executor threads that own parts of this server's shard (sparse rows by hash, dense "
           "ranges in pieces); the I/O thread hands each request's parts to their owners. 1: the "
           "I/O thread owns the whole shard (no hand-over; best when cores are scarce).");
+ABSL_FLAG(std::string, server_memory_budget, "",
+          "Memory for this server's tables, e.g. 1GB or 512MiB (K, M, G, T: powers of 1024). "
+          "Sparse rows past it live in a disk tier in --tier_dir (RocksDB): the most recently "
+          "used rows stay in RAM, the others are read from disk when a request needs them. The "
+          "budget also covers the dense tables, the tier's own 48 MiB per server thread and 64 "
+          "MiB for the process. Empty: every row in RAM.");
+ABSL_FLAG(std::string, tier_dir, "",
+          "Folder of the disk tier (with --server_memory_budget): one RocksDB per server thread, "
+          "in server<RANK>-part<P>. Scratch: a server erases what an earlier one left there "
+          "(its rows come back from the job's checkpoint), but refuses to start on a folder "
+          "that cannot be opened.");
 ABSL_FLAG(std::string, cpus, "", pstrain::kCpusFlagHelp);
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
@@ -37,7 +49,37 @@ constexpr absl::Duration kTeardownGrace = absl::Seconds(10);
 
 std::atomic<pstrain::server::ParameterServer*> g_server{nullptr};
 
-absl::Status RunServer(const pstrain::CurveKeys& keys) {
+// --server_memory_budget and --tier_dir: usage errors (exit 2) first, then
+// the folder itself (exit 1).
+absl::StatusOr<pstrain::server::TierConfig> TierFromFlags(int* exit_code) {
+  pstrain::server::TierConfig tier;
+  const std::string budget = absl::GetFlag(FLAGS_server_memory_budget);
+  tier.dir = absl::GetFlag(FLAGS_tier_dir);
+  *exit_code = 2;
+  if (budget.empty()) {
+    if (!tier.dir.empty()) {
+      return absl::InvalidArgumentError("--tier_dir needs --server_memory_budget");
+    }
+    return tier;
+  }
+  auto bytes = pstrain::ParseByteSize(budget);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--server_memory_budget: ", bytes.status().message()));
+  }
+  if (*bytes == 0) return absl::InvalidArgumentError("--server_memory_budget must be above 0");
+  if (tier.dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--server_memory_budget needs --tier_dir: the folder for the rows past the budget");
+  }
+  tier.memory_budget = *bytes;
+  *exit_code = 1;
+  PS_RETURN_IF_ERROR(pstrain::server::DiskTier::CheckFolder(tier.dir, absl::GetFlag(FLAGS_rank)));
+  return tier;
+}
+
+absl::Status RunServer(const pstrain::CurveKeys& keys,
+                       const pstrain::server::TierConfig& tier) {
   using namespace pstrain;
   server::ServerOptions o;
   o.coordinator = absl::GetFlag(FLAGS_coordinator);
@@ -49,6 +91,7 @@ absl::Status RunServer(const pstrain::CurveKeys& keys) {
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o.http_host = absl::GetFlag(FLAGS_http_host);
   o.threads = absl::GetFlag(FLAGS_server_threads);
+  o.tier = tier;
   ZmqTransportOptions t;
   t.name = "server";
   t.curve = keys;
@@ -89,7 +132,13 @@ int main(int argc, char** argv) {
     spdlog::error("{}", keys.status().ToString());
     return 2;
   }
-  absl::Status st = RunServer(*keys);
+  int tier_exit = 0;
+  auto tier = TierFromFlags(&tier_exit);
+  if (!tier.ok()) {
+    spdlog::error("{}", tier.status().ToString());
+    return tier_exit;
+  }
+  absl::Status st = RunServer(*keys, *tier);
   if (pstrain::IsNothingLeftToDo(st)) {
     // The job finished, or goes on without this node: a clean end.
     spdlog::info("{}", std::string(st.message()));

@@ -115,6 +115,13 @@ void ParameterServer::ReplyError(const RpcRequest& req, const absl::Status& stat
   errors_.fetch_add(1, std::memory_order_relaxed);
   metrics_->OnError();
   node_->Reply(req, proto::EncodeError(Role::kServer, client_ ? rank_ : -1, status));
+  if (IsFatal(status)) {
+    // The tables cannot go on (a disk tier that cannot be written): the
+    // server stops; the job rolls back to its last committed checkpoint.
+    absl::Status plain(status.code(), status.message());  // without the mark
+    spdlog::error("server {}: stopping: {}", rank_, plain.ToString());
+    Finish(plain);
+  }
 }
 
 void ParameterServer::Handle(RpcRequest&& req) {
@@ -162,14 +169,15 @@ void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
   }
   rank_ = body->server_rank;
   const proto::TableLayout* layout = &body->layout;
-  auto store = ShardSet::Create(*layout, rank_, options_.threads,
-                                [this](absl::AnyInvocable<void()> fn) {
-                                  node_->transport().Post(std::move(fn));
-                                });
+  auto store = ShardSet::Create(
+      *layout, rank_, options_.threads,
+      [this](absl::AnyInvocable<void()> fn) { node_->transport().Post(std::move(fn)); },
+      options_.tier);
   if (!store.ok()) return ReplyError(req, store.status());
   store_ = *std::move(store);
   ++generation_;
-  metrics_->OnTablesCreated(store_->layout(), [this](uint32_t t) { return store_->holds(t); });
+  metrics_->OnTablesCreated(
+      store_->layout(), [this](uint32_t t) { return store_->holds(t); }, options_.tier.enabled());
   pushed_.assign(std::max(layout->num_workers, 1), 0);
   retired_.assign(pushed_.size(), false);
   applied_ = 0;
@@ -501,6 +509,12 @@ void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {
                      "ttl",
                      rank_, t.name, t.rows, t.bytes, t.sketch_bytes, t.admitted, t.refused_ids,
                      t.refused_pushes, t.evicted_capacity, t.evicted_ttl);
+        if (t.tiered) {
+          spdlog::info("server {}: table {}: disk tier: {} rows in RAM and {} on disk ({} MiB of "
+                       "files), {} rows read from disk ({} found), {} written",
+                       rank_, t.name, t.ram_rows, t.disk_rows, t.tier_disk_bytes >> 20,
+                       t.tier_reads, t.tier_hits, t.tier_writes);
+        }
       }
     }
   } else {

@@ -49,8 +49,11 @@ struct ServerOptions {
   // Serve Prometheus metrics at http://http_host:metrics_port/metrics (0: off).
   int metrics_port = 0;
   std::string http_host = "0.0.0.0";
-  // Executor threads owning parts of the shard (1: the I/O thread owns it).
+  // Executor threads owning parts of the shard (1: the I/O thread owns it,
+  // unless there is a disk tier).
   int threads = 1;
+  // Sparse rows past a memory budget on disk (--server_memory_budget).
+  TierConfig tier;
 };
 
 struct ServerStats {

@@ -45,7 +45,7 @@ ServerMetrics::ServerMetrics(Registry* r) : registry_(r) {
 }
 
 void ServerMetrics::OnTablesCreated(const proto::TableLayout& layout,
-                                    absl::FunctionRef<bool(uint32_t table)> held) {
+                                    absl::FunctionRef<bool(uint32_t table)> held, bool tiered) {
   auto* keys = registry_->AddCounter(
       "pstrain_server_table_keys_total",
       "Keys read or written: sparse rows (ids) or dense floats, by table and op.", {"table", "op"});
@@ -86,6 +86,31 @@ void ServerMetrics::OnTablesCreated(const proto::TableLayout& layout,
       "Rows removed from the table on this server by eviction: reason=capacity (max_rows) or "
       "ttl (not updated for ttl_steps).",
       {"table", "reason"});
+  metrics::Family<metrics::Gauge>* ram_rows = nullptr;
+  metrics::Family<metrics::Gauge>* disk_rows = nullptr;
+  metrics::Family<metrics::Gauge>* disk_bytes = nullptr;
+  metrics::Family<metrics::Counter>* tier_reads = nullptr;
+  metrics::Family<metrics::Counter>* tier_writes = nullptr;
+  if (tiered) {
+    ram_rows = registry_->AddGauge("pstrain_server_table_ram_rows",
+                                   "Sparse rows of the table in this server's RAM (disk tier).",
+                                   {"table"});
+    disk_rows = registry_->AddGauge(
+        "pstrain_server_table_disk_rows",
+        "Sparse rows of the table in this server's disk tier (some also in RAM).", {"table"});
+    disk_bytes = registry_->AddGauge(
+        "pstrain_server_tier_disk_bytes",
+        "Bytes of the files of this server's disk tier (all its tables), by table reporting.",
+        {"table"});
+    tier_reads = registry_->AddCounter(
+        "pstrain_server_table_tier_reads_total",
+        "Ids of the table not in RAM looked up in the disk tier: result=hit (found, brought "
+        "into RAM) or miss (never trained: read as zeros).",
+        {"table", "result"});
+    tier_writes = registry_->AddCounter(
+        "pstrain_server_table_tier_writes_total",
+        "Rows of the table written to the disk tier on leaving RAM (new or changed).", {"table"});
+  }
   tables_.assign(layout.tables.size(), TableCells{});
   for (const TableSpec& spec : layout.tables) {
     if (spec.id >= tables_.size() || spec.on_workers) continue;
@@ -111,6 +136,14 @@ void ServerMetrics::OnTablesCreated(const proto::TableLayout& layout,
     if (c.sparse && spec.eviction.enabled()) {
       c.evicted_capacity = evicted->Get({spec.name, "capacity"});
       c.evicted_ttl = evicted->Get({spec.name, "ttl"});
+    }
+    if (c.sparse && tiered) {
+      c.ram_rows = ram_rows->Get({spec.name});
+      c.disk_rows = disk_rows->Get({spec.name});
+      c.disk_bytes = disk_bytes->Get({spec.name});
+      c.tier_hits = tier_reads->Get({spec.name, "hit"});
+      c.tier_misses = tier_reads->Get({spec.name, "miss"});
+      c.tier_writes = tier_writes->Get({spec.name});
     }
     table_ids_[spec.name] = spec.id;
   }
@@ -193,6 +226,14 @@ void ServerMetrics::Sample(const std::vector<TableStats>* stats, const std::vect
     if (c.evicted_capacity != nullptr) {
       c.evicted_capacity->SetTotal(static_cast<double>(t.evicted_capacity));
       c.evicted_ttl->SetTotal(static_cast<double>(t.evicted_ttl));
+    }
+    if (c.ram_rows != nullptr && t.tiered) {
+      c.ram_rows->Set(static_cast<double>(t.ram_rows));
+      c.disk_rows->Set(static_cast<double>(t.disk_rows));
+      c.disk_bytes->Set(static_cast<double>(t.tier_disk_bytes));
+      c.tier_hits->SetTotal(static_cast<double>(t.tier_hits));
+      c.tier_misses->SetTotal(static_cast<double>(t.tier_reads - t.tier_hits));
+      c.tier_writes->SetTotal(static_cast<double>(t.tier_writes));
     }
   }
   hb->table_rows = rows;

@@ -33,8 +33,9 @@ class ServerMetrics {
   // Creates the cells of the tables this server holds (`held`: every sparse
   // table, the dense tables with a range here). I/O thread, once the tables
   // exist.
+  // `tiered`: the sparse tables have a disk tier (--server_memory_budget).
   void OnTablesCreated(const proto::TableLayout& layout,
-                       absl::FunctionRef<bool(uint32_t table)> held);
+                       absl::FunctionRef<bool(uint32_t table)> held, bool tiered = false);
 
   // Marks the start of the request being handled (I/O thread).
   void BeginRequest() { request_start_ns_ = metrics::MonotonicNanos(); }
@@ -86,6 +87,13 @@ class ServerMetrics {
     // Sparse tables with eviction only (else null).
     metrics::Counter* evicted_capacity = nullptr;
     metrics::Counter* evicted_ttl = nullptr;
+    // Sparse tables with a disk tier only (else null).
+    metrics::Gauge* ram_rows = nullptr;
+    metrics::Gauge* disk_rows = nullptr;
+    metrics::Gauge* disk_bytes = nullptr;
+    metrics::Counter* tier_hits = nullptr;
+    metrics::Counter* tier_misses = nullptr;
+    metrics::Counter* tier_writes = nullptr;
     bool pending_bsp = false;  // BSP: gradients summed, not applied yet
   };
   // Counts the parts of one request and observes its latency (`seconds`)

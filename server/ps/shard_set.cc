@@ -97,19 +97,21 @@ struct ShardSet::PartWork {
 };
 
 absl::StatusOr<std::unique_ptr<ShardSet>> ShardSet::Create(const proto::TableLayout& layout,
-                                                           int rank, int threads, Post post) {
+                                                           int rank, int threads, Post post,
+                                                           const TierConfig& tier) {
   if (threads < 1 || threads > kMaxThreads) {
     return absl::InvalidArgumentError(
         absl::StrCat("server threads must be in [1, ", kMaxThreads, "], not ", threads));
   }
   std::unique_ptr<ShardSet> set(new ShardSet(std::move(post)));
   for (int p = 0; p < threads; ++p) {
-    PS_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> part, KvStore::Create(layout, rank, p, threads));
+    PS_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> part,
+                        KvStore::Create(layout, rank, p, threads, tier));
     set->bsp_.push_back(std::make_unique<BspAggregator>(part.get()));
     set->parts_.push_back(std::move(part));
   }
   set->scratch_.resize(threads);
-  if (threads > 1) {
+  if (threads > 1 || tier.enabled()) {
     for (int p = 0; p < threads; ++p) set->executors_.push_back(std::make_unique<Executor>(p));
   }
   return set;

@@ -50,9 +50,12 @@ class ShardSet {
 
   static constexpr int kMaxThreads = 64;
 
-  // `threads` in [1, kMaxThreads]; `post` is used only when threads > 1.
+  // `threads` in [1, kMaxThreads]; `post` is used only when threads > 1 or
+  // with a disk tier (`tier`, KvStore::Create): then even one part runs on
+  // an executor thread, so that no disk read blocks the I/O thread.
   static absl::StatusOr<std::unique_ptr<ShardSet>> Create(const proto::TableLayout& layout,
-                                                          int rank, int threads, Post post);
+                                                          int rank, int threads, Post post,
+                                                          const TierConfig& tier = {});
   ~ShardSet();
 
   ShardSet(const ShardSet&) = delete;

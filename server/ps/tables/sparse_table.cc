@@ -25,6 +25,9 @@ constexpr size_t kIndexPrefetch = 16;
 constexpr size_t kRowPrefetch = 8;
 // Scratch vectors larger than this many ids are freed after a call.
 constexpr size_t kMaxRetainedIds = 1 << 16;
+// A restore into a table with a disk tier writes rows to disk this many at
+// a time.
+constexpr size_t kRestoreBatch = 4096;
 
 template <typename T>
 void FreeVector(std::vector<T>& v) {
@@ -71,6 +74,16 @@ absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Create(const TableSpec
     return absl::InvalidArgumentError(absl::StrCat(what, ": ttl_steps ", e.ttl_steps,
                                                    " is above ", kMaxTtlSteps));
   }
+  if (options.tier != nullptr) {
+    if (e.enabled()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": a disk tier with max_rows or ttl_steps eviction is not built (rows leave RAM "
+                "for the tier; none leave the tier)"));
+    }
+    if (options.ram_capacity == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": a disk tier needs a RAM capacity"));
+    }
+  }
   options.max_rows = std::min(options.max_rows, kMaxRows);
   if (options.evict_capacity == 0) options.evict_capacity = e.max_rows;
   options.evict_capacity = std::min<uint64_t>(options.evict_capacity, kMaxRows);
@@ -91,11 +104,14 @@ SparseTable::SparseTable(const TableSpec& spec, Options options,
       compact_(spec.dtype != RowDtype::kFloat32),
       value_floats_(compact_ ? (dim_ + 1) / 2 : dim_),
       arena_(value_floats_ + state_floats_ + (has_step_ ? 1 : 0) +
-             (spec.eviction.enabled() ? 2 : 0)),
-      evicts_(spec.eviction.enabled()),
+             (spec.eviction.enabled() || options.tier ? 2 : 0)),
+      evicts_(spec.eviction.enabled() || options.tier),
       meta_offset_(value_floats_ + state_floats_ + (has_step_ ? 1 : 0)),
-      evict_capacity_(spec.eviction.max_rows > 0 ? options.evict_capacity : 0),
-      sample_state_(Mix64(spec.id + 1) | 1) {
+      evict_capacity_(options.tier                   ? options.ram_capacity
+                      : spec.eviction.max_rows > 0 ? options.evict_capacity
+                                                   : 0),
+      sample_state_(Mix64(spec.id + 1) | 1),
+      tier_(options.tier) {
   if (spec.admission.enabled()) {
     sketch_ = std::make_unique<CountMinSketch>(
         CountMinSketch::WidthForBudget(spec.admission.sketch_bytes));
@@ -179,18 +195,73 @@ uint32_t SparseTable::CreateRow(uint64_t id) {
   if (evicts_) {
     uint32_t* m = Meta(r);
     m[0] = static_cast<uint32_t>(clock_);
-    m[1] = 0;
+    m[1] = tier_ ? kDirty : 0;
   }
+  if (tier_) ++ram_fresh_;
   index_.Insert(id, r);
   return r;
+}
+
+absl::Status SparseTable::PromoteRows(std::span<const uint64_t> ids, uint32_t* rows) {
+  const size_t n = miss_pos_.size();
+  miss_ids_.resize(n);
+  for (size_t k = 0; k < n; ++k) miss_ids_[k] = ids[miss_pos_[k]];
+  const size_t bytes = row_bytes();
+  miss_rows_.resize(n * bytes);
+  PS_RETURN_IF_ERROR(tier_->Get(spec_.id, miss_ids_, bytes, miss_rows_.data(), &miss_found_));
+  tier_counters_.reads += n;
+  for (size_t k = 0; k < n; ++k) {
+    if (!miss_found_[k]) continue;
+    // An id twice in the request: the first brought it in.
+    uint32_t r = index_.Find(miss_ids_[k]);
+    if (r == RowIndex::kNoRow) {
+      if (arena_.full()) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("sparse table '", spec_.name, "': the RAM rows are full"));
+      }
+      r = arena_.Append();
+      std::memcpy(arena_.row(r), miss_rows_.data() + k * bytes, bytes);
+      uint32_t* m = Meta(r);
+      m[0] = static_cast<uint32_t>(clock_);  // used now
+      m[1] = (m[1] & kCountMask) | kOnDisk;  // clean: the disk copy is current
+      index_.Insert(miss_ids_[k], r);
+      ++tier_counters_.hits;
+    }
+    rows[miss_pos_[k]] = r;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* rows,
                                       bool create) {
   const size_t n = ids.size();
+  if (tier_) {
+    miss_pos_.clear();
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kIndexPrefetch < n) index_.Prefetch(ids[i + kIndexPrefetch]);
+      rows[i] = index_.Find(ids[i]);
+      if (rows[i] == RowIndex::kNoRow) {
+        miss_pos_.push_back(static_cast<uint32_t>(i));
+      } else {
+        // Used now: for LRU the clock, for LFU one more use.
+        uint32_t* m = Meta(rows[i]);
+        m[0] = static_cast<uint32_t>(clock_);
+        if ((m[1] & kCountMask) != kCountMask) ++m[1];
+      }
+    }
+    if (miss_pos_.empty()) return absl::OkStatus();
+    PS_RETURN_IF_ERROR(MarkFatal(PromoteRows(ids, rows)));
+    if (!create) return absl::OkStatus();
+  }
   for (size_t i = 0; i < n; ++i) {
-    if (i + kIndexPrefetch < n) index_.Prefetch(ids[i + kIndexPrefetch]);
-    uint32_t r = index_.Find(ids[i]);
+    uint32_t r;
+    if (tier_) {
+      r = rows[i];
+      if (r == RowIndex::kNoRow) r = index_.Find(ids[i]);  // created for an earlier duplicate
+    } else {
+      if (i + kIndexPrefetch < n) index_.Prefetch(ids[i + kIndexPrefetch]);
+      r = index_.Find(ids[i]);
+    }
     if (r == RowIndex::kNoRow && create) {
       if (arena_.size() >= options_.max_rows || arena_.full()) {
         return absl::ResourceExhaustedError(
@@ -205,6 +276,7 @@ absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* r
 }
 
 absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
+  if (tier_) ++clock_;
   rows_.resize(std::min(ids.size(), kPullBlock));
   absl::Status status;
   for (size_t begin = 0; begin < ids.size(); begin += kPullBlock) {
@@ -231,6 +303,8 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
       }
     }
   }
+  // Rows brought from disk push others out of RAM.
+  if (tier_ && status.ok()) status = EvictToCapacity();
   return status;
 }
 
@@ -324,7 +398,8 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
   PS_RETURN_IF_ERROR(CheckGradients(ids, grads, scale));
   ++updates_;
   if (evicts_) {
-    if (step >= 0) {
+    // With a disk tier the clock counts requests (pulls too): recency of use.
+    if (step >= 0 && !tier_) {
       AdvanceClock(static_cast<uint64_t>(step));
     } else {
       ++clock_;
@@ -348,7 +423,10 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
   if (status.ok()) ApplyRows(rows_.data(), unique.size(), unique_grads, scale, lr_scale);
   // The sweep looks at a few slots per pushed row: a whole pass over the
   // index takes about as many pushes as rows live, whatever the table size.
-  if (evicts_) AfterRequest(4 * unique.size() + 64);
+  if (evicts_) {
+    absl::Status after = AfterRequest(4 * unique.size() + 64);
+    if (status.ok()) status = after;
+  }
   TrimScratch();
   return status;
 }
@@ -393,21 +471,30 @@ absl::Status SparseTable::AdmitRows(std::span<const uint64_t> unique, size_t raw
   return absl::OkStatus();
 }
 
-void SparseTable::ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const {
-  index_.ForEach([&](uint64_t id, uint32_t r) {
-    const float* row = arena_.row(r);
-    SparseRow view;
-    view.id = id;
-    if (compact_) {
-      view_values_.resize(dim_);
-      LoadValues(row, view_values_.data());
-      view.values = {view_values_.data(), dim_};
-    } else {
-      view.values = {row, dim_};
-    }
-    view.state = {row + value_floats_, state_floats_};
-    if (has_step_) std::memcpy(&view.step, row + value_floats_ + state_floats_, sizeof(view.step));
-    fn(view);
+SparseRow SparseTable::View(uint64_t id, const float* row) const {
+  SparseRow view;
+  view.id = id;
+  if (compact_) {
+    view_values_.resize(dim_);
+    LoadValues(row, view_values_.data());
+    view.values = {view_values_.data(), dim_};
+  } else {
+    view.values = {row, dim_};
+  }
+  view.state = {row + value_floats_, state_floats_};
+  if (has_step_) std::memcpy(&view.step, row + value_floats_ + state_floats_, sizeof(view.step));
+  return view;
+}
+
+absl::Status SparseTable::ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const {
+  index_.ForEach([&](uint64_t id, uint32_t r) { fn(View(id, arena_.row(r))); });
+  if (!tier_) return absl::OkStatus();
+  // Then the rows only on disk (a row in RAM is current there).
+  view_row_.resize(arena_.stride());
+  return tier_->ForEach(spec_.id, row_bytes(), [&](uint64_t id, const char* bytes) {
+    if (index_.Find(id) != RowIndex::kNoRow) return;
+    std::memcpy(view_row_.data(), bytes, row_bytes());
+    fn(View(id, view_row_.data()));
   });
 }
 
@@ -419,7 +506,20 @@ absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
         state.size(), " state floats, want ", dim_, " and ", state_floats_));
   }
   uint32_t r;
-  PS_RETURN_IF_ERROR(ResolveRows({&id, 1}, &r));
+  if (tier_) {
+    // A restore: ids are unique across a checkpoint's files and the table
+    // starts empty, so the disk holds none of them (no lookup per row).
+    r = index_.Find(id);
+    if (r == RowIndex::kNoRow) {
+      if (arena_.full()) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("sparse table '", spec_.name, "': the RAM rows are full"));
+      }
+      r = CreateRow(id);
+    }
+  } else {
+    PS_RETURN_IF_ERROR(ResolveRows({&id, 1}, &r));
+  }
   float* row = arena_.row(r);
   if (compact_) {
     StoreValues(row, values.data(), /*noise_seed=*/0, /*stochastic=*/false);
@@ -431,12 +531,19 @@ absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
   if (evicts_) {
     uint32_t* m = Meta(r);
     m[0] = static_cast<uint32_t>(clock_);
-    m[1] = 1;
+    m[1] = tier_ ? 1 | kDirty | (m[1] & kOnDisk) : 1;
   }
+  // A restore larger than RAM: rows go to disk in batches as it goes.
+  if (tier_ && arena_.size() >= evict_capacity_ + kRestoreBatch) return EvictToCapacity();
   return absl::OkStatus();
 }
 
-void SparseTable::Clear() {
+absl::Status SparseTable::Clear() {
+  if (tier_) {
+    PS_RETURN_IF_ERROR(tier_->Clear(spec_.id));
+    disk_rows_ = 0;
+    ram_fresh_ = 0;
+  }
   index_.Clear();
   arena_.Clear();
   FreeVector(rows_);
@@ -448,6 +555,7 @@ void SparseTable::Clear() {
   FreeVector(multiplicity_);
   FreeVector(view_values_);
   if (sketch_) sketch_->Clear();
+  return absl::OkStatus();
 }
 
 void SparseTable::TrimScratch() {
@@ -477,6 +585,9 @@ MemoryStats SparseTable::memory_stats() const {
   stats.index_bytes = index_.bytes();
   stats.scratch_bytes = ScratchBytes();
   stats.sketch_bytes = sketch_ ? sketch_->bytes() : 0;
+  stats.ram_rows = arena_.size();
+  stats.disk_rows = disk_rows_;
+  if (tier_) stats.rows = size();
   stats.total_bytes = arena_.bytes() + stats.index_bytes + stats.scratch_bytes +
                       stats.sketch_bytes + sizeof(*this);
   return stats;

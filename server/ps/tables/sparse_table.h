@@ -22,6 +22,18 @@
 // values and state a row costs its index slot (15 to 22.5 bytes) and a
 // sliver of the last chunk.
 //
+// With a disk tier (Options::tier, --server_memory_budget) the table keeps
+// at most Options::ram_capacity rows in RAM and the rest in the tier
+// (disk_tier.h): after each request the rows past the RAM capacity (the
+// least recently used of a sample, as for max_rows) leave RAM, written to
+// disk when changed since they were read (or new); a request for an id not
+// in RAM looks it up on disk in one batched read and keeps the row in RAM.
+// Rows are then created by pushes only, as with eviction, and size()
+// counts the rows in RAM and on disk. ForEachRow visits both (a consistent
+// view: every call comes from the owner thread). A tier that fails (a full
+// disk) fails the request with an error marked fatal (IsFatal): the server
+// stops, and its committed checkpoints stay as they were.
+//
 // Not thread-safe: a table shard has one owner thread (the server's shard
 // thread) and all calls, const ones included, come from it.
 #pragma once
@@ -40,6 +52,7 @@
 #include "common/optim/optimizer.h"
 #include "common/table_spec.h"
 #include "server/ps/tables/count_min_sketch.h"
+#include "server/ps/tables/disk_tier.h"
 #include "server/ps/tables/row_arena.h"
 #include "server/ps/tables/row_index.h"
 
@@ -53,6 +66,10 @@ struct MemoryStats {
   size_t index_bytes = 0;    // the id -> row map
   size_t scratch_bytes = 0;  // per-request working buffers (sized by requests, not rows)
   size_t sketch_bytes = 0;   // the admission sketch (fixed; 0 without admission)
+  // With a disk tier: rows in RAM (the others are on disk; `rows` counts
+  // both, the byte counts above are RAM's).
+  size_t ram_rows = 0;
+  size_t disk_rows = 0;
 };
 
 // Admission counters of a table shard since it was created (not saved).
@@ -66,6 +83,14 @@ struct AdmissionStats {
 struct EvictionStats {
   uint64_t capacity = 0;  // rows removed to stay within max_rows
   uint64_t ttl = 0;       // rows removed after ttl_steps without an update
+};
+
+// Disk tier counters of a table shard since it was created (not saved).
+struct TierCounters {
+  uint64_t reads = 0;   // ids not in RAM looked up on disk
+  uint64_t hits = 0;    // of them, found there (and brought into RAM)
+  uint64_t writes = 0;  // rows written to disk on leaving RAM
+  uint64_t drops = 0;   // rows that left RAM unchanged (their disk copy is current)
 };
 
 // One row as seen by SparseTable::ForEachRow. The spans point into the table
@@ -95,6 +120,10 @@ class SparseTable {
     // request (its part of the table's max_rows; KvStore divides it).
     // 0: spec.eviction.max_rows itself.
     size_t evict_capacity = 0;
+    // A disk tier for the rows past ram_capacity (> 0); not owned, outlives
+    // the table. Not with spec.eviction (InvalidArgument).
+    DiskTier* tier = nullptr;
+    size_t ram_capacity = 0;
   };
 
   // InvalidArgument when `spec` is not a sparse table with 0 < dim <= kMaxDim
@@ -112,7 +141,11 @@ class SparseTable {
   size_t dim() const { return dim_; }
   // Optimizer state floats per row (Adam's step count not included).
   size_t state_floats() const { return state_floats_; }
-  size_t size() const { return arena_.size(); }
+  // Rows of the shard (with a disk tier: in RAM and on disk).
+  size_t size() const { return tier_ ? disk_rows_ + ram_fresh_ : arena_.size(); }
+  size_t ram_rows() const { return arena_.size(); }
+  // Bytes a row takes in RAM (values, state, metadata; not the index).
+  size_t row_bytes() const { return arena_.stride() * sizeof(float); }
 
   // out[i * dim, (i + 1) * dim) = row ids[i], creating missing rows.
   // Duplicates are allowed. REQUIRES: out holds ids.size() * dim floats.
@@ -138,26 +171,32 @@ class SparseTable {
                     float lr_scale = 1.0f, int64_t step = -1);
 
   // Calls fn for every row, in no particular order. For checkpoints/export.
-  void ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const;
+  // An error only from a disk tier that cannot be read.
+  absl::Status ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const;
 
   // Sets row `id` (creating it if missing) to the given values, state and
   // step count. For checkpoint restore. InvalidArgument for wrong sizes,
   // ResourceExhausted past max_rows. With eviction the row counts as
-  // updated now (once); the caller runs EvictToCapacity() after the rows.
+  // updated now (once); the caller runs EvictToCapacity() after the rows
+  // (with a disk tier rows also leave RAM as the restore goes; REQUIRES:
+  // `id` is not on disk, as in a restore into an empty table).
   absl::Status InsertRow(uint64_t id, std::span<const float> values,
                          std::span<const float> state, uint32_t step = 0);
 
+  // In RAM.
   bool Contains(uint64_t id) const { return index_.Find(id) != RowIndex::kNoRow; }
 
   // Pre-sizes the index for `rows` rows (e.g. before a restore).
   void Reserve(size_t rows) { index_.Reserve(rows); }
 
-  // Removes every row and frees its memory.
-  void Clear();
+  // Removes every row (RAM and disk) and frees its memory.
+  absl::Status Clear();
 
   MemoryStats memory_stats() const;
   const AdmissionStats& admission_stats() const { return admission_stats_; }
   const EvictionStats& eviction_stats() const { return eviction_stats_; }
+  const TierCounters& tier_counters() const { return tier_counters_; }
+  const DiskTier* tier() const { return tier_; }
 
   // Eviction's clock: the largest push step seen (restore sets it to the
   // checkpoint's step).
@@ -165,8 +204,10 @@ class SparseTable {
   void AdvanceClock(uint64_t step) { clock_ = std::max(clock_, step); }
   // The rows this shard keeps with spec.eviction.max_rows; 0: unbounded.
   size_t evict_capacity() const { return evict_capacity_; }
-  // Removes rows until at most evict_capacity() are left (no-op without).
-  void EvictToCapacity();
+  // Removes rows until at most evict_capacity() are left (no-op without);
+  // with a disk tier, until ram_capacity rows are left in RAM, writing the
+  // changed ones to disk (an error: fatal, see above).
+  absl::Status EvictToCapacity();
 
   // The admission sketch; null without admission.
   const CountMinSketch* sketch() const { return sketch_.get(); }
@@ -189,6 +230,11 @@ class SparseTable {
   absl::Status AdmitRows(std::span<const uint64_t> unique, size_t raw_count, uint32_t* rows);
   bool AdmitOne(uint64_t id, uint32_t occurrences);
   uint32_t CreateRow(uint64_t id);
+  // Disk tier: brings the rows of ids[miss[k]] not in RAM from disk
+  // (rows[miss[k]] = their row numbers, kNoRow where the tier lacks them).
+  absl::Status PromoteRows(std::span<const uint64_t> ids, uint32_t* rows);
+  // The SparseRow view of a row's bytes (buffers of the table).
+  SparseRow View(uint64_t id, const float* row) const;
   // Compact rows: the dim values of `row` as fp32, and back (stochastic:
   // rounding noise drawn from noise_seed; else to nearest).
   void LoadValues(const float* row, float* out) const;
@@ -206,15 +252,23 @@ class SparseTable {
   const uint32_t* Meta(uint32_t r) const {
     return reinterpret_cast<const uint32_t*>(arena_.row(r) + meta_offset_);
   }
+  // Metadata word 1: the push count (low 30 bits, saturating) and, with a
+  // disk tier, whether the row has a copy on disk and whether it changed
+  // since (a dirty row is written back when it leaves RAM).
+  static constexpr uint32_t kCountMask = (1u << 30) - 1;
+  static constexpr uint32_t kOnDisk = 1u << 30;
+  static constexpr uint32_t kDirty = 1u << 31;
   // Marks row r updated at the current clock (a push applied to it).
   void TouchRow(uint32_t r) {
     uint32_t* m = Meta(r);
     m[0] = static_cast<uint32_t>(clock_);
-    if (m[1] != UINT32_MAX) ++m[1];
+    uint32_t count = m[1] & kCountMask;
+    if (count != kCountMask) ++count;
+    m[1] = count | kDirty | (m[1] & kOnDisk);
   }
   // After a request: removes rows past capacity, then sweeps `budget`
   // index slots for rows past their ttl.
-  void AfterRequest(size_t budget);
+  absl::Status AfterRequest(size_t budget);
   void SweepExpired(size_t budget);
   // The index slot of the row a sample judges the best to drop.
   size_t SampleVictim();
@@ -245,6 +299,18 @@ class SparseTable {
   size_t sweep_pos_ = 0;        // next index slot of the ttl sweep
   uint64_t sample_state_;       // xorshift state of SampleVictim
   EvictionStats eviction_stats_;
+
+  // Disk tier (Options::tier): rows of this table on disk, and rows in RAM
+  // without a disk copy; size() is their sum.
+  DiskTier* const tier_;
+  size_t disk_rows_ = 0;
+  size_t ram_fresh_ = 0;
+  TierCounters tier_counters_;
+  std::vector<uint32_t> miss_pos_;
+  std::vector<uint64_t> miss_ids_;
+  std::vector<char> miss_rows_;
+  std::vector<uint8_t> miss_found_;
+  mutable std::vector<float> view_row_;  // ForEachRow: a disk row, aligned
 
   // Per-call scratch, kept between calls to avoid allocations.
   std::vector<uint32_t> rows_;

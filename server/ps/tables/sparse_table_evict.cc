@@ -22,10 +22,16 @@
 // new ids.
 #include "server/ps/tables/sparse_table.h"
 
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
 namespace pstrain::server {
 namespace {
 
 constexpr int kEvictionSamples = 16;
+// For the disk tier, where each request's misses each push a row out of RAM:
+// fewer samples (each one a cache miss), close to LRU for a cache.
+constexpr int kTierSamples = 8;
 constexpr uint32_t kLfuHalfLifeSteps = 1024;
 
 // LFU's count after decay.
@@ -42,7 +48,8 @@ size_t SparseTable::SampleVictim() {
   const bool lfu = spec_.eviction.policy == EvictPolicy::kLfu;
   size_t best = 0;
   uint64_t best_key = 0;
-  for (int k = 0; k < kEvictionSamples; ++k) {
+  const int samples = tier_ ? kTierSamples : kEvictionSamples;
+  for (int k = 0; k < samples; ++k) {
     // xorshift64: cheap, deterministic per table.
     sample_state_ ^= sample_state_ << 13;
     sample_state_ ^= sample_state_ >> 7;
@@ -55,7 +62,8 @@ size_t SparseTable::SampleVictim() {
     const uint32_t age = now - m[0];
     // Larger is a better victim.
     const uint64_t key =
-        lfu ? (uint64_t{UINT32_MAX - DecayedCount(m[1], age)} << 32) | age : uint64_t{age};
+        lfu ? (uint64_t{UINT32_MAX - DecayedCount(m[1] & kCountMask, age)} << 32) | age
+            : uint64_t{age};
     if (k == 0 || key > best_key) {
       best = pos;
       best_key = key;
@@ -71,12 +79,37 @@ void SparseTable::RemoveAt(size_t slot) {
   arena_.Release(r);
 }
 
-void SparseTable::EvictToCapacity() {
-  if (evict_capacity_ == 0) return;
-  while (arena_.size() > evict_capacity_) {
-    RemoveAt(SampleVictim());
-    ++eviction_stats_.capacity;
+absl::Status SparseTable::EvictToCapacity() {
+  if (evict_capacity_ == 0) return absl::OkStatus();
+  if (tier_ == nullptr) {
+    while (arena_.size() > evict_capacity_) {
+      RemoveAt(SampleVictim());
+      ++eviction_stats_.capacity;
+    }
+    return absl::OkStatus();
   }
+  // To the disk tier: a row goes to disk when it has no copy there or
+  // changed since; the batch is written once, after the loop.
+  const size_t bytes = row_bytes();
+  while (arena_.size() > evict_capacity_) {
+    const size_t slot = SampleVictim();
+    uint64_t id;
+    const uint32_t r = index_.SlotRow(slot, &id);
+    uint32_t* m = Meta(r);
+    if ((m[1] & kOnDisk) == 0 || (m[1] & kDirty) != 0) {
+      if ((m[1] & kOnDisk) == 0) {
+        ++disk_rows_;
+        --ram_fresh_;
+      }
+      m[1] = (m[1] & kCountMask) | kOnDisk;
+      tier_->Put(spec_.id, id, arena_.row(r), bytes);
+      ++tier_counters_.writes;
+    } else {
+      ++tier_counters_.drops;
+    }
+    RemoveAt(slot);
+  }
+  return MarkFatal(Annotate(tier_->Commit(), absl::StrCat("sparse table '", spec_.name, "'")));
 }
 
 void SparseTable::SweepExpired(size_t budget) {
@@ -96,9 +129,10 @@ void SparseTable::SweepExpired(size_t budget) {
   }
 }
 
-void SparseTable::AfterRequest(size_t budget) {
-  EvictToCapacity();
+absl::Status SparseTable::AfterRequest(size_t budget) {
+  absl::Status st = EvictToCapacity();
   SweepExpired(budget);
+  return st;
 }
 
 }  // namespace pstrain::server

@@ -105,9 +105,9 @@ TEST(CompactRows, HalveTheValueBytesAndRestoreExactly) {
   EXPECT_EQ(c.state_bytes, 5000u * 4);
   // Checkpoint and restore through the rows' fp32 view: the same rows.
   auto restored = Make(Spec(RowDtype::kFloat16));
-  compact->ForEachRow([&](const SparseRow& r) {
+  EXPECT_TRUE(compact->ForEachRow([&](const SparseRow& r) {
     ASSERT_TRUE(restored->InsertRow(r.id, r.values, r.state, r.step).ok());
-  });
+  }).ok());
   EXPECT_EQ(Pull(*restored, ids), Pull(*compact, ids));
 }
 

@@ -119,7 +119,7 @@ std::vector<float> PullRow(SparseTable& t, uint64_t id) {
 
 size_t RowsSeen(const SparseTable& t) {
   size_t n = 0;
-  t.ForEachRow([&](const SparseRow&) { ++n; });
+  EXPECT_TRUE(t.ForEachRow([&](const SparseRow&) { ++n; }).ok());
   return n;
 }
 
@@ -270,9 +270,9 @@ TEST(Eviction, RestoredRowsAreKeptAsUpdatedAtTheCheckpointStepAndCutToCapacity) 
   auto t = Make(Spec(0, EvictPolicy::kLru, 100));
   std::vector<std::pair<uint64_t, std::vector<float>>> saved;
   for (uint64_t id = 0; id < 300; ++id) PushIds(*t, {id}, 5000);
-  t->ForEachRow([&](const SparseRow& r) {
+  EXPECT_TRUE(t->ForEachRow([&](const SparseRow& r) {
     saved.emplace_back(r.id, std::vector<float>(r.values.begin(), r.values.end()));
-  });
+  }).ok());
   ASSERT_EQ(saved.size(), 300u);
   // Restored at step 5000 into a table that keeps 120 rows: the clock
   // starts there (no row expires at the next push) and 120 are kept.
@@ -283,7 +283,7 @@ TEST(Eviction, RestoredRowsAreKeptAsUpdatedAtTheCheckpointStepAndCutToCapacity) 
   (*r)->AdvanceClock(5000);
   const std::vector<float> state(t->state_floats(), 0.1f);
   for (const auto& [id, values] : saved) ASSERT_TRUE((*r)->InsertRow(id, values, state).ok());
-  (*r)->EvictToCapacity();
+  EXPECT_TRUE((*r)->EvictToCapacity().ok());
   EXPECT_EQ((*r)->size(), 120u);
   PushIds(**r, {99999}, 5001);
   EXPECT_EQ((*r)->size(), 120u);

@@ -143,9 +143,9 @@ TEST(SparseTable, NonFiniteGradientIsRejectedAndLeavesTableUnchanged) {
   EXPECT_NE(status.message().find("id 2"), absl::string_view::npos) << status;
   EXPECT_EQ(table->size(), 2u);  // id 3 was not created
   EXPECT_EQ(PullRows(*table, {1, 2}), before);
-  table->ForEachRow([&](const SparseRow& row) {
+  EXPECT_TRUE(table->ForEachRow([&](const SparseRow& row) {
     EXPECT_EQ(row.state[0], 0.1f) << row.id;  // accumulators untouched
-  });
+  }).ok());
 }
 
 TEST(SparseTable, NonFiniteScaleOrOverflowingDuplicateSumIsRejected) {
@@ -171,7 +171,7 @@ TEST(SparseTable, AdamCountsStepsPerRow) {
   EXPECT_NEAR(fresh[0], -0.01f, 1e-6);
   EXPECT_NEAR(fresh[1], 0.01f, 1e-6);
   std::map<uint64_t, uint32_t> steps;
-  table->ForEachRow([&](const SparseRow& row) { steps[row.id] = row.step; });
+  EXPECT_TRUE(table->ForEachRow([&](const SparseRow& row) { steps[row.id] = row.step; }).ok());
   EXPECT_EQ(steps, (std::map<uint64_t, uint32_t>{{100, 3}, {200, 1}}));
 }
 
@@ -186,9 +186,9 @@ TEST(SparseTable, RowsCopiedThroughForEachRowAndInsertRowBehaveIdentically) {
 
   auto copy = Make(spec);
   copy->Reserve(source->size());
-  source->ForEachRow([&](const SparseRow& row) {
+  EXPECT_TRUE(source->ForEachRow([&](const SparseRow& row) {
     EXPECT_TRUE(copy->InsertRow(row.id, row.values, row.state, row.step).ok());
-  });
+  }).ok());
   EXPECT_EQ(copy->size(), source->size());
   for (auto* t : {source.get(), copy.get()}) ASSERT_TRUE(t->Push(ids, grads.data(), 0.5f).ok());
   EXPECT_EQ(PullRows(*copy, ids), PullRows(*source, ids));
@@ -206,7 +206,11 @@ TEST(SparseTable, RowwiseAdagradKeepsOneStateFloatPerRow) {
   EXPECT_EQ(table->state_floats(), 1u);
   std::vector<float> g(16, 2.0f);
   ASSERT_TRUE(table->Push(Ids({4}), g.data(), 0.5f).ok());
-  table->ForEachRow([](const SparseRow& row) { EXPECT_FLOAT_EQ(row.state[0], 0.1f + 1.0f); });
+  EXPECT_TRUE(table
+                  ->ForEachRow([](const SparseRow& row) {
+                    EXPECT_FLOAT_EQ(row.state[0], 0.1f + 1.0f);
+                  })
+                  .ok());
 }
 
 TEST(SparseTable, ClearRemovesRowsAndLaterPullsStartOver) {
@@ -214,7 +218,7 @@ TEST(SparseTable, ClearRemovesRowsAndLaterPullsStartOver) {
   auto table = Make(spec);
   std::vector<float> g(4, 1.0f);
   ASSERT_TRUE(table->Push(Ids({9}), g.data(), 1.0f).ok());
-  table->Clear();
+  EXPECT_TRUE(table->Clear().ok());
   EXPECT_EQ(table->size(), 0u);
   EXPECT_FALSE(table->Contains(9));
   EXPECT_EQ(PullRows(*table, {9}), InitialRow(spec, 9));
