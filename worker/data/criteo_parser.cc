@@ -179,17 +179,18 @@ absl::Status CriteoParser::CheckHeader(std::string_view line) const {
 
 CriteoParser::CriteoParser(const Schema& schema) : schema_(schema) {
   if (!schema_.custom) return;
-  roles_.assign(schema_.num_columns, Role{Role::kIgnore, 0});
-  roles_[schema_.label.column] = Role{Role::kLabel, 0};
+  roles_.assign(schema_.num_columns, Role{Role::kIgnore});
+  roles_[schema_.label.column] =
+      Role{Role::kLabel, schema_.label.op == LabelColumn::Op::kBinary};
   for (int j = 0; j < schema_.num_dense; ++j) {
     const DenseColumn& d = schema_.dense[j];
-    roles_[d.column] = Role{Role::kDense, static_cast<uint32_t>(j)};
     IntegerPath path = IntegerPath::kNone;
     if (d.clip_lo == -kInf && d.clip_hi == kInf) {
       path = d.transform == Transform::kLog1pClamp ? IntegerPath::kLog1pClamp
              : d.transform == Transform::kLog1p    ? IntegerPath::kLog1p
                                                    : IntegerPath::kOther;
     }
+    roles_[d.column] = Role{Role::kDense, path == IntegerPath::kLog1pClamp, static_cast<uint32_t>(j)};
     integer_path_.push_back(path);
     missing_value_.push_back(ApplyTransform(d, d.missing));
   }
@@ -197,7 +198,9 @@ CriteoParser::CriteoParser(const Schema& schema) : schema_(schema) {
   // columns come in that order.
   sparse_in_order_ = true;
   for (int f = 0; f < schema_.num_sparse; ++f) {
-    roles_[schema_.sparse[f].column] = Role{Role::kSparse, static_cast<uint32_t>(f)};
+    const SparseColumn& c = schema_.sparse[f];
+    roles_[c.column] =
+        Role{Role::kSparse, c.multi_hot_sep == 0, static_cast<uint32_t>(f), c.hash_buckets};
     if (f > 0 && schema_.sparse[f].column < schema_.sparse[f - 1].column) sparse_in_order_ = false;
   }
 }
@@ -273,6 +276,29 @@ inline void CriteoParser::CustomSparse(int f, std::string_view t, ParsedRow* row
   row->field_end[f] = static_cast<uint32_t>(row->ids.size());
 }
 
+inline bool CriteoParser::FastColumn(const Role& role, std::string_view t, ParsedRow* row) {
+  if (!role.fast) return false;
+  switch (role.kind) {
+    case Role::kSparse:
+      row->ids.push_back(FeatureId(static_cast<int>(role.index), t, role.buckets));
+      row->field_end[role.index] = static_cast<uint32_t>(row->ids.size());
+      return true;
+    case Role::kDense: {
+      int64_t v;
+      if (t.empty() || !ParseInt64(t, &v)) return false;
+      row->dense[role.index] = DenseTransform(v);
+      return true;
+    }
+    case Role::kLabel:
+      if (t.size() != 1 || (t[0] != '0' && t[0] != '1')) return false;
+      row->label = t[0] == '1' ? 1.0f : 0.0f;
+      return true;
+    case Role::kIgnore:
+      return true;
+  }
+  return false;
+}
+
 inline absl::Status CriteoParser::CustomColumn(int column, std::string_view t, ParsedRow* row) const {
   const Role role = roles_[column];
   switch (role.kind) {
@@ -307,7 +333,10 @@ absl::Status CriteoParser::ParseCustom(std::string_view line, ParsedRow* row) co
         for (const char* q = e; q < end; ++q) columns += (*q == sep);
         return CustomColumnCountError(line, columns);
       }
-      PS_RETURN_IF_ERROR(CustomColumn(static_cast<int>(c), std::string_view(p, e - p), row));
+      const std::string_view t(p, e - p);
+      if (!FastColumn(roles_[c], t, row)) {
+        PS_RETURN_IF_ERROR(CustomColumn(static_cast<int>(c), t, row));
+      }
       if (e == end) {
         if (c + 1 != num_columns) return CustomColumnCountError(line, c + 1);
         return absl::OkStatus();

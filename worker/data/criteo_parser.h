@@ -55,7 +55,11 @@ class CriteoParser {
   struct Role {
     enum Kind : uint8_t { kIgnore, kLabel, kDense, kSparse };
     Kind kind;
-    uint32_t index;  // kDense, kSparse: the field
+    // The common case, parsed inline in one pass: a 0/1 label, a dense
+    // column of log1p_clamp'ed integers, a single-hot categorical column.
+    bool fast = false;
+    uint32_t index = 0;    // kDense, kSparse: the field
+    uint64_t buckets = 0;  // kSparse: its hash_buckets
   };
 
   // How a dense column's integer values are transformed without the
@@ -65,6 +69,9 @@ class CriteoParser {
   explicit CriteoParser(const Schema& schema);
 
   absl::Status ParseCustom(std::string_view line, ParsedRow* row) const;
+  // The common cases of a column, inline; false: not one (CustomColumn
+  // parses it, or says what is wrong).
+  static bool FastColumn(const Role& role, std::string_view token, ParsedRow* row);
   absl::Status CustomColumn(int column, std::string_view token, ParsedRow* row) const;
   absl::Status CustomLabel(std::string_view token, ParsedRow* row) const;
   absl::Status CustomDense(int field, std::string_view token, ParsedRow* row) const;

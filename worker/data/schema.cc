@@ -10,19 +10,6 @@
 namespace pstrain::worker {
 namespace {
 
-constexpr int kTableSize = 4096;
-
-const std::array<float, kTableSize>& Log1pTable() {
-  static const std::array<float, kTableSize> table = [] {
-    std::array<float, kTableSize> t{};
-    for (int i = 0; i < kTableSize; ++i) {
-      t[i] = static_cast<float>(std::log1p(static_cast<double>(i)));
-    }
-    return t;
-  }();
-  return table;
-}
-
 std::string SepName(char c) {
   if (c == '\t') return "'\\t'";
   if (c == '\n') return "'\\n'";
@@ -136,10 +123,19 @@ absl::Status ValidateSchema(const Schema& schema) {
   return absl::OkStatus();
 }
 
-float DenseTransform(int64_t x) {
-  if (x <= 0) return 0.0f;
-  if (x < kTableSize) return Log1pTable()[x];
-  return static_cast<float>(std::log1p(static_cast<double>(x)));
-}
+namespace internal {
+
+// Filled at static initialization; nothing reads it before main.
+const std::array<float, kLog1pTableSize> kLog1pTable = [] {
+  std::array<float, kLog1pTableSize> t{};
+  for (int i = 0; i < kLog1pTableSize; ++i) {
+    t[i] = static_cast<float>(std::log1p(static_cast<double>(i)));
+  }
+  return t;
+}();
+
+float Log1pLarge(int64_t x) { return static_cast<float>(std::log1p(static_cast<double>(x))); }
+
+}  // namespace internal
 
 }  // namespace pstrain::worker

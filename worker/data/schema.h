@@ -7,6 +7,7 @@
 // are pure and thread-safe.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -132,7 +133,16 @@ inline uint64_t MissingId(int field, uint64_t hash_buckets) {
 // The dense transform of the Criteo layout, applied to every integer
 // column: log(1 + max(x, 0)).
 // Exact (same float as std::log1p of the double), table-driven for small x.
-float DenseTransform(int64_t x);
+namespace internal {
+inline constexpr int kLog1pTableSize = 4096;
+extern const std::array<float, kLog1pTableSize> kLog1pTable;  // log1p(i)
+float Log1pLarge(int64_t x);
+}  // namespace internal
+inline float DenseTransform(int64_t x) {
+  if (x <= 0) return 0.0f;
+  if (x < internal::kLog1pTableSize) return internal::kLog1pTable[static_cast<size_t>(x)];
+  return internal::Log1pLarge(x);
+}
 
 // Column `c`'s transform of the value `x` (clip, then the transform).
 float ApplyTransform(const DenseColumn& c, double x);
