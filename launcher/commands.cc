@@ -10,6 +10,8 @@ const std::vector<Command>& AllCommands() {
       {"train", "train in one process (coordinator, one server, one worker as threads)",
        TrainHelp, RunTrain},
       {"predict", "score a file with a model exported by --save_model", PredictHelp, RunPredict},
+      {"serve", "serve predictions over HTTP from a model folder, taking up each new version",
+       ServeHelp, RunServe},
       {"ckpt", "inspect a checkpoint (tables, rows, bytes, step) and verify its checksums",
        CkptHelp, RunCkpt},
       {"health", "ping a node (exit 0 when it answers OK): for container healthchecks",

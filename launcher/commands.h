@@ -26,6 +26,8 @@ std::string PlotHelp();
 absl::Status RunPlot(const std::vector<std::string>& args);
 std::string KeygenHelp();
 absl::Status RunKeygen(const std::vector<std::string>& args);
+std::string ServeHelp();
+absl::Status RunServe(const std::vector<std::string>& args);
 std::string PlanHelp();
 absl::Status RunPlan(const std::vector<std::string>& args);
 

@@ -21,6 +21,7 @@ HttpServer::HttpServer(HttpServerOptions options)
   int threads = std::max(1, options_.threads);
   impl_->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   impl_->server.set_keep_alive_timeout(1);
+  if (options_.max_body_bytes > 0) impl_->server.set_payload_max_length(options_.max_body_bytes);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let
   // a second process share a port silently instead of failing to bind.
   impl_->server.set_socket_options([](int sock) {
@@ -31,23 +32,40 @@ HttpServer::HttpServer(HttpServerOptions options)
 
 HttpServer::~HttpServer() { Stop(); }
 
-void HttpServer::Route(const std::string& path, HttpHandler handler) {
-  // Exact match: escape the regex metacharacters a path may hold.
+namespace {
+
+// An exact-match pattern for `path`: the regex metacharacters escaped.
+std::string ExactPattern(const std::string& path) {
   std::string pattern;
   for (char c : path) {
     if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos) pattern += '\\';
     pattern += c;
   }
-  impl_->server.Get(pattern, [handler = std::move(handler)](const httplib::Request& req,
-                                                            httplib::Response& res) {
+  return pattern;
+}
+
+httplib::Server::Handler Adapt(HttpHandler handler) {
+  return [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
     HttpRequest r;
     r.path = req.path;
     for (const auto& [k, v] : req.params) r.params[k] = v;
+    r.body = req.body;
+    r.content_type = req.get_header_value("Content-Type");
     HttpResponse out = handler(r);
     res.status = out.status;
     if (out.no_cache) res.set_header("Cache-Control", "no-store");
     res.set_content(out.body, out.content_type);
-  });
+  };
+}
+
+}  // namespace
+
+void HttpServer::Route(const std::string& path, HttpHandler handler) {
+  impl_->server.Get(ExactPattern(path), Adapt(std::move(handler)));
+}
+
+void HttpServer::RoutePost(const std::string& path, HttpHandler handler) {
+  impl_->server.Post(ExactPattern(path), Adapt(std::move(handler)));
 }
 
 absl::Status HttpServer::Start() {

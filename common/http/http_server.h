@@ -1,7 +1,8 @@
 // HttpServer: a small HTTP/1.1 server for the observability endpoints
 // (/metrics, the coordinator's dashboard), over cpp-httplib.
 //
-// Routes are exact paths for GET requests, registered before Start(). Each
+// Routes are exact paths for GET (Route) or POST (RoutePost) requests,
+// registered before Start(). Each
 // request runs its handler on one of the server's own threads (a small
 // pool), never on a caller's thread: handlers must be thread-safe and must
 // not block on the process's I/O thread for long. The destructor stops
@@ -20,6 +21,8 @@ namespace pstrain::http {
 struct HttpRequest {
   std::string path;
   std::map<std::string, std::string> params;  // query parameters
+  std::string body;                           // POST: the request's body
+  std::string content_type;                   // its Content-Type header ("" none)
 
   // The parameter `name`, or `fallback` when absent.
   std::string Param(const std::string& name, const std::string& fallback = "") const {
@@ -41,6 +44,9 @@ struct HttpServerOptions {
   std::string host = "0.0.0.0";  // address to listen on
   int port = 0;                  // 0: any free port (see port())
   int threads = 2;               // handler threads
+  // Larger request bodies get 413 before any handler runs (0: httplib's
+  // default).
+  size_t max_body_bytes = 0;
 };
 
 class HttpServer {
@@ -53,6 +59,8 @@ class HttpServer {
 
   // Serves GET `path` with `handler`. REQUIRES: not started.
   void Route(const std::string& path, HttpHandler handler);
+  // Serves POST `path` with `handler` (the body in HttpRequest::body).
+  void RoutePost(const std::string& path, HttpHandler handler);
 
   // Binds and starts serving on a background thread. Unavailable when the
   // address cannot be bound (port in use), naming it.

@@ -1,0 +1,283 @@
+// Real processes on 127.0.0.1: `pstrain train --save_model` writes a model,
+// `pstrain serve` serves it over HTTP. Its scores equal `pstrain predict`'s
+// for the same rows (text with and without the label column, JSON rows); a
+// new version written to the folder is taken up; a corrupt one is refused
+// and the old one kept; bad requests get 400 with the row and column; a
+// server started before any model exists answers 503 until one appears.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "tests/integration/test_process.h"
+
+namespace pstrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+constexpr int kRows = 40;  // rows scored in each comparison
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The N of "(step N)" in a /healthz answer (-1: none).
+int64_t StepOf(const std::string& healthz) {
+  const size_t at = healthz.find("(step ");
+  return at == std::string::npos ? -1 : std::stoll(healthz.substr(at + 6));
+}
+
+class Serve : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("serve");
+    data_ = WriteTrainEval(dir_, 23, 6000, 500);
+    std::vector<std::string> lines = absl::StrSplit(ReadFile(data_.eval), '\n', absl::SkipEmpty());
+    lines.resize(kRows);
+    for (const std::string& l : lines) rows_ += l + "\n";
+    rows_file_ = dir_ + "/rows.tsv";
+    std::ofstream(rows_file_) << rows_;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Trains `epochs` epochs into `model`.
+  void Train(const std::string& model, int epochs) {
+    TestProcess p(BinDir() + "/pstrain",
+                  {"train", "--train_data=" + data_.train, "--save_model=" + model,
+                   absl::StrCat("--epochs=", epochs), "--batch_size=256"},
+                  model + ".log");
+    ASSERT_EQ(p.Wait(absl::Seconds(120)), 0) << p.Log();
+  }
+
+  // Starts `pstrain serve` on `model_dir`; returns when it listens.
+  void StartServe(const std::string& model_dir) {
+    port_ = FreePort();
+    serve_ = std::make_unique<TestProcess>(
+        BinDir() + "/pstrain",
+        std::vector<std::string>{"serve", "--model_dir=" + model_dir, absl::StrCat("--port=", port_),
+                                 "--poll_secs=0.2", "--max_request_rows=100"},
+        dir_ + "/serve.log");
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < give_up) {
+      httplib::Client c("127.0.0.1", port_);
+      if (c.Get("/healthz")) return;
+      ASSERT_TRUE(serve_->running()) << serve_->Log();
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    FAIL() << "serve did not listen: " << serve_->Log();
+  }
+
+  httplib::Result Post(const std::string& body, const std::string& type = "text/plain") {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(10, 0);
+    return c.Post("/predict", body, type);
+  }
+
+  // The probabilities of a 200 answer.
+  std::vector<double> Scores(const std::string& body, const std::string& type = "text/plain") {
+    httplib::Result r = Post(body, type);
+    EXPECT_TRUE(r);
+    if (!r) return {};
+    EXPECT_EQ(r->status, 200) << r->body;
+    json j = json::parse(r->body, nullptr, false);
+    if (!j.is_object() || !j.contains("probabilities")) return {};
+    return j["probabilities"].get<std::vector<double>>();
+  }
+
+  std::string Healthz(int* status) {
+    httplib::Client c("127.0.0.1", port_);
+    httplib::Result r = c.Get("/healthz");
+    *status = r ? r->status : -1;
+    return r ? r->body : "";
+  }
+
+  // Waits until /healthz names a version other than `old`; returns its body.
+  std::string WaitForVersionOtherThan(const std::string& old, absl::Duration timeout) {
+    const absl::Time give_up = absl::Now() + timeout;
+    std::string body;
+    while (absl::Now() < give_up) {
+      int status;
+      body = Healthz(&status);
+      if (status == 200 && body != old) return body;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return body;
+  }
+
+  std::vector<double> PredictScores(const std::string& model) {
+    const std::string out = dir_ + "/scores.txt";
+    TestProcess p(BinDir() + "/pstrain",
+                  {"predict", "--model=" + model, "--data=" + rows_file_, "--out=" + out},
+                  dir_ + "/predict.log");
+    EXPECT_EQ(p.Wait(absl::Seconds(60)), 0) << p.Log();
+    std::vector<double> scores;
+    std::ifstream in(out);
+    for (double v; in >> v;) scores.push_back(v);
+    return scores;
+  }
+
+  std::string dir_, rows_, rows_file_;
+  TrainEval data_;
+  int port_ = 0;
+  std::unique_ptr<TestProcess> serve_;
+};
+
+TEST_F(Serve, ScoresEqualPredictForTextWithAndWithoutLabelAndJsonRows) {
+  const std::string model = dir_ + "/model";
+  Train(model, 1);
+  StartServe(model);
+  const std::vector<double> expected = PredictScores(model);
+  ASSERT_EQ(expected.size(), static_cast<size_t>(kRows));
+
+  const std::vector<double> text = Scores(rows_);
+  ASSERT_EQ(text.size(), expected.size());
+  // predict writes 6 decimals.
+  for (int i = 0; i < kRows; ++i) EXPECT_NEAR(text[i], expected[i], 1e-6) << "row " << i;
+
+  // Without the label column, and as JSON objects by column name.
+  std::string no_label;
+  json rows = json::array();
+  for (const auto& line : absl::StrSplit(rows_, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> cols = absl::StrSplit(line, '\t');
+    no_label += absl::StrJoin(cols.begin() + 1, cols.end(), "\t") + "\n";
+    json r = json::object();
+    for (int j = 1; j <= 13; ++j) {
+      if (!cols[j].empty()) r[absl::StrCat("I", j)] = std::stoll(cols[j]);
+    }
+    for (int f = 1; f <= 26; ++f) r[absl::StrCat("C", f)] = cols[13 + f];
+    rows.push_back(r);
+  }
+  EXPECT_EQ(Scores(no_label), text);
+  EXPECT_EQ(Scores(json{{"rows", rows}}.dump(), "application/json"), text);
+  EXPECT_EQ(Scores(json{{"lines", absl::StrSplit(rows_, '\n', absl::SkipEmpty())}}.dump(),
+                   "application/json"),
+            text);
+}
+
+TEST_F(Serve, BadRequestsGet400WithTheRowAndColumn) {
+  const std::string model = dir_ + "/model";
+  Train(model, 1);
+  StartServe(model);
+  httplib::Result r = Post("1\t2\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("row 1: 2 columns, want 40 (or 39 without the label)"));
+
+  std::string line = rows_.substr(0, rows_.find('\n'));
+  std::vector<std::string> cols = absl::StrSplit(line, '\t');
+  cols[3] = "many";  // I3
+  r = Post(line + "\n" + absl::StrJoin(cols, "\t") + "\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("row 2: column I3: not an integer"));
+
+  r = Post(R"({"rows": [{"I1": 1, "C2": "a"}, {"I1": 2, "Cx": "b"}]})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("row 2: unknown column \\\"Cx\\\""));
+
+  r = Post("{\"rows\": [", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("not valid JSON"));
+
+  std::string many;
+  for (int i = 0; i < 101; ++i) many += line + "\n";
+  r = Post(many);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("more than 100 rows"));
+
+  // The server still answers well-formed requests.
+  EXPECT_EQ(Scores(line + "\n").size(), 1u);
+  httplib::Client c("127.0.0.1", port_);
+  httplib::Result m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("pstrain_serve_requests_total{code=\"400\"} 5"));
+  EXPECT_THAT(m->body, HasSubstr("pstrain_serve_requests_total{code=\"200\"} 1"));
+}
+
+TEST_F(Serve, TakesUpANewVersionAndRefusesACorruptOne) {
+  const std::string model = dir_ + "/model", next = dir_ + "/next", bad = dir_ + "/bad";
+  Train(model, 1);
+  Train(next, 3);
+  StartServe(model);
+  int status;
+  const std::string first = Healthz(&status);
+  ASSERT_EQ(status, 200);
+  const std::vector<double> before = Scores(rows_);
+
+  // A new version, put in place in one step (as --save_model does).
+  fs::copy(next, bad, fs::copy_options::recursive);
+  fs::rename(model, dir_ + "/old");
+  fs::rename(next, model);
+  const std::string second = WaitForVersionOtherThan(first, absl::Seconds(10));
+  EXPECT_NE(second, first);
+  EXPECT_GT(StepOf(second), StepOf(first));  // 3 epochs against 1
+  const std::vector<double> after = Scores(rows_);
+  EXPECT_NE(after, before);
+  const std::vector<double> expected = PredictScores(model);
+  ASSERT_EQ(after.size(), expected.size());
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_NEAR(after[i], expected[i], 1e-6) << "row " << i;
+
+  // A corrupt version: one bit of a table flipped. Refused; the old stays.
+  {
+    std::fstream f(bad + "/emb.C3.tbl", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(40);
+    char b;
+    f.read(&b, 1);
+    b ^= 1;
+    f.seekp(40);
+    f.write(&b, 1);
+  }
+  fs::rename(model, dir_ + "/old2");
+  fs::rename(bad, model);
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < give_up && serve_->Log().find("checksum mismatch") == std::string::npos) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_THAT(serve_->Log(), HasSubstr("emb.C3.tbl: checksum mismatch"));
+  EXPECT_EQ(Healthz(&status), second);
+  EXPECT_EQ(Scores(rows_), after);
+  httplib::Client c("127.0.0.1", port_);
+  httplib::Result m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("pstrain_serve_model_loads_total{result=\"failed\"} 1"));
+  EXPECT_THAT(m->body, HasSubstr("pstrain_serve_model_loads_total{result=\"ok\"} 2"));
+}
+
+TEST_F(Serve, AnswersUnavailableUntilTheFirstModelExists) {
+  const std::string model = dir_ + "/model";
+  fs::create_directories(model);
+  StartServe(model);
+  int status;
+  EXPECT_THAT(Healthz(&status), HasSubstr("no model yet"));
+  EXPECT_EQ(status, 503);
+  httplib::Result r = Post(rows_);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+
+  const std::string staged = dir_ + "/staged";
+  Train(staged, 1);
+  fs::remove(model);
+  fs::rename(staged, model);
+  EXPECT_THAT(WaitForVersionOtherThan("", absl::Seconds(10)), HasSubstr("ok: serving version"));
+  EXPECT_EQ(Scores(rows_).size(), static_cast<size_t>(kRows));
+}
+
+}  // namespace
+}  // namespace pstrain::testing

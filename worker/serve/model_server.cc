@@ -1,0 +1,233 @@
+#include "worker/serve/model_server.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status.h"
+
+namespace pstrain::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+http::HttpResponse JsonError(int status, absl::string_view message) {
+  http::HttpResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = nlohmann::json{{"error", std::string(message)}}.dump() + "\n";
+  return r;
+}
+
+int HttpCode(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      return 400;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+// Identifies the file's current content cheaply: inode, mtime, size; ""
+// when there is none. `*mtime` is its modification time.
+std::string Signature(const std::string& path, absl::Time* mtime) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "";
+  *mtime = absl::TimeFromTimespec(st.st_mtim);
+  return absl::StrCat(st.st_ino, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, ":", st.st_size);
+}
+
+}  // namespace
+
+ModelServer::ModelServer(ServeOptions options) : options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(ServeOptions options) {
+  if (options.model_dir.empty()) return absl::InvalidArgumentError("no model folder given");
+  std::unique_ptr<ModelServer> s(new ModelServer(std::move(options)));
+  s->RegisterMetrics();
+  // A model there at the start must load: its error is the answer.
+  // (Replaced while read: the watcher loads the new one.)
+  if (absl::Status st = s->CheckForNewVersion(); !st.ok() && !absl::IsUnavailable(st)) return st;
+  http::HttpServerOptions ho;
+  ho.host = s->options_.host;
+  ho.port = s->options_.port;
+  ho.threads = s->options_.threads;
+  ho.max_body_bytes = s->options_.max_request_bytes;
+  s->http_ = std::make_unique<http::HttpServer>(ho);
+  ModelServer* self = s.get();
+  s->http_->RoutePost("/predict", [self](const http::HttpRequest& r) { return self->Predict(r); });
+  s->http_->Route("/healthz", [self](const http::HttpRequest&) { return self->Healthz(); });
+  s->http_->Route("/metrics", [self](const http::HttpRequest&) {
+    http::HttpResponse r;
+    r.content_type = std::string(metrics::Registry::kContentType);
+    r.body = self->registry_.Render();
+    return r;
+  });
+  PS_RETURN_IF_ERROR(s->http_->Start());
+  s->watcher_ = std::thread([self] { self->Watch(); });
+  return s;
+}
+
+ModelServer::~ModelServer() { Stop(); }
+
+void ModelServer::Stop() {
+  if (http_) http_->Stop();
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void ModelServer::RegisterMetrics() {
+  requests_ = registry_.AddCounter("pstrain_serve_requests_total",
+                                   "Prediction requests answered, by HTTP status code.", {"code"});
+  rows_ = registry_.GetCounter("pstrain_serve_rows_total", "Rows scored.");
+  latency_ = registry_
+                 .AddHistogram("pstrain_serve_request_seconds",
+                               "Time to answer a prediction request (parse, score, format).", {},
+                               metrics::LatencyBuckets())
+                 ->Get({});
+  loads_ = registry_.AddCounter("pstrain_serve_model_loads_total",
+                                "Model versions loaded (ok) or refused (failed).", {"result"});
+  metrics::Gauge* step = registry_.GetGauge("pstrain_serve_model_step",
+                                            "Training step of the model version served.");
+  metrics::Gauge* age = registry_.GetGauge(
+      "pstrain_serve_model_age_seconds", "Seconds since the version served was exported.");
+  metrics::Gauge* rows = registry_.GetGauge("pstrain_serve_model_rows",
+                                            "Embedding rows of the version served.");
+  metrics::Family<metrics::Gauge>* info = registry_.AddGauge(
+      "pstrain_serve_model_info", "1 for the version served (its manifest checksum).", {"version"});
+  registry_.AddScrapeHook([this, step, age, rows, info] {
+    std::shared_ptr<const ServedVersion> v = current();
+    if (!v) return;
+    step->Set(static_cast<double>(v->model->step()));
+    age->Set(absl::ToDoubleSeconds(absl::Now() - v->exported));
+    rows->Set(static_cast<double>(v->model->sparse_rows()));
+    info->Get({v->model->version()})->Set(1);
+  });
+}
+
+std::shared_ptr<const ServedVersion> ModelServer::current() const {
+  absl::MutexLock lock(&mu_);
+  return current_;
+}
+
+absl::Status ModelServer::CheckForNewVersion() {
+  absl::MutexLock lock(&check_mu_);
+  const std::string manifest = options_.model_dir + "/model.json";
+  absl::Time mtime;
+  const std::string signature = Signature(manifest, &mtime);
+  if (signature.empty()) {
+    if (!waiting_logged_ && current() == nullptr) {
+      spdlog::info("waiting for a model in {} (no model.json yet)", options_.model_dir);
+      waiting_logged_ = true;
+    }
+    return absl::OkStatus();
+  }
+  if (signature == loaded_signature_ || signature == failed_signature_) return absl::OkStatus();
+  const absl::Time t0 = absl::Now();
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> model = LoadedModel::Load(options_.model_dir);
+  absl::StatusOr<RequestRows> rows =
+      model.ok() ? RequestRows::Create((*model)->schema()) : absl::StatusOr<RequestRows>(model.status());
+  if (!rows.ok()) {
+    loads_->Get({"failed"})->Inc();
+    std::shared_ptr<const ServedVersion> old = current();
+    // Replaced while read: the next look finds the new version whole.
+    if (!absl::IsUnavailable(rows.status())) failed_signature_ = signature;
+    spdlog::warn("{}: not loaded: {}{}", options_.model_dir, std::string(rows.status().message()),
+                 old ? absl::StrCat("; still serving version ", old->model->version(), " (step ",
+                                    old->model->step(), ")")
+                     : std::string("; no version to serve yet"));
+    return rows.status();
+  }
+  auto v = std::make_shared<ServedVersion>();
+  v->model = *std::move(model);
+  v->rows = std::make_unique<RequestRows>(*std::move(rows));
+  v->exported = mtime;
+  {
+    absl::MutexLock l(&mu_);
+    current_ = v;
+  }
+  loaded_signature_ = signature;
+  failed_signature_.clear();
+  loads_->Get({"ok"})->Inc();
+  spdlog::info("serving model version {} (step {}, {} embedding rows) from {}, exported {:.1f}s ago, "
+               "loaded in {:.2f}s",
+               v->model->version(), v->model->step(), v->model->sparse_rows(), options_.model_dir,
+               absl::ToDoubleSeconds(absl::Now() - mtime), absl::ToDoubleSeconds(absl::Now() - t0));
+  return absl::OkStatus();
+}
+
+void ModelServer::Watch() {
+  while (!stop_.WaitForNotificationWithTimeout(options_.poll)) {
+    (void)CheckForNewVersion();  // logged there
+  }
+}
+
+http::HttpResponse ModelServer::Healthz() const {
+  std::shared_ptr<const ServedVersion> v = current();
+  http::HttpResponse r;
+  if (!v) {
+    r.status = 503;
+    r.body = absl::StrCat("no model yet: waiting for ", options_.model_dir, "\n");
+    return r;
+  }
+  r.body = absl::StrCat("ok: serving version ", v->model->version(), " (step ", v->model->step(),
+                        ")\n");
+  return r;
+}
+
+http::HttpResponse ModelServer::Predict(const http::HttpRequest& request) {
+  const Clock::time_point t0 = Clock::now();
+  auto answer = [&](http::HttpResponse r) {
+    requests_->Get({absl::StrCat(r.status)})->Inc();
+    latency_->Observe(std::chrono::duration<double>(Clock::now() - t0).count());
+    return r;
+  };
+  std::shared_ptr<const ServedVersion> v = current();
+  if (!v) {
+    return answer(JsonError(503, absl::StrCat("no model loaded yet from ", options_.model_dir)));
+  }
+  std::string_view body = request.body;
+  size_t first = body.find_first_not_of(" \t\r\n");
+  const bool json = absl::StrContains(request.content_type, "json") ||
+                    (first != std::string_view::npos && body[first] == '{');
+  absl::StatusOr<std::shared_ptr<const Batch>> batch =
+      json ? v->rows->ParseJson(body, options_.max_request_rows)
+           : v->rows->ParseText(body, options_.max_request_rows);
+  if (!batch.ok()) return answer(JsonError(HttpCode(batch.status()), batch.status().message()));
+
+  absl::StatusOr<std::unique_ptr<ScoreScratch>> scratch = v->model->AcquireScratch();
+  if (!scratch.ok()) return answer(JsonError(500, scratch.status().message()));
+  std::vector<float> probs;
+  absl::Status s = v->model->Score(**batch, scratch->get(), &probs);
+  v->model->ReleaseScratch(*std::move(scratch));
+  if (!s.ok()) return answer(JsonError(HttpCode(s), s.message()));
+  rows_->Inc(static_cast<double>(probs.size()));
+
+  http::HttpResponse r;
+  r.content_type = "application/json";
+  std::string& out = r.body;
+  out.reserve(96 + probs.size() * 12);
+  absl::StrAppend(&out, "{\"model_version\":\"", v->model->version(), "\",\"model_step\":",
+                  v->model->step(), ",\"probabilities\":[");
+  char buf[32];
+  for (size_t i = 0; i < probs.size(); ++i) {
+    if (i > 0) out += ',';
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), probs[i]);
+    out.append(buf, ec == std::errc() ? end : buf);
+  }
+  out += "]}\n";
+  return answer(std::move(r));
+}
+
+}  // namespace pstrain::worker

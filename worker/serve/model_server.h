@@ -1,0 +1,101 @@
+// ModelServer: `pstrain serve`, an HTTP prediction server over a model
+// folder written by --save_model.
+//
+//   POST /predict   rows as text (the training data's layout, label column
+//                   optional) or JSON (worker/serve/request_rows.h);
+//                   answers {"model_version", "model_step", "probabilities"}
+//                   or a 4xx/5xx with {"error": reason}.
+//   GET  /healthz   200 with the version served; 503 while no model is loaded.
+//   GET  /metrics   requests by code, rows, latency histogram, the version,
+//                   its step and the seconds since it was exported.
+//
+// New versions: a watcher thread looks at DIR/model.json every `poll` and
+// loads a changed model in full (checksums verified) beside the one being
+// served, then swaps a shared pointer (read-copy-update): a request scores
+// with the version it started with, never a half-loaded one, and no
+// request waits for a load. A version that fails to load is refused with
+// its reason in the log and /metrics, and the previous one stays; it is
+// tried again when the folder changes (or at once, when it was replaced
+// while being read).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/http/http_server.h"
+#include "common/metrics/registry.h"
+#include "worker/serve/request_rows.h"
+#include "worker/serve/scorer.h"
+
+namespace pstrain::worker {
+
+struct ServeOptions {
+  std::string model_dir;
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port
+  int threads = 4;
+  absl::Duration poll = absl::Seconds(1);
+  int max_request_rows = 4096;
+  size_t max_request_bytes = size_t{16} << 20;
+};
+
+// One loaded version and what requests need with it.
+struct ServedVersion {
+  std::shared_ptr<const LoadedModel> model;
+  std::unique_ptr<RequestRows> rows;
+  absl::Time exported;  // model.json's modification time
+};
+
+class ModelServer {
+ public:
+  // Loads the model when DIR holds one (an error if it cannot be read: the
+  // file and why), else waits for one; then listens.
+  static absl::StatusOr<std::unique_ptr<ModelServer>> Start(ServeOptions options);
+  ~ModelServer();
+  ModelServer(const ModelServer&) = delete;
+  ModelServer& operator=(const ModelServer&) = delete;
+
+  int port() const { return http_->port(); }
+  std::string url() const { return http_->url(); }
+  // The version being served (null before the first).
+  std::shared_ptr<const ServedVersion> current() const;
+  // Looks at the folder now, loading a new version if there is one; the
+  // watcher does this every `poll`. Returns the load's error, if any.
+  absl::Status CheckForNewVersion();
+  // Stops listening and the watcher; idempotent.
+  void Stop();
+
+ private:
+  explicit ModelServer(ServeOptions options);
+  http::HttpResponse Predict(const http::HttpRequest& request);
+  http::HttpResponse Healthz() const;
+  void Watch();
+  void RegisterMetrics();
+
+  ServeOptions options_;
+  metrics::Registry registry_;
+  std::unique_ptr<http::HttpServer> http_;
+  std::thread watcher_;
+  absl::Notification stop_;
+
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const ServedVersion> current_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex check_mu_;  // one CheckForNewVersion at a time
+  std::string loaded_signature_ ABSL_GUARDED_BY(check_mu_);  // model.json's inode, mtime, size
+  std::string failed_signature_ ABSL_GUARDED_BY(check_mu_);
+  bool waiting_logged_ ABSL_GUARDED_BY(check_mu_) = false;
+
+  metrics::Family<metrics::Counter>* requests_ = nullptr;  // by code
+  metrics::Counter* rows_ = nullptr;
+  metrics::Histogram* latency_ = nullptr;
+  metrics::Family<metrics::Counter>* loads_ = nullptr;  // by result
+};
+
+}  // namespace pstrain::worker
