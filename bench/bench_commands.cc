@@ -223,7 +223,7 @@ absl::Status RunAll(const BenchOptions& o) {
 
 const std::vector<std::string>& BenchCommands() {
   static const std::vector<std::string> kCommands = {
-      "zmq", "kv", "sparse", "sparse_stream", "sparse_tier", "train", "reader", "all"};
+      "zmq", "kv", "sparse", "sparse_stream", "sparse_tier", "serve", "train", "reader", "all"};
   return kCommands;
 }
 
@@ -238,9 +238,10 @@ absl::Status RunBenchCommand(const std::string& command, const BenchOptions& opt
   if (command == "reader") return RunReaderBench(options.reader);
   if (command == "sparse_stream") return RunStreamBench(options.stream, options.stack);
   if (command == "sparse_tier") return RunTierBench(options.tier);
+  if (command == "serve") return RunServeBench(options.serve);
   if (command == "all" || command.empty()) return RunAll(options);
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, sparse_stream, sparse_tier, train, reader, all)"));
+      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, sparse_stream, sparse_tier, serve, train, reader, all)"));
 }
 
 }  // namespace pstrain::bench

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "bench/bench_cluster.h"
 #include "bench/reader_bench.h"
+#include "bench/serve_bench.h"
 #include "bench/stream_bench.h"
 #include "bench/tier_bench.h"
 #include "bench/sparse_bench.h"
@@ -32,6 +33,7 @@ struct BenchOptions {
   ReaderBenchOptions reader;
   StreamBenchOptions stream;
   TierBenchOptions tier;
+  ServeBenchOptions serve;
   std::string train_mode = "both";  // local | ps | both
 };
 

@@ -60,6 +60,9 @@ ABSL_FLAG(double, rss_budget_mb, 1024, "sparse_stream: the resident memory budge
 ABSL_FLAG(uint64_t, tier_rows, 16000000,
           "sparse_tier: rows of the table (with --dim: its size; e.g. 16M x 64 = 1 billion "
           "parameters).");
+ABSL_FLAG(uint64_t, serve_rows, 1000000, "serve: embedding rows of each model version (all tables).");
+ABSL_FLAG(int, serve_threads, 2, "serve: the server's request threads.");
+ABSL_FLAG(int, serve_batch, 256, "serve: rows per request in the batch phase.");
 ABSL_FLAG(double, ram_fraction, 0.1, "sparse_tier: share of the rows the budget keeps in RAM.");
 ABSL_FLAG(std::string, tier_dir, "", "sparse_tier: folder of the tier and checkpoint (default: under the temp folder).");
 ABSL_FLAG(bool, unbounded, true, "sparse_stream: also run without eviction.");
@@ -114,6 +117,9 @@ constexpr char kUsage[] =
     "          checkpointed and restored (rows must be identical), then Zipf pulls timed\n"
     "          against the same table all in RAM, --rounds windows of --seconds:\n"
     "          {bench,phase,...}, then {summary,ratio,ram_hit_rate,rss_tiered_bytes,...}\n"
+    "  serve   a DLRM export of --serve_rows rows served over HTTP in process (--serve_threads):\n"
+    "          1-row latency, rows/s at --serve_batch rows, and a new version of --serve_rows\n"
+    "          rows loaded under load: {bench,phase,p50_us,p99_us,rows_per_sec,...}, then {summary}\n"
     "  reader  one synthetic Criteo TSV (--reader_rows rows) written plain, .gz (zlib\n"
     "          default level) and .zst (level 3), scanned and parsed on one thread:\n"
     "          {bench,input,rows,file_bytes,rows_per_sec,text_mb_per_sec,vs_tsv,...}\n"
@@ -239,6 +245,10 @@ int main(int argc, char** argv) {
   o.stream.policy = absl::GetFlag(FLAGS_evict_policy);
   o.stream.rss_budget_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_rss_budget_mb) * (1 << 20));
   o.stream.unbounded = absl::GetFlag(FLAGS_unbounded);
+  o.serve.rows = absl::GetFlag(FLAGS_serve_rows);
+  o.serve.threads = absl::GetFlag(FLAGS_serve_threads);
+  o.serve.batch = absl::GetFlag(FLAGS_serve_batch);
+  o.serve.seconds = o.seconds;
   o.tier.rows = absl::GetFlag(FLAGS_tier_rows);
   o.tier.dim = o.sparse.dim;
   o.tier.optimizer = o.sparse.optimizer;
