@@ -222,6 +222,13 @@ absl::Status Trainer::RunStep() {
     PS_RETURN_IF_ERROR(WaitForLastPush());
     PS_RETURN_IF_ERROR(Evaluate(eval_round_++, clock_, &result_, /*final_round=*/false, rank_));
   }
+  if (options_.export_every_steps > 0 && clock_ % options_.export_every_steps == 0) {
+    PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/false));
+    if (lead) {
+      PS_RETURN_IF_ERROR(WaitForLastPush());
+      PS_RETURN_IF_ERROR(SaveModel(clock_));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -70,6 +70,9 @@ struct TrainOptions {
   // scored best by this metric, exported at each round that improves on the
   // best so far (unset: the last model, saved at the end).
   std::optional<EvalMetric> keep_best;
+  // The lead also exports the model to save_model every this many steps
+  // (0: only at the end). REQUIRES: save_model, no keep_best.
+  int64_t export_every_steps = 0;
   // Training stops, on every worker after the same step, once the metric
   // (keep_best's, else the AUC) has not improved for this many evaluations
   // in a row (0: never). REQUIRES: eval_every_steps > 0 and eval_data.

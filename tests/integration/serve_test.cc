@@ -6,6 +6,7 @@
 // server started before any model exists answers 503 until one appears.
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -133,6 +134,7 @@ class Serve : public ::testing::Test {
   std::string dir_, rows_, rows_file_;
   TrainEval data_;
   int port_ = 0;
+  int status_ = 0;
   std::unique_ptr<TestProcess> serve_;
 };
 
@@ -277,6 +279,49 @@ TEST_F(Serve, AnswersUnavailableUntilTheFirstModelExists) {
   fs::rename(staged, model);
   EXPECT_THAT(WaitForVersionOtherThan("", absl::Seconds(10)), HasSubstr("ok: serving version"));
   EXPECT_EQ(Scores(rows_).size(), static_cast<size_t>(kRows));
+}
+
+// A job that exports every few steps feeds a server started before it:
+// the server takes up versions of increasing steps while the job trains,
+// and ends on the job's final model.
+TEST_F(Serve, FollowsAJobThatExportsEveryFewSteps) {
+  const std::string model = dir_ + "/model";
+  fs::create_directories(model);
+  StartServe(model);
+  TestProcess job(BinDir() + "/pstrain",
+                  {"local", "--servers=1", "--workers=1", "--train_data=" + data_.train,
+                   "--epochs=4", "--batch_size=256", "--export_every_steps=10",
+                   "--save_model=" + model, "--log_every_secs=1000", "--timeout=120"},
+                  dir_ + "/job.log");
+  std::vector<int64_t> steps;  // distinct steps served, in order
+  const absl::Time give_up = absl::Now() + absl::Seconds(120);
+  while (job.running() && absl::Now() < give_up) {
+    int status;
+    const int64_t step = StepOf(Healthz(&status));
+    if (step >= 0 && (steps.empty() || step != steps.back())) steps.push_back(step);
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_EQ(job.Wait(absl::Seconds(10)), 0) << job.Log();
+  EXPECT_THAT(job.Log(), HasSubstr("model of step 10 saved to"));
+  // The final model, as the job's log reports it.
+  const std::string log = job.Log();
+  const size_t at = log.find("trained ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const int64_t final_step = std::stoll(log.substr(at + 8));
+  const absl::Time wait_final = absl::Now() + absl::Seconds(10);
+  while (StepOf(Healthz(&status_)) != final_step && absl::Now() < wait_final) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(StepOf(Healthz(&status_)), final_step);
+  std::cout << "steps served while the job trained:";
+  for (int64_t st : steps) std::cout << " " << st;
+  std::cout << "\n";
+  ASSERT_GE(steps.size(), 3u) << "versions served while training: " << steps.size();
+  for (size_t i = 1; i < steps.size(); ++i) EXPECT_GT(steps[i], steps[i - 1]);
+  EXPECT_EQ(steps.front() % 10, 0) << steps.front();
+  const std::vector<double> served = Scores(rows_), expected = PredictScores(model);
+  ASSERT_EQ(served.size(), expected.size());
+  for (size_t i = 0; i < served.size(); ++i) EXPECT_NEAR(served[i], expected[i], 1e-6) << "row " << i;
 }
 
 }  // namespace

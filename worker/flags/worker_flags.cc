@@ -149,6 +149,10 @@ ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
 ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
 ABSL_FLAG(std::string, save_model, "",
           "Worker 0 exports the trained model to this folder (read by `pstrain predict`).");
+ABSL_FLAG(int64_t, export_every_steps, 0,
+          "The lead worker also exports the model to --save_model every this many steps "
+          "during training (to DIR.tmp, then swapped in whole), for `pstrain serve` to take "
+          "up; the final model is saved at the end as usual. 0: only at the end.");
 // Keeping the best model and stopping early (TrainOptions::keep_best).
 ABSL_FLAG(std::string, keep_best, "",
           "eval_auc | eval_logloss: --save_model holds the model of the evaluation round that "
@@ -300,7 +304,24 @@ absl::Status TakeKeepBestFlags(WorkerOptions* o) {
   if (t.early_stop_rounds < 0) {
     return absl::InvalidArgumentError("--early_stop_rounds must be >= 0 (0: off)");
   }
+  t.export_every_steps = absl::GetFlag(FLAGS_export_every_steps);
+  if (t.export_every_steps < 0) {
+    return absl::InvalidArgumentError("--export_every_steps must be >= 0 (0: only at the end)");
+  }
   const bool keep_best = t.keep_best.has_value();
+  if (t.export_every_steps > 0) {
+    if (t.save_model.empty()) {
+      return absl::InvalidArgumentError("--export_every_steps needs --save_model (where to export)");
+    }
+    if (keep_best) {
+      return absl::InvalidArgumentError(
+          "--export_every_steps exports the latest model to --save_model, --keep_best keeps the "
+          "best one there: use one of them");
+    }
+    if (o->mode == "pipeline") {
+      return absl::InvalidArgumentError("--export_every_steps is not supported in --mode=pipeline");
+    }
+  }
   const bool early_stop = t.early_stop_rounds > 0;
   if (!keep_best && !early_stop) return absl::OkStatus();
   if (o->mode == "pipeline") {
