@@ -64,6 +64,7 @@ ABSL_FLAG(uint64_t, serve_rows, 1000000, "serve: embedding rows of each model ve
 ABSL_FLAG(int, serve_threads, 2, "serve: the server's request threads.");
 ABSL_FLAG(int, serve_batch, 256, "serve: rows per request in the batch phase.");
 ABSL_FLAG(double, ram_fraction, 0.1, "sparse_tier: share of the rows the budget keeps in RAM.");
+ABSL_FLAG(std::string, tier_store, "slots", "sparse_tier: the tier's store, slots or rocksdb.");
 ABSL_FLAG(std::string, tier_dir, "", "sparse_tier: folder of the tier and checkpoint (default: under the temp folder).");
 ABSL_FLAG(bool, unbounded, true, "sparse_stream: also run without eviction.");
 ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm).");
@@ -258,6 +259,7 @@ int main(int argc, char** argv) {
   o.tier.seconds = o.seconds;
   o.tier.rounds = o.rounds;
   o.tier.dir = absl::GetFlag(FLAGS_tier_dir);
+  o.tier.store = absl::GetFlag(FLAGS_tier_store);
   o.reader.rows = absl::GetFlag(FLAGS_reader_rows);
   o.reader.passes = absl::GetFlag(FLAGS_reader_passes);
   if (o.sparse.ids < 1 || o.sparse.dim < 1 || !(o.sparse.zipf > 0) || o.sparse.id_space < 1 ||

@@ -128,7 +128,14 @@ absl::Status RunTierBench(const TierBenchOptions& o) {
   probe.reset();
   server::TierConfig tier;
   tier.dir = dir + "/tier";
-  tier.memory_budget = server::DiskTier::kFixedBytes + KvStore::kProcessBytes +
+  if (o.store != "slots" && o.store != "rocksdb") {
+    return absl::InvalidArgumentError("sparse_tier: --tier_store is slots or rocksdb");
+  }
+  tier.store = o.store == "slots" ? server::TierStore::kSlots : server::TierStore::kRocksDb;
+  // The slot store's id index (about 19 bytes per row on disk) is part of
+  // the budget too.
+  const uint64_t index_bytes = tier.store == server::TierStore::kSlots ? o.rows * 19 : 0;
+  tier.memory_budget = server::DiskTier::kFixedBytes + KvStore::kProcessBytes + index_bytes +
                        static_cast<uint64_t>(o.ram_fraction * o.rows) * row_cost;
   const uint64_t rss_before = Rss();
   PS_ASSIGN_OR_RETURN(auto tiered, Store(layout, tier));
@@ -199,6 +206,7 @@ absl::Status RunTierBench(const TierBenchOptions& o) {
       .Add("dim", static_cast<int64_t>(o.dim))
       .Add("parameters", o.rows * o.dim)
       .Add("optimizer", optim::OptimizerKindName(o.optimizer))
+      .Add("tier_store", o.store)
       .Add("server_memory_budget", tier.memory_budget)
       .Add("ram_rows", static_cast<uint64_t>(m.ram_rows))
       .Add("disk_rows", static_cast<uint64_t>(m.disk_rows))

@@ -30,6 +30,7 @@ struct TierBenchOptions {
   double seconds = 5;       // per timed window
   int rounds = 3;           // windows per table, alternating
   std::string dir;          // tier and checkpoint folder (default: under /tmp)
+  std::string store = "slots";  // slots | rocksdb
 };
 
 absl::Status RunTierBench(const TierBenchOptions& options);

@@ -152,6 +152,7 @@ absl::Status LocalCluster::StartNodes(const std::string& endpoint) {
       if (!o_.server_memory_budget.empty()) {
         a.push_back("--server_memory_budget=" + o_.server_memory_budget);
         a.push_back("--tier_dir=" + o_.tier_dir);
+        a.push_back("--tier_store=" + o_.tier_store);
       }
     }
     a.insert(a.end(), o_.common_args.begin(), o_.common_args.end());

@@ -191,6 +191,10 @@ absl::Status TakeLocalFlags(const FlagSet& flags, LocalOptions* o) {
   o->max_restarts = static_cast<int>(restarts);
   o->server_memory_budget = flags.Get("server_memory_budget");
   o->tier_dir = flags.Get("tier_dir");
+  o->tier_store = flags.Get("tier_store");
+  if (o->tier_store != "slots" && o->tier_store != "rocksdb") {
+    return UsageError(absl::StrCat("--tier_store=", o->tier_store, ": want slots or rocksdb"));
+  }
   if (!o->server_memory_budget.empty()) {
     auto bytes = ParseByteSize(o->server_memory_budget);
     if (!bytes.ok()) {
@@ -237,6 +241,8 @@ FlagSet LocalFlags() {
               "Memory per server for its tables, e.g. 1GB: sparse rows past it live on disk in "
               "--tier_dir (pstrain_server --server_memory_budget). Empty: all rows in RAM.")
       .Define("tier_dir", "", "Folder of the servers' disk tiers (with --server_memory_budget).")
+      .Define("tier_store", "slots",
+              "How the disk tiers store rows: slots (memory-mapped slot files) or rocksdb.")
       .Define("pin_cpus", "false",
               "Run the servers on one half of this machine's CPUs and the workers on the other "
               "(their --cpus), as if on two hosts: each reads what its I/O thread received from "

@@ -17,6 +17,7 @@ struct LocalOptions {
   int server_threads = 1;
   std::string server_memory_budget;  // pstrain_server --server_memory_budget ("": none)
   std::string tier_dir;              // pstrain_server --tier_dir
+  std::string tier_store;            // pstrain_server --tier_store
   std::string bin_dir;    // the pstrain_* binaries
   double timeout = 0;     // seconds; 0: no limit
   bool metrics = false;

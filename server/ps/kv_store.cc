@@ -108,11 +108,13 @@ absl::Status KvStore::AttachTier(const TierConfig& tier) {
     }
     if (!tier_) {
       PS_ASSIGN_OR_RETURN(tier_, DiskTier::Open(absl::StrCat(tier.dir, "/server", rank_, "-part",
-                                                             part_)));
+                                                             part_),
+                                                tier.store));
     }
     SparseTable::Options options;
     options.tier = tier_.get();
     options.ram_capacity = rows;
+    options.ram_row_cost = sparse_[t]->row_bytes() + 2 * sizeof(float) + kIndexBytes;
     PS_ASSIGN_OR_RETURN(sparse_[t], SparseTable::Create(spec, options));
   }
   return absl::OkStatus();

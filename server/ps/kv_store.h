@@ -21,6 +21,7 @@
 #include "proto_msgs/codec.h"
 #include "proto_msgs/messages.h"
 #include "server/ps/tables/dense_shard.h"
+#include "server/ps/tables/disk_tier.h"
 #include "server/ps/tables/sparse_table.h"
 
 namespace pstrain::server {
@@ -72,6 +73,7 @@ struct TableStats {
 struct TierConfig {
   std::string dir;                // the server's tier folder; one subfolder per part
   uint64_t memory_budget = 0;     // bytes per server; 0: no tier
+  TierStore store = TierStore::kSlots;
   bool enabled() const { return memory_budget > 0; }
 };
 

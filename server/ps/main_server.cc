@@ -30,15 +30,19 @@ ABSL_FLAG(int, server_threads, 1,
           "I/O thread owns the whole shard (no hand-over; best when cores are scarce).");
 ABSL_FLAG(std::string, server_memory_budget, "",
           "Memory for this server's tables, e.g. 1GB or 512MiB (K, M, G, T: powers of 1024). "
-          "Sparse rows past it live in a disk tier in --tier_dir (RocksDB): the most recently "
+          "Sparse rows past it live in a disk tier in --tier_dir (--tier_store): the most recently "
           "used rows stay in RAM, the others are read from disk when a request needs them. The "
           "budget also covers the dense tables, the tier's own 48 MiB per server thread and 64 "
           "MiB for the process. Empty: every row in RAM.");
 ABSL_FLAG(std::string, tier_dir, "",
-          "Folder of the disk tier (with --server_memory_budget): one RocksDB per server thread, "
-          "in server<RANK>-part<P>. Scratch: a server erases what an earlier one left there "
+          "Folder of the disk tier (with --server_memory_budget): one folder per server thread, "
+          "server<RANK>-part<P>. Scratch: a server erases what an earlier one left there "
           "(its rows come back from the job's checkpoint), but refuses to start on a folder "
           "that cannot be opened.");
+ABSL_FLAG(std::string, tier_store, "slots",
+          "How the disk tier stores rows: slots (fixed-size slots in memory-mapped files, an "
+          "in-RAM index from id to slot: a miss is a copy from the page cache) or rocksdb (a "
+          "RocksDB per server thread: a miss is a point lookup, several times slower).");
 ABSL_FLAG(std::string, cpus, "", pstrain::kCpusFlagHelp);
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
@@ -73,6 +77,14 @@ absl::StatusOr<pstrain::server::TierConfig> TierFromFlags(int* exit_code) {
         "--server_memory_budget needs --tier_dir: the folder for the rows past the budget");
   }
   tier.memory_budget = *bytes;
+  const std::string store = absl::GetFlag(FLAGS_tier_store);
+  if (store == "slots") {
+    tier.store = pstrain::server::TierStore::kSlots;
+  } else if (store == "rocksdb") {
+    tier.store = pstrain::server::TierStore::kRocksDb;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("--tier_store=", store, ": want slots or rocksdb"));
+  }
   *exit_code = 1;
   PS_RETURN_IF_ERROR(pstrain::server::DiskTier::CheckFolder(tier.dir, absl::GetFlag(FLAGS_rank)));
   return tier;

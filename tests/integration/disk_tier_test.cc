@@ -104,6 +104,15 @@ TEST_F(DiskTier, BadTierFlagsAreUsageErrors) {
                      dir_ + "/server-no-dir.log");
   EXPECT_EQ(server.Wait(absl::Seconds(30)), 2);
   EXPECT_NE(server.Log().find("--tier_dir"), std::string::npos) << server.Log();
+  EXPECT_EQ(Run({"local", "--server_memory_budget=1GB", "--tier_dir=/tmp", "--tier_store=lmdb",
+                 "--train_data=/nonexistent"}, "bad-store", &out), 2);
+  EXPECT_NE(out.find("--tier_store=lmdb: want slots or rocksdb"), std::string::npos) << out;
+  TestProcess bad_store(BinDir() + "/pstrain_server",
+                        {"--server_memory_budget=1GB", "--tier_dir=" + dir_ + "/t",
+                         "--tier_store=lmdb", "--connect_timeout=1"},
+                        dir_ + "/server-bad-store.log");
+  EXPECT_EQ(bad_store.Wait(absl::Seconds(30)), 2);
+  EXPECT_NE(bad_store.Log().find("want slots or rocksdb"), std::string::npos) << bad_store.Log();
 }
 
 TEST_F(DiskTier, AFullTierDiskStopsTheServerAndTheJobFailsNamingIt) {

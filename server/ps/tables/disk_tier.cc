@@ -12,6 +12,8 @@
 #include <rocksdb/write_batch.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "server/ps/tables/slot_store.h"
 
 namespace pstrain::server {
 namespace {
@@ -68,7 +70,12 @@ absl::Status TierError(const std::string& path, const char* what, const rocksdb:
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Open(const std::string& path,
+                                                         TierStore store) {
+  if (store == TierStore::kSlots) {
+    PS_ASSIGN_OR_RETURN(std::unique_ptr<SlotStore> slots, SlotStore::Open(path));
+    return std::unique_ptr<DiskTier>(new DiskTier(path, std::move(slots)));
+  }
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) {
@@ -107,8 +114,17 @@ absl::Status DiskTier::CheckFolder(const std::string& root, int rank) {
   }
   fs::remove(probe, ec);
   for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
-    if (!e.is_directory() || !fs::exists(e.path() / "CURRENT")) continue;
+    if (!e.is_directory()) continue;
     if (rank >= 0 && e.path().filename().string().rfind(absl::StrCat("server", rank, "-part"), 0) != 0) {
+      continue;
+    }
+    if (!fs::exists(e.path() / "CURRENT")) {
+      // A slot store (or nothing of ours).
+      if (absl::Status s = SlotStore::Check(e.path().string()); !s.ok()) {
+        return absl::DataLossError(absl::StrCat(s.message(), " (left by an earlier server); remove ",
+                                                e.path().string(), " to start afresh (the rows come "
+                                                "back from the job's checkpoint)"));
+      }
       continue;
     }
     auto cache = rocksdb::NewLRUCache(kBlockCacheBytes);
@@ -138,6 +154,9 @@ DiskTier::DiskTier(std::string path, std::unique_ptr<rocksdb::DB> db,
       db_(std::move(db)),
       batch_(std::make_unique<rocksdb::WriteBatch>()) {}
 
+DiskTier::DiskTier(std::string path, std::unique_ptr<SlotStore> slots)
+    : path_(std::move(path)), slots_(std::move(slots)) {}
+
 DiskTier::~DiskTier() {
   if (db_) {
     rocksdb::Status s = db_->Close();
@@ -147,6 +166,10 @@ DiskTier::~DiskTier() {
 
 absl::Status DiskTier::Get(uint32_t table, std::span<const uint64_t> ids, size_t row_bytes,
                            char* out, std::vector<uint8_t>* found) {
+  if (slots_) {
+    slots_->Get(table, ids, row_bytes, out, found);
+    return absl::OkStatus();
+  }
   const size_t n = ids.size();
   found->assign(n, 0);
   if (n == 0) return absl::OkStatus();
@@ -177,6 +200,7 @@ absl::Status DiskTier::Get(uint32_t table, std::span<const uint64_t> ids, size_t
 }
 
 void DiskTier::Put(uint32_t table, uint64_t id, const void* row, size_t row_bytes) {
+  if (slots_) return slots_->Put(table, id, row, row_bytes);
   char key[kKeyBytes];
   EncodeKey(table, id, key);
   batch_->Put(rocksdb::Slice(key, kKeyBytes),
@@ -184,6 +208,7 @@ void DiskTier::Put(uint32_t table, uint64_t id, const void* row, size_t row_byte
 }
 
 absl::Status DiskTier::Commit() {
+  if (slots_) return slots_->Commit();
   if (batch_->Count() == 0) return absl::OkStatus();
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;  // scratch: the checkpoint is what survives a crash
@@ -195,6 +220,10 @@ absl::Status DiskTier::Commit() {
 
 absl::Status DiskTier::ForEach(uint32_t table, size_t row_bytes,
                                absl::FunctionRef<void(uint64_t id, const char* row)> fn) const {
+  if (slots_) {
+    slots_->ForEach(table, fn);
+    return absl::OkStatus();
+  }
   char lo[kKeyBytes], hi[kKeyBytes];
   EncodeKey(table, 0, lo);
   EncodeKey(table + 1, 0, hi);
@@ -217,6 +246,10 @@ absl::Status DiskTier::ForEach(uint32_t table, size_t row_bytes,
 }
 
 absl::Status DiskTier::Clear(uint32_t table) {
+  if (slots_) {
+    slots_->Clear(table);
+    return absl::OkStatus();
+  }
   char lo[kKeyBytes], hi[kKeyBytes];
   EncodeKey(table, 0, lo);
   EncodeKey(table + 1, 0, hi);
@@ -230,12 +263,18 @@ absl::Status DiskTier::Clear(uint32_t table) {
 }
 
 uint64_t DiskTier::disk_bytes() const {
+  if (slots_) return slots_->disk_bytes();
   uint64_t v = 0;
   db_->GetIntProperty("rocksdb.total-sst-files-size", &v);
   return v;
 }
 
+uint64_t DiskTier::index_bytes(uint32_t table) const {
+  return slots_ ? slots_->index_bytes(table) : 0;
+}
+
 uint64_t DiskTier::memtable_bytes() const {
+  if (slots_) return 0;
   uint64_t v = 0;
   db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &v);
   return v;

@@ -1,12 +1,16 @@
 // DiskTier: the on-disk rows of one server part's sparse tables (the part
-// that one owner thread holds), in RocksDB, for tables larger than the
+// that one owner thread holds), for tables larger than the
 // server's RAM (--server_memory_budget). A SparseTable with a tier keeps
 // its hot rows in RAM and the rest here: rows it drops for its RAM capacity
 // are written back (only those changed since they were read), and a
 // request for a row that is not in RAM reads it here in one batched
 // lookup per request and keeps it in RAM from then on.
 //
-// Keys are [table id, u32 big-endian][row id, u64 big-endian], so one
+// Two stores: slots (the default; server/ps/tables/slot_store.h: fixed-size
+// slots in memory-mapped files and an in-RAM id index, a miss is a copy
+// from the page cache) and RocksDB, described here.
+//
+// RocksDB keys are [table id, u32 big-endian][row id, u64 big-endian], so one
 // table's rows are one key range; values are a row's bytes as the table
 // stores it in RAM (values, optimizer state, step, eviction metadata). No
 // compression (embedding rows do not compress), a Bloom filter per file
@@ -43,6 +47,14 @@ class WriteBatch;
 
 namespace pstrain::server {
 
+class SlotStore;
+
+// Where the tier keeps its rows.
+enum class TierStore : uint8_t {
+  kSlots,    // fixed-size slots in mapped files (server/ps/tables/slot_store.h)
+  kRocksDb,  // a RocksDB database
+};
+
 class DiskTier {
  public:
   // Memory the tier itself holds whatever the rows: memtables, block cache
@@ -51,7 +63,8 @@ class DiskTier {
 
   // Opens (creating) the tier in folder `path`, erasing any rows an earlier
   // process left there. An error names the folder and RocksDB's reason.
-  static absl::StatusOr<std::unique_ptr<DiskTier>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<DiskTier>> Open(const std::string& path,
+                                                        TierStore store = TierStore::kSlots);
 
   // For a server starting: every RocksDB folder directly under `root`
   // (the tiers of an earlier process; with rank >= 0 only that server's,
@@ -88,14 +101,18 @@ class DiskTier {
   // Bytes of the tier's files on disk (all tables), and of its memtables.
   uint64_t disk_bytes() const;
   uint64_t memtable_bytes() const;
+  // RAM of the tier's own id index of `table` (slot store; 0 for RocksDB).
+  uint64_t index_bytes(uint32_t table) const;
 
  private:
   DiskTier(std::string path, std::unique_ptr<rocksdb::DB> db, std::shared_ptr<rocksdb::Cache> cache);
+  DiskTier(std::string path, std::unique_ptr<SlotStore> slots);
 
   const std::string path_;
   std::shared_ptr<rocksdb::Cache> cache_;
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<rocksdb::WriteBatch> batch_;
+  std::unique_ptr<SlotStore> slots_;  // the store when TierStore::kSlots
   // Per-call scratch of Get.
   std::vector<std::string> keys_;
 };

@@ -48,6 +48,8 @@ class RowIndex {
 
   // Hints the CPU to load the slot where a lookup of `id` starts.
   void Prefetch(uint64_t id) const { __builtin_prefetch(slots_ + Home(id) * kSlotBytes); }
+  // Prefetches slot `pos` (0 <= pos < capacity()).
+  void PrefetchSlot(size_t pos) const { __builtin_prefetch(slots_ + pos * kSlotBytes); }
 
   // Removes `id` and returns its row number; kNoRow when absent.
   uint32_t Erase(uint64_t id);

@@ -202,30 +202,36 @@ uint32_t SparseTable::CreateRow(uint64_t id) {
   return r;
 }
 
+absl::StatusOr<uint32_t> SparseTable::PromoteRow(uint64_t id, const char* src) {
+  if (arena_.full()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("sparse table '", spec_.name, "': the RAM rows are full"));
+  }
+  const uint32_t r = arena_.Append();
+  std::memcpy(arena_.row(r), src, row_bytes());
+  uint32_t* m = Meta(r);
+  m[0] = static_cast<uint32_t>(clock_);  // used now
+  m[1] = (m[1] & kCountMask) | kOnDisk;  // clean: the disk copy is current
+  index_.Insert(id, r);
+  ++tier_counters_.hits;
+  return r;
+}
+
 absl::Status SparseTable::PromoteRows(std::span<const uint64_t> ids, uint32_t* rows) {
   const size_t n = miss_pos_.size();
+  const size_t bytes = row_bytes();
   miss_ids_.resize(n);
   for (size_t k = 0; k < n; ++k) miss_ids_[k] = ids[miss_pos_[k]];
-  const size_t bytes = row_bytes();
   miss_rows_.resize(n * bytes);
   PS_RETURN_IF_ERROR(tier_->Get(spec_.id, miss_ids_, bytes, miss_rows_.data(), &miss_found_));
   tier_counters_.reads += n;
   for (size_t k = 0; k < n; ++k) {
+    if (k + kIndexPrefetch < n) index_.Prefetch(miss_ids_[k + kIndexPrefetch]);
     if (!miss_found_[k]) continue;
     // An id twice in the request: the first brought it in.
     uint32_t r = index_.Find(miss_ids_[k]);
     if (r == RowIndex::kNoRow) {
-      if (arena_.full()) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("sparse table '", spec_.name, "': the RAM rows are full"));
-      }
-      r = arena_.Append();
-      std::memcpy(arena_.row(r), miss_rows_.data() + k * bytes, bytes);
-      uint32_t* m = Meta(r);
-      m[0] = static_cast<uint32_t>(clock_);  // used now
-      m[1] = (m[1] & kCountMask) | kOnDisk;  // clean: the disk copy is current
-      index_.Insert(miss_ids_[k], r);
-      ++tier_counters_.hits;
+      PS_ASSIGN_OR_RETURN(r, PromoteRow(miss_ids_[k], miss_rows_.data() + k * bytes));
     }
     rows[miss_pos_[k]] = r;
   }

@@ -124,6 +124,10 @@ class SparseTable {
     // the table. Not with spec.eviction (InvalidArgument).
     DiskTier* tier = nullptr;
     size_t ram_capacity = 0;
+    // > 0: the RAM a row costs (bytes); the RAM rows are then ram_capacity
+    // less the tier's index of this table (its bytes / this), so that the
+    // budget also holds the index as it grows with the rows on disk.
+    size_t ram_row_cost = 0;
   };
 
   // InvalidArgument when `spec` is not a sparse table with 0 < dim <= kMaxDim
@@ -233,6 +237,8 @@ class SparseTable {
   // Disk tier: brings the rows of ids[miss[k]] not in RAM from disk
   // (rows[miss[k]] = their row numbers, kNoRow where the tier lacks them).
   absl::Status PromoteRows(std::span<const uint64_t> ids, uint32_t* rows);
+  // Copies the row of `id` read from the tier at `src` into a new RAM row.
+  absl::StatusOr<uint32_t> PromoteRow(uint64_t id, const char* src);
   // The SparseRow view of a row's bytes (buffers of the table).
   SparseRow View(uint64_t id, const float* row) const;
   // Compact rows: the dim values of `row` as fp32, and back (stochastic:

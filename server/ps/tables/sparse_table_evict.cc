@@ -22,6 +22,8 @@
 // new ids.
 #include "server/ps/tables/sparse_table.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 
@@ -45,27 +47,36 @@ uint32_t DecayedCount(uint32_t count, uint32_t age) {
 size_t SparseTable::SampleVictim() {
   const size_t capacity = index_.capacity();
   const uint32_t now = static_cast<uint32_t>(clock_);
-  const bool lfu = spec_.eviction.policy == EvictPolicy::kLfu;
-  size_t best = 0;
-  uint64_t best_key = 0;
+  const bool lfu = tier_ != nullptr || spec_.eviction.policy == EvictPolicy::kLfu;
   const int samples = tier_ ? kTierSamples : kEvictionSamples;
+  // The samples' index slots, then their rows' metadata, are fetched
+  // together: a handful of cache misses in parallel, not one after another.
+  size_t pos[kEvictionSamples];
+  uint32_t rows[kEvictionSamples];
   for (int k = 0; k < samples; ++k) {
     // xorshift64: cheap, deterministic per table.
     sample_state_ ^= sample_state_ << 13;
     sample_state_ ^= sample_state_ >> 7;
     sample_state_ ^= sample_state_ << 17;
-    size_t pos = static_cast<size_t>(sample_state_ % capacity);
+    pos[k] = static_cast<size_t>(sample_state_ % capacity);
+    index_.PrefetchSlot(pos[k]);
+  }
+  for (int k = 0; k < samples; ++k) {
     uint64_t id;
-    uint32_t r;
-    while ((r = index_.SlotRow(pos, &id)) == RowIndex::kNoRow) pos = index_.Next(pos);
-    const uint32_t* m = Meta(r);
+    while ((rows[k] = index_.SlotRow(pos[k], &id)) == RowIndex::kNoRow) pos[k] = index_.Next(pos[k]);
+    __builtin_prefetch(Meta(rows[k]));
+  }
+  size_t best = 0;
+  uint64_t best_key = 0;
+  for (int k = 0; k < samples; ++k) {
+    const uint32_t* m = Meta(rows[k]);
     const uint32_t age = now - m[0];
     // Larger is a better victim.
     const uint64_t key =
         lfu ? (uint64_t{UINT32_MAX - DecayedCount(m[1] & kCountMask, age)} << 32) | age
             : uint64_t{age};
     if (k == 0 || key > best_key) {
-      best = pos;
+      best = pos[k];
       best_key = key;
     }
   }
@@ -88,10 +99,16 @@ absl::Status SparseTable::EvictToCapacity() {
     }
     return absl::OkStatus();
   }
+  size_t capacity = evict_capacity_;
+  if (options_.ram_row_cost > 0) {
+    constexpr size_t kMinRows = 1024;
+    const size_t less = tier_->index_bytes(spec_.id) / options_.ram_row_cost;
+    capacity = std::max(kMinRows, capacity > less ? capacity - less : 0);
+  }
   // To the disk tier: a row goes to disk when it has no copy there or
   // changed since; the batch is written once, after the loop.
   const size_t bytes = row_bytes();
-  while (arena_.size() > evict_capacity_) {
+  while (arena_.size() > capacity) {
     const size_t slot = SampleVictim();
     uint64_t id;
     const uint32_t r = index_.SlotRow(slot, &id);

@@ -1,5 +1,5 @@
-// Sparse tables with a disk tier: the rows past the RAM capacity live in
-// RocksDB and come back when used; the table reads and trains exactly as
+// Sparse tables with a disk tier, with each store (slots, RocksDB): the rows
+// past the RAM capacity live on disk and come back when used; the table reads and trains exactly as
 // one with every row in RAM, checkpoints and restores (re-sharded) to
 // identical rows, refuses a corrupt tier folder by name, and a full disk
 // fails the request with a fatal error.
@@ -37,19 +37,19 @@ TableSpec Spec(uint32_t dim = 8, OptimizerKind opt = OptimizerKind::kAdagrad) {
   return s;
 }
 
-class DiskTierTest : public ::testing::Test {
+class DiskTierTest : public ::testing::TestWithParam<TierStore> {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("pstrain-tier-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) c = c == '/' ? '-' : c;
+    dir_ = fs::temp_directory_path() / ("pstrain-tier-" + std::to_string(::getpid()) + "-" + name);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   std::unique_ptr<DiskTier> OpenTier(const std::string& name = "t") {
-    auto t = DiskTier::Open((dir_ / name).string());
+    auto t = DiskTier::Open((dir_ / name).string(), GetParam());
     EXPECT_TRUE(t.ok()) << t.status();
     return t.ok() ? *std::move(t) : nullptr;
   }
@@ -102,7 +102,7 @@ std::map<uint64_t, Row> Rows(const SparseTable& t) {
   return rows;
 }
 
-TEST_F(DiskTierTest, TrainsAndReadsExactlyAsTheTableInRam) {
+TEST_P(DiskTierTest, TrainsAndReadsExactlyAsTheTableInRam) {
   for (OptimizerKind opt : {OptimizerKind::kAdagrad, OptimizerKind::kAdam}) {
     auto tier = OpenTier(opt == OptimizerKind::kAdam ? "adam" : "adagrad");
     const TableSpec spec = Spec(8, opt);
@@ -141,7 +141,7 @@ TEST_F(DiskTierTest, TrainsAndReadsExactlyAsTheTableInRam) {
   }
 }
 
-TEST_F(DiskTierTest, IdsNeverPushedReadZerosAndCreateNothing) {
+TEST_P(DiskTierTest, IdsNeverPushedReadZerosAndCreateNothing) {
   auto tier = OpenTier();
   auto t = Table(Spec(), tier.get(), 2000);
   std::vector<uint64_t> ids = {1, 2, 3};
@@ -149,10 +149,10 @@ TEST_F(DiskTierTest, IdsNeverPushedReadZerosAndCreateNothing) {
   EXPECT_EQ(t->size(), 0u);
 }
 
-TEST_F(DiskTierTest, RestoreOfALargerTableStaysWithinRamAndGivesIdenticalRows) {
+TEST_P(DiskTierTest, RestoreOfALargerTableStaysWithinRamAndGivesIdenticalRows) {
   auto layout = ComputeLayout({Spec(16, OptimizerKind::kRowwiseAdagrad)}, 1, 100);
   ASSERT_TRUE(layout.ok());
-  TierConfig tier{(dir_ / "server").string(), 0};
+  TierConfig tier{(dir_ / "server").string(), 0, GetParam()};
   // The smallest budget that keeps kMinRamRows rows.
   tier.memory_budget = DiskTier::kFixedBytes + KvStore::kProcessBytes + 1024 * 128;
   auto a = KvStore::Create(*layout, 0, 0, 1, tier);
@@ -190,17 +190,17 @@ TEST_F(DiskTierTest, RestoreOfALargerTableStaysWithinRamAndGivesIdenticalRows) {
   EXPECT_EQ(after, before);
 }
 
-TEST_F(DiskTierTest, ABudgetTooSmallForRowsIsRefusedNamingWhatItMustHold) {
+TEST_P(DiskTierTest, ABudgetTooSmallForRowsIsRefusedNamingWhatItMustHold) {
   auto layout = ComputeLayout({Spec()}, 1, 100);
   ASSERT_TRUE(layout.ok());
-  auto s = KvStore::Create(*layout, 0, 0, 1, TierConfig{dir_.string(), 64 << 20});
+  auto s = KvStore::Create(*layout, 0, 0, 1, TierConfig{dir_.string(), 64 << 20, GetParam()});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.status().message().find("--server_memory_budget"), std::string::npos);
   EXPECT_NE(s.status().message().find("disk tier"), std::string::npos) << s.status();
 }
 
-TEST_F(DiskTierTest, EvictionFlagsWithATierAreRefused) {
+TEST_P(DiskTierTest, EvictionFlagsWithATierAreRefused) {
   auto tier = OpenTier();
   TableSpec spec = Spec();
   spec.eviction.max_rows = 100;
@@ -212,10 +212,10 @@ TEST_F(DiskTierTest, EvictionFlagsWithATierAreRefused) {
   EXPECT_NE(t.status().message().find("not built"), std::string::npos) << t.status();
 }
 
-TEST_F(DiskTierTest, AnEarlierServersRowsAreErasedAndACorruptFolderIsRefusedByName) {
+TEST_P(DiskTierTest, AnEarlierServersRowsAreErasedAndACorruptFolderIsRefusedByName) {
   const fs::path root = dir_ / "tiers";
   {
-    auto tier = DiskTier::Open((root / "server0-part0").string());
+    auto tier = DiskTier::Open((root / "server0-part0").string(), GetParam());
     ASSERT_TRUE(tier.ok());
     auto t = Table(Spec(), tier->get(), 1024);
     std::vector<uint64_t> ids(3000);
@@ -226,18 +226,30 @@ TEST_F(DiskTierTest, AnEarlierServersRowsAreErasedAndACorruptFolderIsRefusedByNa
   EXPECT_TRUE(DiskTier::CheckFolder(root.string()).ok());
   {
     // Opened again (as when tables are created): empty.
-    auto tier = DiskTier::Open((root / "server0-part0").string());
+    auto tier = DiskTier::Open((root / "server0-part0").string(), GetParam());
     ASSERT_TRUE(tier.ok());
     int n = 0;
     ASSERT_TRUE((*tier)->ForEach(0, 8 * 2 * 4 + 8, [&](uint64_t, const char*) { ++n; }).ok());
     EXPECT_EQ(n, 0);
   }
-  // A MANIFEST overwritten with junk: refused, naming the folder.
+  // A RocksDB MANIFEST, or a slot file's header, overwritten with junk:
+  // refused, naming the folder.
+  {
+    auto tier = DiskTier::Open((root / "server0-part0").string(), GetParam());
+    ASSERT_TRUE(tier.ok());
+    std::vector<float> row(8 * 2 + 2, 0.5f);
+    (*tier)->Put(0, 7, row.data(), row.size() * sizeof(float));
+    ASSERT_TRUE((*tier)->Commit().ok());
+  }
+  int damaged = 0;
   for (const auto& e : fs::directory_iterator(root / "server0-part0")) {
-    if (e.path().filename().string().rfind("MANIFEST", 0) == 0) {
-      std::ofstream(e.path(), std::ios::trunc) << "this is not a manifest";
+    const std::string name = e.path().filename().string();
+    if (name.rfind("MANIFEST", 0) == 0 || e.path().extension() == ".slots") {
+      std::fstream(e.path(), std::ios::in | std::ios::out | std::ios::binary) << "this is junk";
+      ++damaged;
     }
   }
+  ASSERT_GT(damaged, 0);
   absl::Status st = DiskTier::CheckFolder(root.string());
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find((root / "server0-part0").string()), std::string::npos) << st;
@@ -246,7 +258,7 @@ TEST_F(DiskTierTest, AnEarlierServersRowsAreErasedAndACorruptFolderIsRefusedByNa
   EXPECT_FALSE(DiskTier::CheckFolder(root.string(), 0).ok());
 }
 
-TEST_F(DiskTierTest, AFullDiskFailsTheRequestWithAFatalErrorNamingTheTier) {
+TEST_P(DiskTierTest, AFullDiskFailsTheRequestWithAFatalErrorNamingTheTier) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs";
   const fs::path mnt = dir_ / "small";
   fs::create_directories(mnt);
@@ -255,7 +267,7 @@ TEST_F(DiskTierTest, AFullDiskFailsTheRequestWithAFatalErrorNamingTheTier) {
   }
   absl::Status failed;
   {
-    auto tier = DiskTier::Open((mnt / "t").string());
+    auto tier = DiskTier::Open((mnt / "t").string(), GetParam());
     ASSERT_TRUE(tier.ok()) << tier.status();
     auto t = Table(Spec(64), tier->get(), 1024);
     std::vector<uint64_t> ids(4096);
@@ -271,6 +283,12 @@ TEST_F(DiskTierTest, AFullDiskFailsTheRequestWithAFatalErrorNamingTheTier) {
   EXPECT_NE(failed.message().find("disk tier"), std::string::npos) << failed;
   EXPECT_NE(failed.message().find((mnt / "t").string()), std::string::npos) << failed;
 }
+
+INSTANTIATE_TEST_SUITE_P(Stores, DiskTierTest,
+                         ::testing::Values(TierStore::kSlots, TierStore::kRocksDb),
+                         [](const ::testing::TestParamInfo<TierStore>& info) {
+                           return info.param == TierStore::kSlots ? "slots" : "rocksdb";
+                         });
 
 }  // namespace
 }  // namespace pstrain::server
