@@ -132,9 +132,11 @@ absl::Status RunTierBench(const TierBenchOptions& o) {
     return absl::InvalidArgumentError("sparse_tier: --tier_store is slots or rocksdb");
   }
   tier.store = o.store == "slots" ? server::TierStore::kSlots : server::TierStore::kRocksDb;
-  // The slot store's id index (about 19 bytes per row on disk) is part of
-  // the budget too.
-  const uint64_t index_bytes = tier.store == server::TierStore::kSlots ? o.rows * 19 : 0;
+  // The slot store's id index is part of the budget too: a hash map of
+  // 2^k - 1 slots of 17 bytes, at most 7/8 full.
+  uint64_t index_slots = 1;
+  while (index_slots * 7 / 8 < o.rows) index_slots = index_slots * 2 + 1;
+  const uint64_t index_bytes = tier.store == server::TierStore::kSlots ? index_slots * 17 : 0;
   tier.memory_budget = server::DiskTier::kFixedBytes + KvStore::kProcessBytes + index_bytes +
                        static_cast<uint64_t>(o.ram_fraction * o.rows) * row_cost;
   const uint64_t rss_before = Rss();
