@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,15 @@ class Latencies {
 
  private:
   std::vector<double> samples_;
+};
+
+// Removes a folder (and everything in it) when it goes out of scope.
+struct RemoveDirOnExit {
+  std::string path;
+  ~RemoveDirOnExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
 };
 
 inline double Median(std::vector<double> v) {

@@ -130,13 +130,7 @@ absl::Status RunReaderBench(const ReaderBenchOptions& options) {
     return absl::InvalidArgumentError("reader bench: rows and passes must be positive");
   }
   PS_ASSIGN_OR_RETURN(const std::string dir, MakeTempDir(options.temp_dir));
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } cleanup{dir};
+  RemoveDirOnExit cleanup{dir};
   worker::SyntheticOptions world;  // Criteo's shape: 13 integers, 26 categories
   world.rows = options.rows;
   const std::string tsv = dir + "/train.tsv";

@@ -126,13 +126,7 @@ absl::Status RunServeBench(const ServeBenchOptions& options) {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/pstrain_serve_bench.XXXXXX");
   if (mkdtemp(dir.data()) == nullptr) return absl::InternalError(absl::StrCat("mkdtemp ", dir));
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } cleanup{dir};
+  RemoveDirOnExit cleanup{dir};
 
   worker::SyntheticOptions world;
   world.rows = kRequestRows;

@@ -326,13 +326,7 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
     return ErrnoToStatus(errno, absl::StrCat("mkdtemp ", dir_template));
   }
   const std::string dir = dir_template;
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } cleanup{dir};
+  RemoveDirOnExit cleanup{dir};
   const std::string path = dir + "/train.tsv";
   PS_ASSIGN_OR_RETURN(worker::SyntheticReport report,
                       worker::WriteSynthetic(WorldFor(mo, options.train_rows), path));
