@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -65,12 +66,38 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
 }
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ErrnoToStatus(errno, absl::StrCat("open ", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("read ", path));
-  return std::move(ss).str();
+  // One allocation of the file's size and large reads (a checkpoint shard
+  // can be gigabytes; a stringstream copies it twice, growing as it goes).
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return ErrnoToStatus(err, absl::StrCat("stat ", path));
+  }
+  std::string out;
+  out.resize(static_cast<size_t>(std::max<off_t>(st.st_size, 0)));
+  size_t got = 0;
+  char probe[4096];
+  while (true) {
+    // At the size fstat gave: a small read says whether the file grew.
+    const bool at_end = got == out.size();
+    char* dst = at_end ? probe : out.data() + got;
+    const ssize_t n = read(fd, dst, at_end ? sizeof(probe) : out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      close(fd);
+      return ErrnoToStatus(err, absl::StrCat("read ", path));
+    }
+    if (n == 0) break;
+    if (at_end) out.append(probe, static_cast<size_t>(n));
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  out.resize(got);
+  return out;
 }
 
 absl::Status MakeDirs(const std::string& path) {

@@ -367,6 +367,7 @@ absl::Status KvStore::Restore(const std::vector<std::string>& shard_files) {
           }
           st = t->InsertRow(r.id, r.values, r.state, r.step);
         });
+        if (st.ok()) st = t->FinishRestore();
         PS_RETURN_IF_ERROR(Annotate(st, file));
         continue;
       }

@@ -516,6 +516,27 @@ absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
     // A restore: ids are unique across a checkpoint's files and the table
     // starts empty, so the disk holds none of them (no lookup per row).
     r = index_.Find(id);
+    if (r == RowIndex::kNoRow && arena_.size() >= RamCapacity()) {
+      // RAM is full: the row goes straight to the tier, clean, without
+      // passing through RAM (no index churn, no victim search).
+      restore_row_.assign(arena_.stride(), 0.0f);
+      float* row = restore_row_.data();
+      if (compact_) {
+        StoreValues(row, values.data(), /*noise_seed=*/0, /*stochastic=*/false);
+      } else {
+        std::copy(values.begin(), values.end(), row);
+      }
+      std::copy(state.begin(), state.end(), row + value_floats_);
+      if (has_step_) std::memcpy(row + value_floats_ + state_floats_, &step, sizeof(step));
+      uint32_t* m = reinterpret_cast<uint32_t*>(row + meta_offset_);
+      m[0] = static_cast<uint32_t>(clock_);
+      m[1] = 1 | kOnDisk;
+      tier_->Put(spec_.id, id, row, row_bytes());
+      ++disk_rows_;
+      ++tier_counters_.writes;
+      if (++restore_puts_ >= kRestoreBatch) return FinishRestore();
+      return absl::OkStatus();
+    }
     if (r == RowIndex::kNoRow) {
       if (arena_.full()) {
         return absl::ResourceExhaustedError(
@@ -539,9 +560,13 @@ absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
     m[0] = static_cast<uint32_t>(clock_);
     m[1] = tier_ ? 1 | kDirty | (m[1] & kOnDisk) : 1;
   }
-  // A restore larger than RAM: rows go to disk in batches as it goes.
-  if (tier_ && arena_.size() >= evict_capacity_ + kRestoreBatch) return EvictToCapacity();
   return absl::OkStatus();
+}
+
+absl::Status SparseTable::FinishRestore() {
+  if (!tier_ || restore_puts_ == 0) return absl::OkStatus();
+  restore_puts_ = 0;
+  return MarkFatal(Annotate(tier_->Commit(), absl::StrCat("sparse table '", spec_.name, "'")));
 }
 
 absl::Status SparseTable::Clear() {

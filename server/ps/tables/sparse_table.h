@@ -212,6 +212,11 @@ class SparseTable {
   // with a disk tier, until ram_capacity rows are left in RAM, writing the
   // changed ones to disk (an error: fatal, see above).
   absl::Status EvictToCapacity();
+  // The RAM rows a tiered table keeps: ram_capacity less its tier index
+  // (Options::ram_row_cost).
+  size_t RamCapacity() const;
+  // After a restore: the rows it wrote straight to the tier are committed.
+  absl::Status FinishRestore();
 
   // The admission sketch; null without admission.
   const CountMinSketch* sketch() const { return sketch_.get(); }
@@ -317,6 +322,8 @@ class SparseTable {
   std::vector<char> miss_rows_;
   std::vector<uint8_t> miss_found_;
   mutable std::vector<float> view_row_;  // ForEachRow: a disk row, aligned
+  std::vector<float> restore_row_;       // InsertRow: a row bound for the tier
+  size_t restore_puts_ = 0;              // tier writes of InsertRow not committed
 
   // Per-call scratch, kept between calls to avoid allocations.
   std::vector<uint32_t> rows_;

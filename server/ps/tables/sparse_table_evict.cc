@@ -90,6 +90,13 @@ void SparseTable::RemoveAt(size_t slot) {
   arena_.Release(r);
 }
 
+size_t SparseTable::RamCapacity() const {
+  if (options_.ram_row_cost == 0) return evict_capacity_;
+  constexpr size_t kMinRows = 1024;
+  const size_t less = tier_->index_bytes(spec_.id) / options_.ram_row_cost;
+  return std::max(kMinRows, evict_capacity_ > less ? evict_capacity_ - less : 0);
+}
+
 absl::Status SparseTable::EvictToCapacity() {
   if (evict_capacity_ == 0) return absl::OkStatus();
   if (tier_ == nullptr) {
@@ -99,12 +106,7 @@ absl::Status SparseTable::EvictToCapacity() {
     }
     return absl::OkStatus();
   }
-  size_t capacity = evict_capacity_;
-  if (options_.ram_row_cost > 0) {
-    constexpr size_t kMinRows = 1024;
-    const size_t less = tier_->index_bytes(spec_.id) / options_.ram_row_cost;
-    capacity = std::max(kMinRows, capacity > less ? capacity - less : 0);
-  }
+  const size_t capacity = RamCapacity();
   // To the disk tier: a row goes to disk when it has no copy there or
   // changed since; the batch is written once, after the loop.
   const size_t bytes = row_bytes();
