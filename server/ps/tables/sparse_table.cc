@@ -202,42 +202,6 @@ uint32_t SparseTable::CreateRow(uint64_t id) {
   return r;
 }
 
-absl::StatusOr<uint32_t> SparseTable::PromoteRow(uint64_t id, const char* src) {
-  if (arena_.full()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("sparse table '", spec_.name, "': the RAM rows are full"));
-  }
-  const uint32_t r = arena_.Append();
-  std::memcpy(arena_.row(r), src, row_bytes());
-  uint32_t* m = Meta(r);
-  m[0] = static_cast<uint32_t>(clock_);  // used now
-  m[1] = (m[1] & kCountMask) | kOnDisk;  // clean: the disk copy is current
-  index_.Insert(id, r);
-  ++tier_counters_.hits;
-  return r;
-}
-
-absl::Status SparseTable::PromoteRows(std::span<const uint64_t> ids, uint32_t* rows) {
-  const size_t n = miss_pos_.size();
-  const size_t bytes = row_bytes();
-  miss_ids_.resize(n);
-  for (size_t k = 0; k < n; ++k) miss_ids_[k] = ids[miss_pos_[k]];
-  miss_rows_.resize(n * bytes);
-  PS_RETURN_IF_ERROR(tier_->Get(spec_.id, miss_ids_, bytes, miss_rows_.data(), &miss_found_));
-  tier_counters_.reads += n;
-  for (size_t k = 0; k < n; ++k) {
-    if (k + kIndexPrefetch < n) index_.Prefetch(miss_ids_[k + kIndexPrefetch]);
-    if (!miss_found_[k]) continue;
-    // An id twice in the request: the first brought it in.
-    uint32_t r = index_.Find(miss_ids_[k]);
-    if (r == RowIndex::kNoRow) {
-      PS_ASSIGN_OR_RETURN(r, PromoteRow(miss_ids_[k], miss_rows_.data() + k * bytes));
-    }
-    rows[miss_pos_[k]] = r;
-  }
-  return absl::OkStatus();
-}
-
 absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* rows,
                                       bool create) {
   const size_t n = ids.size();
@@ -504,6 +468,17 @@ absl::Status SparseTable::ForEachRow(absl::FunctionRef<void(const SparseRow&)> f
   });
 }
 
+void SparseTable::WriteRow(float* row, std::span<const float> values,
+                           std::span<const float> state, uint32_t step) {
+  if (compact_) {
+    StoreValues(row, values.data(), /*noise_seed=*/0, /*stochastic=*/false);
+  } else {
+    std::copy(values.begin(), values.end(), row);
+  }
+  std::copy(state.begin(), state.end(), row + value_floats_);
+  if (has_step_) std::memcpy(row + value_floats_ + state_floats_, &step, sizeof(step));
+}
+
 absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
                                     std::span<const float> state, uint32_t step) {
   if (values.size() != dim_ || state.size() != state_floats_) {
@@ -521,13 +496,7 @@ absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
       // passing through RAM (no index churn, no victim search).
       restore_row_.assign(arena_.stride(), 0.0f);
       float* row = restore_row_.data();
-      if (compact_) {
-        StoreValues(row, values.data(), /*noise_seed=*/0, /*stochastic=*/false);
-      } else {
-        std::copy(values.begin(), values.end(), row);
-      }
-      std::copy(state.begin(), state.end(), row + value_floats_);
-      if (has_step_) std::memcpy(row + value_floats_ + state_floats_, &step, sizeof(step));
+      WriteRow(row, values, state, step);
       uint32_t* m = reinterpret_cast<uint32_t*>(row + meta_offset_);
       m[0] = static_cast<uint32_t>(clock_);
       m[1] = 1 | kOnDisk;
@@ -547,14 +516,7 @@ absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
   } else {
     PS_RETURN_IF_ERROR(ResolveRows({&id, 1}, &r));
   }
-  float* row = arena_.row(r);
-  if (compact_) {
-    StoreValues(row, values.data(), /*noise_seed=*/0, /*stochastic=*/false);
-  } else {
-    std::copy(values.begin(), values.end(), row);
-  }
-  std::copy(state.begin(), state.end(), row + value_floats_);
-  if (has_step_) std::memcpy(row + value_floats_ + state_floats_, &step, sizeof(step));
+  WriteRow(arena_.row(r), values, state, step);
   if (evicts_) {
     uint32_t* m = Meta(r);
     m[0] = static_cast<uint32_t>(clock_);
@@ -563,11 +525,6 @@ absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
   return absl::OkStatus();
 }
 
-absl::Status SparseTable::FinishRestore() {
-  if (!tier_ || restore_puts_ == 0) return absl::OkStatus();
-  restore_puts_ = 0;
-  return MarkFatal(Annotate(tier_->Commit(), absl::StrCat("sparse table '", spec_.name, "'")));
-}
 
 absl::Status SparseTable::Clear() {
   if (tier_) {

@@ -217,6 +217,9 @@ class SparseTable {
   size_t RamCapacity() const;
   // After a restore: the rows it wrote straight to the tier are committed.
   absl::Status FinishRestore();
+  // Writes a restored row's values, state and step into `row` (stride floats).
+  void WriteRow(float* row, std::span<const float> values, std::span<const float> state,
+                uint32_t step);
 
   // The admission sketch; null without admission.
   const CountMinSketch* sketch() const { return sketch_.get(); }
