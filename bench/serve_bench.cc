@@ -130,8 +130,7 @@ absl::Status RunServeBench(const ServeBenchOptions& options) {
 
   worker::SyntheticOptions world;
   world.rows = kRequestRows;
-  PS_ASSIGN_OR_RETURN(worker::SyntheticReport report, worker::WriteSynthetic(world, dir + "/rows.tsv"));
-  (void)report;
+  PS_RETURN_IF_ERROR(worker::WriteSynthetic(world, dir + "/rows.tsv").status());
   std::vector<std::string> lines;
   {
     std::ifstream in(dir + "/rows.tsv");

@@ -27,11 +27,7 @@ class Admission : public ::testing::Test {
 
   int Run(const std::vector<std::string>& args, const std::string& tag, std::string* out,
           absl::Duration timeout = absl::Seconds(300)) {
-    TestProcess p(BinDir() + "/pstrain", args, dir_ + "/" + tag + ".log");
-    const int code = p.Wait(timeout);
-    *out = p.Log();
-    if (code != 0) std::printf("--- %s: exit %d\n%s", tag.c_str(), code, out->c_str());
-    return code;
+    return RunPstrain(args, dir_ + "/" + tag + ".log", out, timeout);
   }
 
   // Rows the servers held at shutdown, from their "table T: N rows" lines.

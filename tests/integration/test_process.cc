@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -143,6 +144,15 @@ TrainEval WriteTrainEval(const std::string& dir, uint64_t seed, int64_t train_ro
   o.rows = eval_rows;
   EXPECT_TRUE(worker::WriteSynthetic(o, d.eval).ok());
   return d;
+}
+
+int RunPstrain(const std::vector<std::string>& args, const std::string& log_path,
+               std::string* out, absl::Duration timeout) {
+  TestProcess p(BinDir() + "/pstrain", args, log_path);
+  const int code = p.Wait(timeout);
+  *out = p.Log();
+  if (code != 0) std::printf("--- %s: exit %d\n%s", log_path.c_str(), code, out->c_str());
+  return code;
 }
 
 }  // namespace pstrain::testing

@@ -46,6 +46,12 @@ class TestProcess {
   std::string log_path_;
 };
 
+// Runs `pstrain args...` to its end (killed after `timeout`), output to
+// `log_path` and into `*out`; returns the exit code, printing the log when
+// it is not 0.
+int RunPstrain(const std::vector<std::string>& args, const std::string& log_path,
+               std::string* out, absl::Duration timeout);
+
 // Waits until `path` exists and is non-empty; returns its first line, or
 // "" after `timeout`.
 std::string WaitForFileLine(const std::string& path, absl::Duration timeout);
