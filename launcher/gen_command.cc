@@ -3,6 +3,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/file_util.h"
 #include "common/json_line.h"
 #include "common/status.h"
@@ -26,15 +28,72 @@ FlagSet GenFlags() {
       .Define("zipf", "1.1", "Zipf exponent of the categorical values.")
       .Define("positive_rate", "0.25", "Target click rate.")
       .Define("new_id_rate", "0", "Fraction of categorical tokens that are fresh values never "
-                                  "seen before (a growing, long-tailed id space; 0: none).");
+                                  "seen before (a growing, long-tailed id space; 0: none).")
+      .Define("stream", "", "Write a stream of partitions into this folder instead of --out: "
+                            "DIR/YYYY-MM-DD/HH/part-0.tsv and a _SUCCESS marker each, --rows "
+                            "rows per partition, one hour apart by name.")
+      .Define("partitions", "10", "--stream: partitions to write.")
+      .Define("stream_from", "2026-12-01T00", "--stream: the first partition's hour (UTC).")
+      .Define("drift", "0", "--stream: fraction of every field's values that turn into new ids "
+                            "(with new teacher weights) from one partition to the next.")
+      .Define("interval_secs", "0", "--stream: seconds between partitions (0: all at once).");
   return flags;
+}
+
+// A report's JSON line, the meta file's.
+JsonLine MetaLine(const worker::SyntheticOptions& o, const worker::SyntheticReport& report) {
+  JsonLine meta;
+  meta.Add("rows", report.rows)
+      .Add("seed", static_cast<int64_t>(o.seed))
+      .Add("first_row", o.first_row)
+      .Add("positive_rate", report.positive_rate)
+      .Add("oracle_auc", report.oracle_auc)
+      .Add("oracle_logloss", report.oracle_logloss)
+      .Add("bytes", static_cast<int64_t>(report.bytes));
+  if (o.new_id_rate > 0) meta.Add("new_id_rate", o.new_id_rate);  // default: as before
+  if (o.drift > 0) meta.Add("drift", o.drift).Add("era", o.era);
+  return meta;
+}
+
+// --stream: partition k holds rows [first_row + k*rows, ...) of era k, then
+// its _SUCCESS marker (after the data is renamed into place).
+absl::Status WriteStream(const FlagSet& flags, worker::SyntheticOptions o, const std::string& dir) {
+  PS_ASSIGN_OR_RETURN(int64_t partitions, flags.GetInt("partitions"));
+  PS_ASSIGN_OR_RETURN(double drift, flags.GetDouble("drift"));
+  PS_ASSIGN_OR_RETURN(double interval, flags.GetDouble("interval_secs"));
+  if (partitions < 1 || partitions > 100000) return UsageError("--partitions must be in 1..100000");
+  if (!(interval >= 0)) return UsageError("--interval_secs must be >= 0");
+  absl::Time from;
+  std::string err;
+  if (!absl::ParseTime("%Y-%m-%dT%H", flags.Get("stream_from"), absl::UTCTimeZone(), &from, &err)) {
+    return UsageError(absl::StrCat("--stream_from=", flags.Get("stream_from"),
+                                   ": want YYYY-MM-DDTHH (", err, ")"));
+  }
+  o.drift = drift;
+  const int64_t first = o.first_row;
+  for (int64_t k = 0; k < partitions; ++k) {
+    if (k > 0 && interval > 0) absl::SleepFor(absl::Seconds(interval));
+    const std::string name = absl::FormatTime("%Y-%m-%d/%H", from + absl::Hours(k), absl::UTCTimeZone());
+    const std::string folder = absl::StrCat(dir, "/", name);
+    PS_RETURN_IF_ERROR(MakeDirs(folder));
+    o.era = k;
+    o.first_row = first + k * o.rows;
+    PS_ASSIGN_OR_RETURN(auto report, worker::WriteSynthetic(o, folder + "/part-0.tsv"));
+    PS_RETURN_IF_ERROR(WriteFileAtomically(folder + "/_meta.json", MetaLine(o, report).str() + "\n"));
+    PS_RETURN_IF_ERROR(WriteFileAtomically(folder + "/_SUCCESS", ""));
+    std::printf("partition %s: %lld rows, oracle AUC %.4f\n", name.c_str(),
+                static_cast<long long>(report.rows), report.oracle_auc);
+    std::fflush(stdout);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 std::string GenHelp() {
   return absl::StrCat(
-      "usage: pstrain gen --rows=N --out=FILE [--seed=K] [--first_row=R]\n\n"
+      "usage: pstrain gen --rows=N --out=FILE [--seed=K] [--first_row=R]\n"
+      "       pstrain gen --rows=N --stream=DIR [--partitions=P] [--drift=D] [--interval_secs=S]\n\n"
       "Writes synthetic click data (label, 13 integer, 26 categorical columns) drawn from a\n"
       "hidden teacher: per-value weights, non-linear effects of the integers, and pairwise\n"
       "interactions between fields that a linear model cannot express. Prints the teacher's\n"
@@ -55,7 +114,8 @@ absl::Status RunGen(const std::vector<std::string>& argv) {
   PS_ASSIGN_OR_RETURN(double pos, flags.GetDouble("positive_rate"));
   PS_ASSIGN_OR_RETURN(double new_id_rate, flags.GetDouble("new_id_rate"));
   std::string out = flags.Get("out");
-  if (out.empty()) return UsageError("--out is required");
+  const std::string stream = flags.Get("stream");
+  if (out.empty() == stream.empty()) return UsageError("give one of --out and --stream");
   o.rows = rows;
   o.seed = static_cast<uint64_t>(seed);
   o.first_row = first;
@@ -64,17 +124,9 @@ absl::Status RunGen(const std::vector<std::string>& argv) {
   o.zipf = zipf;
   o.target_positive_rate = pos;
   o.new_id_rate = new_id_rate;
+  if (!stream.empty()) return WriteStream(flags, o, stream);
   PS_ASSIGN_OR_RETURN(auto report, worker::WriteSynthetic(o, out));
-  JsonLine meta;
-  meta.Add("rows", report.rows)
-      .Add("seed", static_cast<int64_t>(o.seed))
-      .Add("first_row", o.first_row)
-      .Add("positive_rate", report.positive_rate)
-      .Add("oracle_auc", report.oracle_auc)
-      .Add("oracle_logloss", report.oracle_logloss)
-      .Add("bytes", static_cast<int64_t>(report.bytes));
-  if (o.new_id_rate > 0) meta.Add("new_id_rate", o.new_id_rate);  // default: as before
-  PS_RETURN_IF_ERROR(WriteFileAtomically(out + ".meta.json", meta.str() + "\n"));
+  PS_RETURN_IF_ERROR(WriteFileAtomically(out + ".meta.json", MetaLine(o, report).str() + "\n"));
   std::printf("wrote %lld rows (%.1f MB) to %s in %.1f s: positive rate %.4f, oracle AUC %.4f, "
               "oracle logloss %.4f\n",
               static_cast<long long>(report.rows), report.bytes / 1e6, out.c_str(),

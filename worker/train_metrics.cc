@@ -31,6 +31,18 @@ TrainMetrics::TrainMetrics(metrics::Registry* r) : sampled_at_(absl::Now()) {
   eval_logloss_ = r->GetGauge("pstrain_worker_eval_logloss",
                               "Logloss of the latest evaluation (worker 0).");
   eval_step_ = r->GetGauge("pstrain_worker_eval_step", "Step of the latest evaluation (worker 0).");
+  partitions_ = r->GetCounter("pstrain_worker_partitions_total",
+                              "Stream partitions this worker has passed (--train_stream).");
+  partition_auc_ = r->GetGauge("pstrain_worker_partition_auc",
+                               "Progressive (test-then-train) AUC of this worker's share of the "
+                               "latest stream partition.");
+  partition_logloss_ = r->GetGauge("pstrain_worker_partition_logloss",
+                                   "Progressive logloss of this worker's share of the latest "
+                                   "stream partition.");
+  partition_rows_ = r->GetGauge("pstrain_worker_partition_rows",
+                                "Rows this worker trained of the latest stream partition.");
+  partition_auc_->Set(NAN);
+  partition_logloss_->Set(NAN);
   eval_auc_->Set(NAN);
   eval_logloss_->Set(NAN);
   eval_step_->Set(-1);
@@ -67,6 +79,13 @@ void TrainMetrics::OnEval(int64_t step, double auc, double logloss) {
   eval_auc_value_ = auc;
   eval_logloss_value_ = logloss;
   eval_step_value_ = step;
+}
+
+void TrainMetrics::OnPartition(double auc, double logloss, int64_t rows) {
+  partitions_->Inc();
+  partition_auc_->Set(auc);
+  partition_logloss_->Set(logloss);
+  partition_rows_->Set(static_cast<double>(rows));
 }
 
 void TrainMetrics::SetPosition(int32_t epoch, int64_t rows) {

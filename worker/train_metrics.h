@@ -36,6 +36,9 @@ class TrainMetrics {
 
   void OnStep(const StepReport& r);
   void OnEval(int64_t step, double auc, double logloss);
+  // A stream partition this worker has passed: the progressive AUC and
+  // logloss of its share (NaN: none scored) and the rows it trained of it.
+  void OnPartition(double auc, double logloss, int64_t rows);
   // The data position whose gradients have all reached the servers (sent
   // in the heartbeats: a dead worker's shard is adopted from there).
   void SetPosition(int32_t epoch, int64_t rows);
@@ -59,6 +62,10 @@ class TrainMetrics {
   metrics::Gauge* eval_auc_;
   metrics::Gauge* eval_logloss_;
   metrics::Gauge* eval_step_;
+  metrics::Counter* partitions_;
+  metrics::Gauge* partition_auc_;
+  metrics::Gauge* partition_logloss_;
+  metrics::Gauge* partition_rows_;
 
   absl::Mutex mu_;
   // Since the last heartbeat.

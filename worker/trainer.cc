@@ -126,6 +126,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
 
   // Everyone finishes training before the final evaluation sees the model.
   PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, options_.finish_timeout));
+  if (streaming()) PS_RETURN_IF_ERROR(CollectPartitions(/*final=*/true));
   absl::Status eval_status = options_.eval_data.empty() ? absl::OkStatus() : FinalEvaluation();
   PS_RETURN_IF_ERROR(FinishRun(clock_, eval_round_, std::move(eval_status), &result_));
   return result_;
@@ -143,6 +144,8 @@ absl::Status Trainer::FinalEvaluation() {
 absl::Status Trainer::OpenReader() {
   ReaderOptions& ro = reader_options_;
   ro.patterns = options_.train_data;
+  ro.stream = options_.train_stream;
+  if (streaming()) ro.patterns.clear();
   ro.shard_index = rank_;
   ro.num_shards = num_workers_;
   ro.schema = options_.schema;
@@ -151,8 +154,18 @@ absl::Status Trainer::OpenReader() {
   ro.shuffle_buffer_rows = options_.shuffle_buffer;
   ro.seed = options_.seed + static_cast<uint64_t>(rank_);
   ro.max_bad_lines_fraction = options_.max_bad_lines_fraction;
-  PS_ASSIGN_OR_RETURN(auto files, ExpandFilePatterns(ro.patterns));
-  for (const FileRange& r : ShardRanges(files, rank_, num_workers_)) shard_bytes_ += r.end - r.begin;
+  if (!streaming()) {
+    PS_ASSIGN_OR_RETURN(auto files, ExpandFilePatterns(ro.patterns));
+    for (const FileRange& r : ShardRanges(files, rank_, num_workers_)) shard_bytes_ += r.end - r.begin;
+  }
+  // A resumed worker's reader starts at its position's epoch (the earlier
+  // ones are not read again).
+  const proto::TableLayout& layout = kv_->layout();
+  if (layout.restored_step >= 0) {
+    for (const proto::WorkerPosition& p : layout.positions) {
+      if (p.rank == rank_ && !p.finished) ro.first_epoch = p.epoch;
+    }
+  }
   PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
   return absl::OkStatus();
 }
@@ -217,6 +230,7 @@ absl::Status Trainer::RunStep() {
     PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_));
   }
   PS_RETURN_IF_ERROR(ReportStep(out));
+  if (!pending_partitions_.empty()) PS_RETURN_IF_ERROR(CollectPartitions(/*final=*/false));
   if (options_.eval_every_steps > 0 && clock_ % options_.eval_every_steps == 0 &&
       !options_.eval_data.empty()) {
     PS_RETURN_IF_ERROR(WaitForLastPush());
@@ -282,10 +296,12 @@ absl::Status Trainer::AccountStep(const Prepared& p, const StepOutput& out) {
     adopted_.back().trained_rows += out.num_samples;
   } else {
     if (p.epoch != position_.epoch) {
+      if (streaming()) PS_RETURN_IF_ERROR(ClosePartitions(p.epoch));
       position_.epoch = p.epoch;
       position_.rows = 0;
     }
     position_.rows += out.num_samples;
+    ScoreRows(*p.batch, out);
   }
   position_.clock = clock_;
   if (clock_ == checkpoint_step_) {
@@ -332,6 +348,7 @@ absl::Status Trainer::ReportStep(const StepOutput& out) {
 
 absl::Status Trainer::FinishTraining() {
   PS_RETURN_IF_ERROR(WaitForLastPush());
+  PS_RETURN_IF_ERROR(FinishPartitions());
   PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock_, /*retire=*/true).Wait());
   if (elastic_ || JudgesRounds()) {
     // The lead stops waiting for this worker's parts of later rounds (an

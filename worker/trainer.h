@@ -32,6 +32,7 @@
 #include "worker/data/schema.h"
 #include "worker/dense_replica.h"
 #include "worker/eval/best_round.h"
+#include "worker/eval/progressive.h"
 #include "worker/kv_client.h"
 #include "worker/models/model.h"
 #include "worker/progress.h"
@@ -46,6 +47,8 @@ struct TrainOptions {
   ModelOptions model;
   Schema schema;
   std::vector<std::string> train_data;  // paths or globs
+  // --train_stream: partitions instead of train_data (worker/data/partition_stream.h).
+  StreamOptions train_stream;
   std::vector<std::string> eval_data;
   int batch_size = 1024;
   int epochs = 1;
@@ -260,6 +263,18 @@ class Trainer {
   // step -1); returns the next checkpoint step.
   absl::StatusOr<int64_t> Checkpoint(int64_t step, const proto::WorkerPosition& position);
   double FractionDone(int64_t step, int64_t bytes_read) const;
+  // --train_stream (worker/trainer_stream.cc). ScoreRows: the step's
+  // progressive scores. ClosePartitions: this worker's parts of the
+  // partitions from position_'s up to `end_epoch` (exclusive) stored.
+  // CollectPartitions: the lead writes the partitions whose parts are all
+  // in (`final`: waits for them). FinishPartitions: out of data, the rest
+  // closed.
+  bool streaming() const { return !options_.train_stream.dir.empty(); }
+  std::string PartitionKey(int epoch) const;
+  void ScoreRows(const Batch& batch, const StepOutput& out);
+  absl::Status ClosePartitions(int end_epoch);
+  absl::Status CollectPartitions(bool final);
+  absl::Status FinishPartitions();
 
   TrainOptions options_;
   Model* model_;
@@ -305,6 +320,8 @@ class Trainer {
   ParamRefs params_;
   GradRefs grads_;
   OptimizerConfig warmup_;  // the warm-up of the dense replica's steps (allreduce mode)
+  PartitionScore score_;    // --train_stream: of position_.epoch's rows scored here
+  std::vector<int> pending_partitions_;  // closed here, not yet written (the lead)
 };
 
 }  // namespace pstrain::worker

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -78,7 +79,7 @@ absl::Status ValidateReaderOptions(const ReaderOptions& o) {
   auto bad = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat("reader options: ", parts...));
   };
-  if (o.patterns.empty()) return bad("no input patterns");
+  if (o.patterns.empty() && o.stream.dir.empty()) return bad("no input patterns");
   if (o.num_shards < 1) return bad("num_shards ", o.num_shards, " < 1");
   if (o.shard_index < 0 || o.shard_index >= o.num_shards) {
     return bad("shard_index ", o.shard_index, " outside [0, ", o.num_shards, ")");
@@ -87,6 +88,12 @@ absl::Status ValidateReaderOptions(const ReaderOptions& o) {
     return bad("batch_size ", o.batch_size, " outside [1, ", kMaxBatchSize, "]");
   }
   if (o.epochs < 0) return bad("epochs ", o.epochs, " < 0");
+  if (o.first_epoch < 0) return bad("first_epoch ", o.first_epoch, " < 0");
+  if (!o.stream.dir.empty()) {
+    if (o.epochs != 1) return bad("a stream is read once (epochs ", o.epochs, ")");
+    if (!o.patterns.empty()) return bad("both a stream and file patterns");
+    PS_RETURN_IF_ERROR(ValidateStreamOptions(o.stream));
+  }
   if (o.prefetch_batches < 1 || o.prefetch_batches > 4096) {
     return bad("prefetch_batches ", o.prefetch_batches, " outside [1, 4096]");
   }
@@ -106,7 +113,9 @@ absl::Status ValidateReaderOptions(const ReaderOptions& o) {
 class DataReader::Impl {
  public:
   Impl(ReaderOptions options, std::unique_ptr<ShardScanner> scanner)
-      : options_(std::move(options)), scanner_(std::move(scanner)) {}
+      : options_(std::move(options)), scanner_(std::move(scanner)) {
+    if (!options_.stream.dir.empty()) stream_.emplace(options_.stream);
+  }
 
   ~Impl() {
     {
@@ -118,6 +127,12 @@ class DataReader::Impl {
   }
 
   void Start() { thread_ = std::thread([this] { Run(); }); }
+
+  std::string EpochName(int epoch) const {
+    absl::MutexLock lock(&mu_);
+    const auto e = static_cast<size_t>(epoch);
+    return epoch >= 0 && e < epoch_names_.size() ? epoch_names_[e] : std::string();
+  }
 
   absl::StatusOr<std::shared_ptr<const Batch>> Next(absl::Duration timeout) {
     absl::MutexLock lock(&mu_);
@@ -213,15 +228,24 @@ class DataReader::Impl {
     busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(now - busy_since_).count(),
                        std::memory_order_relaxed);
     busy_since_ = now;
-    rows_.store(scanner_->good_lines(), std::memory_order_relaxed);
-    bad_lines_.store(scanner_->bad_lines(), std::memory_order_relaxed);
-    bytes_read_.store(static_cast<int64_t>(scanner_->bytes_read()), std::memory_order_relaxed);
+    if (scanner_ == nullptr) return;
+    rows_.store(base_rows_ + scanner_->good_lines(), std::memory_order_relaxed);
+    bad_lines_.store(base_bad_ + scanner_->bad_lines(), std::memory_order_relaxed);
+    bytes_read_.store(base_bytes_ + static_cast<int64_t>(scanner_->bytes_read()),
+                      std::memory_order_relaxed);
   }
+
+  // Stream mode: the scanner of the next partition; false when the stream
+  // has ended (or the reader stops).
+  absl::StatusOr<bool> NextPartition(int epoch);
 
   absl::Status Produce();
 
   const ReaderOptions options_;
   std::unique_ptr<ShardScanner> scanner_;  // reader thread only
+  std::optional<PartitionStream> stream_;  // reader thread only
+  // Counters of the partitions' scanners before scanner_ (reader thread).
+  int64_t base_rows_ = 0, base_bad_ = 0, base_bytes_ = 0;
   std::thread thread_;
   std::atomic<bool> stop_flag_{false};
   Clock::time_point busy_since_;  // reader thread only
@@ -242,18 +266,46 @@ class DataReader::Impl {
   int64_t rows_delivered_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t batches_delivered_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> delivered_per_epoch_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> epoch_names_ ABSL_GUARDED_BY(mu_);
 };
+
+absl::StatusOr<bool> DataReader::Impl::NextPartition(int epoch) {
+  if (epoch == options_.first_epoch && epoch > 0) {
+    PS_RETURN_IF_ERROR(stream_->SkipPartitions(epoch));
+  }
+  PublishCounters();  // the wait for a partition is not busy time
+  PS_ASSIGN_OR_RETURN(std::optional<Partition> part, stream_->Next(stop_flag_));
+  busy_since_ = Clock::now();
+  if (!part.has_value()) return false;
+  if (scanner_ != nullptr) {
+    base_rows_ += scanner_->good_lines();
+    base_bad_ += scanner_->bad_lines();
+    base_bytes_ += static_cast<int64_t>(scanner_->bytes_read());
+  }
+  spdlog::info("stream partition {} ({} files): epoch {}", part->name, part->files.size(), epoch);
+  PS_ASSIGN_OR_RETURN(scanner_, MakeScanner(options_, std::move(part->files)));
+  absl::MutexLock lock(&mu_);
+  if (epoch_names_.size() <= static_cast<size_t>(epoch)) epoch_names_.resize(epoch + 1);
+  epoch_names_[epoch] = part->name;
+  return true;
+}
 
 absl::Status DataReader::Impl::Produce() {
   const Schema& schema = options_.schema;
   BatchBuilder builder(schema.num_dense, schema.num_sparse, options_.batch_size);
   std::unique_ptr<ShuffleBuffer> shuffle = MakeShuffle(options_);
   ParsedRow row;
-  int epoch = 0;
+  int epoch = options_.first_epoch;
   auto flush = [&] { return builder.empty() || Push(Item{builder.Finish(), epoch, {}}); };
-  for (; options_.epochs == 0 || epoch < options_.epochs; ++epoch) {
+  const bool stream = stream_.has_value();
+  for (; stream || options_.epochs == 0 || epoch < options_.epochs; ++epoch) {
     epoch_.store(epoch, std::memory_order_relaxed);
-    scanner_->Rewind();
+    if (stream) {
+      PS_ASSIGN_OR_RETURN(bool more, NextPartition(epoch));
+      if (!more) break;
+    } else {
+      scanner_->Rewind();
+    }
     if (shuffle != nullptr) shuffle->Reseed(EpochSeed(options_.seed, epoch));
     int64_t rows_this_epoch = 0;
     while (true) {
@@ -274,7 +326,7 @@ absl::Status DataReader::Impl::Produce() {
     } else if (!flush()) {
       return absl::OkStatus();
     }
-    if (options_.epochs == 0 && rows_this_epoch == 0) break;
+    if (!stream && options_.epochs == 0 && rows_this_epoch == 0) break;
   }
   return absl::OkStatus();
 }
@@ -286,12 +338,14 @@ DataReader::~DataReader() = default;
 
 absl::StatusOr<std::unique_ptr<DataReader>> DataReader::Open(ReaderOptions options) {
   PS_RETURN_IF_ERROR(ValidateReaderOptions(options));
-  PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandFilePatterns(options.patterns));
   std::vector<std::string> paths;
-  paths.reserve(files.size());
-  for (const InputFile& f : files) paths.push_back(f.path);
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<ShardScanner> scanner,
-                      MakeScanner(options, std::move(files)));
+  std::unique_ptr<ShardScanner> scanner;  // a stream's come with its partitions
+  if (options.stream.dir.empty()) {
+    PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandFilePatterns(options.patterns));
+    paths.reserve(files.size());
+    for (const InputFile& f : files) paths.push_back(f.path);
+    PS_ASSIGN_OR_RETURN(scanner, MakeScanner(options, std::move(files)));
+  }
   auto impl = std::make_unique<Impl>(std::move(options), std::move(scanner));
   impl->Start();
   return std::unique_ptr<DataReader>(new DataReader(std::move(impl), std::move(paths)));
@@ -309,8 +363,11 @@ std::vector<int64_t> DataReader::RowsDeliveredPerEpoch() const {
   return impl_->RowsDeliveredPerEpoch();
 }
 
+std::string DataReader::EpochName(int epoch) const { return impl_->EpochName(epoch); }
+
 absl::StatusOr<std::shared_ptr<const Batch>> ReadAll(const ReaderOptions& options) {
   PS_RETURN_IF_ERROR(ValidateReaderOptions(options));
+  if (!options.stream.dir.empty()) return absl::InvalidArgumentError("ReadAll: not for a stream");
   PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandFilePatterns(options.patterns));
   PS_ASSIGN_OR_RETURN(std::unique_ptr<ShardScanner> scanner,
                       MakeScanner(options, std::move(files)));

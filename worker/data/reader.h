@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "worker/data/batch.h"
+#include "worker/data/partition_stream.h"
 #include "worker/data/schema.h"
 
 namespace pstrain::worker {
@@ -47,6 +48,14 @@ struct ReaderOptions {
   // Drop the last, smaller batch of every epoch instead of returning it.
   bool drop_remainder = false;
   size_t io_buffer_bytes = size_t{4} << 20;  // size of one read(2)
+  // Epochs before this one are not read (a resumed reader: its position's
+  // epoch); the first batch comes from epoch `first_epoch`.
+  int first_epoch = 0;
+  // A stream of partitions (partition_stream.h) instead of `patterns`:
+  // epoch k is the stream's k-th partition, read once (`epochs` must be 1,
+  // meaning once); the reader waits for each to complete and ends with the
+  // stream. Each partition's files are sharded like `patterns`' are.
+  StreamOptions stream;
 };
 
 // A snapshot of a reader's progress.
@@ -89,6 +98,10 @@ class DataReader {
 
   // Exact number of rows returned by Next() in each epoch so far.
   std::vector<int64_t> RowsDeliveredPerEpoch() const;
+
+  // Stream mode: the name of epoch `epoch`'s partition once the reader has
+  // taken it ("" before, and without a stream).
+  std::string EpochName(int epoch) const;
 
   // The files this reader matched (whole set, not just this shard's part).
   const std::vector<std::string>& files() const { return files_; }

@@ -54,6 +54,8 @@ absl::Status ValidateSyntheticOptions(const SyntheticOptions& o) {
       !(o.missing_dense_rate >= 0 && o.missing_dense_rate <= 0.45)) {
     return bad("missing rates must lie in [0, 0.45]");
   }
+  if (!(o.drift >= 0 && o.drift <= 1)) return bad("drift ", o.drift, " outside [0, 1]");
+  if (o.era < 0) return bad("era ", o.era, " < 0");
   if (!(o.new_id_rate >= 0 && o.new_id_rate <= 1)) {
     return bad("new_id_rate ", o.new_id_rate, " outside [0, 1]");
   }
@@ -152,7 +154,14 @@ void SyntheticWorld::SampleFeatures(uint64_t* rng_state, SyntheticRow* row) cons
       continue;
     }
     uint64_t rank = shape.zipf.Sample([&rng] { return rng.Uniform(); });
-    row->tokens[f] = static_cast<uint32_t>(Mix64(Mix64(token_seed + f) ^ rank));
+    uint64_t token = Mix64(Mix64(token_seed + f) ^ rank);
+    if (options_.drift > 0 && options_.era > 0) {
+      const double u = static_cast<double>(Mix64(token ^ 0x4452494654ULL) >> 11) * 0x1.0p-53;
+      const auto generation =
+          static_cast<uint64_t>(static_cast<double>(options_.era) * options_.drift + u);
+      if (generation > 0) token = Mix64(token ^ Mix64(generation * 0x9e3779b97f4a7c15ULL));
+    }
+    row->tokens[f] = static_cast<uint32_t>(token);
     // Drawn only with the option on, so rows without it stay as they were.
     if (options_.new_id_rate > 0 && rng.Uniform() < options_.new_id_rate) {
       row->tokens[f] = static_cast<uint32_t>(Mix64(rng.Next() ^ token_seed));

@@ -42,6 +42,14 @@ struct SyntheticOptions {
   // tail of singletons. 0: none (and the rows are exactly those without
   // this option).
   double new_id_rate = 0;
+  // Drift over eras (a stream's partitions: `pstrain gen --stream`): in era
+  // k a value's token is re-minted floor(k * drift + u) times (u uniform per
+  // field and value), so from one era to the next a `drift` fraction of
+  // every field's values turns into new ids with new teacher weights (the
+  // teacher hashes tokens): the catalogue turns over, a frozen model ages.
+  // Era 0, or drift 0: the rows without this option.
+  double drift = 0;
+  int64_t era = 0;
   TeacherOptions teacher;
 };
 

@@ -15,6 +15,7 @@
 #include "cluster/coordinator_client.h"
 #include "common/cpu_affinity.h"
 #include "common/status.h"
+#include "worker/data/partition_stream.h"
 #include "worker/data/schema_file.h"
 #include "worker/eval/best_round.h"
 #include "worker/models/model.h"
@@ -85,6 +86,18 @@ ABSL_FLAG(uint64_t, seed, 1, "Seed of parameter initialization and shuffling.");
 ABSL_FLAG(std::string, device, "auto", "cpu | cuda | auto (a GPU when there is one).");
 
 ABSL_FLAG(std::string, train_data, "", "Training data: comma-separated paths or globs (Criteo TSV).");
+ABSL_FLAG(std::string, train_stream, "",
+          "Train on a stream of partitions instead of --train_data: folders under this one "
+          "holding a _SUCCESS file (e.g. DIR/2026-12-01/13/part-0.tsv.gz + _SUCCESS), taken in "
+          "name order, each once, waiting for the next (polling); every row is scored before it "
+          "is trained on (progressive AUC per partition in --metrics_out).");
+ABSL_FLAG(std::string, stream_start, "", "--train_stream: the first partition, by name (>=).");
+ABSL_FLAG(std::string, stream_end, "",
+          "--train_stream: the last partition, by name (<=); empty: run until stopped or idle.");
+ABSL_FLAG(double, stream_poll_secs, 1, "--train_stream: seconds between looks for a new partition.");
+ABSL_FLAG(double, stream_idle_secs, 0,
+          "--train_stream: end the stream when no new partition completes for this long "
+          "(0: wait until --stream_end or until stopped).");
 ABSL_FLAG(std::string, eval_data, "", "Held-out data evaluated at the end (and every --eval_every_steps).");
 ABSL_FLAG(std::string, eval_meta, "", "Generator meta file of the eval data (adds the oracle AUC to the summary).");
 ABSL_FLAG(int, dense_fields, 13, "Integer (dense) columns after the label.");
@@ -293,6 +306,48 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
 
 // --keep_best and --early_stop_rounds, checked against the evaluation and
 // export flags already in `o`.
+// --train_stream and its options; the files a schema's statistics read
+// (--train_data's, or the stream's first complete partition's).
+absl::StatusOr<std::vector<std::string>> TakeStreamFlags(const std::string& mode, TrainOptions* t) {
+  StreamOptions& s = t->train_stream;
+  s.dir = absl::GetFlag(FLAGS_train_stream);
+  if (s.dir.empty()) {
+    if (t->train_data.empty()) {
+      return absl::InvalidArgumentError("--train_data (or --train_stream) is required");
+    }
+    return t->train_data;
+  }
+  if (!t->train_data.empty()) {
+    return absl::InvalidArgumentError("--train_data and --train_stream: give one of them");
+  }
+  if (mode == "pipeline") {
+    return absl::InvalidArgumentError("--train_stream is not built for --mode=pipeline");
+  }
+  if (absl::GetFlag(FLAGS_epochs) != 1) {
+    return absl::InvalidArgumentError("--epochs: a --train_stream is read once");
+  }
+  s.start = absl::GetFlag(FLAGS_stream_start);
+  s.end = absl::GetFlag(FLAGS_stream_end);
+  const double poll = absl::GetFlag(FLAGS_stream_poll_secs);
+  const double idle = absl::GetFlag(FLAGS_stream_idle_secs);
+  if (!(poll > 0 && poll <= 3600)) {
+    return absl::InvalidArgumentError("--stream_poll_secs must be in (0, 3600]");
+  }
+  if (!(idle >= 0)) return absl::InvalidArgumentError("--stream_idle_secs must be >= 0");
+  s.poll = absl::Seconds(poll);
+  s.idle_timeout = absl::Seconds(idle);
+  PS_RETURN_IF_ERROR(ValidateStreamOptions(s));
+  PS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListCompletePartitions(s.dir));
+  for (const std::string& n : names) {
+    if (n < s.start || (!s.end.empty() && n > s.end)) continue;
+    PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, PartitionFiles(s.dir, n));
+    std::vector<std::string> paths;
+    for (InputFile& f : files) paths.push_back(std::move(f.path));
+    if (!paths.empty()) return paths;
+  }
+  return std::vector<std::string>{};
+}
+
 absl::Status TakeKeepBestFlags(WorkerOptions* o) {
   TrainOptions& t = o->train;
   if (std::string name = absl::GetFlag(FLAGS_keep_best); !name.empty()) {
@@ -425,8 +480,9 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   if (!(m.sparse_optimizer.lr > 0)) return absl::InvalidArgumentError("--lr must be positive");
 
   t.train_data = SplitList(absl::GetFlag(FLAGS_train_data));
-  if (t.train_data.empty()) return absl::InvalidArgumentError("--train_data is required");
-  PS_RETURN_IF_ERROR(SchemaFromFlags(t.train_data, &t.schema, &m));
+  PS_ASSIGN_OR_RETURN(std::vector<std::string> schema_data, TakeStreamFlags(o.mode, &t));
+  m.step_probs = !t.train_stream.dir.empty();
+  PS_RETURN_IF_ERROR(SchemaFromFlags(schema_data, &t.schema, &m));
   if (o.mode == "pipeline") {
     for (const SparseColumn& c : t.schema.sparse) {
       if (c.pooling != BagPooling::kSum) {

@@ -56,6 +56,10 @@ struct GradRefs {
 struct StepOutput {
   double loss_sum = 0;  // sum of per-sample binary cross-entropy
   int num_samples = 0;
+  // Each row's predicted probability, from the forward pass before the
+  // step's update (progressive validation); only with
+  // ModelOptions::step_probs, else empty.
+  std::vector<float> probs;
 };
 
 struct ModelOptions {
@@ -76,6 +80,7 @@ struct ModelOptions {
   OptimizerConfig sparse_optimizer;          // for embedding / sparse tables
   uint64_t seed = 1;                         // initializer seed
   std::string device = "cpu";                // cpu | cuda
+  bool step_probs = false;                   // TrainStep fills StepOutput::probs
 };
 
 // The embedding width of sparse field `field`.

@@ -1,6 +1,7 @@
 #include "worker/models/model_base.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -297,6 +298,11 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
   StepOutput out;
   out.loss_sum = loss;
   out.num_samples = rows;
+  if (options_.step_probs) {
+    out.probs.resize(rows);
+    PS_RETURN_IF_ERROR(device_->CopyToHost(out.probs.data(), logits_.as(), rows * sizeof(float)));
+    for (float& p : out.probs) p = 1.0f / (1.0f + std::exp(-p));
+  }
   return out;
 }
 

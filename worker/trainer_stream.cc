@@ -1,0 +1,119 @@
+// Trainer: a stream's partitions (--train_stream): progressive validation
+// of each partition and the rows trained of it.
+//
+// Each worker scores the rows of its share of a partition as it trains them
+// (StepOutput::probs: the forward pass before the step's update) and, once
+// it has passed the partition, stores its part under
+// "pv/<cluster epoch>/<partition>/<rank>". The lead merges the parts of a
+// partition when every worker's is in (looking at its own partition ends,
+// without waiting) and writes one "partition" line to --metrics_out; at the
+// end of training it gathers what is left, waiting: every worker stores its
+// parts before it says it has trained. The cluster epoch in the key keeps
+// the parts of an attempt that a server failure rolled back apart from the
+// retried attempt's: a partition the rollback reaches into is written again,
+// and its last line counts.
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/json_line.h"
+#include "common/status.h"
+#include "worker/data/reader.h"
+#include "worker/eval/progressive.h"
+#include "worker/kv_client.h"
+#include "worker/progress.h"
+#include "worker/train_metrics.h"
+#include "worker/trainer.h"
+#include "worker/trainer_store.h"
+
+namespace pstrain::worker {
+
+std::string Trainer::PartitionKey(int epoch) const {
+  return absl::StrCat("pv/", kv_->layout().epoch, "/", epoch, "/");
+}
+
+void Trainer::ScoreRows(const Batch& batch, const StepOutput& out) {
+  if (!streaming() || out.probs.empty()) return;
+  score_.Add(out.probs, std::span<const float>(batch.labels.data(), out.probs.size()));
+}
+
+absl::Status Trainer::ClosePartitions(int end_epoch) {
+  for (int e = position_.epoch; e < end_epoch; ++e) {
+    PartitionScore part;
+    if (e == position_.epoch) {
+      part = std::move(score_);
+      part.set_trained_rows(position_.rows);
+    }
+    score_.Reset();
+    PS_RETURN_IF_ERROR(coordinator_->StoreSet(PartitionKey(e) + std::to_string(rank_), part.Encode()));
+    spdlog::info("partition {} done here: {} rows trained, {} scored, progressive AUC {:.5f}",
+                 reader_->EpochName(e), part.trained_rows(), part.rows(), part.Auc());
+    if (options_.train_metrics != nullptr) {
+      options_.train_metrics->OnPartition(part.rows() > 0 ? part.Auc() : NAN, part.LogLoss(),
+                                          part.trained_rows());
+    }
+    pending_partitions_.push_back(e);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::CollectPartitions(bool final) {
+  PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/final));
+  if (!lead) {
+    pending_partitions_.clear();
+    return absl::OkStatus();
+  }
+  while (!pending_partitions_.empty()) {
+    const int e = pending_partitions_.front();
+    const std::string key = PartitionKey(e);
+    PartitionScore merged;
+    int parts = 0;
+    for (int w = 0; w < num_workers_; ++w) {
+      std::optional<Buffer> blob;
+      if (final) {
+        PS_ASSIGN_OR_RETURN(blob, FromWorker(key, w, /*final_round=*/true, options_.stats_timeout));
+      } else {
+        auto b = coordinator_->StoreGet(key + std::to_string(w), absl::ZeroDuration());
+        if (!b.ok() && b.status().code() != absl::StatusCode::kNotFound &&
+            b.status().code() != absl::StatusCode::kDeadlineExceeded) {
+          return b.status();
+        }
+        if (!b.ok()) return absl::OkStatus();  // not every part yet: later
+        blob = *std::move(b);
+      }
+      if (!blob.has_value()) continue;  // a dead worker's
+      PS_ASSIGN_OR_RETURN(PartitionScore s,
+                          PartitionScore::Decode(*blob, absl::StrCat("worker ", w)));
+      merged.Merge(s);
+      ++parts;
+    }
+    const std::string name = reader_->EpochName(e);
+    JsonLine line;
+    line.Add("event", "partition")
+        .Add("partition", name)
+        .Add("index", e)
+        .Add("step", clock_)
+        .Add("rows", merged.trained_rows())
+        .Add("rows_scored", merged.rows())
+        .Add("progressive_auc", merged.Auc())
+        .Add("progressive_logloss", merged.LogLoss())
+        .Add("workers", parts)
+        .Add("elapsed_seconds", absl::ToDoubleSeconds(absl::Now() - train_start_));
+    metrics_->Write(line);
+    spdlog::info("partition {}: {} rows trained, progressive AUC {:.5f}, logloss {:.5f} ({} of {} "
+                 "rows scored)",
+                 name, merged.trained_rows(), merged.Auc(), merged.LogLoss(), merged.rows(),
+                 merged.trained_rows());
+    pending_partitions_.erase(pending_partitions_.begin());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::FinishPartitions() {
+  if (!streaming() || position_.finished) return absl::OkStatus();
+  // Every partition the reader took, the ones without rows here included.
+  int end = position_.epoch;
+  while (!reader_->EpochName(end).empty()) ++end;
+  return ClosePartitions(end);
+}
+
+}  // namespace pstrain::worker
