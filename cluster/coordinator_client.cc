@@ -55,6 +55,10 @@ constexpr absl::Duration kRejoinTimeout = absl::Seconds(30);
 constexpr absl::Duration kLostCheckSlack = absl::Seconds(1);
 // How often a call waiting for a lost coordinator looks again.
 constexpr absl::Duration kLostPoll = absl::Milliseconds(20);
+// WorkerDone's quick attempts (see there), within the coordinator's
+// kFinishLinger (server/coordinator/coordinator.cc) together.
+constexpr int kDoneAttempts = 4;
+constexpr absl::Duration kDoneAttempt = absl::Milliseconds(250);
 
 bool NoAnswer(const absl::Status& st) {
   return st.code() == absl::StatusCode::kDeadlineExceeded ||
@@ -275,6 +279,20 @@ absl::StatusOr<Buffer> CoordinatorClient::StoreGet(const std::string& key, absl:
 
 absl::Status CoordinatorClient::WorkerDone() {
   done_reported_ = true;
+  // Quick attempts first: the job may end with this report, and a reply
+  // lost as the coordinator stops (it answers repeats for kFinishLinger
+  // after the end) is asked again within a second instead of the worker
+  // waiting out LostAfter for a coordinator that has gone. The report is
+  // idempotent.
+  for (int attempt = 0; attempt < kDoneAttempts; ++attempt) {
+    absl::StatusOr<Message> reply =
+        node_->Call(peer_, proto::EncodeHeaderOnly(MakeHeader(MsgType::kWorkerDone)),
+                    absl::Now() + kDoneAttempt)
+            .Wait();
+    if (reply.ok() || !NoAnswer(reply.status())) {
+      return DecodeReply(std::move(reply), "worker done").status();
+    }
+  }
   return CallDecoded([&] { return proto::EncodeHeaderOnly(MakeHeader(MsgType::kWorkerDone)); },
                      options_.call_timeout, "worker done")
       .status();

@@ -26,6 +26,11 @@ constexpr absl::Duration kMaxTickPeriod = absl::Milliseconds(500);
 // A node answers kShutdown at once; one that has not within this is gone,
 // and the job ends without its answer.
 constexpr absl::Duration kShutdownTimeout = absl::Seconds(2);
+// After a job ends well the coordinator goes on answering this long: a
+// worker whose "done" reply was lost as the job ended asks again (within
+// 250 ms, cluster/coordinator_client.cc) and hears it, instead of waiting
+// for a coordinator that has gone.
+constexpr absl::Duration kFinishLinger = absl::Milliseconds(800);
 
 ObservabilityOptions ObservabilityFor(const CoordinatorOptions& options,
                                       const std::string& endpoint) {
@@ -259,6 +264,7 @@ void Coordinator::OnWorkerDone(const Decoded& d, const RpcRequest& req) {
   }
   Member* m = FindMember(Role::kWorker, d.header().sender_rank);
   if (m == nullptr) return ReplyError(req, absl::NotFoundError("unknown worker"));
+  if (m->done) return ReplyOk(req);  // a repeat: its first reply was lost
   m->done = true;
   JournalMemberOf(*m);
   monitor()->OnWorkerDone(m->info.rank);
@@ -466,9 +472,13 @@ void Coordinator::Finish(absl::Status status) {
   }
   auto remaining = std::make_shared<int>(static_cast<int>(targets.size()));
   auto done = [this, status] {
-    absl::MutexLock lock(&mu_);
-    finished_ = true;
-    result_ = status;
+    auto end = [this, status] {
+      absl::MutexLock lock(&mu_);
+      finished_ = true;
+      result_ = status;
+    };
+    if (!status.ok()) return end();
+    node_->transport().RunAfter(kFinishLinger, std::move(end));
   };
   if (targets.empty()) return done();
   proto::Header h;

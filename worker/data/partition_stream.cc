@@ -115,7 +115,11 @@ absl::StatusOr<std::optional<std::string>> PartitionStream::FindNext() {
 }
 
 absl::StatusOr<std::optional<Partition>> PartitionStream::Next(const std::atomic<bool>& stop) {
-  if (ended_) return std::optional<Partition>();
+  if (ended_) {
+    if (!end_said_) spdlog::info("stream {}: --stream_end={} reached: the stream ends", options_.dir, options_.end);
+    end_said_ = true;
+    return std::optional<Partition>();
+  }
   const absl::Time since = absl::Now();
   absl::Time next_note = since + absl::Minutes(1);
   while (true) {
@@ -123,6 +127,7 @@ absl::StatusOr<std::optional<Partition>> PartitionStream::Next(const std::atomic
     if (name.has_value() && !options_.end.empty() && *name > options_.end) name.reset(), ended_ = true;
     if (ended_) {
       spdlog::info("stream {}: past --stream_end={}: the stream ends", options_.dir, options_.end);
+      end_said_ = true;
       return std::optional<Partition>();
     }
     if (name.has_value()) {
@@ -140,6 +145,7 @@ absl::StatusOr<std::optional<Partition>> PartitionStream::Next(const std::atomic
                    options_.dir, taken_any_ ? last_ : std::string("the start"),
                    absl::FormatDuration(options_.idle_timeout));
       ended_ = true;
+      end_said_ = true;
       return std::optional<Partition>();
     }
     if (now >= next_note) {

@@ -84,6 +84,7 @@ class PartitionStream {
   std::string last_;   // name of the last partition taken
   bool taken_any_ = false;
   bool ended_ = false;
+  bool end_said_ = false;  // the end was logged
 };
 
 }  // namespace pstrain::worker
