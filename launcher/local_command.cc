@@ -168,7 +168,7 @@ absl::Status LocalCluster::StartNodes(const std::string& endpoint) {
     if (!child.ok()) return Fail(std::string(child.status().message()), 1);
     // A worker comes back with its rank and the coordinator re-admits it;
     // not worker 0: a new worker 0 process is not taken back.
-    if (o_.restart_failed && (server || (o_.elastic_workers && r != 0))) {
+    if (o_.restart_failed && (server || o_.recover_workers || (o_.elastic_workers && r != 0))) {
       restartable_[*child] = {spec, 0};
     }
   }

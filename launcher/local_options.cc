@@ -81,6 +81,7 @@ constexpr CoordinatorFlag kCoordinatorFlags[] = {
      }},
     {"recover_servers", [](const std::string& v, Options* o) { return ParseBool(v, &o->recover_servers); }},
     {"elastic_workers", [](const std::string& v, Options* o) { return ParseBool(v, &o->elastic_workers); }},
+    {"recover_workers", [](const std::string& v, Options* o) { return ParseBool(v, &o->recover_workers); }},
     {"worker_timeout", [](const std::string& v, Options* o) { return ParseSeconds(v, &o->worker_timeout); }},
     {"recovery_timeout",
      [](const std::string& v, Options* o) { return ParseSeconds(v, &o->recovery_timeout); }},
@@ -114,6 +115,7 @@ absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args, LocalOptions* o)
     return UsageError(st.message());
   }
   o->elastic_workers = co.elastic_workers;
+  o->recover_workers = co.recover_workers;
   o->journaled = !co.checkpoint.dir.empty();
   return absl::OkStatus();
 }
@@ -157,6 +159,9 @@ absl::Status CheckWorkerArgs(std::vector<Arg> worker, const FlagSet& local, Loca
   // The coordinator endpoint and ranks are the launcher's to give.
   worker.push_back(Arg{"coordinator", "tcp://127.0.0.1:1", true, ""});
   PS_ASSIGN_OR_RETURN(worker::WorkerOptions w, WorkerOptionsFromArgs(worker, other));
+  if (o->recover_workers && w.mode != "ps") {
+    return UsageError(absl::StrCat("--recover_workers is built for --mode=ps, not --mode=", w.mode));
+  }
   if (w.mode == "pipeline") {
     const int needed = w.pipeline.stages * w.pipeline.replicas * w.pipeline.tensor_parallel;
     if (!local.IsSet("workers")) {
@@ -232,7 +237,8 @@ FlagSet LocalFlags() {
       .Define("restart_failed", "false",
               "Restart a server that dies (same rank); with --checkpoint_dir the cluster rolls back "
               "to the latest checkpoint and training goes on. With --elastic_workers, restart a "
-              "worker (other than 0) that dies too: the coordinator re-admits it. With "
+              "worker (other than 0) that dies too: the coordinator re-admits it; with "
+              "--recover_workers, any worker: the cluster rolls back to the checkpoint. With "
               "--checkpoint_dir, restart a coordinator that dies, on the same port: it takes the "
               "job back from its journal without a rollback.")
       .Define("max_restarts", "3", "With --restart_failed: restarts allowed per process.")

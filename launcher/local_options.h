@@ -27,6 +27,7 @@ struct LocalOptions {
   int max_restarts = 3;
   bool pin_cpus = false;
   bool elastic_workers = false;  // the coordinator's --elastic_workers
+  bool recover_workers = false;  // the coordinator's --recover_workers
   bool journaled = false;        // the coordinator has a --checkpoint_dir (its journal)
   // Flags as "--name=value", by destination.
   std::vector<std::string> coordinator_args;  // coordinator only

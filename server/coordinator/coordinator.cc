@@ -442,7 +442,7 @@ void Coordinator::CheckHeartbeats(absl::Time now) {
                     m->info.host, m->info.pid, absl::FormatDuration(now - m->last_seen));
       if (finishing_) continue;
       std::string reason = absl::StrCat(who, " at ", m->info.endpoint, " stopped responding");
-      if (m->info.role == Role::kServer && CanRecover()) {
+      if ((m->info.role == Role::kServer || options_.recover_workers) && CanRecover()) {
         StartRecovery(&*m, reason);
       } else if (m->info.role == Role::kWorker && options_.elastic_workers) {
         DropWorker(&*m, reason);

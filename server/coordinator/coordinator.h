@@ -82,6 +82,13 @@ struct CoordinatorOptions {
   // rest of its data shard. When it was the lead worker (worker 0 at first)
   // the next live rank takes that role over (parameter-server mode only).
   bool elastic_workers = false;
+  // With checkpoints: a worker that fails rolls the cluster back to the
+  // latest checkpoint, as a failed server does (the cluster waits for a
+  // replacement of its rank, which resumes from the checkpoint's position):
+  // every row is trained exactly once, where elastic workers train the
+  // rows after a dead worker's last heartbeat twice. Not with
+  // elastic_workers; parameter-server and allreduce modes.
+  bool recover_workers = false;
   // A worker not heard from for this long is dead (zero: heartbeat_timeout).
   absl::Duration worker_timeout = absl::ZeroDuration();
   // With a checkpoint folder the coordinator journals the job there
@@ -242,6 +249,9 @@ class Coordinator final : private ClusterLink {
   std::optional<proto::TableLayout> layout_;
   bool creating_tables_ = false;
   std::vector<Parked> layout_waiters_;
+  // recover_workers: replacement workers defining the tables during a
+  // recovery, answered with the restored layout.
+  std::vector<Parked> recovery_layout_waiters_;
   RendezvousStore store_;
   uint64_t epoch_ = 0;
   bool finishing_ = false;

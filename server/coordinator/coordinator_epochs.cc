@@ -33,6 +33,12 @@ void Coordinator::OnDefineTables(const Decoded& d, const RpcRequest& req) {
                                "every worker?)")));
   }
   if (recovery_->active()) {
+    if (options_.recover_workers && !defined_tables_.empty()) {
+      // A replacement worker: it starts from the layout the recovery
+      // restores (the checkpoint's step and data positions).
+      recovery_layout_waiters_.push_back({req.route, req.id});
+      return;
+    }
     return ReplyError(req, absl::UnavailableError("the cluster is recovering from a failure"));
   }
   if (layout_) {
@@ -187,6 +193,12 @@ void Coordinator::MaybeFinishRecovery() {
   for (const auto& s : servers_) {
     if (!s || !s->alive) return;
   }
+  if (options_.recover_workers) {
+    // A failed worker's replacement takes part in the rollback too.
+    for (const auto& w : workers_) {
+      if (!w || !w->alive) return;
+    }
+  }
   auto layout = JobLayout(defined_tables_);
   if (!layout.ok()) return Finish(layout.status());
   if (absl::Status st = checkpoints_->RollBack(&*layout); !st.ok()) {
@@ -204,6 +216,10 @@ void Coordinator::MaybeFinishRecovery() {
       return Finish(st);
     }
     recovery_->Restored(proto::Recovered{epoch_, View(-1), *layout_});
+    for (const Parked& p : recovery_layout_waiters_) {
+      node_->Reply(p.route, p.id, CoordinatorReply(*layout_));
+    }
+    recovery_layout_waiters_.clear();
   });
 }
 

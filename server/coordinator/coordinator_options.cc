@@ -32,6 +32,15 @@ absl::Status CheckCoordinatorOptions(const CoordinatorOptions& o) {
   if (c.dir.empty() && (c.every_steps > 0 || c.every_secs > 0)) {
     return absl::InvalidArgumentError("checkpoints need --checkpoint_dir");
   }
+  if (o.recover_workers && o.elastic_workers) {
+    return absl::InvalidArgumentError(
+        "--recover_workers and --elastic_workers: a dead worker either rolls the cluster back "
+        "(exactly once) or is dropped (its rows after its last heartbeat trained twice); pick one");
+  }
+  if (o.recover_workers && c.dir.empty()) {
+    return absl::InvalidArgumentError("--recover_workers rolls back to a checkpoint: it needs "
+                                      "--checkpoint_dir");
+  }
   if (o.heartbeat_timeout <= o.heartbeat_interval) {
     return absl::InvalidArgumentError("--heartbeat_timeout must exceed --heartbeat_interval");
   }

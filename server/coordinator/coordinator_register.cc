@@ -126,13 +126,15 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
                                "to do")));
   }
   if (slots[rank] && slots[rank]->info.incarnation != info.incarnation) {
-    if (info.role != Role::kServer || !CanRecover()) {
+    const bool recovers = info.role == Role::kServer || options_.recover_workers;
+    if (!recovers || !CanRecover()) {
       return ReplyError(req, absl::AlreadyExistsError(absl::StrCat(
                                  MemberName(info.role, rank), " is already registered from ",
                                  slots[rank]->info.endpoint)));
     }
-    // A new process for this server's rank: the old one is gone (killed and
-    // restarted faster than the heartbeat timeout could tell).
+    // A new process for this server's (or, recover_workers, worker's) rank:
+    // the old one is gone (killed and restarted faster than the heartbeat
+    // timeout could tell).
     if (slots[rank]->alive) {
       StartRecovery(&*slots[rank], absl::StrCat(MemberName(info.role, rank), " (",
                                                 slots[rank]->info.endpoint, ", pid ",

@@ -49,6 +49,12 @@ ABSL_FLAG(bool, elastic_workers, false,
           "the first worker to finish its own data trains the rest of its shard; if it was the lead "
           "(worker 0 at first: evaluation, summary, --save_model), the lowest-ranked live worker "
           "takes that over (parameter-server mode). Off: a dead worker ends the job.");
+ABSL_FLAG(bool, recover_workers, false,
+          "With --checkpoint_dir: when a worker fails, roll the cluster back to the latest "
+          "checkpoint as for a failed server, waiting for a replacement of its rank (restart it: "
+          "pstrain local --restart_failed, or the orchestrator), which resumes from the "
+          "checkpoint's position: every row is trained exactly once. Not with --elastic_workers; "
+          "ps and allreduce modes.");
 ABSL_FLAG(double, worker_timeout, 0,
           "Seconds without a heartbeat before a worker is declared dead (and, with "
           "--elastic_workers, dropped); 0: --heartbeat_timeout.");
@@ -99,6 +105,7 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   o.checkpoint.restore = absl::GetFlag(FLAGS_restore);
   o.recover_servers = absl::GetFlag(FLAGS_recover_servers);
   o.elastic_workers = absl::GetFlag(FLAGS_elastic_workers);
+  o.recover_workers = absl::GetFlag(FLAGS_recover_workers);
   o.worker_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout));
   o.recovery_timeout = absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout));
   o.resume_timeout = absl::Seconds(absl::GetFlag(FLAGS_resume_timeout));

@@ -1,8 +1,8 @@
 // --train_stream end to end: real `pstrain gen --stream` writing partitions
 // while `pstrain local` follows them; every partition trained once with its
 // progressive metrics; and a server killed with SIGKILL mid-stream, the
-// cluster rolled back to its checkpoint: every row of every partition is
-// trained exactly once (the rows per partition equal the rows written, and
+// cluster rolled back to its checkpoint (and a worker, with
+// --recover_workers): every row of every partition is trained exactly once (the rows per partition equal the rows written, and
 // the model ends exactly where the unbroken run's does).
 #include <signal.h>
 
@@ -101,7 +101,7 @@ TEST(Stream, FollowsPartitionsAsTheyAreWrittenAndTrainsEachOnce) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Stream, AStreamWithTrainDataOrInPipelineModeIsAUsageError) {
+TEST(Stream, AStreamWithTrainDataOrInPipelineModeAndBadRecoveryFlagsAreUsageErrors) {
   const std::string dir = MakeTempDir("pstrain-stream-usage");
   std::string log;
   EXPECT_NE(RunPstrain({"local", "--train_stream=" + dir, "--train_data=" + dir + "/x.tsv"},
@@ -112,15 +112,30 @@ TEST(Stream, AStreamWithTrainDataOrInPipelineModeIsAUsageError) {
                        absl::Seconds(30)),
             0);
   EXPECT_NE(log.find("--train_stream=" + dir + "/missing: not a folder"), std::string::npos) << log;
+  EXPECT_NE(RunPstrain({"local", "--train_stream=" + dir, "--mode=pipeline", "--stages=2"},
+                       dir + "/c.log", &log, absl::Seconds(30)),
+            0);
+  EXPECT_NE(log.find("--train_stream is not built for --mode=pipeline"), std::string::npos) << log;
+  EXPECT_NE(RunPstrain({"local", "--train_stream=" + dir, "--recover_workers", "--elastic_workers",
+                        "--checkpoint_dir=" + dir + "/ckpt"},
+                       dir + "/d.log", &log, absl::Seconds(30)),
+            0);
+  EXPECT_NE(log.find("--recover_workers and --elastic_workers"), std::string::npos) << log;
+  EXPECT_NE(RunPstrain({"local", "--train_stream=" + dir, "--recover_workers"}, dir + "/e.log", &log,
+                       absl::Seconds(30)),
+            0);
+  EXPECT_NE(log.find("--recover_workers rolls back to a checkpoint"), std::string::npos) << log;
   std::filesystem::remove_all(dir);
 }
 
 // Rows per partition and the final model of a stream job, unbroken and with
-// server 1 killed after the checkpoint of step 100 (restarted by the
-// launcher). One worker under BSP makes the training deterministic, so a
-// row trained twice or skipped would change the model: the eval AUC must
-// match the unbroken run's to the digits printed.
-TEST(Stream, ServerKilledMidStreamRollsBackAndTrainsEveryRowExactlyOnce) {
+// `victim` ("server 1" or "worker 0") killed with SIGKILL after the
+// checkpoint of step 100 and restarted by the launcher (the cluster rolls
+// back to that checkpoint). One worker under BSP makes the training
+// deterministic, so a row trained twice or skipped would change the model:
+// the eval AUC must match the unbroken run's to the digits printed.
+void KillMidStreamAndCheckExactlyOnce(const std::string& victim,
+                                      const std::vector<std::string>& extra) {
   const std::string dir = MakeTempDir("pstrain-stream-kill");
   const std::string stream = dir + "/stream";
   constexpr int kPartitions = 10, kRows = 4000;
@@ -133,13 +148,15 @@ TEST(Stream, ServerKilledMidStreamRollsBackAndTrainsEveryRowExactlyOnce) {
                        dir + "/gen-eval.log", &log, absl::Minutes(1)),
             0);
   auto args = [&](const std::string& run) {
-    return std::vector<std::string>{
+    std::vector<std::string> a = {
         "local", "--servers=2", "--workers=1", "--model=dlrm", "--consistency=bsp",
         "--batch_size=128", "--train_stream=" + stream,
         "--stream_end=" + PartitionName(kPartitions - 1), "--eval_data=" + dir + "/eval.tsv",
         "--metrics_out=" + dir + "/" + run + ".jsonl", "--checkpoint_dir=" + dir + "/" + run,
         "--checkpoint_every_steps=25", "--heartbeat_interval=0.2", "--heartbeat_timeout=2",
         "--timeout=240"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
   };
   ASSERT_EQ(RunPstrain(args("unbroken"), dir + "/unbroken.log", &log, absl::Minutes(4)), 0);
   const double unbroken_auc = LastJsonNumber(dir + "/unbroken.jsonl", "eval_auc");
@@ -150,24 +167,26 @@ TEST(Stream, ServerKilledMidStreamRollsBackAndTrainsEveryRowExactlyOnce) {
   absl::Time until = absl::Now() + absl::Seconds(90);
   while (absl::Now() < until && launcher.running() &&
          launcher.Log().find("checkpoint at step 100 written") == std::string::npos) {
-    absl::SleepFor(absl::Milliseconds(10));
+    absl::SleepFor(absl::Milliseconds(5));
   }
   std::smatch m;
   const std::string before = launcher.Log();
-  ASSERT_TRUE(std::regex_search(before, m,
-                                std::regex("server 1 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)")))
+  ASSERT_TRUE(std::regex_search(
+      before, m, std::regex(victim + " joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)")))
       << before;
-  pid_t server1 = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &server1));
-  ASSERT_EQ(kill(server1, SIGKILL), 0);
+  pid_t pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &pid));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
   ASSERT_EQ(launcher.Wait(absl::Minutes(4)), 0) << launcher.Log();
   const std::string killed_log = launcher.Log();
+  EXPECT_NE(killed_log.find(victim + " exited with code 137; restarting it"), std::string::npos)
+      << killed_log;
   EXPECT_NE(killed_log.find("recovered in"), std::string::npos) << killed_log;
   ASSERT_TRUE(std::regex_search(killed_log, m, std::regex("resuming at step ([0-9]+) \\(epoch ([0-9]+)")))
       << killed_log;
   EXPECT_GE(std::stoi(m[1].str()), 100);
-  std::printf("resumed at step %s, inside partition %s of %d\n", m[1].str().c_str(),
-              m[2].str().c_str(), kPartitions);
+  std::printf("%s killed: resumed at step %s, inside partition %s of %d\n", victim.c_str(),
+              m[1].str().c_str(), m[2].str().c_str(), kPartitions);
 
   for (const std::string& run : {std::string("unbroken"), std::string("killed")}) {
     std::map<std::string, PartitionLine> lines = PartitionLines(dir + "/" + run + ".jsonl");
@@ -179,6 +198,16 @@ TEST(Stream, ServerKilledMidStreamRollsBackAndTrainsEveryRowExactlyOnce) {
   EXPECT_EQ(killed_auc, unbroken_auc) << killed_log;
   std::printf("eval AUC unbroken %.6f, killed and rolled back %.6f\n", unbroken_auc, killed_auc);
   std::filesystem::remove_all(dir);
+}
+
+TEST(Stream, ServerKilledMidStreamRollsBackAndTrainsEveryRowExactlyOnce) {
+  KillMidStreamAndCheckExactlyOnce("server 1", {});
+}
+
+// --recover_workers: a dead worker rolls the cluster back like a dead
+// server, and its replacement resumes from the checkpoint's position.
+TEST(Stream, WorkerKilledMidStreamWithRecoverWorkersTrainsEveryRowExactlyOnce) {
+  KillMidStreamAndCheckExactlyOnce("worker 0", {"--recover_workers"});
 }
 
 }  // namespace
