@@ -91,10 +91,12 @@ struct WorkerPosition {
   bool finished = false;    // it had finished training
   std::string state_file;   // allreduce mode: worker-held dense state (rank 0)
   std::string state_checksum;
+  int64_t samples = 0;      // samples it had trained in all, up to this position
 
   template <class Archive>
-  void serialize(Archive& ar, std::uint32_t /*version*/) {
+  void serialize(Archive& ar, std::uint32_t version) {
     ar(rank, clock, epoch, rows, finished, state_file, state_checksum);
+    if (version >= 2) ar(samples);
   }
 };
 
@@ -486,7 +488,7 @@ CEREAL_CLASS_VERSION(pstrain::proto::RegisterRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::DenseRange, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::TableLayout, 3);
-CEREAL_CLASS_VERSION(pstrain::proto::WorkerPosition, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::WorkerPosition, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::CheckpointArrive, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::CheckpointDone, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::SaveShardRequest, 1);

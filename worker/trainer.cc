@@ -175,6 +175,7 @@ absl::Status Trainer::StartAt() {
   checkpoint_step_ = kv_->layout().checkpoint_step;
   PS_RETURN_IF_ERROR(ResumePosition(reader_.get(), &position_));
   clock_ = position_.clock;
+  resumed_samples_ = position_.samples;
   // Evaluation rounds are numbered by step, so that a worker that starts
   // late (re-admitted, or resumed) gathers under the others' round keys.
   if (options_.eval_every_steps > 0) {
@@ -303,6 +304,7 @@ absl::Status Trainer::AccountStep(const Prepared& p, const StepOutput& out) {
     position_.rows += out.num_samples;
     ScoreRows(*p.batch, out);
   }
+  position_.samples += out.num_samples;
   position_.clock = clock_;
   if (clock_ == checkpoint_step_) {
     // Pause for the checkpoint: our gradients must be on the servers.

@@ -233,8 +233,13 @@ class Trainer {
                             TrainResult* result);
   absl::Status StoreStats(const TrainResult& result);
   // The lead: every worker's statistics summed, samples and seconds.
-  absl::StatusOr<std::pair<double, double>> JobTotals();
-  absl::Status WriteSummary(const TrainResult& result, double samples, double seconds);
+  struct Totals {
+    double samples = 0;      // trained in all, before a resume or re-admission too
+    double seconds = 0;      // the longest worker's training time in this run
+    double run_samples = 0;  // trained in this run (the rate)
+  };
+  absl::StatusOr<Totals> JobTotals();
+  absl::Status WriteSummary(const TrainResult& result, const Totals& totals);
   // Elastic: claims a dead worker's remaining shard and opens reader_ on
   // it, positioned after the rows it had trained. False: none left.
   absl::StatusOr<bool> AdoptShard();
@@ -315,6 +320,7 @@ class Trainer {
   // trained and the rows of that epoch trained so far (checkpoints).
   proto::WorkerPosition position_;
   int64_t checkpoint_step_ = -1;   // the next checkpoint's
+  int64_t resumed_samples_ = 0;    // trained before the checkpoint this run resumed from
   std::unique_ptr<Prepared> next_;  // the next step's batch, its pull issued; null: none
   PushHandle last_push_;
   ParamRefs params_;

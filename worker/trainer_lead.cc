@@ -188,7 +188,7 @@ absl::Status Trainer::FinishAsLead(int64_t clock, int final_round, absl::Status 
   // The waiting workers leave once this key is set, whatever the outcome.
   auto done = [this] { return coordinator_->StoreSet("summary", Buffer::FromString("1")); };
   PS_ASSIGN_OR_RETURN(auto totals, JobTotals());
-  if (totals.first == 0 && kv_->layout().restored_step <= 0) {
+  if (totals.samples == 0 && kv_->layout().restored_step <= 0) {
     PS_RETURN_IF_ERROR(done());
     return absl::FailedPreconditionError(
         absl::StrCat("no rows were trained: --train_data=", absl::StrJoin(options_.train_data, ","),
@@ -221,7 +221,7 @@ absl::Status Trainer::FinishAsLead(int64_t clock, int final_round, absl::Status 
     return WithSuffix(eval_status,
                       saved.empty() ? "; no --save_model: the trained model was not saved" : saved);
   }
-  PS_RETURN_IF_ERROR(WriteSummary(*result, totals.first, totals.second));
+  PS_RETURN_IF_ERROR(WriteSummary(*result, totals));
   return done();
 }
 
@@ -313,15 +313,18 @@ absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainR
 
 absl::Status Trainer::StoreStats(const TrainResult& result) {
   std::string key = "stats/";
-  double mine[2] = {static_cast<double>(result.samples + options_.samples_before),
-                    result.train_seconds};
+  // Samples in all (the job's total), seconds, and samples of this run
+  // (the rate: what a re-admitted or resumed worker trained before is not
+  // in its seconds).
+  double mine[3] = {static_cast<double>(result.samples + options_.samples_before + resumed_samples_),
+                    result.train_seconds, static_cast<double>(result.samples)};
   std::string blob(sizeof(mine), '\0');
   std::memcpy(blob.data(), mine, sizeof(mine));
   PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(rank_), Buffer::FromString(std::move(blob))));
   for (const AdoptedShard& a : adopted_) {
     // What the dead worker had trained, for the job's total (its rows
     // trained here are in this worker's samples).
-    double theirs[2] = {static_cast<double>(a.its_samples), 0};
+    double theirs[3] = {static_cast<double>(a.its_samples), 0, 0};
     std::string t(sizeof(theirs), '\0');
     std::memcpy(t.data(), theirs, sizeof(theirs));
     PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(a.rank), Buffer::FromString(std::move(t))));
@@ -329,24 +332,26 @@ absl::Status Trainer::StoreStats(const TrainResult& result) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::pair<double, double>> Trainer::JobTotals() {
+absl::StatusOr<Trainer::Totals> Trainer::JobTotals() {
   std::string key = "stats/";
-  double samples = 0, seconds = 0;
+  Totals t;
   for (int w = 0; w < num_workers_; ++w) {
     PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, /*final_round=*/true, options_.stats_timeout));
     if (!part) continue;
     const Buffer& b = *part;
-    if (b.size() != 2 * sizeof(double)) return absl::DataLossError("malformed worker stats");
-    double v[2];
+    double v[3];
+    if (b.size() != sizeof(v)) return absl::DataLossError("malformed worker stats");
     std::memcpy(v, b.data(), sizeof(v));
-    samples += v[0];
-    seconds = std::max(seconds, v[1]);
+    t.samples += v[0];
+    t.seconds = std::max(t.seconds, v[1]);
+    t.run_samples += v[2];
   }
-  return std::make_pair(samples, seconds);
+  return t;
 }
 
-absl::Status Trainer::WriteSummary(const TrainResult& result, double samples, double seconds) {
-  double rate = seconds > 0 ? samples / seconds : 0;
+absl::Status Trainer::WriteSummary(const TrainResult& result, const Totals& totals) {
+  const double samples = totals.samples, seconds = totals.seconds;
+  double rate = seconds > 0 ? totals.run_samples / seconds : 0;
   double oracle = ReadOracleAuc(options_.eval_meta);
   double wall = Seconds(process_start_);
   const bool evaluated = !options_.eval_data.empty();  // else the eval fields are null
@@ -373,9 +378,14 @@ absl::Status Trainer::WriteSummary(const TrainResult& result, double samples, do
   }
   metrics_->Write(line);
   std::string oracle_text = std::isfinite(oracle) ? absl::StrFormat(" (oracle %.4f)", oracle) : "";
-  std::printf("RESULT model=%s eval_auc=%.4f%s eval_logloss=%.4f samples/s=%.0f wall=%.1fs\n",
-              options_.model.name.c_str(), result.eval_auc, oracle_text.c_str(),
-              result.eval_logloss, rate, wall);
+  // Without --eval_data there is nothing to report: "none", not 0.
+  const std::string eval_text =
+      options_.eval_data.empty()
+          ? std::string("eval_auc=none eval_logloss=none")
+          : absl::StrFormat("eval_auc=%.4f%s eval_logloss=%.4f", result.eval_auc, oracle_text,
+                            result.eval_logloss);
+  std::printf("RESULT model=%s %s samples/s=%.0f wall=%.1fs\n", options_.model.name.c_str(),
+              eval_text.c_str(), rate, wall);
   std::fflush(stdout);
   return absl::OkStatus();
 }

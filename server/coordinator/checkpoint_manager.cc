@@ -133,6 +133,7 @@ absl::StatusOr<Manifest> ReadManifest(const std::string& checkpoint_path) {
       p.epoch = w.at("epoch").get<int32_t>();
       p.rows = w.at("rows").get<int64_t>();
       p.finished = w.at("finished").get<bool>();
+      p.samples = w.value("samples", int64_t{0});  // older manifests: not recorded
       p.state_file = w.value("state_file", "");
       p.state_checksum = w.value("state_checksum", "");
       if (!p.state_file.empty() && !SafeFileName(p.state_file)) {
@@ -215,7 +216,7 @@ absl::Status CheckpointManager::Commit(const Manifest& m) {
   json workers = json::array();
   for (const proto::WorkerPosition& p : m.workers) {
     workers.push_back({{"rank", p.rank}, {"clock", p.clock}, {"epoch", p.epoch}, {"rows", p.rows},
-                       {"finished", p.finished}, {"state_file", p.state_file},
+                       {"samples", p.samples}, {"finished", p.finished}, {"state_file", p.state_file},
                        {"state_checksum", p.state_checksum}});
   }
   json tables = json::array();

@@ -193,6 +193,8 @@ void KillMidStreamAndCheckExactlyOnce(const std::string& victim,
     ASSERT_EQ(lines.size(), static_cast<size_t>(kPartitions)) << run;
     for (const auto& [name, p] : lines) EXPECT_EQ(p.rows, kRows) << run << " " << name;
   }
+  // The summary counts the rows trained before the checkpoint it resumed from.
+  EXPECT_EQ(LastJsonNumber(dir + "/killed.jsonl", "train_samples"), kPartitions * kRows);
   const double killed_auc = LastJsonNumber(dir + "/killed.jsonl", "eval_auc");
   EXPECT_GT(unbroken_auc, 0.6);
   EXPECT_EQ(killed_auc, unbroken_auc) << killed_log;
