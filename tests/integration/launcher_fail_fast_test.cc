@@ -77,7 +77,7 @@ class LauncherFailFast : public ::testing::Test {
   std::string dir_, fake_bin_, train_;
 };
 
-TEST_F(LauncherFailFast, NoFlagsAtAll) { ExpectFailsFast({}, "--train_data is required"); }
+TEST_F(LauncherFailFast, NoFlagsAtAll) { ExpectFailsFast({}, "--train_data (or --train_stream) is required"); }
 
 TEST_F(LauncherFailFast, ABadNumber) {
   ExpectFailsFast({"--train_data=" + train_, "--lr=abc"}, "--lr=abc");

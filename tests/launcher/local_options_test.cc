@@ -67,7 +67,7 @@ class LocalOptionsTest : public ::testing::Test {
 };
 
 TEST_F(LocalOptionsTest, NoFlagsAtAllSaysTrainDataIsRequired) {
-  EXPECT_THAT(UsageMessage({}), HasSubstr("--train_data is required"));
+  EXPECT_THAT(UsageMessage({}), HasSubstr("--train_data (or --train_stream) is required"));
 }
 
 TEST_F(LocalOptionsTest, ATypoOfAWorkerFlagSuggestsTheFlag) {
