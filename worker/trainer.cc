@@ -106,6 +106,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   prefetch_ = kv_->layout().consistency != proto::Consistency::kBsp;
   progress_ = std::make_unique<Progress>(metrics_.get(), options_.log_every, options_.progress_bar);
   train_start_ = absl::Now();
+  last_export_ = train_start_;
   PS_RETURN_IF_ERROR(StartAt());
   while (true) {
     if (stop_) {
@@ -237,12 +238,16 @@ absl::Status Trainer::RunStep() {
     PS_RETURN_IF_ERROR(WaitForLastPush());
     PS_RETURN_IF_ERROR(Evaluate(eval_round_++, clock_, &result_, /*final_round=*/false, rank_));
   }
-  if (options_.export_every_steps > 0 && clock_ % options_.export_every_steps == 0) {
+  const bool by_steps = options_.export_every_steps > 0 && clock_ % options_.export_every_steps == 0;
+  const bool by_time = options_.export_every > absl::ZeroDuration() &&
+                       absl::Now() - last_export_ >= options_.export_every;
+  if (by_steps || by_time) {
     PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/false));
     if (lead) {
       PS_RETURN_IF_ERROR(WaitForLastPush());
       PS_RETURN_IF_ERROR(SaveModel(clock_));
     }
+    last_export_ = absl::Now();  // the others: the next look in as long
   }
   return absl::OkStatus();
 }

@@ -76,6 +76,9 @@ struct TrainOptions {
   // The lead also exports the model to save_model every this many steps
   // (0: only at the end). REQUIRES: save_model, no keep_best.
   int64_t export_every_steps = 0;
+  // ... and after the first step that ends this long after its last export
+  // (zero: not by time). REQUIRES: as export_every_steps.
+  absl::Duration export_every = absl::ZeroDuration();
   // Training stops, on every worker after the same step, once the metric
   // (keep_best's, else the AUC) has not improved for this many evaluations
   // in a row (0: never). REQUIRES: eval_every_steps > 0 and eval_data.
@@ -320,7 +323,8 @@ class Trainer {
   // trained and the rows of that epoch trained so far (checkpoints).
   proto::WorkerPosition position_;
   int64_t checkpoint_step_ = -1;   // the next checkpoint's
-  int64_t resumed_samples_ = 0;    // trained before the checkpoint this run resumed from
+  int64_t resumed_samples_ = 0;
+  absl::Time last_export_;         // --export_every_secs: the lead's last export (or the start)    // trained before the checkpoint this run resumed from
   std::unique_ptr<Prepared> next_;  // the next step's batch, its pull issued; null: none
   PushHandle last_push_;
   ParamRefs params_;

@@ -81,7 +81,8 @@ TEST(Stream, FollowsPartitionsAsTheyAreWrittenAndTrainsEachOnce) {
   const int code = RunPstrain(
       {"local", "--servers=1", "--workers=2", "--model=lr", "--batch_size=128",
        "--train_stream=" + stream, "--stream_end=" + PartitionName(kPartitions - 1),
-       "--stream_poll_secs=0.1", "--metrics_out=" + dir + "/m.jsonl", "--timeout=120"},
+       "--stream_poll_secs=0.1", "--metrics_out=" + dir + "/m.jsonl", "--timeout=120",
+       "--save_model=" + dir + "/model", "--export_every_secs=1"},
       dir + "/local.log", &log, absl::Minutes(3));
   ASSERT_EQ(code, 0) << log;
   EXPECT_EQ(writer.Wait(absl::Seconds(30)), 0) << writer.Log();
@@ -95,6 +96,13 @@ TEST(Stream, FollowsPartitionsAsTheyAreWrittenAndTrainsEachOnce) {
     EXPECT_EQ(p.workers, 2) << name;
     EXPECT_TRUE(p.auc > 0.5 && p.auc < 1) << name << " " << p.auc;
   }
+  // --export_every_secs=1 over a job of about 3 s: exports while training,
+  // then the final save.
+  int saves = 0;
+  for (size_t at = log.find("saved to"); at != std::string::npos; at = log.find("saved to", at + 1)) {
+    ++saves;
+  }
+  EXPECT_GE(saves, 3) << log;
   // The later partitions were waited for, not found at the start.
   EXPECT_NE(log.find("stream partition " + PartitionName(kPartitions - 1)), std::string::npos);
   EXPECT_NE(log.find("reached: the stream ends"), std::string::npos) << log;
@@ -125,6 +133,10 @@ TEST(Stream, AStreamWithTrainDataOrInPipelineModeAndBadRecoveryFlagsAreUsageErro
                        absl::Seconds(30)),
             0);
   EXPECT_NE(log.find("--recover_workers rolls back to a checkpoint"), std::string::npos) << log;
+  EXPECT_NE(RunPstrain({"local", "--train_stream=" + dir, "--export_every_secs=10"}, dir + "/f.log",
+                       &log, absl::Seconds(30)),
+            0);
+  EXPECT_NE(log.find("--export_every_secs needs --save_model"), std::string::npos) << log;
   std::filesystem::remove_all(dir);
 }
 
