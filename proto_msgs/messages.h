@@ -335,6 +335,10 @@ struct Heartbeat {
   // shard is adopted from here.
   int32_t data_epoch = 0;
   int64_t data_rows = 0;
+  // Version 4 (workers, --train_stream): stream partitions passed and the
+  // progressive AUC of this worker's share of the latest one.
+  int32_t partitions = 0;
+  double partition_auc = NAN;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
@@ -344,6 +348,7 @@ struct Heartbeat {
          cpu_seconds, table_rows, table_bytes, requests, bytes_in, bytes_out);
     }
     if (version >= 3) ar(data_epoch, data_rows);
+    if (version >= 4) ar(partitions, partition_auc);
   }
 };
 
@@ -503,7 +508,7 @@ CEREAL_CLASS_VERSION(pstrain::proto::ReadmitWorker, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::Rejoin, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::CreateTablesRequest, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::DefineTablesRequest, 1);
-CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 3);
+CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 4);
 CEREAL_CLASS_VERSION(pstrain::proto::BarrierRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::StoreRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::KvPart, 1);

@@ -86,6 +86,9 @@ void TrainMetrics::OnPartition(double auc, double logloss, int64_t rows) {
   partition_auc_->Set(auc);
   partition_logloss_->Set(logloss);
   partition_rows_->Set(static_cast<double>(rows));
+  absl::MutexLock lock(&mu_);
+  ++partitions_value_;
+  partition_auc_value_ = auc;
 }
 
 void TrainMetrics::SetPosition(int32_t epoch, int64_t rows) {
@@ -124,6 +127,8 @@ void TrainMetrics::FillHeartbeat(proto::Heartbeat* hb) {
   hb->eval_auc = eval_auc_value_;
   hb->eval_logloss = eval_logloss_value_;
   hb->eval_step = eval_step_value_;
+  hb->partitions = partitions_value_;
+  hb->partition_auc = partition_auc_value_;
   hb->rss_bytes = usage.resident_bytes;
   hb->cpu_seconds = usage.cpu_seconds;
 }

@@ -79,6 +79,8 @@ class TrainMetrics {
   int64_t reader_total_ ABSL_GUARDED_BY(mu_) = 0;
   double reader_busy_rate_ ABSL_GUARDED_BY(mu_) = 0;
   double eval_auc_value_ ABSL_GUARDED_BY(mu_) = NAN;
+  int32_t partitions_value_ ABSL_GUARDED_BY(mu_) = 0;
+  double partition_auc_value_ ABSL_GUARDED_BY(mu_) = NAN;
   double eval_logloss_value_ ABSL_GUARDED_BY(mu_) = NAN;
   int64_t eval_step_value_ ABSL_GUARDED_BY(mu_) = -1;
   double last_loss_ ABSL_GUARDED_BY(mu_) = NAN;

@@ -116,6 +116,10 @@ void ClusterMonitor::OnHeartbeat(proto::Role role, int32_t rank, const proto::He
   if (role == proto::Role::kWorker) {
     Append(&n->loss, t, hb.loss);
     if (hb.samples > 0 || hb.samples_per_sec > 0) Append(&n->samples_per_sec, t, hb.samples_per_sec);
+    if (hb.partitions > n->partitions) {
+      n->partitions = hb.partitions;
+      if (std::isfinite(hb.partition_auc)) Append(&n->partition_auc, t, hb.partition_auc);
+    }
     if (hb.eval_step >= 0 && hb.eval_step != last_eval_step_ && std::isfinite(hb.eval_auc)) {
       last_eval_step_ = hb.eval_step;
       Append(&eval_auc_, t, hb.eval_auc);
@@ -271,6 +275,7 @@ std::string ClusterMonitor::StateJson(size_t max_points) const {
 
   json nodes = json::array();
   json loss = json::array(), sps = json::array(), rss = json::array(), rps = json::array();
+  json auc = json::array({SeriesJson("eval AUC", eval_auc_, max_points)});
   nodes.push_back(CoordinatorJson());
   rss.push_back(SeriesJson("coordinator", coordinator_rss_, max_points));
   for (const auto* group : {&servers_, &workers_}) {
@@ -281,6 +286,9 @@ std::string ClusterMonitor::StateJson(size_t max_points) const {
       rss.push_back(SeriesJson(name, n.rss_mib, max_points));
       if (n.info.role == proto::Role::kWorker) {
         loss.push_back(SeriesJson(name, n.loss, max_points));
+        if (!n.partition_auc.v.empty()) {
+          auc.push_back(SeriesJson(name + " progressive AUC", n.partition_auc, max_points));
+        }
         sps.push_back(SeriesJson(name, n.samples_per_sec, max_points));
       } else {
         rps.push_back(SeriesJson(name, n.requests_per_sec_series, max_points));
@@ -293,7 +301,7 @@ std::string ClusterMonitor::StateJson(size_t max_points) const {
   series["samples_per_sec"] = std::move(sps);
   series["rss_mib"] = std::move(rss);
   series["requests_per_sec"] = std::move(rps);
-  series["eval_auc"] = json::array({SeriesJson("eval AUC", eval_auc_, max_points)});
+  series["eval_auc"] = std::move(auc);
   series["eval_logloss"] = json::array({SeriesJson("eval logloss", eval_logloss_, max_points)});
   out["series"] = std::move(series);
   json cps = json::array();

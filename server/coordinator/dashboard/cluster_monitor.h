@@ -97,6 +97,8 @@ class ClusterMonitor {
     double requests_per_sec = 0;
     absl::Time prev_time;
     Series loss, samples_per_sec, rss_mib, requests_per_sec_series;
+    Series partition_auc;  // --train_stream: progressive AUC of its share, per partition
+    int32_t partitions = 0;
   };
   // Parts of StateJson. REQUIRES: mu_ held.
   static nlohmann::json SeriesJson(const std::string& name, const Series& s, size_t max_points);

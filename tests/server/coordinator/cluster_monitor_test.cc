@@ -94,6 +94,32 @@ TEST(ClusterMonitor, EvaluationsBecomeOnePointEach) {
   EXPECT_EQ(s["series"]["eval_auc"][0]["v"], json::array({0.7, 0.75}));
 }
 
+TEST(ClusterMonitor, StreamPartitionsBecomeAProgressiveAucSeriesPerWorker) {
+  ClusterMonitorOptions o;
+  o.num_servers = 1;
+  o.num_workers = 2;
+  ClusterMonitor m(o, nullptr);
+  m.OnJoin(Info(proto::Role::kWorker, 0));
+  m.OnJoin(Info(proto::Role::kWorker, 1));
+  proto::Heartbeat hb;
+  m.OnHeartbeat(proto::Role::kWorker, 0, hb);  // no partition yet
+  hb.partitions = 1;
+  hb.partition_auc = 0.61;
+  m.OnHeartbeat(proto::Role::kWorker, 0, hb);
+  m.OnHeartbeat(proto::Role::kWorker, 0, hb);  // the same partition again
+  hb.partitions = 2;
+  hb.partition_auc = 0.66;
+  m.OnHeartbeat(proto::Role::kWorker, 0, hb);
+  m.OnHeartbeat(proto::Role::kWorker, 1, proto::Heartbeat{});  // a file job's worker: no series
+  json s = json::parse(m.StateJson());
+  const json& auc = s["series"]["eval_auc"];
+  ASSERT_EQ(auc.size(), 2u) << auc;  // the evaluations, then worker 0's partitions
+  EXPECT_EQ(auc[1]["name"], "worker 0 progressive AUC");
+  ASSERT_EQ(auc[1]["v"].size(), 2u);
+  EXPECT_NEAR(auc[1]["v"][0].get<double>(), 0.61, 1e-6);
+  EXPECT_NEAR(auc[1]["v"][1].get<double>(), 0.66, 1e-6);
+}
+
 TEST(ClusterMonitor, LongSeriesAreThinnedAndCappedInTheJson) {
   ClusterMonitorOptions o;
   o.num_servers = 1;
