@@ -12,6 +12,7 @@
 #include "launcher/worker_args.h"
 #include "server/coordinator/coordinator.h"
 #include "worker/data/data_check.h"
+#include "worker/data/partition_stream.h"
 
 namespace pstrain::launcher {
 namespace {
@@ -172,6 +173,11 @@ absl::Status CheckWorkerArgs(std::vector<Arg> worker, const FlagSet& local, Loca
     }
   }
   PS_RETURN_IF_ERROR(CheckData(w.train.train_data, w.train.schema, "--train_data"));
+  if (!w.train.train_stream.dir.empty()) {
+    auto landed = worker::FirstPartitionFiles(w.train.train_stream, worker::kStreamPartitionsChecked);
+    if (!landed.ok()) return UsageError(landed.status().message());
+    PS_RETURN_IF_ERROR(CheckData(*landed, w.train.schema, "--train_stream"));
+  }
   return CheckData(w.train.eval_data, w.train.schema, "--eval_data");
 }
 

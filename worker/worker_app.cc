@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "common/zmq_transport.h"
 #include "worker/data/data_check.h"
+#include "worker/data/partition_stream.h"
 #include "worker/pipeline/pipeline_worker.h"
 #include "worker/ps_worker.h"
 #include "worker/train_metrics.h"
@@ -45,6 +46,14 @@ absl::Status CheckWorkerData(const TrainOptions& train) {
     DataCheckOptions o;
     o.flag = flag;
     PS_RETURN_IF_ERROR(CheckDataFiles(*patterns, train.schema, o));
+  }
+  if (!train.train_stream.dir.empty()) {
+    // The partitions there already (a later one is checked as it is read).
+    PS_ASSIGN_OR_RETURN(std::vector<std::string> landed,
+                        FirstPartitionFiles(train.train_stream, kStreamPartitionsChecked));
+    DataCheckOptions o;
+    o.flag = "--train_stream";
+    if (!landed.empty()) PS_RETURN_IF_ERROR(CheckDataFiles(landed, train.schema, o));
   }
   return absl::OkStatus();
 }

@@ -137,6 +137,16 @@ TEST(Stream, AStreamWithTrainDataOrInPipelineModeAndBadRecoveryFlagsAreUsageErro
                        &log, absl::Seconds(30)),
             0);
   EXPECT_NE(log.find("--export_every_secs needs --save_model"), std::string::npos) << log;
+  // A partition already there that is not data fails before the cluster starts.
+  std::filesystem::create_directories(dir + "/bad/p0");
+  std::ofstream(dir + "/bad/p0/part-0.tsv") << "not\ta\tclick\tlog\n";
+  std::ofstream(dir + "/bad/p0/_SUCCESS");
+  EXPECT_EQ(RunPstrain({"local", "--train_stream=" + dir + "/bad"}, dir + "/g.log", &log,
+                       absl::Seconds(30)),
+            2);
+  EXPECT_NE(log.find("--train_stream"), std::string::npos) << log;
+  EXPECT_NE(log.find(dir + "/bad/p0/part-0.tsv"), std::string::npos) << log;
+  EXPECT_EQ(log.find("coordinator at"), std::string::npos) << log;
   std::filesystem::remove_all(dir);
 }
 

@@ -102,6 +102,23 @@ absl::StatusOr<std::vector<InputFile>> PartitionFiles(const std::string& dir,
   return ExpandFilePatterns(paths);
 }
 
+absl::StatusOr<std::vector<std::string>> FirstPartitionFiles(const StreamOptions& o,
+                                                             int max_partitions) {
+  PS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListCompletePartitions(o.dir));
+  std::vector<std::string> paths;
+  int taken = 0;
+  for (const std::string& n : names) {
+    if (taken == max_partitions) break;
+    if (n < o.start || (!o.end.empty() && n > o.end)) continue;
+    ++taken;
+    PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, PartitionFiles(o.dir, n));
+    for (InputFile& f : files) {
+      if (f.size > 0) paths.push_back(std::move(f.path));
+    }
+  }
+  return paths;
+}
+
 absl::StatusOr<std::optional<std::string>> PartitionStream::FindNext() {
   PS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListCompletePartitions(options_.dir));
   std::optional<std::string> next;

@@ -33,6 +33,8 @@ namespace pstrain::worker {
 
 inline constexpr int kMaxPartitionDepth = 4;
 inline constexpr char kSuccessMarker[] = "_SUCCESS";
+// Partitions already there that a job looks at before it starts.
+inline constexpr int kStreamPartitionsChecked = 3;
 
 struct StreamOptions {
   std::string dir;    // empty: no stream
@@ -54,6 +56,12 @@ absl::StatusOr<std::vector<std::string>> ListCompletePartitions(const std::strin
 // The data files of partition `name` of `dir`, sorted (possibly none).
 absl::StatusOr<std::vector<InputFile>> PartitionFiles(const std::string& dir,
                                                       const std::string& name);
+
+// The non-empty data files of the first `max_partitions` complete
+// partitions within the options' start and end: what a job checks before
+// it starts (empty when none has landed yet).
+absl::StatusOr<std::vector<std::string>> FirstPartitionFiles(const StreamOptions& options,
+                                                             int max_partitions);
 
 struct Partition {
   std::string name;

@@ -340,15 +340,7 @@ absl::StatusOr<std::vector<std::string>> TakeStreamFlags(const std::string& mode
   s.poll = absl::Seconds(poll);
   s.idle_timeout = absl::Seconds(idle);
   PS_RETURN_IF_ERROR(ValidateStreamOptions(s));
-  PS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListCompletePartitions(s.dir));
-  for (const std::string& n : names) {
-    if (n < s.start || (!s.end.empty() && n > s.end)) continue;
-    PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, PartitionFiles(s.dir, n));
-    std::vector<std::string> paths;
-    for (InputFile& f : files) paths.push_back(std::move(f.path));
-    if (!paths.empty()) return paths;
-  }
-  return std::vector<std::string>{};
+  return FirstPartitionFiles(s, 1);
 }
 
 absl::Status TakeKeepBestFlags(WorkerOptions* o) {
