@@ -505,6 +505,7 @@ absl::StatusOr<bool> Trainer::AdoptShard() {
   ReaderOptions ro = reader_options_;
   ro.shard_index = claim.rank;
   ro.seed = options_.seed + static_cast<uint64_t>(claim.rank);
+  ro.first_epoch = std::max(0, claim.epoch);  // its position's, not this worker's
   PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
   PS_ASSIGN_OR_RETURN(int64_t skipped, SkipTo(reader_.get(), claim.epoch, claim.rows));
   adopted_.push_back(AdoptedShard{claim.rank, skipped, 0, claim.samples});

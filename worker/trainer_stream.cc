@@ -70,7 +70,9 @@ absl::Status Trainer::CollectPartitions(bool final) {
     for (int w = 0; w < num_workers_; ++w) {
       std::optional<Buffer> blob;
       if (final) {
-        PS_ASSIGN_OR_RETURN(blob, FromWorker(key, w, /*final_round=*/true, options_.stats_timeout));
+        // Not as a final round: a dead worker's parts have no adopter to
+        // come from (an adopter scores what it trains as its own).
+        PS_ASSIGN_OR_RETURN(blob, FromWorker(key, w, /*final_round=*/false, options_.stats_timeout));
       } else {
         auto b = coordinator_->StoreGet(key + std::to_string(w), absl::ZeroDuration());
         if (!b.ok() && b.status().code() != absl::StatusCode::kNotFound &&

@@ -141,7 +141,10 @@ absl::StatusOr<std::optional<Partition>> PartitionStream::Next(const std::atomic
   absl::Time next_note = since + absl::Minutes(1);
   while (true) {
     PS_ASSIGN_OR_RETURN(std::optional<std::string> name, FindNext());
-    if (name.has_value() && !options_.end.empty() && *name > options_.end) name.reset(), ended_ = true;
+    if (name.has_value() && !options_.end.empty() && *name > options_.end) {
+      name.reset();
+      ended_ = true;
+    }
     if (ended_) {
       spdlog::info("stream {}: past --stream_end={}: the stream ends", options_.dir, options_.end);
       end_said_ = true;
