@@ -232,7 +232,11 @@ absl::Status Trainer::RunStep() {
     PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_));
   }
   PS_RETURN_IF_ERROR(ReportStep(out));
-  if (!pending_partitions_.empty()) PS_RETURN_IF_ERROR(CollectPartitions(/*final=*/false));
+  if (!pending_partitions_.empty() && absl::Now() - partitions_looked_ >= absl::Seconds(1)) {
+    // At most a look a second: the others' parts come in their own time.
+    partitions_looked_ = absl::Now();
+    PS_RETURN_IF_ERROR(CollectPartitions(/*final=*/false));
+  }
   if (options_.eval_every_steps > 0 && clock_ % options_.eval_every_steps == 0 &&
       !options_.eval_data.empty()) {
     PS_RETURN_IF_ERROR(WaitForLastPush());

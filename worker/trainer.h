@@ -332,6 +332,7 @@ class Trainer {
   OptimizerConfig warmup_;  // the warm-up of the dense replica's steps (allreduce mode)
   PartitionScore score_;    // --train_stream: of position_.epoch's rows scored here
   std::vector<int> pending_partitions_;  // closed here, not yet written (the lead)
+  absl::Time partitions_looked_ = absl::InfinitePast();  // the lead's last look for their parts
 };
 
 }  // namespace pstrain::worker
