@@ -141,6 +141,8 @@ absl::Status RunPsWorker(const WorkerOptions& options, const WorkerRuntime& runt
   PS_ASSIGN_OR_RETURN(proto::TableLayout layout, session->DefineTables(tables));
   TrainOptions train = options.train;
   train.recover_epoch = session->announced_epoch();
+  std::vector<PendingPartition> pending_partitions;  // across the attempts of a rollback
+  train.pending_partitions = &pending_partitions;
   if (!allreduce) {
     PS_ASSIGN_OR_RETURN(bool trains, AskRejoin(*session, &layout, &train));
     if (!trains) return session->Finish();

@@ -42,7 +42,9 @@ Trainer::Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorCl
       rank_(rank),
       num_workers_(num_workers),
       replica_(replica),
-      process_start_(absl::Now()) {
+      process_start_(absl::Now()),
+      pending_partitions_(options_.pending_partitions != nullptr ? options_.pending_partitions
+                                                                 : &own_pending_) {
   for (const TableSpec& t : model_->tables()) {
     if (t.kind == TableKind::kDense && !(replica_ != nullptr && replica_->holds(t.id))) {
       dense_tables_.push_back(t.id);
@@ -108,6 +110,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   train_start_ = absl::Now();
   last_export_ = train_start_;
   PS_RETURN_IF_ERROR(StartAt());
+  PS_RETURN_IF_ERROR(PickUpUnwrittenPartitions());
   while (true) {
     if (stop_) {
       // Early stop: the batch read ahead is not trained.
@@ -232,7 +235,7 @@ absl::Status Trainer::RunStep() {
     PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_));
   }
   PS_RETURN_IF_ERROR(ReportStep(out));
-  if (!pending_partitions_.empty() && absl::Now() - partitions_looked_ >= absl::Seconds(1)) {
+  if (!pending_partitions_->empty() && absl::Now() - partitions_looked_ >= absl::Seconds(1)) {
     // At most a look a second: the others' parts come in their own time.
     partitions_looked_ = absl::Now();
     PS_RETURN_IF_ERROR(CollectPartitions(/*final=*/false));

@@ -43,6 +43,12 @@ class TrainMetrics;  // worker/train_metrics.h
 
 class DataReader;
 
+// A stream partition closed on this worker (its index and name).
+struct PendingPartition {
+  int epoch = 0;
+  std::string name;
+};
+
 struct TrainOptions {
   ModelOptions model;
   Schema schema;
@@ -85,6 +91,10 @@ struct TrainOptions {
   int early_stop_rounds = 0;
   bool progress_bar = false;     // redraw a bar on stderr (a terminal)
   TrainMetrics* train_metrics = nullptr;  // live numbers for /metrics and heartbeats (optional)
+  // --train_stream: the partitions passed here whose merged line the lead
+  // has not written yet; kept by the caller across a rollback's attempts
+  // (optional: else each attempt keeps its own).
+  std::vector<PendingPartition>* pending_partitions = nullptr;
   // The cluster epoch a server failure rolls back to (set when the
   // coordinator says so; optional): a worker waiting for the lead's summary
   // leaves the wait to take part in the rollback.
@@ -283,6 +293,9 @@ class Trainer {
   absl::Status ClosePartitions(int end_epoch);
   absl::Status CollectPartitions(bool final);
   absl::Status FinishPartitions();
+  // A resumed lead: the partitions before its position whose lines were
+  // not written (its predecessor died before it could) become pending.
+  absl::Status PickUpUnwrittenPartitions();
 
   TrainOptions options_;
   Model* model_;
@@ -331,7 +344,8 @@ class Trainer {
   GradRefs grads_;
   OptimizerConfig warmup_;  // the warm-up of the dense replica's steps (allreduce mode)
   PartitionScore score_;    // --train_stream: of position_.epoch's rows scored here
-  std::vector<int> pending_partitions_;  // closed here, not yet written (the lead)
+  std::vector<PendingPartition> own_pending_;
+  std::vector<PendingPartition>* pending_partitions_;  // options_' or own_pending_
   absl::Time partitions_looked_ = absl::InfinitePast();  // the lead's last look for their parts
 };
 

@@ -4,16 +4,21 @@
 // Each worker scores the rows of its share of a partition as it trains them
 // (StepOutput::probs: the forward pass before the step's update) and, once
 // it has passed the partition, stores its part under
-// "pv/<cluster epoch>/<partition>/<rank>". The lead merges the parts of a
-// partition when every worker's is in (looking at its own partition ends,
-// without waiting) and writes one "partition" line to --metrics_out; at the
-// end of training it gathers what is left, waiting: every worker stores its
-// parts before it says it has trained. The cluster epoch in the key keeps
-// the parts of an attempt that a server failure rolled back apart from the
-// retried attempt's: a partition the rollback reaches into is written again,
-// and its last line counts.
+// "pv/<partition index>/<rank>". The lead merges the parts of a partition
+// when every worker's is in (looking at most once a second, without
+// waiting) and writes one "partition" line to --metrics_out; at the end of
+// training it gathers what is left, waiting: every worker stores its parts
+// before it says it has trained. The partitions the lead has passed and
+// not written yet outlive a rollback's attempt (TrainOptions::
+// pending_partitions). A worker that trains a partition again after a
+// rollback stores its part again (the newer part replaces the older); a
+// partition the rollback reaches into is written again, and its last line
+// counts (its rows are the same; its scores may mix the two attempts').
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/json_line.h"
 #include "common/status.h"
@@ -27,9 +32,7 @@
 
 namespace pstrain::worker {
 
-std::string Trainer::PartitionKey(int epoch) const {
-  return absl::StrCat("pv/", kv_->layout().epoch, "/", epoch, "/");
-}
+std::string Trainer::PartitionKey(int epoch) const { return absl::StrCat("pv/", epoch, "/"); }
 
 void Trainer::ScoreRows(const Batch& batch, const StepOutput& out) {
   if (!streaming() || out.probs.empty()) return;
@@ -51,7 +54,13 @@ absl::Status Trainer::ClosePartitions(int end_epoch) {
       options_.train_metrics->OnPartition(part.rows() > 0 ? part.Auc() : NAN, part.LogLoss(),
                                           part.trained_rows());
     }
-    pending_partitions_.push_back(e);
+    const std::string name = reader_->EpochName(e);
+    PS_RETURN_IF_ERROR(coordinator_->StoreSet(absl::StrCat("pv_name/", e), Buffer::FromString(std::string(name))));
+    auto& pending = *pending_partitions_;
+    if (std::none_of(pending.begin(), pending.end(),
+                     [e](const PendingPartition& p) { return p.epoch == e; })) {
+      pending.push_back(PendingPartition{e, name});
+    }
   }
   return absl::OkStatus();
 }
@@ -59,11 +68,12 @@ absl::Status Trainer::ClosePartitions(int end_epoch) {
 absl::Status Trainer::CollectPartitions(bool final) {
   PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/final));
   if (!lead) {
-    pending_partitions_.clear();
+    pending_partitions_->clear();
     return absl::OkStatus();
   }
-  while (!pending_partitions_.empty()) {
-    const int e = pending_partitions_.front();
+  while (!pending_partitions_->empty()) {
+    const int e = pending_partitions_->front().epoch;
+    const std::string name = pending_partitions_->front().name;
     const std::string key = PartitionKey(e);
     PartitionScore merged;
     int parts = 0;
@@ -88,7 +98,6 @@ absl::Status Trainer::CollectPartitions(bool final) {
       merged.Merge(s);
       ++parts;
     }
-    const std::string name = reader_->EpochName(e);
     JsonLine line;
     line.Add("event", "partition")
         .Add("partition", name)
@@ -105,8 +114,40 @@ absl::Status Trainer::CollectPartitions(bool final) {
                  "rows scored)",
                  name, merged.trained_rows(), merged.Auc(), merged.LogLoss(), merged.rows(),
                  merged.trained_rows());
-    pending_partitions_.erase(pending_partitions_.begin());
+    PS_RETURN_IF_ERROR(coordinator_->StoreSet("pv_written", Buffer::FromString(std::to_string(e))));
+    pending_partitions_->erase(pending_partitions_->begin());
   }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::PickUpUnwrittenPartitions() {
+  if (!streaming() || kv_->layout().restored_step < 0) return absl::OkStatus();
+  PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
+  if (!lead) return absl::OkStatus();
+  // A lead that is a new process (the old one died, --recover_workers)
+  // knows nothing of the partitions before its position: the store says
+  // which lines were written.
+  int written = -1;
+  auto w = coordinator_->StoreGet("pv_written", absl::ZeroDuration());
+  if (w.ok()) {
+    const std::string text(reinterpret_cast<const char*>(w->data()), w->size());
+    if (!absl::SimpleAtoi(text, &written)) return absl::DataLossError("pv_written: not a number");
+  } else if (!trainer_store::Missing(w.status())) {
+    return w.status();
+  }
+  auto& pending = *pending_partitions_;
+  for (int e = written + 1; e < position_.epoch; ++e) {
+    if (std::any_of(pending.begin(), pending.end(),
+                    [e](const PendingPartition& p) { return p.epoch == e; })) {
+      continue;
+    }
+    auto name = coordinator_->StoreGet(absl::StrCat("pv_name/", e), absl::ZeroDuration());
+    if (!name.ok()) continue;  // no worker passed it
+    pending.push_back(PendingPartition{
+        e, std::string(reinterpret_cast<const char*>(name->data()), name->size())});
+  }
+  std::sort(pending.begin(), pending.end(),
+            [](const PendingPartition& a, const PendingPartition& b) { return a.epoch < b.epoch; });
   return absl::OkStatus();
 }
 
