@@ -82,7 +82,7 @@ TEST(Stream, FollowsPartitionsAsTheyAreWrittenAndTrainsEachOnce) {
       {"local", "--servers=1", "--workers=2", "--model=lr", "--batch_size=128",
        "--train_stream=" + stream, "--stream_end=" + PartitionName(kPartitions - 1),
        "--stream_poll_secs=0.1", "--metrics_out=" + dir + "/m.jsonl", "--timeout=120",
-       "--save_model=" + dir + "/model", "--export_every_secs=1"},
+       "--save_model=" + dir + "/model", "--export_every_secs=0.5"},
       dir + "/local.log", &log, absl::Minutes(3));
   ASSERT_EQ(code, 0) << log;
   EXPECT_EQ(writer.Wait(absl::Seconds(30)), 0) << writer.Log();
@@ -96,7 +96,7 @@ TEST(Stream, FollowsPartitionsAsTheyAreWrittenAndTrainsEachOnce) {
     EXPECT_EQ(p.workers, 2) << name;
     EXPECT_TRUE(p.auc > 0.5 && p.auc < 1) << name << " " << p.auc;
   }
-  // --export_every_secs=1 over a job of about 3 s: exports while training,
+  // --export_every_secs=0.5 over a job of about 3 s: exports while training,
   // then the final save.
   int saves = 0;
   for (size_t at = log.find("saved to"); at != std::string::npos; at = log.find("saved to", at + 1)) {
