@@ -12,6 +12,8 @@ const std::vector<Command>& AllCommands() {
       {"predict", "score a file with a model exported by --save_model", PredictHelp, RunPredict},
       {"serve", "serve predictions over HTTP from a model folder, taking up each new version",
        ServeHelp, RunServe},
+      {"model", "inspect an exported model (version, step, tables, rows) and verify its checksums",
+       ModelHelp, RunModel},
       {"ckpt", "inspect a checkpoint (tables, rows, bytes, step) and verify its checksums",
        CkptHelp, RunCkpt},
       {"health", "ping a node (exit 0 when it answers OK): for container healthchecks",

@@ -18,6 +18,8 @@ std::string TrainHelp();
 absl::Status RunTrain(const std::vector<std::string>& args);
 std::string PredictHelp();
 absl::Status RunPredict(const std::vector<std::string>& args);
+std::string ModelHelp();
+absl::Status RunModel(const std::vector<std::string>& args);
 std::string CkptHelp();
 absl::Status RunCkpt(const std::vector<std::string>& args);
 std::string HealthHelp();

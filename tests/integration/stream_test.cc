@@ -103,6 +103,32 @@ TEST(Stream, FollowsPartitionsAsTheyAreWrittenAndTrainsEachOnce) {
     ++saves;
   }
   EXPECT_GE(saves, 3) << log;
+  // The export is whole: `pstrain model inspect` verifies it, and names a
+  // table file that is damaged.
+  std::string inspect;
+  ASSERT_EQ(RunPstrain({"model", "inspect", dir + "/model"}, dir + "/inspect.log", &inspect,
+                       absl::Seconds(30)),
+            0);
+  EXPECT_NE(inspect.find("all checksums verified"), std::string::npos) << inspect;
+  EXPECT_NE(inspect.find("step "), std::string::npos) << inspect;
+  std::string table;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/model")) {
+    if (e.path().extension() == ".tbl" && std::filesystem::file_size(e.path()) > 40) {
+      table = e.path().string();
+      break;
+    }
+  }
+  ASSERT_FALSE(table.empty());
+  {
+    std::fstream f(table, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    f.seekp(32);
+    f.put('\x7f');
+  }
+  EXPECT_EQ(RunPstrain({"model", "inspect", dir + "/model"}, dir + "/inspect-bad.log", &inspect,
+                       absl::Seconds(30)),
+            1);
+  EXPECT_NE(inspect.find(table), std::string::npos) << inspect;
   // The later partitions were waited for, not found at the start.
   EXPECT_NE(log.find("stream partition " + PartitionName(kPartitions - 1)), std::string::npos);
   EXPECT_NE(log.find("reached: the stream ends"), std::string::npos) << log;
