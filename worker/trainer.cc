@@ -164,11 +164,8 @@ absl::Status Trainer::OpenReader() {
   }
   // A resumed worker's reader starts at its position's epoch (the earlier
   // ones are not read again).
-  const proto::TableLayout& layout = kv_->layout();
-  if (layout.restored_step >= 0) {
-    for (const proto::WorkerPosition& p : layout.positions) {
-      if (p.rank == rank_ && !p.finished) ro.first_epoch = p.epoch;
-    }
+  if (std::optional<proto::WorkerPosition> p = RestoredPosition(); p && !p->finished) {
+    ro.first_epoch = p->epoch;
   }
   PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
   return absl::OkStatus();
@@ -444,12 +441,20 @@ absl::Status Trainer::SaveModel(int64_t step, const EvalRound* chosen) {
   return absl::OkStatus();
 }
 
+std::optional<proto::WorkerPosition> Trainer::RestoredPosition() const {
+  const proto::TableLayout& layout = kv_->layout();
+  if (layout.restored_step < 0) return std::nullopt;
+  std::optional<proto::WorkerPosition> position;
+  for (const proto::WorkerPosition& p : layout.positions) {
+    if (p.rank == rank_) position = p;
+  }
+  return position;
+}
+
 absl::Status Trainer::ResumePosition(DataReader* reader, proto::WorkerPosition* position) {
   const proto::TableLayout& layout = kv_->layout();
   if (layout.restored_step < 0) return absl::OkStatus();
-  for (const proto::WorkerPosition& p : layout.positions) {
-    if (p.rank == rank_) *position = p;
-  }
+  if (std::optional<proto::WorkerPosition> p = RestoredPosition()) *position = *p;
   position->state_file.clear();
   if (replica_ != nullptr && layout.restored_step > 0) {
     // Worker-held state (allreduce mode) comes from the checkpoint too.

@@ -277,6 +277,9 @@ class Trainer {
   // Restored job: this worker's position from the layout, its data skipped
   // up to there, worker-held state loaded.
   absl::Status ResumePosition(DataReader* reader, proto::WorkerPosition* position);
+  // A restored job's position of this worker (none: not restored, or the
+  // layout has none for its rank).
+  std::optional<proto::WorkerPosition> RestoredPosition() const;
   // Pauses for the checkpoint at `step` (or reports this worker finished,
   // step -1); returns the next checkpoint step.
   absl::StatusOr<int64_t> Checkpoint(int64_t step, const proto::WorkerPosition& position);
@@ -289,6 +292,8 @@ class Trainer {
   // closed.
   bool streaming() const { return !options_.train_stream.dir.empty(); }
   std::string PartitionKey(int epoch) const;
+  // Adds partition `epoch` to the lead's pending ones (kept in index order), once.
+  void AddPending(int epoch, std::string name);
   void ScoreRows(const Batch& batch, const StepOutput& out);
   absl::Status ClosePartitions(int end_epoch);
   absl::Status CollectPartitions(bool final);

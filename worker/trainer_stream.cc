@@ -39,8 +39,18 @@ void Trainer::ScoreRows(const Batch& batch, const StepOutput& out) {
   score_.Add(out.probs, std::span<const float>(batch.labels.data(), out.probs.size()));
 }
 
+void Trainer::AddPending(int epoch, std::string name) {
+  auto& pending = *pending_partitions_;
+  const auto at = std::lower_bound(
+      pending.begin(), pending.end(), epoch,
+      [](const PendingPartition& p, int e) { return p.epoch < e; });
+  if (at != pending.end() && at->epoch == epoch) return;  // pending already
+  pending.insert(at, PendingPartition{epoch, std::move(name)});
+}
+
 absl::Status Trainer::ClosePartitions(int end_epoch) {
   for (int e = position_.epoch; e < end_epoch; ++e) {
+    const std::string name = reader_->EpochName(e);
     PartitionScore part;
     if (e == position_.epoch) {
       part = std::move(score_);
@@ -49,18 +59,13 @@ absl::Status Trainer::ClosePartitions(int end_epoch) {
     score_.Reset();
     PS_RETURN_IF_ERROR(coordinator_->StoreSet(PartitionKey(e) + std::to_string(rank_), part.Encode()));
     spdlog::info("partition {} done here: {} rows trained, {} scored, progressive AUC {:.5f}",
-                 reader_->EpochName(e), part.trained_rows(), part.rows(), part.Auc());
+                 name, part.trained_rows(), part.rows(), part.Auc());
     if (options_.train_metrics != nullptr) {
       options_.train_metrics->OnPartition(part.rows() > 0 ? part.Auc() : NAN, part.LogLoss(),
                                           part.trained_rows());
     }
-    const std::string name = reader_->EpochName(e);
     PS_RETURN_IF_ERROR(coordinator_->StoreSet(absl::StrCat("pv_name/", e), Buffer::FromString(std::string(name))));
-    auto& pending = *pending_partitions_;
-    if (std::none_of(pending.begin(), pending.end(),
-                     [e](const PendingPartition& p) { return p.epoch == e; })) {
-      pending.push_back(PendingPartition{e, name});
-    }
+    AddPending(e, name);
   }
   return absl::OkStatus();
 }
@@ -135,19 +140,11 @@ absl::Status Trainer::PickUpUnwrittenPartitions() {
   } else if (!trainer_store::Missing(w.status())) {
     return w.status();
   }
-  auto& pending = *pending_partitions_;
   for (int e = written + 1; e < position_.epoch; ++e) {
-    if (std::any_of(pending.begin(), pending.end(),
-                    [e](const PendingPartition& p) { return p.epoch == e; })) {
-      continue;
-    }
     auto name = coordinator_->StoreGet(absl::StrCat("pv_name/", e), absl::ZeroDuration());
     if (!name.ok()) continue;  // no worker passed it
-    pending.push_back(PendingPartition{
-        e, std::string(reinterpret_cast<const char*>(name->data()), name->size())});
+    AddPending(e, std::string(reinterpret_cast<const char*>(name->data()), name->size()));
   }
-  std::sort(pending.begin(), pending.end(),
-            [](const PendingPartition& a, const PendingPartition& b) { return a.epoch < b.epoch; });
   return absl::OkStatus();
 }
 

@@ -293,7 +293,8 @@ bool WaitForLog(TestProcess& p, const std::string& text, absl::Duration timeout)
 // Kills worker 2 of `launcher` with SIGKILL a little after training began.
 void KillWorker2(TestProcess& launcher) {
   ASSERT_TRUE(WaitForLog(launcher, "tables created", absl::Seconds(60))) << launcher.Log();
-  absl::SleepFor(absl::Seconds(1.5));
+  // Mid-training: the whole job trains in about 1.5 s on an idle machine.
+  absl::SleepFor(absl::Seconds(0.6));
   pid_t worker2 = static_cast<pid_t>(
       FirstNumber(launcher.Log(), "worker 2 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)"));
   ASSERT_GT(worker2, 0) << launcher.Log();

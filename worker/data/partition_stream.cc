@@ -62,6 +62,11 @@ absl::Status Walk(const std::string& root, const std::string& rel, int depth,
   return absl::OkStatus();
 }
 
+// Whether partition `name` lies within the options' start and end.
+bool InRange(const StreamOptions& o, const std::string& name) {
+  return name >= o.start && (o.end.empty() || name <= o.end);
+}
+
 }  // namespace
 
 absl::Status ValidateStreamOptions(const StreamOptions& o) {
@@ -109,7 +114,7 @@ absl::StatusOr<std::vector<std::string>> FirstPartitionFiles(const StreamOptions
   int taken = 0;
   for (const std::string& n : names) {
     if (taken == max_partitions) break;
-    if (n < o.start || (!o.end.empty() && n > o.end)) continue;
+    if (!InRange(o, n)) continue;
     ++taken;
     PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, PartitionFiles(o.dir, n));
     for (InputFile& f : files) {
@@ -187,7 +192,7 @@ absl::Status PartitionStream::SkipPartitions(int count) {
   int skipped = 0;
   for (const std::string& n : names) {
     if (skipped == count) break;
-    if (n < options_.start || (!options_.end.empty() && n > options_.end)) continue;
+    if (!InRange(options_, n)) continue;
     last_ = n;
     taken_any_ = true;
     ++skipped;

@@ -41,6 +41,16 @@ StreamOptions Options(const std::string& dir) {
   return o;
 }
 
+// A reader of `dir`'s stream: label, 1 integer, 1 token per row.
+ReaderOptions StreamReaderOptions(const std::string& dir, int batch_size) {
+  ReaderOptions o;
+  o.stream = Options(dir);
+  o.schema.num_dense = 1;
+  o.schema.num_sparse = 1;
+  o.batch_size = batch_size;
+  return o;
+}
+
 std::vector<std::string> Names(PartitionStream* s) {
   std::atomic<bool> stop{false};
   std::vector<std::string> out;
@@ -167,14 +177,10 @@ TEST(PartitionStreamReader, ReadsEachPartitionOnceAsOneEpochSplitAmongShards) {
   });
   std::vector<int64_t> total(3, 0);
   for (int shard = 0; shard < 2; ++shard) {
-    ReaderOptions o;
-    o.stream = Options(dir.path());
+    ReaderOptions o = StreamReaderOptions(dir.path(), 8);
     o.stream.idle_timeout = absl::Milliseconds(600);
     o.shard_index = shard;
     o.num_shards = 2;
-    o.schema.num_dense = 1;
-    o.schema.num_sparse = 1;
-    o.batch_size = 8;
     auto reader = DataReader::Open(o);
     ASSERT_TRUE(reader.ok()) << reader.status();
     while (true) {
@@ -198,12 +204,8 @@ TEST(PartitionStreamReader, AResumedReaderStartsAtItsEpochWithoutReadingTheEarli
   ScratchDir dir;
   WritePartition(dir.path(), "h00", 10, true, 0);
   WritePartition(dir.path(), "h01", 7, true, 1);
-  ReaderOptions o;
-  o.stream = Options(dir.path());
+  ReaderOptions o = StreamReaderOptions(dir.path(), 100);
   o.first_epoch = 1;
-  o.schema.num_dense = 1;
-  o.schema.num_sparse = 1;
-  o.batch_size = 100;
   auto reader = DataReader::Open(o);
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto b = (*reader)->Next(absl::Seconds(10));
@@ -216,10 +218,7 @@ TEST(PartitionStreamReader, AResumedReaderStartsAtItsEpochWithoutReadingTheEarli
 
 TEST(PartitionStreamReader, RefusesAStreamWithPatternsOrSeveralEpochs) {
   ScratchDir dir;
-  ReaderOptions o;
-  o.stream = Options(dir.path());
-  o.schema.num_dense = 1;
-  o.schema.num_sparse = 1;
+  ReaderOptions o = StreamReaderOptions(dir.path(), 1024);
   o.patterns = {dir.File("x.tsv")};
   EXPECT_FALSE(DataReader::Open(o).ok());
   o.patterns.clear();
