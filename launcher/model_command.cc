@@ -1,5 +1,5 @@
 // pstrain model inspect DIR: what an exported model (--save_model,
-// --export_every_steps/_secs) holds, with every table file's checksum
+// --export_every_steps/_secs, or each version of an --export_dir) holds, with every table file's checksum
 // verified: the version `pstrain serve` reports, the step, the schema's
 // columns and each table's rows and bytes.
 #include <sys/stat.h>
@@ -14,11 +14,15 @@
 #include "common/status.h"
 #include "launcher/commands.h"
 #include "worker/model_io.h"
+#include "worker/model_versions.h"
 
 namespace pstrain::launcher {
 namespace {
 
+absl::Status InspectVersions(const std::string& dir);
+
 absl::Status Inspect(const std::string& dir) {
+  if (worker::IsVersionedExport(dir)) return InspectVersions(dir);
   const std::string manifest = dir + "/model.json";
   PS_ASSIGN_OR_RETURN(std::string text, ReadFileToString(manifest));
   // ReadModel verifies every table file's size and checksum, naming a bad one.
@@ -61,14 +65,73 @@ absl::Status Inspect(const std::string& dir) {
   return absl::OkStatus();
 }
 
+std::string UtcTime(int64_t unix_ms) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(unix_ms),
+                          absl::UTCTimeZone());
+}
+
+// A versioned export folder: every version from the oldest base kept to
+// LATEST, each read whole (checksums verified), then LATEST's model as
+// `pstrain serve` builds it.
+absl::Status InspectVersions(const std::string& dir) {
+  PS_ASSIGN_OR_RETURN(uint64_t latest, worker::ReadLatest(dir));
+  std::vector<uint64_t> seqs;
+  for (uint64_t s = latest; s >= 1; --s) {
+    absl::StatusOr<worker::ExportInfo> info = worker::ReadVersionInfo(dir, s);
+    if (!info.ok()) {
+      if (s == latest) return info.status();
+      break;  // pruned (or never written) below here
+    }
+    seqs.insert(seqs.begin(), s);
+  }
+  std::printf("export folder %s: %zu versions kept (%s to %s), LATEST %s\n", dir.c_str(),
+              seqs.size(), worker::VersionName(seqs.front()).c_str(),
+              worker::VersionName(seqs.back()).c_str(), worker::VersionName(latest).c_str());
+  std::printf("  %-10s %-6s %-10s %10s %12s %10s %14s  %s\n", "version", "kind", "base", "step",
+              "rows", "removed", "bytes", "exported");
+  bool complete_chain = false;
+  for (uint64_t s : seqs) {
+    absl::StatusOr<worker::SavedModel> v = worker::ReadVersion(dir, s);
+    if (!v.ok()) {
+      return absl::DataLossError(absl::StrCat(worker::VersionName(s), " is not whole: ",
+                                              v.status().message()));
+    }
+    uint64_t rows = 0, removed = 0, bytes = 0;
+    for (const worker::TableValues& t : v->tables) {
+      rows += t.ids.size();
+      removed += t.removed.size();
+      bytes += t.ids.size() * 8 + t.rows.size() * 4 + t.dense.size() * 4 + t.removed.size() * 8;
+    }
+    if (!v->exported.delta) complete_chain = true;
+    std::printf("  %-10s %-6s %-10s %10lld %12llu %10llu %14llu  %s\n",
+                worker::VersionName(s).c_str(), v->exported.delta ? "delta" : "base",
+                worker::VersionName(v->exported.base).c_str(), static_cast<long long>(v->step),
+                static_cast<unsigned long long>(rows), static_cast<unsigned long long>(removed),
+                static_cast<unsigned long long>(bytes), UtcTime(v->exported.exported_unix_ms).c_str());
+  }
+  if (!complete_chain) {
+    return absl::DataLossError(absl::StrCat(dir, ": no base is kept below ",
+                                            worker::VersionName(latest)));
+  }
+  PS_ASSIGN_OR_RETURN(worker::SavedModel model, worker::ReadVersionedModel(dir, latest));
+  uint64_t rows = 0;
+  for (const worker::TableValues& t : model.tables) rows += t.ids.size();
+  std::printf("  %s as served: model %s, step %lld, %llu embedding rows; all checksums verified\n",
+              worker::VersionName(latest).c_str(), model.model.name.c_str(),
+              static_cast<long long>(model.step), static_cast<unsigned long long>(rows));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string ModelHelp() {
   return "usage: pstrain model inspect DIR\n\n"
          "Lists an exported model's version (as `pstrain serve` reports it), step, export time,\n"
          "columns and tables (rows, bytes), verifying every table file's checksum. DIR is a\n"
-         "--save_model folder. Exit code 1 when it is not a whole model (a file missing or\n"
-         "corrupt, named). Models are full exports: delta versions are not built yet.\n";
+         "--save_model folder, or an --export_dir folder: then every version kept (base or\n"
+         "delta, step, rows, removed ids, bytes, export time) and the latest version as served\n"
+         "(its base with the deltas after it applied). Exit code 1 when it is not a whole model\n"
+         "(a file missing or corrupt, named).\n";
 }
 
 absl::Status RunModel(const std::vector<std::string>& args) {

@@ -416,14 +416,29 @@ struct KvRequest {
 // sparse table, in the server's iteration order (stable while the table is
 // not written). Reply: payloads u64 ids, f32 values (ids x dim); Header::step
 // = the rows this server holds.
+//
+// Exports by version (--export_dir; version 2): `seq` > 0 names the
+// export. kAll with seq also cuts the table's change log (a base:
+// server/ps/tables/change_log.h). kChanged at offset 0 cuts it for a delta
+// since export `since`, then pages through the cut's entries: the changed
+// rows (ascending id) followed by the removed ids; the reply adds payload
+// 2, u64 removed ids, and Header::step = the entries (changed + removed).
+// FailedPrecondition when the server cannot give the changes since `since`
+// (a base is needed).
+enum class DumpMode : uint8_t { kAll = 0, kChanged = 1 };
+
 struct DumpRequest {
   uint32_t table = 0;
   uint64_t offset = 0;
   uint64_t max_rows = 0;
+  DumpMode mode = DumpMode::kAll;
+  uint64_t seq = 0;
+  uint64_t since = 0;
 
   template <class Archive>
-  void serialize(Archive& ar, std::uint32_t /*version*/) {
+  void serialize(Archive& ar, std::uint32_t version) {
     ar(table, offset, max_rows);
+    if (version >= 2) ar(mode, seq, since);
   }
 };
 
@@ -487,7 +502,7 @@ struct PipeTransfer {
 
 }  // namespace pstrain::proto
 
-CEREAL_CLASS_VERSION(pstrain::proto::DumpRequest, 1);
+CEREAL_CLASS_VERSION(pstrain::proto::DumpRequest, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::NodeInfo, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::RegisterRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 2);

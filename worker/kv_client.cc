@@ -292,12 +292,23 @@ absl::Status PushHandle::Wait() {
 
 absl::Status KvClient::DumpSparse(uint32_t table, std::vector<uint64_t>* ids,
                                   std::vector<float>* rows) {
+  std::vector<uint64_t> removed;
+  return DumpExport(table, proto::DumpRequest{}, ids, rows, &removed);
+}
+
+absl::Status KvClient::DumpExport(uint32_t table, const proto::DumpRequest& export_request,
+                                  std::vector<uint64_t>* ids, std::vector<float>* rows,
+                                  std::vector<uint64_t>* removed) {
   constexpr uint64_t kPage = 1 << 20;
   const size_t dim = layout_.tables[table].dim;
+  const bool delta = export_request.mode == proto::DumpMode::kChanged;
   for (int s = 0; s < num_servers(); ++s) {
     uint64_t offset = 0;
     while (true) {
-      proto::DumpRequest req{table, offset, kPage};
+      proto::DumpRequest req = export_request;
+      req.table = table;
+      req.offset = offset;
+      req.max_rows = kPage;
       Message m = proto::Encode(MakeHeader(MsgType::kDumpRows, 0), req);
       PS_ASSIGN_OR_RETURN(
           proto::Decoded d,
@@ -305,6 +316,7 @@ absl::Status KvClient::DumpSparse(uint32_t table, std::vector<uint64_t>* ids,
                              absl::StrCat("dump of ", layout_.tables[table].name, " from server ", s)));
       PS_RETURN_IF_ERROR(d.CheckPayload(0, DType::kU64));
       PS_RETURN_IF_ERROR(d.CheckPayload(1, DType::kF32));
+      if (delta) PS_RETURN_IF_ERROR(d.CheckPayload(2, DType::kU64));
       auto got_ids = d.payload_as<uint64_t>(0);
       auto got_rows = d.payload_as<float>(1);
       if (got_rows.size() != got_ids.size() * dim) {
@@ -312,9 +324,15 @@ absl::Status KvClient::DumpSparse(uint32_t table, std::vector<uint64_t>* ids,
       }
       ids->insert(ids->end(), got_ids.begin(), got_ids.end());
       rows->insert(rows->end(), got_rows.begin(), got_rows.end());
-      offset += got_ids.size();
+      uint64_t got = got_ids.size();
+      if (delta) {
+        auto gone = d.payload_as<uint64_t>(2);
+        removed->insert(removed->end(), gone.begin(), gone.end());
+        got += gone.size();
+      }
+      offset += got;
       uint64_t total = static_cast<uint64_t>(std::max<int64_t>(0, d.header().step));
-      if (got_ids.empty() || offset >= total) break;
+      if (got == 0 || offset >= total) break;
     }
   }
   return absl::OkStatus();

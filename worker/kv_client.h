@@ -108,6 +108,14 @@ class KvClient {
   // Every row of sparse table `table` on every server (model export):
   // appends to `ids` and `rows` (ids.size() x dim). Blocks.
   absl::Status DumpSparse(uint32_t table, std::vector<uint64_t>* ids, std::vector<float>* rows);
+  // The same for a versioned export (`export_request`: mode, seq, since;
+  // proto::DumpRequest): a base cuts every server's change log and reads
+  // every row; a delta the rows changed since export `since`, and the ids
+  // removed into `removed`. FailedPrecondition (naming the server) when a
+  // server cannot give a delta: a base is needed.
+  absl::Status DumpExport(uint32_t table, const proto::DumpRequest& export_request,
+                          std::vector<uint64_t>* ids, std::vector<float>* rows,
+                          std::vector<uint64_t>* removed);
 
   // With `retire`, this is the worker's last push: synchronous consistency
   // models stop waiting for it.

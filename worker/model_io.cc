@@ -95,6 +95,50 @@ absl::Status WriteTable(const std::string& path, const TableValues& t, json* ent
   return absl::OkStatus();
 }
 
+constexpr char kRemovedMagic[8] = {'P', 'S', 'T', 'R', 'D', 'E', 'L', '1'};
+
+absl::Status WriteRemoved(const std::string& dir, const TableValues& t, json* entry) {
+  if (t.removed.empty()) return absl::OkStatus();
+  const std::string file = t.spec.name + ".removed";
+  PS_ASSIGN_OR_RETURN(auto w, AtomicFileWriter::Open(dir + "/" + file));
+  const uint64_t count = t.removed.size();
+  PS_RETURN_IF_ERROR(w->Append(kRemovedMagic, sizeof(kRemovedMagic)));
+  PS_RETURN_IF_ERROR(w->Append(&count, sizeof(count)));
+  PS_RETURN_IF_ERROR(w->Append(t.removed.data(), count * sizeof(uint64_t)));
+  std::string checksum = w->checksum().Hex();
+  uint64_t bytes = w->bytes();
+  PS_RETURN_IF_ERROR(w->Commit());
+  (*entry)["removed"] = json{{"file", file}, {"count", count}, {"bytes", bytes},
+                             {"checksum", checksum}};
+  return absl::OkStatus();
+}
+
+absl::Status ReadRemoved(const std::string& path, const json& entry, TableValues* t) {
+  PS_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path));
+  auto bad = [&](const std::string& why) {
+    return absl::DataLossError(absl::StrCat(path, ": ", why));
+  };
+  Checksum64 sum;
+  sum.Update(data.data(), data.size());
+  if (sum.Hex() != entry.value("checksum", "")) return bad("checksum mismatch (corrupt file?)");
+  uint64_t count = 0;
+  if (data.size() < 16 || std::memcmp(data.data(), kRemovedMagic, 8) != 0) {
+    return bad("not a pstrain removed-ids file");
+  }
+  std::memcpy(&count, data.data() + 8, 8);
+  if (count > (data.size() - 16) / 8 || data.size() != 16 + count * 8) {
+    return bad("size does not match its id count");
+  }
+  t->removed.resize(count);
+  std::memcpy(t->removed.data(), data.data() + 16, count * 8);
+  return absl::OkStatus();
+}
+
+bool SafeFileName(const std::string& file) {
+  return !file.empty() && file.find('/') == std::string::npos &&
+         file.find("..") == std::string::npos;
+}
+
 absl::Status ReadTable(const std::string& path, const json& entry, TableValues* t) {
   PS_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path));
   auto bad = [&](const std::string& why) {
@@ -141,6 +185,7 @@ absl::Status WriteModel(const std::string& dir, const SavedModel& model) {
   for (const TableValues& t : model.tables) {
     json entry;
     PS_RETURN_IF_ERROR(WriteTable(dir + "/" + TableFile(t.spec), t, &entry));
+    PS_RETURN_IF_ERROR(WriteRemoved(dir, t, &entry));
     tables.push_back(std::move(entry));
   }
   json manifest{{"format", "pstrain-model"},
@@ -152,6 +197,12 @@ absl::Status WriteModel(const std::string& dir, const SavedModel& model) {
     manifest["kept_best"] = json{{"metric", c.metric},     {"round", c.round},
                                  {"step", c.step},         {"eval_auc", c.eval_auc},
                                  {"eval_logloss", c.eval_logloss}};
+  }
+  if (const ExportInfo& x = model.exported; x.seq > 0) {
+    manifest["export"] = json{{"seq", x.seq},
+                              {"kind", x.delta ? "delta" : "base"},
+                              {"base", x.base},
+                              {"exported_unix_ms", x.exported_unix_ms}};
   }
   return WriteFileAtomically(dir + "/model.json", manifest.dump(2) + "\n");
 }
@@ -231,6 +282,17 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
       out.chosen.eval_auc = c.at("eval_auc").get<double>();
       out.chosen.eval_logloss = c.at("eval_logloss").get<double>();
     }
+    if (manifest.contains("export")) {
+      const json& x = manifest.at("export");
+      out.exported.seq = x.at("seq").get<uint64_t>();
+      out.exported.delta = x.at("kind").get<std::string>() == "delta";
+      out.exported.base = x.at("base").get<uint64_t>();
+      out.exported.exported_unix_ms = x.value("exported_unix_ms", int64_t{0});
+      if (out.exported.seq == 0 || out.exported.base > out.exported.seq ||
+          out.exported.delta == (out.exported.base == out.exported.seq)) {
+        return absl::DataLossError(absl::StrCat(manifest_path, ": inconsistent export entry"));
+      }
+    }
     for (const json& e : manifest.at("tables")) {
       TableValues t;
       t.spec.id = e.at("id").get<uint32_t>();
@@ -243,10 +305,19 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
       t.spec.init.seed = e.value("init_seed", uint64_t{0});
       t.missing_as_zeros = e.value("missing_rows", std::string("initializer")) == "zeros";
       std::string file = e.at("file").get<std::string>();
-      if (file.find('/') != std::string::npos || file.find("..") != std::string::npos) {
+      if (!SafeFileName(file)) {
         return absl::DataLossError(absl::StrCat(manifest_path, ": bad table file name ", file));
       }
       PS_RETURN_IF_ERROR(ReadTable(dir + "/" + file, e, &t));
+      if (e.contains("removed")) {
+        const json& r = e.at("removed");
+        std::string removed_file = r.at("file").get<std::string>();
+        if (!SafeFileName(removed_file)) {
+          return absl::DataLossError(
+              absl::StrCat(manifest_path, ": bad removed-ids file name ", removed_file));
+        }
+        PS_RETURN_IF_ERROR(ReadRemoved(dir + "/" + removed_file, r, &t));
+      }
       out.tables.push_back(std::move(t));
     }
   } catch (const json::exception& e) {

@@ -9,9 +9,14 @@
 //                         u32 zero, u64 count (dense: floats; sparse: rows)
 //     dense data:         f32[count]
 //     sparse data:        count x { u64 id, f32[dim] }
+//   DIR/<table>.removed   a delta's removed ids (model_versions.h), when
+//                         there are any: "PSTRDEL1", u64 count, u64[count]
 // All numbers little-endian. Files are written atomically (temp + fsync +
 // rename) and the manifest last, so a model directory with a manifest is
 // complete; reading verifies sizes and checksums and names the bad file.
+// A version of an export folder has "export": {seq, kind base|delta, base,
+// exported_unix_ms} in its manifest, and a removed-ids entry per sparse
+// table that has some.
 // A model chosen by --keep_best records in its manifest which evaluation
 // chose it ("kept_best": metric, round, step, eval_auc, eval_logloss).
 #pragma once
@@ -37,6 +42,17 @@ struct TableValues {
   // Sparse: how an id without a row reads, as the servers read it: zeros
   // (tables with admission or eviction) or the initializer's row.
   bool missing_as_zeros = false;
+  // A delta (model_versions.h): ids whose rows the servers removed since
+  // the previous version (eviction); they read as missing again.
+  std::vector<uint64_t> removed;
+};
+
+// Where a model stands in a versioned export folder (model_versions.h).
+struct ExportInfo {
+  uint64_t seq = 0;    // 0: not a version (a --save_model folder)
+  bool delta = false;  // a delta: changed rows only, on top of version seq - 1
+  uint64_t base = 0;   // the base this version builds on (itself for a base)
+  int64_t exported_unix_ms = 0;  // when the lead wrote it
 };
 
 // The evaluation that chose a model (--keep_best); `metric` empty: none.
@@ -53,6 +69,7 @@ struct SavedModel {
   Schema schema;
   int64_t step = 0;
   ModelChoice chosen;
+  ExportInfo exported;
   std::vector<TableValues> tables;  // by TableSpec::id
 };
 

@@ -249,7 +249,7 @@ absl::Status Trainer::RunStep() {
     PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/false));
     if (lead) {
       PS_RETURN_IF_ERROR(WaitForLastPush());
-      PS_RETURN_IF_ERROR(SaveModel(clock_));
+      PS_RETURN_IF_ERROR(ExportNow(clock_));
     }
     last_export_ = absl::Now();  // the others: the next look in as long
   }
@@ -410,24 +410,8 @@ absl::Status Trainer::SaveModel(int64_t step, const EvalRound* chosen) {
     saved.chosen = ModelChoice{EvalMetricName(best_->metric()), chosen->round, chosen->step,
                                chosen->auc, chosen->logloss};
   }
-  PS_ASSIGN_OR_RETURN(std::vector<Buffer> dense, kv_->Pull(dense_tables_, {}, step).Wait());
   uint64_t rows = 0;
-  for (const TableSpec& spec : model_->tables()) {
-    TableValues t;
-    t.spec = spec;
-    if (spec.kind == TableKind::kSparse) {
-      PS_RETURN_IF_ERROR(kv_->DumpSparse(spec.id, &t.ids, &t.rows));
-      t.missing_as_zeros = options_.admission.enabled() || options_.eviction.enabled();
-      rows += t.ids.size();
-    } else if (replica_ != nullptr && replica_->holds(spec.id)) {
-      t.dense = replica_->weights(spec.id);
-    } else {
-      size_t k = std::find(dense_tables_.begin(), dense_tables_.end(), spec.id) - dense_tables_.begin();
-      auto v = dense[k].as<float>();
-      t.dense.assign(v.begin(), v.end());
-    }
-    saved.tables.push_back(std::move(t));
-  }
+  PS_RETURN_IF_ERROR(CollectTables(step, proto::DumpRequest{}, &saved, &rows));
   std::string in_place;
   PS_RETURN_IF_ERROR(Annotate(ReplaceModel(options_.save_model, saved, &in_place),
                               absl::StrCat("saving the model to ", options_.save_model)));

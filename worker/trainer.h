@@ -35,6 +35,7 @@
 #include "worker/eval/progressive.h"
 #include "worker/kv_client.h"
 #include "worker/models/model.h"
+#include "worker/model_io.h"
 #include "worker/progress.h"
 
 namespace pstrain::worker {
@@ -85,6 +86,11 @@ struct TrainOptions {
   // ... and after the first step that ends this long after its last export
   // (zero: not by time). REQUIRES: as export_every_steps.
   absl::Duration export_every = absl::ZeroDuration();
+  // --export_dir: the periodic exports (and one at the end) go here as
+  // versions, bases and deltas (worker/model_versions.h), not to save_model.
+  std::string export_dir;
+  int export_base_every = 10;  // deltas between two bases
+  int export_keep_bases = 2;   // bases kept (with their deltas); older pruned
   // Training stops, on every worker after the same step, once the metric
   // (keep_best's, else the AUC) has not improved for this many evaluations
   // in a row (0: never). REQUIRES: eval_every_steps > 0 and eval_data.
@@ -261,6 +267,18 @@ class Trainer {
   // Exports the model at `step` to save_model (whole, in one step);
   // `chosen`: the round keep_best chose it by (null: none).
   absl::Status SaveModel(int64_t step, const EvalRound* chosen = nullptr);
+  // --export_dir: writes the next version at `step`, a delta of the rows
+  // changed since the last version, or a base (worker/trainer_export.cc).
+  absl::Status ExportVersion(int64_t step);
+  // The model's tables at `step` into `saved`: dense tables pulled (or the
+  // replica's), sparse tables dumped (`dump`: kAll, or a versioned export's
+  // request); `*rows` counts the sparse rows.
+  absl::Status CollectTables(int64_t step, const proto::DumpRequest& dump, SavedModel* saved,
+                             uint64_t* rows);
+  // A periodic export (to export_dir, else save_model).
+  absl::Status ExportNow(int64_t step) {
+    return options_.export_dir.empty() ? SaveModel(step) : ExportVersion(step);
+  }
   // --keep_best and --early_stop_rounds (worker/trainer_best.cc).
   // Whether the workers wait at each round for the lead's verdict.
   bool JudgesRounds() const { return best_.has_value(); }
@@ -341,8 +359,14 @@ class Trainer {
   // trained and the rows of that epoch trained so far (checkpoints).
   proto::WorkerPosition position_;
   int64_t checkpoint_step_ = -1;   // the next checkpoint's
-  int64_t resumed_samples_ = 0;
-  absl::Time last_export_;         // --export_every_secs: the lead's last export (or the start)    // trained before the checkpoint this run resumed from
+  int64_t resumed_samples_ = 0;    // trained before the checkpoint this run resumed from
+  absl::Time last_export_;         // --export_every_secs: the lead's last export (or the start)
+  // --export_dir: the newest version there and its base (0: none), read
+  // from the folder at the first export.
+  bool export_dir_read_ = false;
+  uint64_t export_latest_ = 0;
+  uint64_t export_base_ = 0;
+  int64_t export_step_ = -1;  // the step of this lead's last version
   std::unique_ptr<Prepared> next_;  // the next step's batch, its pull issued; null: none
   PushHandle last_push_;
   ParamRefs params_;

@@ -195,6 +195,10 @@ absl::Status Trainer::FinishAsLead(int64_t clock, int final_round, absl::Status 
                      " gave no row to any worker (empty, blank or unparsable files?)"));
   }
   std::string saved;
+  if (!options_.export_dir.empty() && export_step_ != clock) {
+    // The last version: what the job ends with is served too.
+    PS_RETURN_IF_ERROR(ExportVersion(clock));
+  }
   if (!options_.save_model.empty()) {
     if (best_exported_) {
       const EvalRound& b = *best_->best();

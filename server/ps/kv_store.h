@@ -134,6 +134,16 @@ class KvStore {
   absl::StatusOr<uint64_t> Dump(uint32_t table, uint64_t offset, uint64_t max_rows,
                                 std::vector<uint64_t>* ids, std::vector<float>* values) const;
 
+  // Versioned exports (proto::DumpRequest version 2, kv_store_export.cc):
+  // cuts sparse table `table`'s change log for export `seq` (a base when
+  // `full`, else a delta since export `since`: ChangeLog::Cut).
+  absl::Status CutChanges(uint32_t table, uint64_t seq, bool full, uint64_t since);
+  // Entries [offset, offset + max_rows) of the last cut, changed rows (ids
+  // and current values) then removed ids; returns the cut's entries.
+  absl::StatusOr<uint64_t> DumpChanges(uint32_t table, uint64_t offset, uint64_t max_rows,
+                                       std::vector<uint64_t>* ids, std::vector<float>* values,
+                                       std::vector<uint64_t>* removed);
+
   const proto::TableLayout& layout() const { return layout_; }
   int rank() const { return rank_; }
   int part() const { return part_; }

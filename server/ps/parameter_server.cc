@@ -479,17 +479,27 @@ void ParameterServer::OnDumpRows(const Decoded& d, const RpcRequest& req) {
   if (!body.ok()) return ReplyError(req, body.status());
   std::vector<uint64_t> ids;
   std::vector<float> values;
-  uint64_t max_rows = std::min<uint64_t>(body->max_rows, 1 << 22);
-  auto total = store_->Dump(body->table, body->offset, max_rows, &ids, &values);
+  std::vector<uint64_t> removed;
+  proto::DumpRequest request = *body;
+  request.max_rows = std::min<uint64_t>(request.max_rows, 1 << 22);
+  const bool versioned = request.seq > 0 || request.mode != proto::DumpMode::kAll;
+  auto total = versioned ? store_->DumpExport(request, &ids, &values, &removed)
+                         : store_->Dump(request.table, request.offset, request.max_rows, &ids,
+                                        &values);
   if (!total.ok()) return ReplyError(req, total.status());
   proto::Header h;
   h.type = MsgType::kReply;
   h.sender_role = Role::kServer;
   h.sender_rank = rank_;
   h.step = static_cast<int64_t>(*total);
-  node_->Reply(req, proto::EncodeHeaderOnly(
-                        h, {Buffer::FromVector(std::move(ids)), Buffer::FromVector(std::move(values))},
-                        {proto::DType::kU64, proto::DType::kF32}));
+  std::vector<Buffer> payloads = {Buffer::FromVector(std::move(ids)),
+                                  Buffer::FromVector(std::move(values))};
+  std::vector<proto::DType> types = {proto::DType::kU64, proto::DType::kF32};
+  if (request.mode == proto::DumpMode::kChanged) {
+    payloads.push_back(Buffer::FromVector(std::move(removed)));
+    types.push_back(proto::DType::kU64);
+  }
+  node_->Reply(req, proto::EncodeHeaderOnly(h, std::move(payloads), std::move(types)));
 }
 
 void ParameterServer::OnShutdown(const Decoded& d, const RpcRequest& req) {

@@ -95,6 +95,13 @@ class ShardSet {
   // KvStore::Dump over the parts in part order.
   absl::StatusOr<uint64_t> Dump(uint32_t table, uint64_t offset, uint64_t max_rows,
                                 std::vector<uint64_t>* ids, std::vector<float>* values);
+  // A versioned export's page (proto::DumpRequest with seq > 0): at offset
+  // 0 every part's change log is cut first; kAll pages as Dump, kChanged
+  // through the cut's entries (KvStore::DumpChanges) over the parts in part
+  // order. Returns the entries of the server.
+  absl::StatusOr<uint64_t> DumpExport(const proto::DumpRequest& request,
+                                      std::vector<uint64_t>* ids, std::vector<float>* values,
+                                      std::vector<uint64_t>* removed);
   // KvStore::Stats summed over the parts.
   std::vector<TableStats> Stats();
 

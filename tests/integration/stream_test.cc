@@ -162,7 +162,20 @@ TEST(Stream, AStreamWithTrainDataOrInPipelineModeAndBadRecoveryFlagsAreUsageErro
   EXPECT_NE(RunPstrain({"local", "--train_stream=" + dir, "--export_every_secs=10"}, dir + "/f.log",
                        &log, absl::Seconds(30)),
             0);
-  EXPECT_NE(log.find("--export_every_secs needs --save_model"), std::string::npos) << log;
+  EXPECT_NE(log.find("--export_every_secs needs --export_dir or --save_model"), std::string::npos)
+      << log;
+  EXPECT_EQ(RunPstrain({"local", "--train_stream=" + dir, "--export_dir=" + dir + "/m/",
+                        "--save_model=" + dir + "/m"},
+                       dir + "/f2.log", &log, absl::Seconds(30)),
+            2);
+  EXPECT_NE(log.find("--export_dir and --save_model name the same folder"), std::string::npos)
+      << log;
+  EXPECT_EQ(RunPstrain({"local", "--train_stream=" + dir, "--export_dir=" + dir + "/exp",
+                        "--export_keep_bases=0"},
+                       dir + "/f3.log", &log, absl::Seconds(30)),
+            2);
+  EXPECT_NE(log.find("--export_keep_bases must be >= 1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("coordinator at"), std::string::npos) << log;
   // A partition already there that is not data fails before the cluster starts.
   std::filesystem::create_directories(dir + "/bad/p0");
   std::ofstream(dir + "/bad/p0/part-0.tsv") << "not\ta\tclick\tlog\n";

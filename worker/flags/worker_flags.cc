@@ -162,13 +162,6 @@ ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
 ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
 ABSL_FLAG(std::string, save_model, "",
           "Worker 0 exports the trained model to this folder (read by `pstrain predict`).");
-ABSL_FLAG(int64_t, export_every_steps, 0,
-          "The lead worker also exports the model to --save_model every this many steps "
-          "during training (to DIR.tmp, then swapped in whole), for `pstrain serve` to take "
-          "up; the final model is saved at the end as usual. 0: only at the end.");
-ABSL_FLAG(double, export_every_secs, 0,
-          "Like --export_every_steps, by time: the lead worker exports after the first step that "
-          "ends this many seconds after its last export (0: not by time).");
 // Keeping the best model and stopping early (TrainOptions::keep_best).
 ABSL_FLAG(std::string, keep_best, "",
           "eval_auc | eval_logloss: --save_model holds the model of the evaluation round that "
@@ -354,30 +347,8 @@ absl::Status TakeKeepBestFlags(WorkerOptions* o) {
   if (t.early_stop_rounds < 0) {
     return absl::InvalidArgumentError("--early_stop_rounds must be >= 0 (0: off)");
   }
-  t.export_every_steps = absl::GetFlag(FLAGS_export_every_steps);
-  if (t.export_every_steps < 0) {
-    return absl::InvalidArgumentError("--export_every_steps must be >= 0 (0: only at the end)");
-  }
-  const double export_secs = absl::GetFlag(FLAGS_export_every_secs);
-  if (!(export_secs >= 0)) {
-    return absl::InvalidArgumentError("--export_every_secs must be >= 0 (0: not by time)");
-  }
-  t.export_every = absl::Seconds(export_secs);
+  PS_RETURN_IF_ERROR(TakeExportFlags(o));
   const bool keep_best = t.keep_best.has_value();
-  if (t.export_every_steps > 0 || export_secs > 0) {
-    const char* flag = t.export_every_steps > 0 ? "--export_every_steps" : "--export_every_secs";
-    if (t.save_model.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(flag, " needs --save_model (where to export)"));
-    }
-    if (keep_best) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          flag, " exports the latest model to --save_model, --keep_best keeps the best one "
-                "there: use one of them"));
-    }
-    if (o->mode == "pipeline") {
-      return absl::InvalidArgumentError(absl::StrCat(flag, " is not supported in --mode=pipeline"));
-    }
-  }
   const bool early_stop = t.early_stop_rounds > 0;
   if (!keep_best && !early_stop) return absl::OkStatus();
   if (o->mode == "pipeline") {

@@ -19,4 +19,8 @@ std::string CpusFlag();
 // process at once, with 0 when the job ended well and 3 otherwise.
 WorkerRuntime ProcessRuntime();
 
+// The export flags (flags/export_flags.cc) into o->train; called by
+// WorkerOptionsFromFlags after --save_model, --keep_best and --mode.
+absl::Status TakeExportFlags(WorkerOptions* o);
+
 }  // namespace pstrain::worker

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status.h"
+#include "worker/model_versions.h"
 
 namespace pstrain::worker {
 namespace {
@@ -97,7 +99,9 @@ void ModelServer::RegisterMetrics() {
                                metrics::LatencyBuckets())
                  ->Get({});
   loads_ = registry_.AddCounter("pstrain_serve_model_loads_total",
-                                "Model versions loaded (ok) or refused (failed).", {"result"});
+                                "Model versions loaded whole (ok), brought up to date by deltas (delta) or refused "
+                                "(failed).",
+                                {"result"});
   metrics::Gauge* step = registry_.GetGauge("pstrain_serve_model_step",
                                             "Training step of the model version served.");
   metrics::Gauge* age = registry_.GetGauge(
@@ -123,6 +127,7 @@ std::shared_ptr<const ServedVersion> ModelServer::current() const {
 
 absl::Status ModelServer::CheckForNewVersion() {
   absl::MutexLock lock(&check_mu_);
+  if (IsVersionedExport(options_.model_dir)) return CheckVersionedFolder();
   const std::string manifest = options_.model_dir + "/model.json";
   absl::Time mtime;
   const std::string signature = Signature(manifest, &mtime);
@@ -135,7 +140,7 @@ absl::Status ModelServer::CheckForNewVersion() {
   }
   if (signature == loaded_signature_ || signature == failed_signature_) return absl::OkStatus();
   const absl::Time t0 = absl::Now();
-  absl::StatusOr<std::shared_ptr<const LoadedModel>> model = LoadedModel::Load(options_.model_dir);
+  absl::StatusOr<std::shared_ptr<LoadedModel>> model = LoadedModel::Load(options_.model_dir);
   absl::StatusOr<RequestRows> rows =
       model.ok() ? RequestRows::Create((*model)->schema()) : absl::StatusOr<RequestRows>(model.status());
   if (!rows.ok()) {
@@ -149,14 +154,10 @@ absl::Status ModelServer::CheckForNewVersion() {
                      : std::string("; no version to serve yet"));
     return rows.status();
   }
-  auto v = std::make_shared<ServedVersion>();
-  v->model = *std::move(model);
-  v->rows = std::make_unique<RequestRows>(*std::move(rows));
-  v->exported = mtime;
-  {
-    absl::MutexLock l(&mu_);
-    current_ = v;
-  }
+  Publish(*std::move(model), *std::move(rows), mtime);
+  std::shared_ptr<const ServedVersion> v = current();
+  standby_.reset();
+  standby_behind_.clear();
   loaded_signature_ = signature;
   failed_signature_.clear();
   loads_->Get({"ok"})->Inc();
@@ -164,6 +165,116 @@ absl::Status ModelServer::CheckForNewVersion() {
                "loaded in {:.2f}s",
                v->model->version(), v->model->step(), v->model->sparse_rows(), options_.model_dir,
                absl::ToDoubleSeconds(absl::Now() - mtime), absl::ToDoubleSeconds(absl::Now() - t0));
+  return absl::OkStatus();
+}
+
+void ModelServer::Publish(std::shared_ptr<LoadedModel> model, RequestRows rows,
+                          absl::Time exported) {
+  auto v = std::make_shared<ServedVersion>();
+  v->model = model;
+  v->rows = std::make_unique<RequestRows>(std::move(rows));
+  v->exported = exported;
+  live_ = std::move(model);
+  absl::MutexLock l(&mu_);
+  current_ = std::move(v);
+}
+
+absl::StatusOr<std::shared_ptr<LoadedModel>> ModelServer::TakeStandby() {
+  // Requests hold a version for the microseconds of one scoring call.
+  constexpr absl::Duration kReadersBound = absl::Seconds(2);
+  if (standby_) {
+    const absl::Time until = absl::Now() + kReadersBound;
+    while (standby_.use_count() > 1 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(1));
+    if (standby_.use_count() == 1) {
+      std::atomic_thread_fence(std::memory_order_acquire);  // the readers' last uses
+      std::shared_ptr<LoadedModel> s = std::move(standby_);
+      for (const auto& d : standby_behind_) {
+        if (absl::Status st = s->ApplyDelta(*d); !st.ok()) {
+          spdlog::warn("{}: the standby copy could not catch up ({}): copying the version served",
+                       options_.model_dir, std::string(st.message()));
+          s.reset();
+          break;
+        }
+      }
+      standby_behind_.clear();
+      if (s) return s;
+    } else {
+      spdlog::warn("{}: requests still hold the previous version after {}: copying the version "
+                   "served instead",
+                   options_.model_dir, absl::FormatDuration(kReadersBound));
+    }
+    standby_.reset();
+    standby_behind_.clear();
+  }
+  return live_->Clone();
+}
+
+absl::Status ModelServer::CheckVersionedFolder() {
+  const std::string& dir = options_.model_dir;
+  absl::Time mtime;
+  const std::string signature = Signature(dir + "/LATEST", &mtime);
+  if (signature.empty() || signature == loaded_signature_ || signature == failed_signature_) {
+    return absl::OkStatus();
+  }
+  const absl::Time t0 = absl::Now();
+  std::shared_ptr<const ServedVersion> old = current();
+  auto refuse = [&](const absl::Status& why) {
+    loads_->Get({"failed"})->Inc();
+    if (!absl::IsUnavailable(why) && !absl::IsNotFound(why)) failed_signature_ = signature;
+    spdlog::warn("{}: not loaded: {}{}", dir, std::string(why.message()),
+                 old ? absl::StrCat("; still serving version ", old->model->version(), " (step ",
+                                    old->model->step(), ")")
+                     : std::string("; no version to serve yet"));
+    return why;
+  };
+  absl::StatusOr<uint64_t> seq = ReadLatest(dir);
+  if (!seq.ok()) return refuse(seq.status());
+  absl::StatusOr<ExportInfo> info = ReadVersionInfo(dir, *seq);
+  if (!info.ok()) return refuse(info.status());
+  std::shared_ptr<LoadedModel> model;
+  int deltas = 0;
+  if (live_ && live_->exported().seq > 0 && live_->exported().base == info->base &&
+      live_->exported().seq < *seq) {
+    // The deltas after the version served: read (checksums verified) before
+    // anything is applied, then applied to the standby copy.
+    std::vector<std::shared_ptr<const SavedModel>> read;
+    for (uint64_t s = live_->exported().seq + 1; s <= *seq; ++s) {
+      absl::StatusOr<SavedModel> d = ReadVersion(dir, s);
+      if (!d.ok()) return refuse(d.status());
+      read.push_back(std::make_shared<const SavedModel>(*std::move(d)));
+    }
+    absl::StatusOr<std::shared_ptr<LoadedModel>> standby = TakeStandby();
+    if (!standby.ok()) return refuse(standby.status());
+    for (const auto& d : read) {
+      if (absl::Status st = (*standby)->ApplyDelta(*d); !st.ok()) return refuse(st);
+    }
+    model = *std::move(standby);
+    standby_ = live_;  // the previous version, behind by `read`
+    standby_behind_ = std::move(read);
+    deltas = static_cast<int>(standby_behind_.size());
+  } else {
+    absl::StatusOr<std::shared_ptr<LoadedModel>> loaded = LoadedModel::Load(dir);
+    if (!loaded.ok()) return refuse(loaded.status());
+    model = *std::move(loaded);
+    standby_.reset();
+    standby_behind_.clear();
+  }
+  absl::StatusOr<RequestRows> rows = RequestRows::Create(model->schema());
+  if (!rows.ok()) return refuse(rows.status());
+  const absl::Time exported = model->exported().exported_unix_ms > 0
+                                  ? absl::FromUnixMillis(model->exported().exported_unix_ms)
+                                  : mtime;
+  Publish(model, *std::move(rows), exported);
+  loaded_signature_ = signature;
+  failed_signature_.clear();
+  loads_->Get({deltas > 0 ? "delta" : "ok"})->Inc();
+  spdlog::info("serving model version {} (step {}, {} embedding rows) from {}, exported {:.2f}s "
+               "ago, {} in {:.3f}s",
+               model->version(), model->step(), model->sparse_rows(), dir,
+               absl::ToDoubleSeconds(absl::Now() - exported),
+               deltas > 0 ? absl::StrCat(deltas, deltas == 1 ? " delta" : " deltas", " applied")
+                          : std::string("loaded"),
+               absl::ToDoubleSeconds(absl::Now() - t0));
   return absl::OkStatus();
 }
 

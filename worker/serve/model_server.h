@@ -13,7 +13,9 @@
 // loads a changed model in full (checksums verified) beside the one being
 // served, then swaps a shared pointer (read-copy-update): a request scores
 // with the version it started with, never a half-loaded one, and no
-// request waits for a load. A version that fails to load is refused with
+// request waits for a load. A versioned export folder (DIR/LATEST) is
+// followed delta by delta with two copies of the model (double buffering:
+// CheckVersionedFolder); a new base, or a gap, loads in full. A version that fails to load is refused with
 // its reason in the log and /metrics, and the previous one stays; it is
 // tried again when the folder changes (or at once, when it was replaced
 // while being read).
@@ -22,6 +24,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -87,7 +90,22 @@ class ModelServer {
   mutable absl::Mutex mu_;
   std::shared_ptr<const ServedVersion> current_ ABSL_GUARDED_BY(mu_);
 
+  // A versioned export folder (worker/model_versions.h): the deltas after
+  // the version served are applied to the standby copy (the previous
+  // version, once no request holds it), which is then swapped in; the old
+  // one becomes the standby, behind by those deltas (double buffering).
+  absl::Status CheckVersionedFolder();
+  // Publishes `model` (built or updated by the caller) as the version served.
+  void Publish(std::shared_ptr<LoadedModel> model, RequestRows rows, absl::Time exported);
+  // The standby copy, caught up to the version served and free of readers:
+  // the previous version when no request holds it within a bound, else a
+  // new copy. Null (with the error logged) when neither works.
+  absl::StatusOr<std::shared_ptr<LoadedModel>> TakeStandby();
+
   absl::Mutex check_mu_;  // one CheckForNewVersion at a time
+  std::shared_ptr<LoadedModel> live_ ABSL_GUARDED_BY(check_mu_);     // current_'s model
+  std::shared_ptr<LoadedModel> standby_ ABSL_GUARDED_BY(check_mu_);  // the other buffer
+  std::vector<std::shared_ptr<const SavedModel>> standby_behind_ ABSL_GUARDED_BY(check_mu_);
   std::string loaded_signature_ ABSL_GUARDED_BY(check_mu_);  // model.json's inode, mtime, size
   std::string failed_signature_ ABSL_GUARDED_BY(check_mu_);
   bool waiting_logged_ ABSL_GUARDED_BY(check_mu_) = false;

@@ -7,6 +7,7 @@
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/status.h"
+#include "worker/model_versions.h"
 
 namespace pstrain::worker {
 namespace {
@@ -32,7 +33,12 @@ absl::Status CheckSameTables(const std::vector<TableSpec>& model, const SavedMod
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const LoadedModel>> LoadedModel::Load(const std::string& dir) {
+absl::StatusOr<std::shared_ptr<LoadedModel>> LoadedModel::Load(const std::string& dir) {
+  if (IsVersionedExport(dir)) {
+    PS_ASSIGN_OR_RETURN(uint64_t seq, ReadLatest(dir));
+    PS_ASSIGN_OR_RETURN(SavedModel saved, ReadVersionedModel(dir, seq));
+    return FromSaved(std::move(saved), VersionName(seq));
+  }
   // The manifest's checksum names the version; reading it again after the
   // tables catches a model replaced while it was read.
   const std::string manifest = dir + "/model.json";
@@ -47,14 +53,95 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> LoadedModel::Load(const std::
   return FromSaved(std::move(saved), absl::StrFormat("%016x", sum.Digest()));
 }
 
-absl::StatusOr<std::shared_ptr<const LoadedModel>> LoadedModel::FromSaved(SavedModel saved,
-                                                                         std::string version) {
+absl::StatusOr<std::shared_ptr<LoadedModel>> LoadedModel::FromSaved(SavedModel saved,
+                                                                   std::string version) {
   std::shared_ptr<LoadedModel> m(new LoadedModel());
   m->saved_ = std::move(saved);
   m->saved_.model.device = "cpu";
   m->version_ = std::move(version);
   PS_RETURN_IF_ERROR(m->Build());
-  return std::shared_ptr<const LoadedModel>(std::move(m));
+  return m;
+}
+
+absl::StatusOr<std::shared_ptr<LoadedModel>> LoadedModel::Clone() const {
+  SavedModel copy;
+  copy.model = saved_.model;
+  copy.schema = saved_.schema;
+  copy.step = saved_.step;
+  copy.chosen = saved_.chosen;
+  copy.exported = saved_.exported;
+  copy.tables.reserve(saved_.tables.size());
+  for (const TableValues& t : saved_.tables) {
+    TableValues c;
+    c.spec = t.spec;
+    c.missing_as_zeros = t.missing_as_zeros;
+    c.dense = t.dense;
+    copy.tables.push_back(std::move(c));
+  }
+  // Sparse tables: the live rows only (a removed id leaves its old row).
+  for (size_t k = 0; k < sparse_.size(); ++k) {
+    const SparseTable& s = sparse_[k];
+    TableValues& c = copy.tables[sparse_ids_[k]];
+    const size_t dim = s.values->spec.dim;
+    c.ids.reserve(s.row_of.size());
+    c.rows.reserve(s.row_of.size() * dim);
+    for (const auto& [id, row] : s.row_of) {
+      c.ids.push_back(id);
+      c.rows.insert(c.rows.end(), s.values->rows.begin() + size_t{row} * dim,
+                    s.values->rows.begin() + (size_t{row} + 1) * dim);
+    }
+  }
+  return FromSaved(std::move(copy), version_);
+}
+
+absl::Status LoadedModel::ApplyDelta(const SavedModel& delta) {
+  const ExportInfo& was = saved_.exported;
+  if (!delta.exported.delta || delta.exported.seq != was.seq + 1 ||
+      delta.exported.base != was.base) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(VersionName(delta.exported.seq), " is not a delta on top of ",
+                     VersionName(was.seq), " (base ", VersionName(was.base), ")"));
+  }
+  PS_RETURN_IF_ERROR(CheckSameTables(
+      [&] {
+        std::vector<TableSpec> specs;
+        for (const TableValues& t : saved_.tables) specs.push_back(t.spec);
+        return specs;
+      }(),
+      delta));
+  for (const TableValues& d : delta.tables) {
+    const bool sparse = d.spec.kind == TableKind::kSparse;
+    if (sparse ? d.rows.size() != d.ids.size() * d.spec.dim : d.dense.size() != d.spec.size) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(VersionName(delta.exported.seq), ": table ", d.spec.name, " has bad sizes"));
+    }
+  }
+  // Checked: now in place. Dense values are copied into the same storage
+  // (the scorer's pointers stay valid).
+  for (const TableValues& d : delta.tables) {
+    if (d.spec.kind == TableKind::kDense) {
+      std::copy(d.dense.begin(), d.dense.end(), saved_.tables[d.spec.id].dense.begin());
+    }
+  }
+  for (size_t k = 0; k < sparse_.size(); ++k) {
+    SparseTable& s = sparse_[k];
+    const TableValues& d = delta.tables[sparse_ids_[k]];
+    TableValues& t = *s.values;
+    const size_t dim = t.spec.dim;
+    for (size_t i = 0; i < d.ids.size(); ++i) {
+      auto [it, fresh] = s.row_of.try_emplace(d.ids[i], static_cast<uint32_t>(t.ids.size()));
+      if (fresh) {
+        t.ids.push_back(d.ids[i]);
+        t.rows.resize(t.rows.size() + dim);
+      }
+      std::copy_n(d.rows.data() + i * dim, dim, t.rows.data() + size_t{it->second} * dim);
+    }
+    for (uint64_t id : d.removed) s.row_of.erase(id);  // its old row stays unused
+  }
+  saved_.step = delta.step;
+  saved_.exported = delta.exported;
+  version_ = VersionName(delta.exported.seq);
+  return absl::OkStatus();
 }
 
 absl::Status LoadedModel::Build() {
@@ -68,7 +155,7 @@ absl::Status LoadedModel::Build() {
   }
   sparse_.resize(sparse_ids_.size());
   for (size_t k = 0; k < sparse_.size(); ++k) {
-    const TableValues& t = saved_.tables[sparse_ids_[k]];
+    TableValues& t = saved_.tables[sparse_ids_[k]];
     SparseTable& s = sparse_[k];
     s.values = &t;
     s.row_of.reserve(t.ids.size());
@@ -85,7 +172,7 @@ absl::Status LoadedModel::Build() {
 
 uint64_t LoadedModel::sparse_rows() const {
   uint64_t rows = 0;
-  for (const SparseTable& s : sparse_) rows += s.values->ids.size();
+  for (const SparseTable& s : sparse_) rows += s.row_of.size();
   return rows;
 }
 

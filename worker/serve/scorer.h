@@ -39,15 +39,29 @@ class LoadedModel {
   // Reads DIR (verifying every checksum) and builds the lookup tables.
   // `version` is the hex checksum of DIR/model.json as read, which names the
   // model's content (the manifest holds every table's checksum).
-  static absl::StatusOr<std::shared_ptr<const LoadedModel>> Load(const std::string& dir);
-  static absl::StatusOr<std::shared_ptr<const LoadedModel>> FromSaved(SavedModel saved,
-                                                                      std::string version);
+  // A versioned export folder (worker/model_versions.h): LATEST's version,
+  // its base with the deltas after it applied; `version` is its folder name
+  // ("v00000012").
+  static absl::StatusOr<std::shared_ptr<LoadedModel>> Load(const std::string& dir);
+  static absl::StatusOr<std::shared_ptr<LoadedModel>> FromSaved(SavedModel saved,
+                                                                std::string version);
+
+  // Double buffering (pstrain serve): a copy of this version, and a delta
+  // applied in place. ApplyDelta REQUIRES that no thread uses the model
+  // (nothing else holds it); it checks the delta against the model before it
+  // changes anything (FailedPrecondition: not the next version of the same
+  // base, or other tables).
+  absl::StatusOr<std::shared_ptr<LoadedModel>> Clone() const;
+  absl::Status ApplyDelta(const SavedModel& delta);
+  // Where the version stands in its export folder (seq 0: not a version).
+  const ExportInfo& exported() const { return saved_.exported; }
 
   const Schema& schema() const { return saved_.schema; }
   const ModelOptions& options() const { return saved_.model; }
   int64_t step() const { return saved_.step; }
   const std::string& version() const { return version_; }
-  // Embedding rows over all sparse tables.
+  // Embedding rows over all sparse tables (live rows: a delta's removed ids
+  // are not counted).
   uint64_t sparse_rows() const;
 
   // Click probabilities of every row of `batch` into `probs` (resized).
@@ -61,7 +75,7 @@ class LoadedModel {
 
  private:
   struct SparseTable {
-    const TableValues* values = nullptr;
+    TableValues* values = nullptr;
     absl::flat_hash_map<uint64_t, uint32_t> row_of;
     std::unique_ptr<optim::Initializer> init;
   };

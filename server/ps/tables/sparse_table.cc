@@ -390,7 +390,14 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
   rows_.resize(unique.size());
   absl::Status status = sketch_ ? AdmitRows(unique, merged ? ids.size() : 0, rows_.data())
                                 : ResolveRows(unique, rows_.data());
-  if (status.ok()) ApplyRows(rows_.data(), unique.size(), unique_grads, scale, lr_scale);
+  if (status.ok()) {
+    ApplyRows(rows_.data(), unique.size(), unique_grads, scale, lr_scale);
+    if (changes_.tracking()) {
+      for (size_t i = 0; i < unique.size(); ++i) {
+        if (rows_[i] != RowIndex::kNoRow) changes_.Changed(unique[i]);
+      }
+    }
+  }
   // The sweep looks at a few slots per pushed row: a whole pass over the
   // index takes about as many pushes as rows live, whatever the table size.
   if (evicts_) {

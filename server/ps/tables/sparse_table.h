@@ -51,6 +51,7 @@
 #include "common/optim/initializer.h"
 #include "common/optim/optimizer.h"
 #include "common/table_spec.h"
+#include "server/ps/tables/change_log.h"
 #include "server/ps/tables/count_min_sketch.h"
 #include "server/ps/tables/disk_tier.h"
 #include "server/ps/tables/row_arena.h"
@@ -221,6 +222,10 @@ class SparseTable {
   void WriteRow(float* row, std::span<const float> values, std::span<const float> state,
                 uint32_t step);
 
+  // Rows changed or removed since an export cut (delta exports).
+  ChangeLog& changes() { return changes_; }
+  const ChangeLog& changes() const { return changes_; }
+
   // The admission sketch; null without admission.
   const CountMinSketch* sketch() const { return sketch_.get(); }
   // Adds saved counts into the sketch (restore; several shards may add).
@@ -286,7 +291,9 @@ class SparseTable {
   void SweepExpired(size_t budget);
   // The index slot of the row a sample judges the best to drop.
   size_t SampleVictim();
-  void RemoveAt(size_t slot);
+  // Removes the row at index slot `slot` (`to_disk`: it moved to the disk
+  // tier; else it is gone, and the change log notes it).
+  void RemoveAt(size_t slot, bool to_disk = false);
 
   const TableSpec spec_;
   const Options options_;
@@ -313,6 +320,7 @@ class SparseTable {
   size_t sweep_pos_ = 0;        // next index slot of the ttl sweep
   uint64_t sample_state_;       // xorshift state of SampleVictim
   EvictionStats eviction_stats_;
+  ChangeLog changes_;
 
   // Disk tier (Options::tier): rows of this table on disk, and rows in RAM
   // without a disk copy; size() is their sum.

@@ -83,9 +83,10 @@ size_t SparseTable::SampleVictim() {
   return best;
 }
 
-void SparseTable::RemoveAt(size_t slot) {
+void SparseTable::RemoveAt(size_t slot, bool to_disk) {
   uint64_t id;
   const uint32_t r = index_.SlotRow(slot, &id);
+  if (!to_disk) changes_.Removed(id);
   index_.EraseSlot(slot);
   arena_.Release(r);
 }
@@ -126,7 +127,7 @@ absl::Status SparseTable::EvictToCapacity() {
     } else {
       ++tier_counters_.drops;
     }
-    RemoveAt(slot);
+    RemoveAt(slot, /*to_disk=*/true);
   }
   return MarkFatal(Annotate(tier_->Commit(), absl::StrCat("sparse table '", spec_.name, "'")));
 }

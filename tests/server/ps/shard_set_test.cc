@@ -6,6 +6,8 @@
 #include <deque>
 #include <filesystem>
 #include <random>
+#include <set>
+#include <map>
 
 #include <unistd.h>
 
@@ -362,6 +364,86 @@ TEST_P(ShardSetThreads, StatsAndDumpCoverEveryPartOnce) {
   std::sort(all_ids.begin(), all_ids.end());
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(ids, all_ids);
+}
+
+// Pages of a versioned export (DumpExport), as the lead reads them.
+struct Export {
+  std::map<uint64_t, std::vector<float>> rows;
+  std::set<uint64_t> removed;
+  uint64_t entries = 0;
+};
+
+absl::StatusOr<Export> ReadExport(ShardSet& set, proto::DumpMode mode, uint64_t seq,
+                                  uint64_t since, uint32_t table, uint32_t dim) {
+  Export out;
+  proto::DumpRequest request;
+  request.table = table;
+  request.max_rows = 37;
+  request.mode = mode;
+  request.seq = seq;
+  request.since = since;
+  do {
+    std::vector<uint64_t> ids, removed;
+    std::vector<float> values;
+    absl::StatusOr<uint64_t> n = set.DumpExport(request, &ids, &values, &removed);
+    if (!n.ok()) return n.status();
+    if (request.offset == 0) out.entries = *n;
+    EXPECT_EQ(*n, out.entries) << "the cut changed between pages";
+    EXPECT_LE(ids.size() + removed.size(), request.max_rows);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_TRUE(out.rows.emplace(ids[i], std::vector<float>(values.begin() + i * dim,
+                                                              values.begin() + (i + 1) * dim))
+                      .second)
+          << "row " << ids[i] << " on two pages";
+    }
+    out.removed.insert(removed.begin(), removed.end());
+    request.offset += ids.size() + removed.size();
+    if (ids.empty() && removed.empty()) break;
+  } while (request.offset < out.entries);
+  EXPECT_EQ(request.offset, out.entries);
+  return out;
+}
+
+// Every row of `table` by a plain dump (which cuts nothing).
+std::map<uint64_t, std::vector<float>> TableNow(ShardSet& set, uint32_t table, uint32_t dim) {
+  std::vector<uint64_t> ids;
+  std::vector<float> values;
+  EXPECT_TRUE(set.Dump(table, 0, 1 << 20, &ids, &values).ok());
+  std::map<uint64_t, std::vector<float>> rows;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    rows[ids[i]].assign(values.begin() + i * dim, values.begin() + (i + 1) * dim);
+  }
+  return rows;
+}
+
+TEST_P(ShardSetThreads, ABaseAndTheDeltasAfterItGiveTheTableAsItIs) {
+  Owner owner;
+  auto split = MakeSet(GetParam(), &owner);
+  const uint32_t table = 2, dim = 8;
+  RunRequests(*split, owner, 20, 21);
+  // No base yet: a delta is refused.
+  auto early = ReadExport(*split, proto::DumpMode::kChanged, 1, 0, table, dim);
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition) << early.status();
+  auto base = ReadExport(*split, proto::DumpMode::kAll, 1, 0, table, dim);
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_TRUE(base->rows == TableNow(*split, table, dim));
+  std::map<uint64_t, std::vector<float>> applied = base->rows;
+  for (uint64_t seq = 2; seq <= 5; ++seq) {
+    RunRequests(*split, owner, 4, 100 + seq);
+    auto delta = ReadExport(*split, proto::DumpMode::kChanged, seq, seq - 1, table, dim);
+    ASSERT_TRUE(delta.ok()) << delta.status();
+    EXPECT_LT(delta->rows.size(), applied.size()) << "a delta of a few pushes is not every row";
+    for (auto& [id, values] : delta->rows) applied[id] = values;
+    for (uint64_t id : delta->removed) applied.erase(id);
+    EXPECT_TRUE(applied == TableNow(*split, table, dim)) << "after delta " << seq;
+  }
+  // A new base restarts tracking: a delta since an export before it is refused.
+  ASSERT_TRUE(ReadExport(*split, proto::DumpMode::kAll, 6, 0, table, dim).ok());
+  EXPECT_EQ(ReadExport(*split, proto::DumpMode::kChanged, 7, 5, table, dim).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto after = ReadExport(*split, proto::DumpMode::kChanged, 7, 6, table, dim);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->entries, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, ShardSetThreads, ::testing::Values(2, 3, 4),
