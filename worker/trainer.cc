@@ -191,11 +191,16 @@ absl::Status Trainer::StartAt() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::NextPrepared(int64_t step) {
+absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::NextPrepared(int64_t step,
+                                                                         bool* none_ready) {
   if (options_.max_steps > 0 && step >= options_.max_steps) return nullptr;
   absl::Time t0 = absl::Now();
-  auto batch = reader_->Next();
+  auto batch = none_ready != nullptr ? reader_->Next(absl::ZeroDuration()) : NextBatch();
   result_.data_seconds += Seconds(t0);
+  if (none_ready != nullptr && absl::IsDeadlineExceeded(batch.status())) {
+    *none_ready = true;
+    return nullptr;
+  }
   if (!batch.ok()) return batch.status();
   if (*batch == nullptr) return nullptr;
   int epoch = reader_->last_epoch();
@@ -206,9 +211,12 @@ absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::NextPrepared(int64_t
 
 absl::Status Trainer::RunStep() {
   std::unique_ptr<Prepared> cur = std::move(next_);
+  bool fetch_after = !prefetch_;
   if (prefetch_) {
-    // The next step's pull travels while this one computes.
-    PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_ + 1));
+    // The next step's pull travels while this one computes. A stream with
+    // no batch ready (it may wait for its next partition): this step first,
+    // so that an export while the stream waits holds it.
+    PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_ + 1, streaming() ? &fetch_after : nullptr));
   }
   absl::Time t0 = absl::Now();
   PS_RETURN_IF_ERROR(Bind(*cur, &params_));
@@ -227,7 +235,7 @@ absl::Status Trainer::RunStep() {
   PS_RETURN_IF_ERROR(PushGrads(*cur, grad_buffers, out));
   PS_RETURN_IF_ERROR(AccountStep(*cur, out));
 
-  if (!prefetch_) {
+  if (fetch_after) {
     // BSP: the pull of the next step follows this step's push.
     PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_));
   }

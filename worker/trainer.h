@@ -182,7 +182,9 @@ class Trainer {
   absl::Status StartAt();
   // The batch of step `step` read and prepared (its pull issued), or null
   // past the step budget or the data. The only place batches are read.
-  absl::StatusOr<std::unique_ptr<Prepared>> NextPrepared(int64_t step);
+  // With `none_ready`: only a batch ready now; else null and *none_ready.
+  absl::StatusOr<std::unique_ptr<Prepared>> NextPrepared(int64_t step,
+                                                         bool* none_ready = nullptr);
   // Trains next_: binds its parameters, computes, pushes, accounts, reports
   // and evaluates when due; next_ then holds the following step's batch.
   absl::Status RunStep();
@@ -277,8 +279,14 @@ class Trainer {
                              uint64_t* rows);
   // A periodic export (to export_dir, else save_model).
   absl::Status ExportNow(int64_t step) {
+    periodic_step_ = step;
     return options_.export_dir.empty() ? SaveModel(step) : ExportVersion(step);
   }
+  // The reader's next batch. While a stream waits for its next partition
+  // the lead still exports (trainer_stream.cc): every --export_every_secs
+  // (1 s with only --export_every_steps) once it trained steps since its
+  // last export, so that serving gets the rows trained before the wait.
+  absl::StatusOr<std::shared_ptr<const Batch>> NextBatch();
   // --keep_best and --early_stop_rounds (worker/trainer_best.cc).
   // Whether the workers wait at each round for the lead's verdict.
   bool JudgesRounds() const { return best_.has_value(); }
@@ -366,7 +374,8 @@ class Trainer {
   bool export_dir_read_ = false;
   uint64_t export_latest_ = 0;
   uint64_t export_base_ = 0;
-  int64_t export_step_ = -1;  // the step of this lead's last version
+  int64_t export_step_ = -1;    // the step of this lead's last version
+  int64_t periodic_step_ = -1;  // the step of this lead's last periodic export
   std::unique_ptr<Prepared> next_;  // the next step's batch, its pull issued; null: none
   PushHandle last_push_;
   ParamRefs params_;

@@ -157,3 +157,28 @@ absl::Status Trainer::FinishPartitions() {
 }
 
 }  // namespace pstrain::worker
+
+namespace pstrain::worker {
+
+absl::StatusOr<std::shared_ptr<const Batch>> Trainer::NextBatch() {
+  absl::Duration every = options_.export_every;
+  if (every <= absl::ZeroDuration() && options_.export_every_steps > 0) every = absl::Seconds(1);
+  if (!streaming() || every <= absl::ZeroDuration()) return reader_->Next();
+  while (true) {
+    const absl::Duration left = std::max(every - (absl::Now() - last_export_), absl::Milliseconds(1));
+    absl::StatusOr<std::shared_ptr<const Batch>> batch = reader_->Next(left);
+    if (!absl::IsDeadlineExceeded(batch.status())) return batch;
+    // No batch for as long as an export's interval: the stream waits.
+    if (clock_ > 0 && clock_ != periodic_step_) {
+      PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/false));
+      if (lead) {
+        PS_RETURN_IF_ERROR(WaitForLastPush());
+        spdlog::info("export: the stream waits for its next partition; exporting step {}", clock_);
+        PS_RETURN_IF_ERROR(ExportNow(clock_));
+      }
+    }
+    last_export_ = absl::Now();
+  }
+}
+
+}  // namespace pstrain::worker
