@@ -223,7 +223,7 @@ absl::Status RunAll(const BenchOptions& o) {
 
 const std::vector<std::string>& BenchCommands() {
   static const std::vector<std::string> kCommands = {
-      "zmq", "kv", "sparse", "sparse_stream", "sparse_tier", "serve", "train", "reader", "all"};
+      "zmq", "kv", "sparse", "sparse_stream", "sparse_tier", "serve", "export", "train", "reader", "all"};
   return kCommands;
 }
 
@@ -239,9 +239,10 @@ absl::Status RunBenchCommand(const std::string& command, const BenchOptions& opt
   if (command == "sparse_stream") return RunStreamBench(options.stream, options.stack);
   if (command == "sparse_tier") return RunTierBench(options.tier);
   if (command == "serve") return RunServeBench(options.serve);
+  if (command == "export") return RunExportBench(options.exports);
   if (command == "all" || command.empty()) return RunAll(options);
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, sparse_stream, sparse_tier, serve, train, reader, all)"));
+      absl::StrCat("unknown subcommand '", command, "' (zmq, kv, sparse, sparse_stream, sparse_tier, serve, export, train, reader, all)"));
 }
 
 }  // namespace pstrain::bench

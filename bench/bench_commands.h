@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "bench/bench_cluster.h"
 #include "bench/reader_bench.h"
+#include "bench/export_bench.h"
 #include "bench/serve_bench.h"
 #include "bench/stream_bench.h"
 #include "bench/tier_bench.h"
@@ -34,6 +35,7 @@ struct BenchOptions {
   StreamBenchOptions stream;
   TierBenchOptions tier;
   ServeBenchOptions serve;
+  ExportBenchOptions exports;
   std::string train_mode = "both";  // local | ps | both
 };
 

@@ -61,6 +61,10 @@ ABSL_FLAG(uint64_t, tier_rows, 16000000,
           "sparse_tier: rows of the table (with --dim: its size; e.g. 16M x 64 = 1 billion "
           "parameters).");
 ABSL_FLAG(uint64_t, serve_rows, 1000000, "serve: embedding rows of each model version (all tables).");
+ABSL_FLAG(uint64_t, serve_delta_rows, 1000000,
+          "serve: rows of the delta applied under load (the base has at least as many).");
+ABSL_FLAG(uint64_t, export_rows, 10000000, "export: rows of the table (with --dim).");
+ABSL_FLAG(double, export_changed, 0.01, "export: the fraction of the rows a delta holds.");
 ABSL_FLAG(int, serve_threads, 2, "serve: the server's request threads.");
 ABSL_FLAG(int, serve_batch, 256, "serve: rows per request in the batch phase.");
 ABSL_FLAG(double, ram_fraction, 0.1, "sparse_tier: share of the rows the budget keeps in RAM.");
@@ -121,6 +125,10 @@ constexpr char kUsage[] =
     "  serve   a DLRM export of --serve_rows rows served over HTTP in process (--serve_threads):\n"
     "          1-row latency, rows/s at --serve_batch rows, and a new version of --serve_rows\n"
     "          rows loaded under load: {bench,phase,p50_us,p99_us,rows_per_sec,...}, then {summary}\n"
+    "  export  one server store of --export_rows x --dim (Adagrad), every row trained:\n"
+    "          a base export (every row) and a delta after --export_changed of the rows are\n"
+    "          pushed again, dumped and written as --export_dir versions:\n"
+    "          {bench,kind,rows,bytes,bytes_per_row,...}, then {summary,delta_bytes_ratio,...}\n"
     "  reader  one synthetic Criteo TSV (--reader_rows rows) written plain, .gz (zlib\n"
     "          default level) and .zst (level 3), scanned and parsed on one thread:\n"
     "          {bench,input,rows,file_bytes,rows_per_sec,text_mb_per_sec,vs_tsv,...}\n"
@@ -248,6 +256,10 @@ int main(int argc, char** argv) {
   o.stream.unbounded = absl::GetFlag(FLAGS_unbounded);
   o.serve.rows = absl::GetFlag(FLAGS_serve_rows);
   o.serve.threads = absl::GetFlag(FLAGS_serve_threads);
+  o.serve.delta_rows = absl::GetFlag(FLAGS_serve_delta_rows);
+  o.exports.rows = absl::GetFlag(FLAGS_export_rows);
+  o.exports.dim = o.sparse.dim;
+  o.exports.changed = absl::GetFlag(FLAGS_export_changed);
   o.serve.batch = absl::GetFlag(FLAGS_serve_batch);
   o.serve.seconds = o.seconds;
   o.tier.rows = absl::GetFlag(FLAGS_tier_rows);

@@ -20,6 +20,7 @@
 #include "worker/data/criteo_parser.h"
 #include "worker/data/synthetic.h"
 #include "worker/model_io.h"
+#include "worker/model_versions.h"
 #include "worker/serve/model_server.h"
 
 namespace pstrain::bench {
@@ -117,6 +118,67 @@ PhaseResult RunRequests(int port, const std::vector<std::string>& lines, int row
   return r;
 }
 
+struct DeltaResult {
+  PhaseResult requests;
+  uint64_t rows = 0, base_rows = 0;
+  double write_seconds = 0, served_after_seconds = 0;
+  bool served = false;
+};
+
+// A versioned folder with a base of max(rows, delta_rows) rows, served;
+// under 1-row requests, version 2: a delta of delta_rows rows (spread over
+// the tables like the base's rows, new values) and the dense weights.
+absl::StatusOr<DeltaResult> RunDelta(const ServeBenchOptions& options,
+                                     const std::vector<std::string>& lines,
+                                     const std::string& export_dir) {
+  DeltaResult r;
+  r.base_rows = std::max(options.rows, options.delta_rows);
+  PS_ASSIGN_OR_RETURN(worker::SavedModel base, MakeModel(lines, r.base_rows, 3));
+  base.exported = {1, false, 1, absl::ToUnixMillis(absl::Now())};
+  PS_RETURN_IF_ERROR(worker::WriteVersion(export_dir, base));
+  worker::SavedModel delta = base;
+  base.tables.clear();
+  std::mt19937_64 rng(4);
+  std::normal_distribution<float> value(0.0f, 0.05f);
+  for (worker::TableValues& t : delta.tables) {
+    if (t.spec.kind != TableKind::kSparse) continue;
+    const size_t keep = static_cast<size_t>(
+        static_cast<double>(t.ids.size()) * static_cast<double>(options.delta_rows) /
+        static_cast<double>(r.base_rows));
+    t.ids.resize(keep);
+    t.rows.resize(keep * t.spec.dim);
+    for (float& v : t.rows) v = value(rng);
+    r.rows += keep;
+  }
+  delta.step = 4;
+
+  worker::ServeOptions so;
+  so.model_dir = export_dir;
+  so.threads = options.threads;
+  so.poll = absl::Milliseconds(200);
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::ModelServer> server, worker::ModelServer::Start(so));
+  (void)RunRequests(server->port(), lines, 1, 0.5, nullptr);  // warm up
+  std::atomic<bool> done{false};
+  std::thread client([&] { r.requests = RunRequests(server->port(), lines, 1, 0, &done); });
+  const Clock::time_point t0 = Clock::now();
+  delta.exported = {2, true, 1, absl::ToUnixMillis(absl::Now())};
+  absl::Status written = worker::WriteVersion(export_dir, delta);
+  r.write_seconds = SecondsSince(t0);
+  const std::string want = worker::VersionName(2);
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (written.ok() && server->current()->model->version() != want && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  r.served_after_seconds = SecondsSince(t0);
+  r.served = server->current()->model->version() == want;
+  absl::SleepFor(absl::Milliseconds(500));  // and a little after the swap
+  done = true;
+  client.join();
+  server->Stop();
+  PS_RETURN_IF_ERROR(written);
+  return r;
+}
+
 }  // namespace
 
 absl::Status RunServeBench(const ServeBenchOptions& options) {
@@ -198,6 +260,9 @@ absl::Status RunServeBench(const ServeBenchOptions& options) {
   PS_RETURN_IF_ERROR(written);
   print("reload", 1, reload);
   const bool swapped = server->current()->model->version() != first_version;
+  server->Stop();
+  PS_ASSIGN_OR_RETURN(DeltaResult delta, RunDelta(options, lines, dir + "/export"));
+  print("delta", 1, delta.requests);
   JsonLine summary;
   summary.Add("bench", "serve")
       .Add("summary", true)
@@ -210,10 +275,17 @@ absl::Status RunServeBench(const ServeBenchOptions& options) {
       .Add("reload_served_after_seconds", swap_seconds)
       .Add("reload_new_version_served", swapped)
       .Add("reload_failures", reload.failures)
-      .Add("reload_p99_us", reload.latencies.Quantile(0.99));
+      .Add("reload_p99_us", reload.latencies.Quantile(0.99))
+      .Add("delta_rows", delta.rows)
+      .Add("delta_base_rows", delta.base_rows)
+      .Add("delta_write_seconds", delta.write_seconds)
+      .Add("delta_served_after_seconds", delta.served_after_seconds)
+      .Add("delta_served", delta.served)
+      .Add("delta_failures", delta.requests.failures)
+      .Add("delta_p99_us", delta.requests.latencies.Quantile(0.99));
   PrintResult(summary);
-  server->Stop();
   if (!swapped) return absl::InternalError("serve bench: the new version was not served within 60 s");
+  if (!delta.served) return absl::InternalError("serve bench: the delta was not served within 60 s");
   return absl::OkStatus();
 }
 

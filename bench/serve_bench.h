@@ -10,7 +10,12 @@
 //             written beside the served one, put in place, and loaded by
 //             the server's watcher: requests, failures, p50/p99 over the
 //             window, and whether the new version was being served at
-//             the end.
+//             the end;
+//   delta:    the same while a delta of --serve_delta_rows changed rows
+//             (version 2 of a versioned export folder, on a base of at
+//             least as many rows) is read, applied to the server's standby
+//             copy and swapped in: requests, failures, p50/p99, seconds
+//             until version 2 was served.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +26,7 @@ namespace pstrain::bench {
 
 struct ServeBenchOptions {
   uint64_t rows = 1'000'000;  // embedding rows of each version
+  uint64_t delta_rows = 1'000'000;  // rows of the delta phase's delta
   int threads = 2;            // the server's request threads
   int batch = 256;            // rows per request in the batch phase
   double seconds = 5;         // per phase
