@@ -39,15 +39,6 @@ absl::Status PushRanks(KvStore& store, const std::vector<uint64_t>& ranks, uint3
   return absl::OkStatus();
 }
 
-uint64_t FolderBytes(const std::string& dir) {
-  uint64_t bytes = 0;
-  std::error_code ec;
-  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-    if (e.is_regular_file(ec)) bytes += e.file_size(ec);
-  }
-  return bytes;
-}
-
 struct Exported {
   uint64_t rows = 0, bytes = 0;
   double dump_seconds = 0, write_seconds = 0;
@@ -78,7 +69,7 @@ absl::StatusOr<Exported> ExportVersion(KvStore& store, const std::string& dir, u
   start = Clock::now();
   PS_RETURN_IF_ERROR(worker::WriteVersion(dir, saved));
   e.write_seconds = SecondsSince(start);
-  e.bytes = FolderBytes(dir + "/" + worker::VersionName(seq));
+  e.bytes = worker::VersionBytes(dir, seq);
   return e;
 }
 

@@ -104,6 +104,15 @@ absl::Status WriteVersion(const std::string& dir, const SavedModel& model) {
   return WriteFileAtomically(dir + "/" + kLatest, name + "\n");  // fsyncs the folder too
 }
 
+uint64_t VersionBytes(const std::string& dir, uint64_t seq) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir + "/" + VersionName(seq), ec)) {
+    if (e.is_regular_file(ec)) bytes += e.file_size(ec);
+  }
+  return bytes;
+}
+
 absl::StatusOr<int> PruneVersions(const std::string& dir, int keep_bases) {
   PS_ASSIGN_OR_RETURN(uint64_t latest, ReadLatest(dir));
   std::map<uint64_t, std::string> versions;

@@ -44,6 +44,8 @@ absl::StatusOr<SavedModel> ReadVersion(const std::string& dir, uint64_t seq);
 // Writes `model` (model.exported filled: seq, delta, base) as version
 // model.exported.seq of `dir` (made if missing) and points LATEST at it.
 absl::Status WriteVersion(const std::string& dir, const SavedModel& model);
+// Bytes of the files of version `seq` in `dir` (0 when it is not there).
+uint64_t VersionBytes(const std::string& dir, uint64_t seq);
 // Removes the versions before the `keep_bases`-th newest base at or below
 // LATEST, and leftover .tmp folders. Returns the versions removed.
 absl::StatusOr<int> PruneVersions(const std::string& dir, int keep_bases);

@@ -13,19 +13,6 @@
 #include "worker/trainer.h"
 
 namespace pstrain::worker {
-namespace {
-
-uint64_t FolderBytes(const std::string& dir) {
-  uint64_t bytes = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.is_regular_file(ec)) bytes += e.file_size(ec);
-  }
-  return bytes;
-}
-
-}  // namespace
-
 absl::Status Trainer::CollectTables(int64_t step, const proto::DumpRequest& dump,
                                     SavedModel* saved, uint64_t* rows) {
   saved->tables.clear();
@@ -95,7 +82,7 @@ absl::Status Trainer::ExportVersion(int64_t step) {
                               absl::StrCat("writing version ", x.seq, " to ", dir)));
   export_latest_ = x.seq;
   export_step_ = step;
-  const uint64_t bytes = FolderBytes(dir + "/" + VersionName(x.seq));
+  const uint64_t bytes = VersionBytes(dir, x.seq);
   int pruned = 0;
   if (!x.delta) {
     export_base_ = x.seq;
