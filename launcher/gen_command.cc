@@ -1,5 +1,7 @@
 // pstrain gen: synthetic Criteo-format data from a hidden teacher model.
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -31,7 +33,8 @@ FlagSet GenFlags() {
                                   "seen before (a growing, long-tailed id space; 0: none).")
       .Define("stream", "", "Write a stream of partitions into this folder instead of --out: "
                             "DIR/YYYY-MM-DD/HH/part-0.tsv and a _SUCCESS marker each, --rows "
-                            "rows per partition, one hour apart by name.")
+                            "rows per partition, one hour apart by name; a partition already "
+                            "complete is kept (a restarted writer goes on where it stopped).")
       .Define("partitions", "10", "--stream: partitions to write.")
       .Define("stream_from", "2026-12-01T00", "--stream: the first partition's hour (UTC).")
       .Define("drift", "0", "--stream: fraction of every field's values that turn into new ids "
@@ -71,10 +74,18 @@ absl::Status WriteStream(const FlagSet& flags, worker::SyntheticOptions o, const
   }
   o.drift = drift;
   const int64_t first = o.first_row;
+  bool wrote = false;
   for (int64_t k = 0; k < partitions; ++k) {
-    if (k > 0 && interval > 0) absl::SleepFor(absl::Seconds(interval));
     const std::string name = absl::FormatTime("%Y-%m-%d/%H", from + absl::Hours(k), absl::UTCTimeZone());
     const std::string folder = absl::StrCat(dir, "/", name);
+    if (std::error_code ec; std::filesystem::exists(folder + "/_SUCCESS", ec)) {
+      // A restarted writer keeps what it wrote: a trainer may have read it.
+      std::printf("partition %s: already complete, kept\n", name.c_str());
+      std::fflush(stdout);
+      continue;
+    }
+    if (wrote && interval > 0) absl::SleepFor(absl::Seconds(interval));
+    wrote = true;
     PS_RETURN_IF_ERROR(MakeDirs(folder));
     o.era = k;
     o.first_row = first + k * o.rows;

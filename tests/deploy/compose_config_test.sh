@@ -11,7 +11,9 @@ if ! command -v docker-compose >/dev/null 2>&1; then
 fi
 # Only the defaults written in the files count, not this shell's settings.
 unset COMPOSE_FILE COMPOSE_PROJECT_NAME WORKERS PSTRAIN_IMAGE PSTRAIN_GPU_IMAGE \
-      TRAIN_ROWS EVAL_ROWS DATA_SEED MODEL EPOCHS BATCH_SIZE CONSISTENCY
+      TRAIN_ROWS EVAL_ROWS DATA_SEED MODEL EPOCHS BATCH_SIZE CONSISTENCY \
+      PARTITIONS PARTITION_ROWS PARTITION_INTERVAL_SECS DRIFT STREAM_IDLE_SECS \
+      EXPORT_EVERY_SECS SERVE_PORT CHECKPOINT_EVERY_SECS
 cd "$repo"
 fail=0
 check() {
@@ -30,4 +32,5 @@ check() {
 check "compose" -f docker/docker-compose.yml
 check "compose+gpu" -f docker/docker-compose.yml -f docker/docker-compose.gpu.yml
 WORKERS=4 check "compose, WORKERS=4" -f docker/docker-compose.yml
+check "compose online" -f docker/docker-compose.online.yml
 exit $fail

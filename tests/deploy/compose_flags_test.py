@@ -154,6 +154,11 @@ def main():
                          ("compose+gpu", [lib.COMPOSE, lib.COMPOSE_GPU])):
         compose = lib.load_compose(files, clean)
         check_services(label, compose, args.bin_dir, own, errors)
+    # The online stack: every PSTRAIN_* variable a flag of its binary too.
+    online = lib.load_compose([lib.COMPOSE_ONLINE], clean)["services"]
+    for name, svc in online.items():
+        errors += lib.check_env_names("compose online: service " + name, lib.role_of(svc),
+                                      svc.get("environment", {}).keys(), args.bin_dir, own)
     # WORKERS sizes the job: the coordinator waits for that many workers.
     scaled = lib.load_compose([lib.COMPOSE], dict(clean, WORKERS="5"))
     # ... and, the same variable, the number of worker containers.

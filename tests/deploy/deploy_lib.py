@@ -15,6 +15,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOCKER_DIR = os.path.join(REPO, "docker")
 COMPOSE = os.path.join(DOCKER_DIR, "docker-compose.yml")
 COMPOSE_GPU = os.path.join(DOCKER_DIR, "docker-compose.gpu.yml")
+COMPOSE_ONLINE = os.path.join(DOCKER_DIR, "docker-compose.online.yml")
 ENTRYPOINT = os.path.join(DOCKER_DIR, "entrypoint.sh")
 
 # The binary each entrypoint role runs (gen reads no PSTRAIN_* flag variables).

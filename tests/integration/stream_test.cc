@@ -6,10 +6,12 @@
 // the model ends exactly where the unbroken run's does).
 #include <signal.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <string>
@@ -271,6 +273,49 @@ TEST(Stream, ServerKilledMidStreamRollsBackAndTrainsEveryRowExactlyOnce) {
 // server, and its replacement resumes from the checkpoint's position.
 TEST(Stream, WorkerKilledMidStreamWithRecoverWorkersTrainsEveryRowExactlyOnce) {
   KillMidStreamAndCheckExactlyOnce("worker 0", {"--recover_workers"});
+}
+
+}  // namespace
+}  // namespace pstrain::testing
+
+namespace pstrain::testing {
+namespace {
+
+std::string FileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A writer restarted on its folder (a container restarted by its policy)
+// keeps the partitions it completed, which a trainer may have read, and
+// writes the rest: with the same seed, as the unbroken writer would have.
+TEST(Stream, ARestartedWriterKeepsItsCompletePartitions) {
+  const std::string dir = MakeTempDir("pstrain-stream-rewrite");
+  const std::string stream = dir + "/stream", whole = dir + "/whole";
+  std::string log;
+  ASSERT_EQ(RunPstrain({"gen", "--stream=" + whole, "--rows=300", "--partitions=3"},
+                       dir + "/whole.log", &log, absl::Minutes(1)),
+            0);
+  ASSERT_EQ(RunPstrain({"gen", "--stream=" + stream, "--rows=300", "--partitions=2"},
+                       dir + "/first.log", &log, absl::Minutes(1)),
+            0);
+  const std::string first = stream + "/" + PartitionName(0) + "/part-0.tsv";
+  std::filesystem::last_write_time(first, std::filesystem::file_time_type::clock::now() -
+                                              std::chrono::hours(1));
+  const auto stamp = std::filesystem::last_write_time(first);
+  ASSERT_EQ(RunPstrain({"gen", "--stream=" + stream, "--rows=300", "--partitions=3"},
+                       dir + "/again.log", &log, absl::Minutes(1)),
+            0);
+  EXPECT_NE(log.find("partition " + PartitionName(0) + ": already complete, kept"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(std::filesystem::last_write_time(first), stamp) << "partition 0 was written again";
+  for (int k = 0; k < 3; ++k) {
+    const std::string part = "/" + PartitionName(k) + "/part-0.tsv";
+    EXPECT_FALSE(FileText(stream + part).empty()) << part;
+    EXPECT_EQ(FileText(stream + part), FileText(whole + part)) << part;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
