@@ -7,12 +7,13 @@ stream: the writer makes PARTITIONS partitions, the cluster trains each as it
 completes and exports versions, `pstrain serve` serves the export volume. The
 run must end with every container but `serve` exited 0, one partition line per
 partition in the metrics with every row trained once, versions in the export
-volume (a base, then deltas), and `serve` serving the version LATEST names.
+volume (a base, then deltas), `serve` serving the version LATEST names, and
+a POST /predict of rows from the stream answered with a probability each.
 
 Network safety as in compose_test.py: the project's network is `internal`,
 every container's DNS points at 127.0.0.1, and the published port of `serve`
-is bound to 127.0.0.1 only (no route reaches it from the internal network, so
-the check reads serve's log, not HTTP).
+is bound to 127.0.0.1 only; the test reaches `serve` at its address on the
+project's bridge.
 
 Skips (exit 77) when not root or without docker.io / docker-compose / debootstrap.
 """
@@ -62,6 +63,35 @@ def write_override(work, mounts):
     with open(path, "w") as f:
         f.write("\n".join(lines))
     return path
+
+
+def predict_over_http(docker, containers, work, rows):
+    """POSTs rows of the first partition to serve at its address on the
+    project's network (the host's side of that bridge reaches it); returns
+    what it saw, or raises Failure on a bad answer."""
+    import urllib.error
+    import urllib.request
+    cid = docker.docker("ps", "-q", "--filter", "label=com.docker.compose.project=" + PROJECT,
+                        "--filter", "label=com.docker.compose.service=serve").split()[0]
+    ip = docker.docker("inspect", "-f",
+                       "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", cid).split()[0]
+    part = sorted(d for d in os.listdir(os.path.join(work, "stream")))[0]
+    path = os.path.join(work, "stream", part)
+    path = os.path.join(path, sorted(os.listdir(path))[0], "part-0.tsv")
+    with open(path) as f:
+        lines = [next(f).split("\t", 1)[1] for _ in range(8)]
+    body = "".join(lines).encode()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(
+                "http://%s:8500/predict" % ip, data=body), timeout=10) as r:
+            answer = json.loads(r.read())
+    except (urllib.error.URLError, OSError) as e:
+        raise Failure("POST /predict to serve at %s:8500 failed: %s" % (ip, e))
+    probs = answer.get("probabilities") or []
+    if len(probs) != len(lines) or not all(0 < p < 1 for p in probs):
+        raise Failure("POST /predict of %d rows answered %s" % (len(lines), answer))
+    return "POST /predict: %d probabilities from version %s" % (len(probs),
+                                                              answer.get("model_version"))
 
 
 def main():
@@ -165,11 +195,12 @@ def main():
                 if served != latest:
                     raise Failure("serve serves %s, LATEST is %s:\n%s" % (served, latest,
                                                                          slog[-3000:]))
+                predicted = predict_over_http(docker, containers, work, args.rows)
                 aucs = ["%.4f" % p["progressive_auc"] for p in parts]
                 log("job ended in %.0f s, every container exit 0; rows per partition %s; "
-                    "progressive AUC %s; %d versions exported (%s), serve serves %s" % (
+                    "progressive AUC %s; %d versions exported (%s), serve serves %s; %s" % (
                         wall, sorted(rows.values()), aucs, len(versions), ",".join(versions),
-                        served))
+                        served, predicted))
                 print(json.dumps({"name": "docker_online", "wall_s": round(wall, 1),
                                   "partitions": len(rows), "versions": len(versions),
                                   "served": served, "progressive_auc": aucs}))
