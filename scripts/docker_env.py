@@ -89,6 +89,47 @@ def missing_tools():
     return why
 
 
+def compose_missing_tools():
+    """missing_tools(), and docker-compose for the compose tests."""
+    why = missing_tools()
+    if not shutil.which("docker-compose"):
+        why.append("no docker-compose")
+    return why
+
+
+def compose_work_dir(prefix, folders, uid):
+    """A fresh folder under /var/tmp with `folders` in it owned by `uid` (the
+    image's user), for a compose project's bind mounts."""
+    work = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+    os.chmod(work, 0o755)
+    for name in folders:
+        path = os.path.join(work, name)
+        os.makedirs(path, exist_ok=True)
+        os.chown(path, uid, uid)
+    return work
+
+
+def write_compose_override(work, volumes, mounts):
+    """WORK/override.yml for a compose project under test: each service of
+    `volumes` ({service: [folder, ...]}) gets WORK/folder bind-mounted at
+    /folder and the host library folders `mounts` (read-only; the image's
+    loader is told of them), DNS pointed at 127.0.0.1 where nothing answers,
+    and the default network is made internal (no route out). Returns its path."""
+    ro = ['"%s:%s:ro"' % (m, m) for m in mounts]
+    lines = ['version: "3.8"', "services:"]
+    for svc, names in volumes.items():
+        binds = ['"%s:/%s"' % (os.path.join(work, n), n) for n in names]
+        lines += ["  %s:" % svc, "    dns: [127.0.0.1]",
+                  "    volumes: [%s]" % ", ".join(binds + ro)]
+        if mounts:
+            lines += ["    environment:", '      LD_LIBRARY_PATH: "%s"' % ":".join(mounts)]
+    lines += ["networks:", "  default:", "    internal: true", ""]
+    path = os.path.join(work, "override.yml")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    return path
+
+
 class PrivateDocker:
     """dockerd on a private socket; a context manager that stops it."""
 

@@ -36,7 +36,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -76,23 +75,9 @@ class Stack:
         self._write_override(mounts)
 
     def _write_override(self, mounts):
-        ro = ['"%s:%s:ro"' % (m, m) for m in mounts]
-        lines = ['version: "3.8"', "services:"]
         vols = {"gen": ["data"], "coordinator": ["checkpoints"],
                 "server0": ["checkpoints"], "server1": ["checkpoints"], "worker": ["data"]}
-        for svc, names in vols.items():
-            binds = ['"%s:/%s"' % (os.path.join(self.work, n), n) for n in names]
-            lines += ["  %s:" % svc,
-                      "    dns: [127.0.0.1]",
-                      "    volumes: [%s]" % ", ".join(binds + ro)]
-            if mounts:
-                # The loader in the image knows nothing of the host's
-                # ld.so.conf: name the mounted library folders.
-                lines += ["    environment:",
-                          '      LD_LIBRARY_PATH: "%s"' % ":".join(mounts)]
-        lines += ["networks:", "  default:", "    internal: true", ""]
-        with open(self.override, "w") as f:
-            f.write("\n".join(lines))
+        docker_env.write_compose_override(self.work, vols, mounts)
 
     def remaining(self):
         return self.deadline - time.time()
@@ -357,16 +342,12 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
-    why = docker_env.missing_tools()
+    why = docker_env.compose_missing_tools()
     if why:
         print("SKIP: " + "; ".join(why))
         return SKIP
-    if not shutil.which("docker-compose"):
-        print("SKIP: no docker-compose")
-        return SKIP
     deadline = time.time() + args.time_limit
-    work = tempfile.mkdtemp(prefix="pstrain-compose-", dir="/var/tmp")
-    os.chmod(work, 0o755)
+    work = docker_env.compose_work_dir("pstrain-compose-", (), UID)
     # Every variable docker-compose.yml reads, so that none comes from the
     # caller's environment.
     env = {"WORKERS": "2", "TRAIN_ROWS": str(args.train_rows), "EVAL_ROWS": str(args.eval_rows),

@@ -25,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -48,21 +47,6 @@ def log(msg):
 
 class Failure(Exception):
     pass
-
-
-def write_override(work, mounts):
-    ro = ['"%s:%s:ro"' % (m, m) for m in mounts]
-    lines = ['version: "3.8"', "services:"]
-    for svc, names in VOLUMES.items():
-        binds = ['"%s:/%s"' % (os.path.join(work, n), n) for n in names]
-        lines += ["  %s:" % svc, "    dns: [127.0.0.1]", "    volumes: [%s]" % ", ".join(binds + ro)]
-        if mounts:
-            lines += ["    environment:", '      LD_LIBRARY_PATH: "%s"' % ":".join(mounts)]
-    lines += ["networks:", "  default:", "    internal: true", ""]
-    path = os.path.join(work, "override.yml")
-    with open(path, "w") as f:
-        f.write("\n".join(lines))
-    return path
 
 
 def predict_over_http(docker, containers, work, rows):
@@ -102,19 +86,13 @@ def main():
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
-    why = docker_env.missing_tools()
+    why = docker_env.compose_missing_tools()
     if why:
         print("SKIP: " + "; ".join(why))
         return SKIP
-    if not shutil.which("docker-compose"):
-        print("SKIP: no docker-compose")
-        return SKIP
     deadline = time.time() + args.time_limit
-    work = tempfile.mkdtemp(prefix="pstrain-online-", dir="/var/tmp")
-    os.chmod(work, 0o755)
-    for d in ("stream", "checkpoints", "export", "metrics"):
-        os.makedirs(os.path.join(work, d))
-        os.chown(os.path.join(work, d), UID, UID)
+    work = docker_env.compose_work_dir("pstrain-online-", ("stream", "checkpoints", "export",
+                                                           "metrics"), UID)
     env = {"WORKERS": "2", "PARTITIONS": str(args.partitions), "PARTITION_ROWS": str(args.rows),
            "PARTITION_INTERVAL_SECS": "5", "DRIFT": "0.05", "STREAM_IDLE_SECS": "20",
            "EXPORT_EVERY_SECS": "5", "CHECKPOINT_EVERY_SECS": "5", "MODEL": "dlrm",
@@ -125,7 +103,7 @@ def main():
         with docker_env.PrivateDocker(deadline=deadline - 60) as docker:
             docker.probe_containers()
             mounts = docker.prebuilt_image(args.bin_dir, IMAGE)
-            override = write_override(work, mounts)
+            override = docker_env.write_compose_override(work, VOLUMES, mounts)
             denv = docker.env(dict(env, PSTRAIN_IMAGE=IMAGE))
 
             def compose(*a, timeout=120, check=True):
