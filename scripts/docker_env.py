@@ -89,6 +89,12 @@ def missing_tools():
     return why
 
 
+# The image the compose tests build from a build's binaries, and its user
+# (docker/Dockerfile), who must own the folders bind-mounted into it.
+TEST_IMAGE = "pstrain:test"
+IMAGE_UID = 10001
+
+
 def compose_missing_tools():
     """missing_tools(), and docker-compose for the compose tests."""
     why = missing_tools()
@@ -323,7 +329,7 @@ class PrivateDocker:
             self.docker(*cmd, capture=False, timeout=self._bounded(timeout))
         return time.time() - t0
 
-    def prebuilt_image(self, bin_dir, tag="pstrain:test"):
+    def prebuilt_image(self, bin_dir, tag=TEST_IMAGE):
         """The runtime image around the binaries in `bin_dir`.
 
         Returns the host folders the containers must mount read-only at the
@@ -411,7 +417,7 @@ def main():
                 if args.full:
                     d.full_image(args.tag or "pstrain:cpu")
                 else:
-                    d.prebuilt_image(args.bin_dir, args.tag or "pstrain:test")
+                    d.prebuilt_image(args.bin_dir, args.tag or TEST_IMAGE)
                 return 0
             command = args.command[1:] if args.command[:1] == ["--"] else args.command
             if not command:

@@ -45,8 +45,8 @@ import docker_env  # noqa: E402
 SKIP = 77
 COMPOSE = os.path.join(REPO, "docker", "docker-compose.yml")
 PROJECT = "pstrain-dockertest"
-IMAGE = "pstrain:test"
-UID = 10001  # the image's user (docker/Dockerfile)
+IMAGE = docker_env.TEST_IMAGE
+UID = docker_env.IMAGE_UID
 
 
 class Failure(Exception):

@@ -34,8 +34,8 @@ import docker_env  # noqa: E402
 SKIP = 77
 COMPOSE = os.path.join(REPO, "docker", "docker-compose.online.yml")
 PROJECT = "pstrain-onlinetest"
-IMAGE = "pstrain:test"
-UID = 10001  # the image's user (docker/Dockerfile)
+IMAGE = docker_env.TEST_IMAGE
+UID = docker_env.IMAGE_UID
 VOLUMES = {"stream": ["stream"], "coordinator": ["checkpoints"], "server0": ["checkpoints"],
            "server1": ["checkpoints"], "worker": ["stream", "export", "metrics"],
            "serve": ["export"]}
