@@ -1,9 +1,16 @@
 #include "common/checkpoint/shard_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/checksum.h"
 #include "common/status.h"
 
 namespace pstrain {
@@ -136,23 +143,57 @@ absl::StatusOr<std::string> ShardFileWriter::Finish() {
   return absl::StrFormat("%016x", sum);
 }
 
+ShardFile::~ShardFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status ShardFile::ReadAt(uint64_t at, void* dst, size_t n) const {
+  char* out = static_cast<char*>(dst);
+  while (n > 0) {
+    const ssize_t got = pread(fd_, out, n, static_cast<off_t>(at));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return ErrnoToStatus(errno, absl::StrCat("read checkpoint shard ", path_));
+    if (got == 0) {
+      return absl::DataLossError(absl::StrCat("checkpoint shard ", path_,
+                                              ": the file became shorter while it was read"));
+    }
+    out += got;
+    at += static_cast<uint64_t>(got);
+    n -= static_cast<size_t>(got);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& path) {
-  auto f = std::make_unique<ShardFile>();
+  std::unique_ptr<ShardFile> f(new ShardFile());
   f->path_ = path;
-  PS_ASSIGN_OR_RETURN(f->data_, ReadFileToString(path));
-  const std::string& d = f->data_;
+  f->fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f->fd_ < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+  struct stat info;
+  if (fstat(f->fd_, &info) != 0) return ErrnoToStatus(errno, absl::StrCat("stat ", path));
+  f->size_ = static_cast<uint64_t>(std::max<off_t>(info.st_size, 0));
   auto bad = [&](const std::string& why) {
     return absl::DataLossError(absl::StrCat("checkpoint shard ", path, ": ", why));
   };
-  if (d.size() < sizeof(FileHeader) + 8) return bad("truncated (shorter than its header)");
-  Checksum64 sum;
-  sum.Update(d.data(), d.size() - 8);
-  uint64_t stored;
-  std::memcpy(&stored, d.data() + d.size() - 8, 8);
-  if (sum.Digest() != stored) return bad("checksum mismatch (corrupt or truncated)");
-  f->checksum_ = absl::StrFormat("%016x", stored);
+  const uint64_t size = f->size_;
+  if (size < sizeof(FileHeader) + 8) return bad("truncated (shorter than its header)");
+  // The checksum first, in one sequential pass of large reads.
+  posix_fadvise(f->fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  {
+    Checksum64 sum;
+    std::vector<char> chunk(std::min<uint64_t>(size - 8, 4 << 20));
+    for (uint64_t at = 0; at < size - 8; at += chunk.size()) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), size - 8 - at));
+      PS_RETURN_IF_ERROR(f->ReadAt(at, chunk.data(), n));
+      sum.Update(chunk.data(), n);
+    }
+    uint64_t stored;
+    PS_RETURN_IF_ERROR(f->ReadAt(size - 8, &stored, 8));
+    if (sum.Digest() != stored) return bad("checksum mismatch (corrupt or truncated)");
+    f->checksum_ = absl::StrFormat("%016x", stored);
+  }
   FileHeader h;
-  std::memcpy(&h, d.data(), sizeof(h));
+  PS_RETURN_IF_ERROR(f->ReadAt(0, &h, sizeof(h)));
   if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) return bad("not a pstrain checkpoint shard");
   if (h.version != kVersion && h.version != kVersionWithSketches) {
     return bad(absl::StrCat("format version ", h.version));
@@ -160,38 +201,45 @@ absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& pa
   f->rank_ = static_cast<int>(h.rank);
   f->servers_ = static_cast<int>(h.servers);
   f->step_ = h.step;
-  size_t pos = sizeof(FileHeader);
-  const size_t end = d.size() - 8;
+  uint64_t pos = sizeof(FileHeader);
+  const uint64_t end = size - 8;
   for (uint32_t i = 0; i < h.sections; ++i) {
     if (end - pos < sizeof(SectionHeader)) return bad("section header past the end");
     SectionHeader s;
-    std::memcpy(&s, d.data() + pos, sizeof(s));
+    PS_RETURN_IF_ERROR(f->ReadAt(pos, &s, sizeof(s)));
     pos += sizeof(s);
     if (s.payload_bytes > end - pos) return bad(absl::StrCat("section ", i, " runs past the end"));
     Section sec;
     sec.info = {s.table, s.kind == 0 ? TableKind::kDense : TableKind::kSparse, s.dim,
                 s.state_floats, s.offset, s.count, s.step, s.kind == 2};
-    const char* p = d.data() + pos;
     if (s.kind == 0) {
       if (s.count > s.payload_bytes / 4 || s.payload_bytes != 4 * (s.count + uint64_t{s.state_floats})) {
         return bad(absl::StrCat("dense section ", i, " has inconsistent sizes"));
       }
-      sec.weights = {reinterpret_cast<const float*>(p), s.count};
-      sec.state = {reinterpret_cast<const float*>(p + 4 * s.count), s.state_floats};
     } else if (s.kind == 1) {
       size_t rec = SparseRecordBytes(s.dim, s.state_floats);
       if (s.dim == 0 || s.count > s.payload_bytes / rec || s.payload_bytes != s.count * rec) {
         return bad(absl::StrCat("sparse section ", i, " has inconsistent sizes"));
       }
-      sec.rows = p;
+      sec.rows_at = pos;
     } else if (s.kind == 2 && h.version >= kVersionWithSketches) {
       if (s.dim == 0 || s.count > s.payload_bytes / 2 || s.payload_bytes != 2 * s.count ||
           s.offset == 0 || s.count / s.dim != s.offset || s.count % s.dim != 0) {
         return bad(absl::StrCat("admission sketch section ", i, " has inconsistent sizes"));
       }
-      sec.sketch = {reinterpret_cast<const uint16_t*>(p), s.count};
     } else {
       return bad(absl::StrCat("section ", i, " has an unknown kind"));
+    }
+    if (s.kind != 1) {  // dense weights and state, or sketch counters: kept
+      std::vector<char>& bytes = f->payloads_.emplace_back(s.payload_bytes);
+      PS_RETURN_IF_ERROR(f->ReadAt(pos, bytes.data(), bytes.size()));
+      const char* p = bytes.data();
+      if (s.kind == 0) {
+        sec.weights = {reinterpret_cast<const float*>(p), s.count};
+        sec.state = {reinterpret_cast<const float*>(p + 4 * s.count), s.state_floats};
+      } else {
+        sec.sketch = {reinterpret_cast<const uint16_t*>(p), s.count};
+      }
     }
     pos += s.payload_bytes;
     f->sections_.push_back(sec);
@@ -200,18 +248,27 @@ absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& pa
   return f;
 }
 
-void ShardFile::ForEachRow(const Section& s,
-                           absl::FunctionRef<void(const SparseRowView&)> fn) const {
-  size_t rec = SparseRecordBytes(s.info.dim, s.info.state_floats);
-  for (uint64_t r = 0; r < s.info.count; ++r) {
-    const char* p = s.rows + r * rec;
-    SparseRowView v;
-    std::memcpy(&v.id, p, 8);
-    std::memcpy(&v.step, p + 8, 4);
-    v.values = {reinterpret_cast<const float*>(p + 12), s.info.dim};
-    v.state = {reinterpret_cast<const float*>(p + 12 + 4 * size_t{s.info.dim}), s.info.state_floats};
-    fn(v);
+absl::Status ShardFile::ForEachRow(const Section& s,
+                                   absl::FunctionRef<void(const SparseRowView&)> fn) const {
+  const size_t rec = SparseRecordBytes(s.info.dim, s.info.state_floats);
+  // Whole records per read, about 1 MiB; floats are read unaligned (x86).
+  const uint64_t per_chunk = std::max<size_t>(1, (1 << 20) / rec);
+  std::vector<char> chunk(static_cast<size_t>(std::min<uint64_t>(per_chunk, s.info.count) * rec));
+  for (uint64_t first = 0; first < s.info.count; first += per_chunk) {
+    const uint64_t n = std::min<uint64_t>(per_chunk, s.info.count - first);
+    PS_RETURN_IF_ERROR(ReadAt(s.rows_at + first * rec, chunk.data(), static_cast<size_t>(n * rec)));
+    for (uint64_t r = 0; r < n; ++r) {
+      const char* p = chunk.data() + r * rec;
+      SparseRowView v;
+      std::memcpy(&v.id, p, 8);
+      std::memcpy(&v.step, p + 8, 4);
+      v.values = {reinterpret_cast<const float*>(p + 12), s.info.dim};
+      v.state = {reinterpret_cast<const float*>(p + 12 + 4 * size_t{s.info.dim}),
+                 s.info.state_floats};
+      fn(v);
+    }
   }
+  return absl::OkStatus();
 }
 
 }  // namespace pstrain

@@ -18,7 +18,10 @@
 // Little-endian. Written through AtomicFileWriter (temp, fsync, rename).
 // Reading checks the checksum and every size against the file's length
 // before touching the data, so a corrupt or truncated file is refused with a
-// DataLoss naming it.
+// DataLoss naming it. A shard is never held in memory whole: Read streams the
+// file once for its checksum and keeps the (small) dense and sketch payloads;
+// sparse rows are streamed from the open file by ForEachRow, so a server
+// restores a table many times its RAM.
 #pragma once
 
 #include <cstdint>
@@ -73,7 +76,8 @@ class ShardFileWriter {
   bool sketches_;
 };
 
-// A shard file read into memory and verified.
+// A verified shard file: its sections, dense and sketch payloads in memory,
+// sparse rows read from the file on demand.
 class ShardFile {
  public:
   struct SparseRowView {
@@ -86,23 +90,34 @@ class ShardFile {
     ShardSectionInfo info;
     std::span<const float> weights;  // dense
     std::span<const float> state;    // dense
-    const char* rows = nullptr;      // sparse records
+    uint64_t rows_at = 0;            // sparse records: their offset in the file
     std::span<const uint16_t> sketch;  // sketch counters (info.sketch)
   };
 
   static absl::StatusOr<std::unique_ptr<ShardFile>> Read(const std::string& path);
+  ~ShardFile();
+  ShardFile(const ShardFile&) = delete;
+  ShardFile& operator=(const ShardFile&) = delete;
 
   int rank() const { return rank_; }
   int servers() const { return servers_; }
   uint64_t step() const { return step_; }
   const std::string& checksum() const { return checksum_; }
-  uint64_t bytes() const { return data_.size(); }
+  uint64_t bytes() const { return size_; }
   const std::vector<Section>& sections() const { return sections_; }
-  void ForEachRow(const Section& s, absl::FunctionRef<void(const SparseRowView&)> fn) const;
+  // Streams a sparse section's rows, in the order they were written. A read
+  // error, or a file cut short since Read, is an error naming the file.
+  absl::Status ForEachRow(const Section& s,
+                          absl::FunctionRef<void(const SparseRowView&)> fn) const;
 
  private:
+  ShardFile() = default;
+  absl::Status ReadAt(uint64_t at, void* dst, size_t n) const;
+
   std::string path_;
-  std::string data_;  // the whole file (aligned copies of floats are not needed on x86)
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::vector<std::vector<char>> payloads_;  // dense and sketch sections' bytes
   int rank_ = 0;
   int servers_ = 0;
   uint64_t step_ = 0;

@@ -360,13 +360,14 @@ absl::Status KvStore::Restore(const std::vector<std::string>& shard_files) {
         }
         absl::Status st;
         t->AdvanceClock(shard->step());  // restored rows count as updated then
-        shard->ForEachRow(sec, [&](const ShardFile::SparseRowView& r) {
+        absl::Status read = shard->ForEachRow(sec, [&](const ShardFile::SparseRowView& r) {
           if (!st.ok() || SparseOwner(r.id, layout_.num_servers) != rank_ ||
               SparseOwnerPart(r.id, layout_.num_servers, parts_) != part_) {
             return;
           }
           st = t->InsertRow(r.id, r.values, r.state, r.step);
         });
+        PS_RETURN_IF_ERROR(read);
         if (st.ok()) st = t->FinishRestore();
         PS_RETURN_IF_ERROR(Annotate(st, file));
         continue;

@@ -67,6 +67,7 @@ void RowIndex::Rehash(size_t new_capacity) {
   const size_t old_capacity = old != nullptr ? capacity_ : 0;
   slots_ = static_cast<uint8_t*>(slots_buffer_.data());
   capacity_ = new_capacity;
+  seed_ = Mix64(new_capacity);
   max_size_ = MaxSizeFor(new_capacity);
   for (size_t i = 0; i < old_capacity; ++i) {
     uint64_t key;

@@ -90,8 +90,13 @@ class RowIndex {
   // The slot a lookup starts at: the hash scaled to [0, capacity) by a
   // multiply (Lemire's range reduction), as the capacity is not a power
   // of two.
+  // The hash is seeded by the capacity: an index filled in another one's
+  // slot order (a restore of a saved table, whose rows come in the order of
+  // their old homes) would otherwise pile them into one run at the front of
+  // a smaller array, and each insert would probe it all (quadratic).
   size_t Home(uint64_t id) const {
-    return static_cast<size_t>((static_cast<unsigned __int128>(Mix64(id)) * capacity_) >> 64);
+    return static_cast<size_t>((static_cast<unsigned __int128>(Mix64(id ^ seed_)) * capacity_) >>
+                               64);
   }
   uint64_t KeyAt(size_t pos) const {
     uint64_t key;
@@ -117,6 +122,7 @@ class RowIndex {
   PageBuffer slots_buffer_;  // huge pages once the index passes 2 MiB
   uint8_t* slots_ = nullptr;  // slots_buffer_.data()
   size_t capacity_ = 0;
+  uint64_t seed_ = 0;  // Mix64(capacity_)
   size_t size_ = 0;
   size_t max_size_ = 0;
 };

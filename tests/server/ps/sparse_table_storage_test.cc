@@ -1,4 +1,5 @@
 // The storage under SparseTable: RowIndex, RowArena and PageBuffer.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -38,6 +39,37 @@ TEST(RowIndex, ForEachVisitsEachEntryOnceAndClearEmpties) {
   index.Clear();
   EXPECT_EQ(index.size(), 0u);
   EXPECT_EQ(index.Find(700), RowIndex::kNoRow);
+}
+
+// The longest run of occupied slots: what an unsuccessful lookup may probe.
+size_t LongestRun(const RowIndex& index) {
+  size_t longest = 0, run = 0;
+  for (size_t pos = 0; pos < index.capacity(); ++pos) {
+    uint64_t id;
+    run = index.SlotRow(pos, &id) == RowIndex::kNoRow ? 0 : run + 1;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+
+TEST(RowIndex, FillingFromAnotherIndexsSlotOrderKeepsProbeRunsShort) {
+  // A restore inserts a saved table's rows in its slot order into an index
+  // that starts small. With one hash for every capacity, those ids arrive
+  // sorted by home and pile into one run at the front (each insert probing
+  // it all: 16 M rows took hours); seeded by capacity, runs stay short.
+  RowIndex saved;
+  saved.Reserve(400000);
+  for (uint64_t i = 0; i < 200000; ++i) saved.Insert(i, static_cast<uint32_t>(i));
+  RowIndex restored;
+  size_t inserted = 0, worst = 0;
+  saved.ForEach([&](uint64_t id, uint32_t row) {
+    restored.Insert(id, row);
+    if (++inserted % 5000 == 0) worst = std::max(worst, LongestRun(restored));
+  });
+  ASSERT_EQ(restored.size(), saved.size());
+  // Measured: at most 188 seeded, 139 892 with one hash for all capacities.
+  EXPECT_LT(worst, 1000u);
+  for (uint64_t i = 0; i < 200000; i += 997) EXPECT_EQ(restored.Find(i), i);
 }
 
 TEST(RowIndex, ReserveAvoidsLaterGrowth) {
