@@ -30,8 +30,8 @@ ABSL_FLAG(int, server_threads, 1,
           "I/O thread owns the whole shard (no hand-over; best when cores are scarce).");
 ABSL_FLAG(std::string, server_memory_budget, "",
           "Memory for this server's tables, e.g. 1GB or 512MiB (K, M, G, T: powers of 1024). "
-          "Sparse rows past it live in a disk tier in --tier_dir (--tier_store): the most recently "
-          "used rows stay in RAM, the others are read from disk when a request needs them. The "
+          "Sparse rows past it live in a disk tier in --tier_dir (--tier_store): the rows used most stay in RAM, "
+          "the others are read (and, used once, updated) on disk when a request needs them. The "
           "budget also covers the dense tables, the tier's own 48 MiB per server thread and 64 "
           "MiB for the process. Empty: every row in RAM.");
 ABSL_FLAG(std::string, tier_dir, "",

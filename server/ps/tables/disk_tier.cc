@@ -165,9 +165,10 @@ DiskTier::~DiskTier() {
 }
 
 absl::Status DiskTier::Get(uint32_t table, std::span<const uint64_t> ids, size_t row_bytes,
-                           char* out, std::vector<uint8_t>* found) {
+                           char* out, std::vector<uint8_t>* found, bool count_uses,
+                           uint16_t epoch) {
   if (slots_) {
-    slots_->Get(table, ids, row_bytes, out, found);
+    slots_->Get(table, ids, row_bytes, out, found, count_uses, epoch);
     return absl::OkStatus();
   }
   const size_t n = ids.size();
@@ -194,7 +195,7 @@ absl::Status DiskTier::Get(uint32_t table, std::span<const uint64_t> ids, size_t
                                               row_bytes));
     }
     std::memcpy(out + i * row_bytes, values[i].data(), row_bytes);
-    (*found)[i] = 1;
+    (*found)[i] = kUsesUnknown;
   }
   return absl::OkStatus();
 }

@@ -81,9 +81,13 @@ class DiskTier {
   const std::string& path() const { return path_; }
 
   // Looks up ids of `table`: for each i with found[i], out[i * row_bytes,
-  // +row_bytes) holds its row. An error (I/O, corruption) names the tier.
+  // +row_bytes) holds its row. found[i] is 0 for an id the tier lacks, else
+  // 1 + the row's recent uses (SlotStore::Get; count_uses: this read is
+  // one; `epoch` ages them) or kUsesUnknown (RocksDB keeps no counts). An
+  // error (I/O, corruption) names the tier.
+  static constexpr uint8_t kUsesUnknown = 255;
   absl::Status Get(uint32_t table, std::span<const uint64_t> ids, size_t row_bytes, char* out,
-                   std::vector<uint8_t>* found);
+                   std::vector<uint8_t>* found, bool count_uses = false, uint16_t epoch = 0);
 
   // Queues a row write (Commit writes the queue in one batch).
   void Put(uint32_t table, uint64_t id, const void* row, size_t row_bytes);

@@ -22,19 +22,31 @@ PageBuffer::PageBuffer(size_t bytes) {
   // pages and the rest with normal ones.
   constexpr size_t kPage = 4096;
   bytes_ = (bytes + kPage - 1) / kPage * kPage;
+  data_ = MapHugePages(bytes_);
+  mapped_ = true;
+}
+
+void* MapHugePages(size_t bytes) {
+  constexpr size_t kPage = 4096;
+  bytes = (bytes + kPage - 1) / kPage * kPage;
   // Over-map by one huge page, then unmap the unaligned head and the tail.
-  const size_t span = bytes_ + kHugePage;
+  constexpr size_t kHugePage = PageBuffer::kHugePage;
+  const size_t span = bytes + kHugePage;
   void* p = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   const uintptr_t start = reinterpret_cast<uintptr_t>(p);
   const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
   if (aligned > start) munmap(p, aligned - start);
-  const uintptr_t end = aligned + bytes_;
+  const uintptr_t end = aligned + bytes;
   if (start + span > end) munmap(reinterpret_cast<void*>(end), start + span - end);
-  data_ = reinterpret_cast<void*>(aligned);
-  mapped_ = true;
-  // Advice only: without THP the buffer simply uses normal pages.
-  madvise(data_, bytes_, MADV_HUGEPAGE);
+  // Advice only: without THP the mapping simply uses normal pages.
+  madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
+  return reinterpret_cast<void*>(aligned);
+}
+
+void UnmapHugePages(void* p, size_t bytes) {
+  constexpr size_t kPage = 4096;
+  munmap(p, (bytes + kPage - 1) / kPage * kPage);
 }
 
 void PageBuffer::Release() {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <utility>
 
 namespace pstrain::server {
@@ -51,6 +52,33 @@ class PageBuffer {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   bool mapped_ = false;
+};
+
+// Huge-page backed mappings of `bytes` (>= PageBuffer::kHugePage), aligned
+// to 2 MiB; zero-filled. Throws std::bad_alloc.
+void* MapHugePages(size_t bytes);
+void UnmapHugePages(void* p, size_t bytes);
+
+// A std allocator whose large allocations are huge-page mappings (the
+// arrays of hash maps that hold millions of ids); small ones use the heap.
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}  // NOLINT: rebinding
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes < PageBuffer::kHugePage) return std::allocator<T>().allocate(n);
+    return static_cast<T*>(MapHugePages(bytes));
+  }
+  void deallocate(T* p, size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes < PageBuffer::kHugePage) return std::allocator<T>().deallocate(p, n);
+    UnmapHugePages(p, bytes);
+  }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const { return true; }
 };
 
 }  // namespace pstrain::server

@@ -96,6 +96,10 @@ absl::StatusOr<SlotStore::File*> SlotStore::FileOf(uint32_t table, size_t row_by
                    f->fd, 0);
   if (map == MAP_FAILED) return ErrnoToStatus(errno, absl::StrCat("disk tier ", name, ": mmap"));
   f->map = static_cast<char*>(map);
+  // Huge pages for the file's page cache and its mapping where the kernel
+  // and file system allow (Linux 6.x ext4 and xfs): a miss is then one TLB
+  // miss fewer. Advice only.
+  madvise(map, kReservedBytes, MADV_HUGEPAGE);
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
   h.table = table;
@@ -122,10 +126,10 @@ absl::Status SlotStore::Grow(uint32_t table, File* f) {
 }
 
 void SlotStore::Get(uint32_t table, std::span<const uint64_t> ids, size_t row_bytes, char* out,
-                    std::vector<uint8_t>* found) {
+                    std::vector<uint8_t>* found, bool count_uses, uint16_t epoch) {
   found->assign(ids.size(), 0);
   if (table >= files_.size() || !files_[table] || files_[table]->row_bytes != row_bytes) return;
-  const File& f = *files_[table];
+  File& f = *files_[table];
   // Two passes, each with its loads prefetched ahead: the index entries,
   // then the slots, so that the cache misses of many rows overlap.
   constexpr size_t kAhead = 8;
@@ -134,13 +138,23 @@ void SlotStore::Get(uint32_t table, std::span<const uint64_t> ids, size_t row_by
   for (size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) f.slot_of.prefetch(ids[i + kAhead]);
     auto it = f.slot_of.find(ids[i]);
-    sources_[i] = it == f.slot_of.end() ? nullptr : Slot(f, it->second);
-    if (sources_[i] != nullptr) __builtin_prefetch(sources_[i]);
+    if (it == f.slot_of.end()) {
+      sources_[i] = nullptr;
+      continue;
+    }
+    File::Entry& e = it->second;
+    sources_[i] = Slot(f, e.slot);
+    __builtin_prefetch(sources_[i]);
+    if (count_uses) {
+      const uint16_t age = static_cast<uint16_t>(epoch - e.epoch);
+      e.uses = age >= 16 ? 0 : static_cast<uint16_t>(e.uses >> age);
+      e.epoch = epoch;
+      if (e.uses < UINT16_MAX) ++e.uses;
+    }
+    (*found)[i] = static_cast<uint8_t>(1 + std::min<uint16_t>(e.uses, 254));
   }
   for (size_t i = 0; i < n; ++i) {
-    if (sources_[i] == nullptr) continue;
-    std::memcpy(out + i * row_bytes, sources_[i], row_bytes);
-    (*found)[i] = 1;
+    if (sources_[i] != nullptr) std::memcpy(out + i * row_bytes, sources_[i], row_bytes);
   }
 }
 
@@ -152,7 +166,8 @@ void SlotStore::Put(uint32_t table, uint64_t id, const void* row, size_t row_byt
     return;
   }
   File* f = *file;
-  auto [it, inserted] = f->slot_of.try_emplace(id, static_cast<uint32_t>(f->slots));
+  auto [it, inserted] =
+      f->slot_of.try_emplace(id, File::Entry{static_cast<uint32_t>(f->slots), 0, 0});
   if (inserted) {
     if (f->slots == f->capacity) {
       if (absl::Status s = Grow(table, f); !s.ok()) {
@@ -163,7 +178,7 @@ void SlotStore::Put(uint32_t table, uint64_t id, const void* row, size_t row_byt
     }
     ++f->slots;
   }
-  std::memcpy(Slot(*f, it->second), row, row_bytes);
+  std::memcpy(Slot(*f, it->second.slot), row, row_bytes);
 }
 
 absl::Status SlotStore::Commit() { return std::exchange(pending_, absl::OkStatus()); }
@@ -171,7 +186,9 @@ absl::Status SlotStore::Commit() { return std::exchange(pending_, absl::OkStatus
 void SlotStore::ForEach(uint32_t table, absl::FunctionRef<void(uint64_t, const char*)> fn) const {
   if (table >= files_.size() || !files_[table]) return;
   const File& f = *files_[table];
-  std::vector<std::pair<uint64_t, uint32_t>> rows(f.slot_of.begin(), f.slot_of.end());
+  std::vector<std::pair<uint64_t, uint32_t>> rows;
+  rows.reserve(f.slot_of.size());
+  for (const auto& [id, e] : f.slot_of) rows.emplace_back(id, e.slot);
   std::sort(rows.begin(), rows.end());
   for (const auto& [id, slot] : rows) fn(id, Slot(f, slot));
 }

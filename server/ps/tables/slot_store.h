@@ -31,6 +31,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/ps/tables/page_buffer.h"
 
 namespace pstrain::server {
 
@@ -43,8 +44,13 @@ class SlotStore {
   SlotStore(const SlotStore&) = delete;
   SlotStore& operator=(const SlotStore&) = delete;
 
+  // Copies the rows of `ids` to out[i * row_bytes]. (*found)[i]: 0 when the
+  // store lacks ids[i], else 1 + its uses (at most 254): with count_uses,
+  // this read is one more use. Uses are halved for each epoch since the
+  // row's last counted use (the caller's clock of uses), so they measure
+  // recent demand.
   void Get(uint32_t table, std::span<const uint64_t> ids, size_t row_bytes, char* out,
-           std::vector<uint8_t>* found);
+           std::vector<uint8_t>* found, bool count_uses = false, uint16_t epoch = 0);
   void Put(uint32_t table, uint64_t id, const void* row, size_t row_bytes);
   // The first error of the Puts since the last Commit (a full disk).
   absl::Status Commit();
@@ -61,7 +67,18 @@ class SlotStore {
     size_t row_bytes = 0;
     uint64_t slots = 0;       // used
     uint64_t capacity = 0;    // allocated on disk
-    absl::flat_hash_map<uint64_t, uint32_t> slot_of;
+    // A row's slot and its recent uses (the map's 16-byte slots hold them
+    // at no cost: an id and a u32 slot number are padded to 16 bytes).
+    struct Entry {
+      uint32_t slot;
+      uint16_t uses;
+      uint16_t epoch;  // of the last counted use
+    };
+    // On huge pages: at millions of ids, a lookup would otherwise also be
+    // a TLB miss (a costly one under virtualization).
+    absl::flat_hash_map<uint64_t, Entry, absl::Hash<uint64_t>, std::equal_to<uint64_t>,
+                        HugePageAllocator<std::pair<const uint64_t, Entry>>>
+        slot_of;
   };
 
   explicit SlotStore(std::string path) : path_(std::move(path)) {}

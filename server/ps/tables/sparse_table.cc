@@ -203,10 +203,11 @@ uint32_t SparseTable::CreateRow(uint64_t id) {
 }
 
 absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* rows,
-                                      bool create) {
+                                      bool create, bool pull) {
   const size_t n = ids.size();
   if (tier_) {
     miss_pos_.clear();
+    disk_of_.clear();
     for (size_t i = 0; i < n; ++i) {
       if (i + kIndexPrefetch < n) index_.Prefetch(ids[i + kIndexPrefetch]);
       rows[i] = index_.Find(ids[i]);
@@ -220,7 +221,7 @@ absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* r
       }
     }
     if (miss_pos_.empty()) return absl::OkStatus();
-    PS_RETURN_IF_ERROR(MarkFatal(PromoteRows(ids, rows)));
+    PS_RETURN_IF_ERROR(MarkFatal(PromoteRows(ids, rows, pull)));
     if (!create) return absl::OkStatus();
   }
   for (size_t i = 0; i < n; ++i) {
@@ -232,7 +233,7 @@ absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* r
       if (i + kIndexPrefetch < n) index_.Prefetch(ids[i + kIndexPrefetch]);
       r = index_.Find(ids[i]);
     }
-    if (r == RowIndex::kNoRow && create) {
+    if (r == RowIndex::kNoRow && create && !OnDiskOnly(i)) {
       if (arena_.size() >= options_.max_rows || arena_.full()) {
         return absl::ResourceExhaustedError(
             absl::StrCat("sparse table '", spec_.name, "': cannot create row for id ", ids[i],
@@ -253,7 +254,7 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
     const size_t n = std::min(kPullBlock, ids.size() - begin);
     // With admission or eviction a pull creates no row: the push does.
     status = ResolveRows(ids.subspan(begin, n), rows_.data(),
-                         /*create=*/sketch_ == nullptr && !evicts_);
+                         /*create=*/sketch_ == nullptr && !evicts_, /*pull=*/true);
     if (!status.ok()) break;
     float* dst = out + begin * dim_;
     for (size_t i = 0; i < n; ++i) {
@@ -261,7 +262,13 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
         arena_.Prefetch(rows_[i + kRowPrefetch]);
       }
       if (rows_[i] == RowIndex::kNoRow) {
-        if (sketch_ || evicts_) {
+        if (OnDiskOnly(i)) {  // read from disk, not brought into RAM
+          if (compact_) {
+            LoadValues(DiskRow(i), dst + i * dim_);
+          } else {
+            std::memcpy(dst + i * dim_, DiskRow(i), dim_ * sizeof(float));
+          }
+        } else if (sketch_ || evicts_) {
           std::memset(dst + i * dim_, 0, dim_ * sizeof(float));
         } else {
           initializer_.FillRow(ids[begin + i], dst + i * dim_, dim_);  // what CreateRow stores
@@ -331,11 +338,12 @@ void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, 
   args.scale = scale;
   args.lr_scale = lr_scale;
   for (size_t i = 0; i < n; ++i) {
-    if (rows[i] == RowIndex::kNoRow) continue;  // refused by admission
+    const bool on_disk = rows[i] == RowIndex::kNoRow && OnDiskOnly(i);
+    if (rows[i] == RowIndex::kNoRow && !on_disk) continue;  // refused by admission
     if (i + kRowPrefetch < n && rows[i + kRowPrefetch] != RowIndex::kNoRow) {
       arena_.Prefetch<true>(rows[i + kRowPrefetch]);
     }
-    float* row = arena_.row(rows[i]);
+    float* row = on_disk ? DiskRow(i) : arena_.row(rows[i]);
     float* weights = row;
     if (compact_) {
       values_.resize(dim_);
@@ -357,9 +365,18 @@ void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, 
     if (compact_) {
       // Rounding noise from the row and the update's ordinal: reproducible
       // run to run, independent between rows and updates.
-      StoreValues(row, weights, Mix64(uint64_t{rows[i]} << 32 ^ updates_), /*stochastic=*/true);
+      const uint64_t seed = on_disk ? Mix64(Mix64(disk_of_[i] + 1) ^ updates_)
+                                    : Mix64(uint64_t{rows[i]} << 32 ^ updates_);
+      StoreValues(row, weights, seed, /*stochastic=*/true);
     }
-    if (evicts_) TouchRow(rows[i]);
+    if (on_disk) {
+      // Written back to its slot after the loop: clean, current on disk.
+      uint32_t* m = reinterpret_cast<uint32_t*>(row + meta_offset_);
+      TouchMeta(m);
+      m[1] &= ~kDirty;
+    } else if (evicts_) {
+      TouchRow(rows[i]);
+    }
   }
 }
 
@@ -394,9 +411,10 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
     ApplyRows(rows_.data(), unique.size(), unique_grads, scale, lr_scale);
     if (changes_.tracking()) {
       for (size_t i = 0; i < unique.size(); ++i) {
-        if (rows_[i] != RowIndex::kNoRow) changes_.Changed(unique[i]);
+        if (rows_[i] != RowIndex::kNoRow || OnDiskOnly(i)) changes_.Changed(unique[i]);
       }
     }
+    if (!disk_of_.empty()) status = WriteBackDiskRows(unique);
   }
   // The sweep looks at a few slots per pushed row: a whole pass over the
   // index takes about as many pushes as rows live, whatever the table size.
@@ -430,7 +448,7 @@ absl::Status SparseTable::AdmitRows(std::span<const uint64_t> unique, size_t raw
   for (size_t i = 0; i < raw_count; ++i) ++multiplicity_[occurrence_[i]];
   uint64_t refused = 0;
   for (size_t i = 0; i < unique.size(); ++i) {
-    if (rows[i] != RowIndex::kNoRow) continue;
+    if (rows[i] != RowIndex::kNoRow || OnDiskOnly(i)) continue;  // in RAM, or on disk
     if (!AdmitOne(unique[i], raw_count > 0 ? multiplicity_[i] : 1)) {
       ++refused;
       continue;

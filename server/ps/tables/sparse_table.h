@@ -89,7 +89,8 @@ struct EvictionStats {
 // Disk tier counters of a table shard since it was created (not saved).
 struct TierCounters {
   uint64_t reads = 0;   // ids not in RAM looked up on disk
-  uint64_t hits = 0;    // of them, found there (and brought into RAM)
+  uint64_t hits = 0;    // of them, found there
+  uint64_t served = 0;  // of the hits, used from disk without coming into RAM
   uint64_t writes = 0;  // rows written to disk on leaving RAM
   uint64_t drops = 0;   // rows that left RAM unchanged (their disk copy is current)
 };
@@ -240,16 +241,19 @@ class SparseTable {
 
   // rows[i] = row number of ids[i], creating missing rows (when !create:
   // kNoRow for a missing row).
-  absl::Status ResolveRows(std::span<const uint64_t> ids, uint32_t* rows, bool create = true);
+  // `pull`: a pull's lookup (it counts uses of rows on disk).
+  absl::Status ResolveRows(std::span<const uint64_t> ids, uint32_t* rows, bool create = true,
+                           bool pull = false);
   // Admission of a push: counts the occurrences of ids missing from the
   // table and creates the rows of those admitted; rows[i] stays kNoRow for
   // a refused id.
   absl::Status AdmitRows(std::span<const uint64_t> unique, size_t raw_count, uint32_t* rows);
   bool AdmitOne(uint64_t id, uint32_t occurrences);
   uint32_t CreateRow(uint64_t id);
-  // Disk tier: brings the rows of ids[miss[k]] not in RAM from disk
-  // (rows[miss[k]] = their row numbers, kNoRow where the tier lacks them).
-  absl::Status PromoteRows(std::span<const uint64_t> ids, uint32_t* rows);
+  // Disk tier: reads the rows of ids[miss[k]] not in RAM from disk and
+  // brings those used enough into RAM (rows[miss[k]] = their row numbers;
+  // kNoRow where the tier lacks them or disk_of_ says where they are).
+  absl::Status PromoteRows(std::span<const uint64_t> ids, uint32_t* rows, bool pull);
   // Copies the row of `id` read from the tier at `src` into a new RAM row.
   absl::StatusOr<uint32_t> PromoteRow(uint64_t id, const char* src);
   // The SparseRow view of a row's bytes (buffers of the table).
@@ -278,8 +282,8 @@ class SparseTable {
   static constexpr uint32_t kOnDisk = 1u << 30;
   static constexpr uint32_t kDirty = 1u << 31;
   // Marks row r updated at the current clock (a push applied to it).
-  void TouchRow(uint32_t r) {
-    uint32_t* m = Meta(r);
+  void TouchRow(uint32_t r) { TouchMeta(Meta(r)); }
+  void TouchMeta(uint32_t* m) {
     m[0] = static_cast<uint32_t>(clock_);
     uint32_t count = m[1] & kCountMask;
     if (count != kCountMask) ++count;
@@ -332,6 +336,29 @@ class SparseTable {
   std::vector<uint64_t> miss_ids_;
   std::vector<char> miss_rows_;
   std::vector<uint8_t> miss_found_;
+  // Which rows a miss brings into RAM (sparse_table_tier.cc). The slot
+  // store counts a row's uses while it is on disk: each pull that reads it
+  // is one, halved after each RAM capacity of such reads. A row
+  // comes into RAM when a pull or push finds kPromoteUses of them; until
+  // then it is read, and updated, on disk: the many ids used once do not
+  // push hot rows out of RAM (TinyLFU's doorkeeper, in effect; measured in
+  // bench/results/2026-12-03-tier-admission.md). RocksDB keeps no counts:
+  // its rows come into RAM at once.
+  static constexpr uint16_t kPromoteUses = 2;
+  static constexpr uint64_t kUseWindowRams = 1;
+  uint16_t use_epoch_ = 0;
+  uint64_t window_uses_ = 0;
+  // Per position of the request: its row in miss_rows_ when it is used from
+  // disk, else RowIndex::kNoRow.
+  std::vector<uint32_t> disk_of_;
+  float* DiskRow(size_t pos) {
+    return reinterpret_cast<float*>(miss_rows_.data() + size_t{disk_of_[pos]} * row_bytes());
+  }
+  bool OnDiskOnly(size_t pos) const {
+    return pos < disk_of_.size() && disk_of_[pos] != RowIndex::kNoRow;
+  }
+  // Writes the rows a push updated on disk back to their slots.
+  absl::Status WriteBackDiskRows(std::span<const uint64_t> ids);
   mutable std::vector<float> view_row_;  // ForEachRow: a disk row, aligned
   std::vector<float> restore_row_;       // InsertRow: a row bound for the tier
   size_t restore_puts_ = 0;              // tier writes of InsertRow not committed

@@ -141,6 +141,52 @@ TEST_P(DiskTierTest, TrainsAndReadsExactlyAsTheTableInRam) {
   }
 }
 
+TEST_P(DiskTierTest, ARowUsedOnceIsReadAndUpdatedOnDiskAndComesIntoRamWhenUsedAgain) {
+  auto tier = OpenTier();
+  const TableSpec spec = Spec(8);
+  auto ram = SparseTable::Create(spec);
+  ASSERT_TRUE(ram.ok());
+  auto tiered = Table(spec, tier.get(), 300);
+  std::vector<uint64_t> all;
+  for (uint64_t id = 0; id < 4000; ++id) all.push_back(id);
+  for (uint64_t begin = 0; begin < 4000; begin += 250) {
+    std::vector<uint64_t> ids(all.begin() + begin, all.begin() + begin + 250);
+    std::vector<float> g(ids.size() * 8, 0.01f);
+    ASSERT_TRUE((*ram)->Push(ids, g.data(), 1.0f).ok());
+    ASSERT_TRUE(tiered->Push(ids, g.data(), 1.0f).ok());
+  }
+  // The first ids left RAM long ago. A step of training on 50 of them: a
+  // pull, then a push of their gradients.
+  std::vector<uint64_t> cold(all.begin(), all.begin() + 50);
+  std::vector<float> g(cold.size() * 8);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = 0.001f * static_cast<float>(i % 17) - 0.008f;
+  const TierCounters before = tiered->tier_counters();
+  const size_t ram_rows = tiered->ram_rows();
+  ASSERT_EQ(PullAll(*tiered, cold), PullAll(**ram, cold));
+  ASSERT_TRUE((*ram)->Push(cold, g.data(), 1.0f).ok());
+  ASSERT_TRUE(tiered->Push(cold, g.data(), 1.0f).ok());
+  const TierCounters& c = tiered->tier_counters();
+  if (GetParam() == TierStore::kSlots) {
+    // Used once: read, and updated, on disk; RAM holds what it held.
+    EXPECT_EQ(c.reads - before.reads, 100u);  // the pull's 50 and the push's
+    EXPECT_EQ(c.hits - before.hits, 100u);
+    EXPECT_EQ(c.served - before.served, 100u);
+    EXPECT_EQ(c.writes - before.writes, 50u);
+    EXPECT_EQ(tiered->ram_rows(), ram_rows);
+  } else {
+    // RocksDB keeps no use counts: into RAM at the pull, the push finds them.
+    EXPECT_EQ(c.reads - before.reads, 50u);
+    EXPECT_EQ(c.served, 0u);
+  }
+  EXPECT_EQ(PullAll(*tiered, cold), PullAll(**ram, cold));  // the update is there
+  // That pull was their second use: they came into RAM, and read from there.
+  const TierCounters second = tiered->tier_counters();
+  EXPECT_EQ(PullAll(*tiered, cold), PullAll(**ram, cold));
+  EXPECT_EQ(tiered->tier_counters().reads, second.reads);
+  EXPECT_LE(tiered->ram_rows(), 300u);
+  EXPECT_EQ(Rows(*tiered), Rows(**ram));
+}
+
 TEST_P(DiskTierTest, IdsNeverPushedReadZerosAndCreateNothing) {
   auto tier = OpenTier();
   auto t = Table(Spec(), tier.get(), 2000);
