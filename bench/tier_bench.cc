@@ -136,11 +136,14 @@ absl::Status RunTierBench(const TierBenchOptions& o) {
     return absl::InvalidArgumentError("sparse_tier: --tier_store is slots or rocksdb");
   }
   tier.store = o.store == "slots" ? server::TierStore::kSlots : server::TierStore::kRocksDb;
-  // The slot store's id index is part of the budget too: a hash map of
-  // 2^k - 1 slots of 17 bytes, at most 7/8 full.
-  uint64_t index_slots = 1;
-  while (index_slots * 7 / 8 < o.rows) index_slots = index_slots * 2 + 1;
-  const uint64_t index_bytes = tier.store == server::TierStore::kSlots ? index_slots * 17 : 0;
+  // The slot store's id index is part of the budget too: a RowIndex of
+  // 12-byte slots (at most 0.8 full, grown by half from 16) and 4 bytes of
+  // use counts per row (a vector grown by half).
+  uint64_t index_slots = 16, use_slots = 0;
+  while (index_slots / 5 * 4 < o.rows) index_slots += index_slots / 2;
+  while (use_slots < o.rows) use_slots = use_slots / 2 * 3 + 1024;
+  const uint64_t index_bytes =
+      tier.store == server::TierStore::kSlots ? index_slots * 12 + use_slots * 4 : 0;
   tier.memory_budget = server::DiskTier::kFixedBytes + KvStore::kProcessBytes + index_bytes +
                        static_cast<uint64_t>(o.ram_fraction * o.rows) * row_cost;
   const uint64_t rss_before = Rss();

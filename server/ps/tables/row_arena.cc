@@ -70,6 +70,61 @@ uint32_t RowArena::Append() {
   return static_cast<uint32_t>(number);
 }
 
+size_t RowArena::PlanShrink() {
+  const size_t chunks = buffers_.size();
+  if (chunks <= 1 || free_.size() < rows_per_chunk_) return 0;
+  // Rows used in chunk c: all of a full chunk, last_fill_ of the last.
+  auto used = [&](size_t c) { return c + 1 == chunks ? last_fill_ : rows_per_chunk_; };
+  std::vector<size_t> free_in(chunks, 0);
+  for (uint32_t r : free_) ++free_in[r >> shift_];
+  // The most chunks from the end whose live rows fit in the free rows below.
+  size_t k = 0, live_top = 0, free_below = free_.size();
+  while (k + 1 < chunks) {
+    const size_t c = chunks - 1 - k;
+    const size_t live = used(c) - free_in[c];
+    if (live_top + live > free_below - free_in[c]) break;
+    live_top += live;
+    free_below -= free_in[c];
+    ++k;
+  }
+  if (k == 0) return 0;
+  const size_t first = chunks - k;
+  std::vector<uint32_t> below;
+  std::vector<uint8_t> is_free(k << shift_, 0);
+  below.reserve(free_below);
+  for (uint32_t r : free_) {
+    if ((r >> shift_) < first) {
+      below.push_back(r);
+    } else {
+      is_free[r - (first << shift_)] = 1;
+    }
+  }
+  moved_.assign(k << shift_, static_cast<uint32_t>(kNoNumber));
+  for (size_t c = first; c < chunks; ++c) {
+    for (size_t s = 0; s < used(c); ++s) {
+      const size_t at = ((c - first) << shift_) | s;
+      if (is_free[at]) continue;
+      const uint32_t to = below.back();
+      below.pop_back();
+      std::memcpy(row(to), chunks_[c] + s * stride_, row_bytes_);
+      moved_[at] = to;
+    }
+  }
+  free_ = std::move(below);
+  shrink_first_ = first;
+  return k;
+}
+
+void RowArena::FinishShrink() {
+  if (shrink_first_ == SIZE_MAX) return;
+  buffers_.resize(shrink_first_);
+  chunks_.resize(shrink_first_);
+  last_fill_ = LastCapacity();  // every row of the new last chunk is live or free
+  shrink_first_ = SIZE_MAX;
+  moved_.clear();
+  moved_.shrink_to_fit();
+}
+
 void RowArena::Clear() {
   buffers_.clear();
   buffers_.shrink_to_fit();

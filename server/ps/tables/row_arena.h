@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "server/ps/tables/page_buffer.h"
@@ -68,6 +69,18 @@ class RowArena {
   // Frees every row.
   void Clear();
 
+  size_t free_rows() const { return free_.size(); }
+  // Compaction, for a table whose RAM capacity went down (its disk tier's
+  // index grew): gives back the last chunks whose live rows fit in the
+  // released rows below them. PlanShrink copies those rows down and says
+  // how many chunks it will free (0: none); the caller then maps every row
+  // number it holds through Moved(), and FinishShrink frees the chunks.
+  size_t PlanShrink();
+  uint32_t Moved(uint32_t r) const {
+    return (r >> shift_) >= shrink_first_ ? moved_[r - (shrink_first_ << shift_)] : r;
+  }
+  void FinishShrink();
+
  private:
   static constexpr size_t kFirstChunkRows = 64;
 
@@ -91,6 +104,10 @@ class RowArena {
   std::vector<PageBuffer> buffers_;
   std::vector<float*> chunks_;  // buffers_[i].data(), for the fast path
   std::vector<uint32_t> free_;  // released row numbers
+  // PlanShrink .. FinishShrink: the first chunk to free, and where each row
+  // number of the chunks from there on moved to.
+  size_t shrink_first_ = SIZE_MAX;
+  std::vector<uint32_t> moved_;
 };
 
 }  // namespace pstrain::server

@@ -68,12 +68,25 @@ class RowIndex {
   // never moves to a slot after its old one, except across the end.
   void EraseSlot(size_t pos);
 
+  // Bytes of the larger array that `more` further inserts would make the
+  // index grow into (both arrays are alive while it grows); 0 if none.
+  size_t GrowthBytes(size_t more) const {
+    return size_ + more > max_size_ ? Grown(capacity_) * kSlotBytes : 0;
+  }
   // Grows the array so that `n` ids fit without a further resize.
   void Reserve(size_t n);
 
   // Removes every id and returns to the initial capacity.
   void Clear();
 
+  // Replaces each entry's row number r by fn(r).
+  template <typename Fn>
+  void MapRows(Fn&& fn) {
+    for (size_t pos = 0; pos < capacity_; ++pos) {
+      const uint32_t row = RowAt(pos);
+      if (row != kNoRow) Store(pos, KeyAt(pos), fn(row));
+    }
+  }
   // Calls fn(id, row) for every entry, in slot order.
   template <typename Fn>
   void ForEach(Fn&& fn) const {

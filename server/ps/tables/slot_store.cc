@@ -21,6 +21,8 @@ constexpr size_t kHeaderBytes = 4096;
 // Address space reserved per table file; the file itself grows in steps.
 constexpr size_t kReservedBytes = size_t{1} << 38;  // 256 GiB
 constexpr uint64_t kMinGrowSlots = 1 << 16;
+// A slot: the row's id, then its bytes.
+constexpr size_t kIdBytes = sizeof(uint64_t);
 
 std::string FileName(const std::string& dir, uint32_t table) {
   return absl::StrCat(dir, "/table", table, ".slots");
@@ -71,7 +73,7 @@ SlotStore::~SlotStore() {
 }
 
 char* SlotStore::Slot(const File& f, uint64_t slot) const {
-  return f.map + kHeaderBytes + slot * f.row_bytes;
+  return f.map + kHeaderBytes + slot * (kIdBytes + f.row_bytes);
 }
 
 absl::StatusOr<SlotStore::File*> SlotStore::FileOf(uint32_t table, size_t row_bytes) {
@@ -111,13 +113,13 @@ absl::StatusOr<SlotStore::File*> SlotStore::FileOf(uint32_t table, size_t row_by
 
 absl::Status SlotStore::Grow(uint32_t table, File* f) {
   const uint64_t want = std::max(kMinGrowSlots, f->capacity / 2) + f->capacity;
-  if (kHeaderBytes + want * f->row_bytes > kReservedBytes) {
+  if (kHeaderBytes + want * (kIdBytes + f->row_bytes) > kReservedBytes) {
     return absl::ResourceExhaustedError(absl::StrCat("disk tier ", path_, ": table ", table,
                                                      " is past ", kReservedBytes >> 30, " GiB"));
   }
   // Reserved on disk before any slot in it is written: a full disk fails
   // here, not as a SIGBUS on the mapping.
-  if (int rc = posix_fallocate(f->fd, 0, static_cast<off_t>(kHeaderBytes + want * f->row_bytes));
+  if (int rc = posix_fallocate(f->fd, 0, static_cast<off_t>(kHeaderBytes + want * (kIdBytes + f->row_bytes)));
       rc != 0) {
     return ErrnoToStatus(rc, absl::StrCat("disk tier ", FileName(path_, table)));
   }
@@ -136,22 +138,23 @@ void SlotStore::Get(uint32_t table, std::span<const uint64_t> ids, size_t row_by
   const size_t n = ids.size();
   sources_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) f.slot_of.prefetch(ids[i + kAhead]);
-    auto it = f.slot_of.find(ids[i]);
-    if (it == f.slot_of.end()) {
+    if (i + kAhead < n) f.slot_of.Prefetch(ids[i + kAhead]);
+    const uint32_t slot = f.slot_of.Find(ids[i]);
+    if (slot == RowIndex::kNoRow) {
       sources_[i] = nullptr;
       continue;
     }
-    File::Entry& e = it->second;
-    sources_[i] = Slot(f, e.slot);
+    sources_[i] = Slot(f, slot) + kIdBytes;
     __builtin_prefetch(sources_[i]);
+    uint16_t uses = static_cast<uint16_t>(f.uses[slot]);
     if (count_uses) {
-      const uint16_t age = static_cast<uint16_t>(epoch - e.epoch);
-      e.uses = age >= 16 ? 0 : static_cast<uint16_t>(e.uses >> age);
-      e.epoch = epoch;
-      if (e.uses < UINT16_MAX) ++e.uses;
+      const uint16_t last = static_cast<uint16_t>(f.uses[slot] >> 16);
+      const uint16_t age = static_cast<uint16_t>(epoch - last);
+      uses = age >= 16 ? 0 : static_cast<uint16_t>(uses >> age);
+      if (uses < UINT16_MAX) ++uses;
+      f.uses[slot] = uint32_t{epoch} << 16 | uses;
     }
-    (*found)[i] = static_cast<uint8_t>(1 + std::min<uint16_t>(e.uses, 254));
+    (*found)[i] = static_cast<uint8_t>(1 + std::min<uint16_t>(uses, 254));
   }
   for (size_t i = 0; i < n; ++i) {
     if (sources_[i] != nullptr) std::memcpy(out + i * row_bytes, sources_[i], row_bytes);
@@ -166,19 +169,21 @@ void SlotStore::Put(uint32_t table, uint64_t id, const void* row, size_t row_byt
     return;
   }
   File* f = *file;
-  auto [it, inserted] =
-      f->slot_of.try_emplace(id, File::Entry{static_cast<uint32_t>(f->slots), 0, 0});
-  if (inserted) {
+  uint32_t slot = f->slot_of.Find(id);
+  if (slot == RowIndex::kNoRow) {
     if (f->slots == f->capacity) {
       if (absl::Status s = Grow(table, f); !s.ok()) {
-        f->slot_of.erase(it);
         pending_ = s;
         return;
       }
     }
-    ++f->slots;
+    slot = static_cast<uint32_t>(f->slots++);
+    f->slot_of.Insert(id, slot);
+    if (f->uses.size() == f->uses.capacity()) f->uses.reserve(f->uses.capacity() / 2 * 3 + 1024);
+    f->uses.push_back(0);
+    std::memcpy(Slot(*f, slot), &id, kIdBytes);
   }
-  std::memcpy(Slot(*f, it->second.slot), row, row_bytes);
+  std::memcpy(Slot(*f, slot) + kIdBytes, row, row_bytes);
 }
 
 absl::Status SlotStore::Commit() { return std::exchange(pending_, absl::OkStatus()); }
@@ -186,32 +191,43 @@ absl::Status SlotStore::Commit() { return std::exchange(pending_, absl::OkStatus
 void SlotStore::ForEach(uint32_t table, absl::FunctionRef<void(uint64_t, const char*)> fn) const {
   if (table >= files_.size() || !files_[table]) return;
   const File& f = *files_[table];
-  std::vector<std::pair<uint64_t, uint32_t>> rows;
-  rows.reserve(f.slot_of.size());
-  for (const auto& [id, e] : f.slot_of) rows.emplace_back(id, e.slot);
-  std::sort(rows.begin(), rows.end());
-  for (const auto& [id, slot] : rows) fn(id, Slot(f, slot));
+  // In slot order, each slot naming its id: the file is read front to
+  // back, with no memory beyond it (the order rows first left RAM).
+  for (uint64_t slot = 0; slot < f.slots; ++slot) {
+    uint64_t id;
+    std::memcpy(&id, Slot(f, slot), kIdBytes);
+    fn(id, Slot(f, slot) + kIdBytes);
+  }
 }
 
 void SlotStore::Clear(uint32_t table) {
   if (table >= files_.size() || !files_[table]) return;
   File& f = *files_[table];
-  f.slot_of.clear();
+  f.slot_of.Clear();
+  f.uses.clear();
   f.slots = 0;  // the space stays allocated for the next rows
 }
 
 uint64_t SlotStore::disk_bytes() const {
   uint64_t bytes = 0;
   for (const auto& f : files_) {
-    if (f) bytes += kHeaderBytes + f->capacity * f->row_bytes;
+    if (f) bytes += kHeaderBytes + f->capacity * (kIdBytes + f->row_bytes);
   }
   return bytes;
 }
 
 uint64_t SlotStore::index_bytes(uint32_t table) const {
   if (table >= files_.size() || !files_[table]) return 0;
-  // A slot of the map: key, value (padded), control byte.
-  return files_[table]->slot_of.capacity() * (2 * sizeof(uint64_t) + 1);
+  const File& f = *files_[table];
+  // Growth is reserved from an eighth before it (a request's rows go to
+  // the tier between two looks at the budget).
+  const size_t soon = f.slot_of.size() / 8 + 4096;
+  uint64_t bytes = f.slot_of.bytes() + f.slot_of.GrowthBytes(soon);
+  bytes += f.uses.capacity() * sizeof(uint32_t);
+  if (f.uses.size() + soon > f.uses.capacity()) {
+    bytes += (f.uses.capacity() / 2 * 3 + 1024) * sizeof(uint32_t);
+  }
+  return bytes;
 }
 
 }  // namespace pstrain::server

@@ -129,6 +129,12 @@ absl::Status SparseTable::EvictToCapacity() {
     }
     RemoveAt(slot, /*to_disk=*/true);
   }
+  // The capacity falls as the tier's index grows: the RAM of the rows that
+  // left goes back too, a few chunks at a time (a pass over the index).
+  if (arena_.free_rows() >= 2 * arena_.rows_per_chunk() && arena_.PlanShrink() > 0) {
+    index_.MapRows([&](uint32_t r) { return arena_.Moved(r); });
+    arena_.FinishShrink();
+  }
   return MarkFatal(Annotate(tier_->Commit(), absl::StrCat("sparse table '", spec_.name, "'")));
 }
 

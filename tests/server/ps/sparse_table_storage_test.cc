@@ -104,6 +104,46 @@ TEST(RowArena, RowsKeepTheirContentsWhileTheFirstChunkGrowsAndChunksAreAdded) {
   EXPECT_EQ(numbers[30840], 32768u);
 }
 
+TEST(RowArena, ShrinkMovesTheLastChunksRowsIntoReleasedRowsAndFreesThem) {
+  RowArena arena(70);  // 280-byte rows: 7489 to a chunk
+  const size_t per = arena.rows_per_chunk();
+  std::map<uint32_t, float> live;  // row number -> its tag
+  std::vector<uint32_t> rows;
+  for (size_t i = 0; i < 5 * per + 100; ++i) {
+    const uint32_t r = arena.Append();
+    arena.row(r)[0] = static_cast<float>(i);
+    arena.row(r)[69] = -static_cast<float>(i);
+    rows.push_back(r);
+    live[r] = static_cast<float>(i);
+  }
+  const size_t before = arena.bytes();
+  // Release every other row of the first four chunks: two chunks' worth.
+  for (size_t i = 0; i < 4 * per; i += 2) {
+    arena.Release(rows[i]);
+    live.erase(rows[i]);
+  }
+  ASSERT_EQ(arena.size(), live.size());
+  const size_t freed = arena.PlanShrink();
+  EXPECT_GE(freed, 1u);
+  std::map<uint32_t, float> after;
+  for (const auto& [r, tag] : live) after[arena.Moved(r)] = tag;
+  arena.FinishShrink();
+  EXPECT_EQ(after.size(), live.size());  // no two rows moved to one place
+  EXPECT_LE(arena.bytes(), before - freed * PageBuffer::kHugePage + 65536);
+  for (const auto& [r, tag] : after) {
+    ASSERT_EQ(arena.row(r)[0], tag);
+    ASSERT_EQ(arena.row(r)[69], -tag);
+  }
+  // The arena goes on: released rows first, then new ones, all distinct.
+  for (size_t i = 0; i < 2 * per; ++i) {
+    const uint32_t r = arena.Append();
+    ASSERT_TRUE(after.emplace(r, -1.0f).second) << "row " << r << " handed out twice";
+    arena.row(r)[0] = -1.0f;
+  }
+  EXPECT_EQ(arena.size(), after.size());
+  for (const auto& [r, tag] : after) ASSERT_EQ(arena.row(r)[0], tag);
+}
+
 TEST(RowArena, SmallTablesUseSmallMemory) {
   RowArena arena(16);
   for (int i = 0; i < 10; ++i) arena.Append();
