@@ -15,9 +15,12 @@ using proto::MsgType;
 using proto::Role;
 
 namespace {
-// Creating a job's tables allocates and initializes them (or reads a
-// checkpoint's shards): seconds for big dense tables.
+// Creating a job's tables allocates and initializes them: seconds for big
+// dense tables. Reading a checkpoint's shards takes as long as they are big
+// (a minute for 16 M rows of dim 64); servers heartbeat meanwhile, so a dead
+// one is found by its heartbeats, not by this deadline.
 constexpr absl::Duration kCreateTablesTimeout = absl::Seconds(60);
+constexpr absl::Duration kRestoreTablesTimeout = absl::Hours(1);
 // A node answers kRecover once it dropped its state; one that has not
 // within this is frozen or gone, which its heartbeats tell.
 constexpr absl::Duration kRecoverTimeout = absl::Seconds(10);
@@ -95,7 +98,8 @@ void Coordinator::CreateTablesOnServers(std::function<void(absl::Status)> done) 
   for (int s = 0; s < options_.num_servers; ++s) {
     proto::CreateTablesRequest req{s, layout, checkpoints_->restore_files()};
     RpcFuture f = node_->Call(servers_[s]->peer, proto::Encode(h, req),
-                              absl::Now() + kCreateTablesTimeout);
+                              absl::Now() + (req.restore_files.empty() ? kCreateTablesTimeout
+                                                                       : kRestoreTablesTimeout));
     f.OnDone([this, s, remaining, failure, layout, done, epoch](const absl::StatusOr<Message>& reply) {
       absl::Status st = proto::DecodeReply(reply, absl::StrCat("create tables on server ", s)).status();
       if (!st.ok() && failure->ok()) *failure = st;

@@ -55,6 +55,7 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<RpcNode>
 ParameterServer::~ParameterServer() {
   http_.reset();
   if (client_) client_->StopHeartbeats();
+  if (saver_.joinable()) saver_.join();  // a checkpoint being written ends first
   node_->Stop();
 }
 
@@ -99,7 +100,7 @@ absl::StatusOr<std::vector<TableStats>> ParameterServer::StoreStats(
   auto answer = std::make_shared<Answer>();
   node_->transport().Post([this, answer] {
     if (store_) {
-      answer->stats = store_->Stats();
+      answer->stats = const_cast<ParameterServer*>(this)->CurrentStats();
     } else {
       answer->stats = absl::FailedPreconditionError("tables not created yet");
     }
@@ -125,8 +126,12 @@ void ParameterServer::ReplyError(const RpcRequest& req, const absl::Status& stat
 }
 
 void ParameterServer::Handle(RpcRequest&& req) {
-  metrics_->BeginRequest();
   absl::StatusOr<Decoded> d = proto::Decode(req.message);
+  if (d.ok() && saving_ && d->type() != MsgType::kPing) {
+    deferred_.push_back(std::move(req));  // served when the checkpoint is written
+    return;
+  }
+  metrics_->BeginRequest();
   if (!d.ok()) {
     spdlog::warn("server: dropped a malformed request: {}", d.status().ToString());
     return ReplyError(req, d.status());
@@ -189,25 +194,49 @@ void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
   } else {
     spdlog::info("server {}: {} dense and {} sparse tables created", rank_, dense, sparse);
   }
-  if (!body->restore_files.empty()) {
-    absl::Time t0 = absl::Now();
-    if (absl::Status st = store_->Restore(body->restore_files); !st.ok()) {
-      store_.reset();
-      spdlog::error("server {}: restore failed: {}", rank_, st.ToString());
-      return ReplyError(req, st);
-    }
-    // The workers resume from their checkpointed clocks.
-    for (const proto::WorkerPosition& p : layout->positions) {
-      if (p.rank < 0 || p.rank >= static_cast<int32_t>(pushed_.size())) continue;
-      pushed_[p.rank] = p.clock;
-      retired_[p.rank] = p.finished;
-    }
-    applied_ = std::max<int64_t>(0, layout->restored_step);
-    spdlog::info("server {}: restored step {} from {} shard files in {:.2f}s", rank_,
-                 layout->restored_step, body->restore_files.size(),
-                 absl::ToDoubleSeconds(absl::Now() - t0));
+  if (body->restore_files.empty()) return node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+  // A restore of gigabytes takes many heartbeat intervals: off the I/O thread.
+  const absl::Time t0 = absl::Now();
+  OffIoThread([this, files = body->restore_files] { return store_->Restore(files); },
+              [this, req, layout = body->layout, files = body->restore_files.size(),
+               t0](absl::Status st) { FinishRestore(req, layout, files, t0, st); });
+}
+
+void ParameterServer::FinishRestore(const RpcRequest& req, const proto::TableLayout& layout,
+                                    size_t files, absl::Time t0, absl::Status st) {
+  if (!st.ok()) {
+    store_.reset();
+    spdlog::error("server {}: restore failed: {}", rank_, st.ToString());
+    return ReplyError(req, st);
   }
+  // The workers resume from their checkpointed clocks.
+  for (const proto::WorkerPosition& p : layout.positions) {
+    if (p.rank < 0 || p.rank >= static_cast<int32_t>(pushed_.size())) continue;
+    pushed_[p.rank] = p.clock;
+    retired_[p.rank] = p.finished;
+  }
+  applied_ = std::max<int64_t>(0, layout.restored_step);
+  spdlog::info("server {}: restored step {} from {} shard files in {:.2f}s", rank_,
+               layout.restored_step, files, absl::ToDoubleSeconds(absl::Now() - t0));
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+}
+
+void ParameterServer::OffIoThread(std::function<absl::Status()> work,
+                                  std::function<void(absl::Status)> done) {
+  saving_ = true;
+  last_stats_ = store_ ? store_->Stats() : std::vector<TableStats>{};
+  if (saver_.joinable()) saver_.join();  // the previous one, already done
+  saver_ = std::thread([this, work = std::move(work), done = std::move(done)]() mutable {
+    absl::Status st = work();
+    node_->transport().Post([this, st, done = std::move(done)] {
+      saving_ = false;
+      done(st);
+      // In arrival order; one of them may start another (deferring the rest).
+      std::vector<RpcRequest> waiting = std::move(deferred_);
+      deferred_.clear();
+      for (RpcRequest& r : waiting) Handle(std::move(r));
+    });
+  });
 }
 
 void ParameterServer::OnRecover(const Decoded& d, const RpcRequest& req) {
@@ -238,26 +267,45 @@ void ParameterServer::OnSaveShard(const Decoded& d, const RpcRequest& req) {
   if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
   auto body = d.body<proto::SaveShardRequest>();
   if (!body.ok()) return ReplyError(req, body.status());
-  absl::Time t0 = absl::Now();
-  proto::ShardSaved saved;
-  saved.file = absl::StrCat("server-", rank_, ".shard");
-  auto result = store_->SaveShard(body->dir + "/" + saved.file, static_cast<uint64_t>(body->step));
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
-  if (!result.ok()) {
-    metrics_->RecordCheckpointWrite(seconds, 0, /*ok=*/false);
-    spdlog::error("server {}: checkpoint {} failed: {}", rank_, body->step, result.status().ToString());
-    return ReplyError(req, result.status());
-  }
-  saved.bytes = result->first;
-  saved.checksum = result->second;
-  metrics_->RecordCheckpointWrite(seconds, saved.bytes, /*ok=*/true);
-  spdlog::info("server {}: checkpoint shard of step {} written ({} bytes, {:.2f}s)", rank_,
-               body->step, saved.bytes, seconds);
-  proto::Header h;
-  h.type = MsgType::kReply;
-  h.sender_role = Role::kServer;
-  h.sender_rank = rank_;
-  node_->Reply(req, proto::Encode(h, saved));
+  // Written off the I/O thread (ShardSet::SaveShard holds the executors): a
+  // shard of gigabytes takes many heartbeat intervals, and a silent server
+  // would be declared dead.
+  const std::string file = absl::StrCat("server-", rank_, ".shard");
+  const int64_t step = body->step;
+  auto result = std::make_shared<absl::StatusOr<std::pair<uint64_t, std::string>>>();
+  auto seconds = std::make_shared<double>(0);
+  OffIoThread(
+      [this, result, seconds, step, path = body->dir + "/" + file] {
+        const absl::Time t0 = absl::Now();
+        *result = store_->SaveShard(path, static_cast<uint64_t>(step));
+        *seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+        return result->status();
+      },
+      [this, req, result, seconds, step, file](absl::Status st) {
+        if (!st.ok()) {
+          metrics_->RecordCheckpointWrite(*seconds, 0, /*ok=*/false);
+          spdlog::error("server {}: checkpoint {} failed: {}", rank_, step, st.ToString());
+          return ReplyError(req, st);
+        }
+        proto::ShardSaved saved;
+        saved.file = file;
+        saved.bytes = (*result)->first;
+        saved.checksum = (*result)->second;
+        metrics_->RecordCheckpointWrite(*seconds, saved.bytes, /*ok=*/true);
+        spdlog::info("server {}: checkpoint shard of step {} written ({} bytes, {:.2f}s)", rank_,
+                     step, saved.bytes, *seconds);
+        proto::Header h;
+        h.type = MsgType::kReply;
+        h.sender_role = Role::kServer;
+        h.sender_rank = rank_;
+        node_->Reply(req, proto::Encode(h, saved));
+      });
+}
+
+std::vector<TableStats> ParameterServer::CurrentStats() {
+  if (!store_) return {};
+  if (!saving_) last_stats_ = store_->Stats();
+  return last_stats_;
 }
 
 absl::Status ParameterServer::CheckWorker(const proto::Header& h) const {

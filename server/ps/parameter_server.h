@@ -23,6 +23,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -108,6 +110,13 @@ class ParameterServer {
   void OnShutdown(const proto::Decoded& d, const RpcRequest& req);
   void OnDumpRows(const proto::Decoded& d, const RpcRequest& req);
   void OnSaveShard(const proto::Decoded& d, const RpcRequest& req);
+  // Runs `work` on saver_ while requests that touch the tables wait, then
+  // `done` with its status on the I/O thread, then the requests that waited.
+  void OffIoThread(std::function<absl::Status()> work, std::function<void(absl::Status)> done);
+  void FinishRestore(const RpcRequest& req, const proto::TableLayout& layout, size_t files,
+                     absl::Time t0, absl::Status st);
+  // The tables' stats, or the last ones while a checkpoint is being written.
+  std::vector<TableStats> CurrentStats();
   void OnRecover(const proto::Decoded& d, const RpcRequest& req);
   // Elastic workers (parameter_server_workers.cc): a dropped worker is
   // retired (kRetireWorker) and, when it comes back, re-admitted from a step
@@ -158,6 +167,13 @@ class ParameterServer {
   int64_t applied_ = 0;          // BSP: steps applied
   int pushers_this_step_ = 0;    // BSP: pushes summed for step applied_
   std::vector<ParkedPull> parked_;
+  // Checkpoint writes and restores run on saver_, off the I/O thread, so
+  // that heartbeats and pings go on however long they take; requests that
+  // touch the tables wait in deferred_ until it is done (I/O thread state).
+  bool saving_ = false;
+  std::vector<RpcRequest> deferred_;
+  std::vector<TableStats> last_stats_;
+  std::thread saver_;
   std::atomic<uint64_t> pulls_{0}, pushes_{0}, errors_{0}, parked_count_{0};
 
   std::unique_ptr<metrics::Registry> registry_;

@@ -32,8 +32,7 @@ proto::Heartbeat ParameterServer::HeartbeatBody() {
   if (store_ && store_->layout().consistency != proto::Consistency::kBsp) {
     for (int64_t c : pushed_) hb.step = std::max(hb.step, c);
   }
-  std::vector<TableStats> stats;
-  if (store_) stats = store_->Stats();
+  std::vector<TableStats> stats = CurrentStats();
   metrics_->Sample(store_ ? &stats : nullptr, pushed_, retired_, parked_.size(), &hb);
   return hb;
 }

@@ -77,7 +77,11 @@ absl::Status SparseTable::WriteBackDiskRows(std::span<const uint64_t> ids) {
 absl::Status SparseTable::FinishRestore() {
   if (!tier_ || restore_puts_ == 0) return absl::OkStatus();
   restore_puts_ = 0;
-  return MarkFatal(Annotate(tier_->Commit(), absl::StrCat("sparse table '", spec_.name, "'")));
+  PS_RETURN_IF_ERROR(
+      MarkFatal(Annotate(tier_->Commit(), absl::StrCat("sparse table '", spec_.name, "'"))));
+  // The tier's index grew with the rows written: the RAM rows restored
+  // first make room for it, so the budget holds all through the restore.
+  return EvictToCapacity();
 }
 
 }  // namespace pstrain::server
