@@ -127,7 +127,7 @@ void ParameterServer::ReplyError(const RpcRequest& req, const absl::Status& stat
 
 void ParameterServer::Handle(RpcRequest&& req) {
   absl::StatusOr<Decoded> d = proto::Decode(req.message);
-  if (d.ok() && saving_ && d->type() != MsgType::kPing) {
+  if (d.ok() && tables_busy_ && d->type() != MsgType::kPing) {
     deferred_.push_back(std::move(req));  // served when the checkpoint is written
     return;
   }
@@ -223,13 +223,13 @@ void ParameterServer::FinishRestore(const RpcRequest& req, const proto::TableLay
 
 void ParameterServer::OffIoThread(std::function<absl::Status()> work,
                                   std::function<void(absl::Status)> done) {
-  saving_ = true;
+  tables_busy_ = true;
   last_stats_ = store_ ? store_->Stats() : std::vector<TableStats>{};
   if (saver_.joinable()) saver_.join();  // the previous one, already done
   saver_ = std::thread([this, work = std::move(work), done = std::move(done)]() mutable {
     absl::Status st = work();
     node_->transport().Post([this, st, done = std::move(done)] {
-      saving_ = false;
+      tables_busy_ = false;
       done(st);
       // In arrival order; one of them may start another (deferring the rest).
       std::vector<RpcRequest> waiting = std::move(deferred_);
@@ -304,7 +304,7 @@ void ParameterServer::OnSaveShard(const Decoded& d, const RpcRequest& req) {
 
 std::vector<TableStats> ParameterServer::CurrentStats() {
   if (!store_) return {};
-  if (!saving_) last_stats_ = store_->Stats();
+  if (!tables_busy_) last_stats_ = store_->Stats();
   return last_stats_;
 }
 

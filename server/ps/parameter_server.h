@@ -170,7 +170,7 @@ class ParameterServer {
   // Checkpoint writes and restores run on saver_, off the I/O thread, so
   // that heartbeats and pings go on however long they take; requests that
   // touch the tables wait in deferred_ until it is done (I/O thread state).
-  bool saving_ = false;
+  bool tables_busy_ = false;
   std::vector<RpcRequest> deferred_;
   std::vector<TableStats> last_stats_;
   std::thread saver_;

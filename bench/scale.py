@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Scaling under fixed per-host compute: W workers and S = max(1, W/2) servers,
+each on an emulated host of its own (issue 22).
+
+Every host is a network namespace plugged into one bridge (tests/multihost's
+Cluster: veth pairs, links shaped with tc tbf in both directions) and a
+cgroup-v1 CPU group with a fixed quota (--host_cpu CPUs, e.g. 0.12: CFS quota
+12 ms per 100 ms), so that all hosts together fit inside this machine's cores
+and none speeds up because another is idle. The coordinator has a host too.
+The workers train DLRM (or --model) in ps mode on a generated file of
+--rows_per_worker rows per worker (weak scaling: each worker has the same
+work at every W).
+
+Per point, one JSON line: samples/s (the job's, from worker 0's summary),
+scaling efficiency = samples/s(W) / (W x samples/s(1)) at the same link rate,
+bytes on the wire per sample by role (sent + received through each host's
+link, summed per role, over the training samples), worker 0's step time
+split (compute, wait, data seconds) and the servers' CPU use (cpuacct, as a
+fraction of their quota).
+
+What this measures: how throughput grows when each host's compute is fixed
+and the hosts share only the emulated network. What it cannot show: memory
+bandwidth and caches shared by the hosts of this one machine, NIC offloads,
+interrupt placement, real switches and their buffers, and anything a quota
+does not model (a throttled process is paused at the end of a period, not
+slowed evenly).
+
+Needs root, ip netns, veth, bridge, tc tbf and the cgroup-v1 cpu and cpuacct
+controllers; exits 77 without them.
+
+usage: bench/scale.py --bin-dir=build/bin [--workers=1,2,4,8] [--rates=10gbit,1gbit]
+       [--host_cpu=0.12] [--rows_per_worker=100000] [--consistency=asp]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "multihost"))
+import multihost_test as mh  # noqa: E402
+
+CPU_ROOT = "/sys/fs/cgroup/cpu"
+ACCT_ROOT = "/sys/fs/cgroup/cpuacct"
+PERIOD_US = 100000
+
+
+class Hosts(mh.Cluster):
+    """tests/multihost's namespaces and links, plus a CPU group per host."""
+
+    def __init__(self, args, bin_dir, tmp):
+        super().__init__(args, bin_dir, tmp)
+        self.groups = []
+
+    def cpu_group(self, host):
+        name = "%s-%s" % (self.tag, host)
+        cpu, acct = os.path.join(CPU_ROOT, name), os.path.join(ACCT_ROOT, name)
+        for d in (cpu, acct):
+            os.makedirs(d, exist_ok=True)
+            self.groups.append(d)
+        with open(os.path.join(cpu, "cpu.cfs_period_us"), "w") as fh:
+            fh.write(str(PERIOD_US))
+        with open(os.path.join(cpu, "cpu.cfs_quota_us"), "w") as fh:
+            fh.write(str(int(self.args.host_cpu * PERIOD_US)))
+        return cpu, acct
+
+    def cpu_seconds(self, host):
+        acct = os.path.join(ACCT_ROOT, "%s-%s" % (self.tag, host))
+        with open(os.path.join(acct, "cpuacct.usage")) as fh:
+            return int(fh.read()) / 1e9
+
+    def run(self, host, argv):
+        ns = self.hosts[host][0]
+        cpu, acct = self.cpu_group(host)
+        log = os.path.join(self.tmp, "logs", "%s.log" % host)
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        # Into the host's CPU group before exec: the process never runs unlimited.
+        wrap = ["ip", "netns", "exec", ns, "sh", "-c",
+                'echo $$ > "$0/tasks" && echo $$ > "$1/tasks" && exec "$@"', cpu, acct] + argv
+        with open(log, "w") as fh:
+            p = subprocess.Popen(wrap, stdout=fh, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+        entry = {"host": host, "proc": p, "log": log}
+        self.procs.append(entry)
+        return entry
+
+    def cleanup(self):
+        super().cleanup()
+        for d in reversed(self.groups):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        self.groups = []
+
+
+def check_environment():
+    if os.geteuid() != 0:
+        raise mh.Skip("needs root (network namespaces, cgroups)")
+    for root in (CPU_ROOT, ACCT_ROOT):
+        if not os.path.exists(os.path.join(root, "tasks")):
+            raise mh.Skip("no cgroup-v1 controller at %s" % root)
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            raise mh.Skip("%s not installed" % tool)
+
+
+def gen(bin_dir, path, rows):
+    subprocess.run([os.path.join(bin_dir, "pstrain"), "gen", "--rows=%d" % rows, "--out=" + path,
+                    "--seed=3"], check=True, capture_output=True, timeout=300)
+
+
+def point(args, bin_dir, tmp, workers, rate, data):
+    servers = max(1, workers // 2)
+    hosts = ["coord"] + ["server%d" % s for s in range(servers)] + \
+        ["worker%d" % w for w in range(workers)]
+    args.rate = rate
+    c = Hosts(args, bin_dir, tmp)
+    try:
+        c.build_network(hosts)
+        ip = {h: c.hosts[h][1] for h in hosts}
+        coord = "tcp://%s:7000" % ip["coord"]
+        b = lambda name: os.path.join(bin_dir, name)  # noqa: E731
+        entries = [c.run("coord", [b("pstrain_coordinator"), "--bind=" + coord,
+                                   "--servers=%d" % servers, "--workers=%d" % workers,
+                                   "--consistency=" + args.consistency])]
+        for s in range(servers):
+            entries.append(c.run("server%d" % s, [
+                b("pstrain_server"), "--coordinator=" + coord, "--rank=%d" % s,
+                "--bind=tcp://%s:7100" % ip["server%d" % s]]))
+        metrics = os.path.join(tmp, "w0-%d-%s.jsonl" % (workers, rate))
+        for w in range(workers):
+            argv = [b("pstrain_worker"), "--coordinator=" + coord, "--rank=%d" % w,
+                    "--bind=tcp://%s:7200" % ip["worker%d" % w], "--train_data=" + data,
+                    "--model=" + args.model, "--batch_size=%d" % args.batch_size,
+                    "--log_every_secs=30"]
+            if w == 0:
+                argv.append("--metrics_out=" + metrics)
+            entries.append(c.run("worker%d" % w, argv))
+        before = c.link_bytes()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < args.point_timeout:
+            codes = [e["proc"].poll() for e in entries]
+            if all(rc is not None for rc in codes) or any(rc not in (None, 0) for rc in codes):
+                break
+            time.sleep(0.2)
+        wall = time.monotonic() - t0
+        after = c.link_bytes()
+        bad = {e["host"]: e["proc"].poll() for e in entries if e["proc"].poll() != 0}
+        if bad:
+            raise mh.Failure("W=%d at %s: %s failed or timed out:\n%s" % (
+                workers, rate, bad, "\n".join(mh.tail(e) for e in entries
+                                              if e["host"] in bad)))
+        s = mh.summary(metrics)
+        if not s:
+            raise mh.Failure("W=%d: no summary in %s" % (workers, metrics))
+        samples = float(s["train_samples"]) or 1.0
+        per_role = {}
+        for h in hosts:
+            role = h.rstrip("0123456789")
+            tx = after[h][0] - before.get(h, (0, 0))[0]
+            rx = after[h][1] - before.get(h, (0, 0))[1]
+            sent, recv = per_role.get(role, (0, 0))
+            per_role[role] = (sent + tx, recv + rx)
+        server_cpu = sum(c.cpu_seconds("server%d" % i) for i in range(servers))
+        worker_cpu = sum(c.cpu_seconds("worker%d" % i) for i in range(workers))
+        train_s = float(s["wall_seconds"]) or wall
+        return {
+            "bench": "scale", "mode": "ps", "consistency": args.consistency,
+            "model": args.model, "rate": rate, "host_cpu": args.host_cpu,
+            "workers": workers, "servers": servers, "batch_size": args.batch_size,
+            "samples_per_sec": s["samples_per_sec"], "train_samples": int(samples),
+            "wall_seconds": round(wall, 2),
+            "bytes_per_sample": {r: {"sent": round(v[0] / samples, 1),
+                                     "received": round(v[1] / samples, 1)}
+                                 for r, v in sorted(per_role.items())},
+            "worker0_seconds": {k: round(float(s.get(k + "_seconds", 0)), 2)
+                                for k in ("compute", "wait", "data")},
+            "server_cpu_of_quota": round(server_cpu / (servers * args.host_cpu * train_s), 3),
+            "worker_cpu_of_quota": round(worker_cpu / (workers * args.host_cpu * train_s), 3),
+        }
+    finally:
+        c.cleanup()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--workers", default="1,2,4,8")
+    ap.add_argument("--rates", default="10gbit,1gbit")
+    ap.add_argument("--host_cpu", type=float, default=0.12)
+    ap.add_argument("--rows_per_worker", type=int, default=100000)
+    ap.add_argument("--batch_size", type=int, default=1024)
+    ap.add_argument("--model", default="dlrm")
+    ap.add_argument("--consistency", default="asp")
+    ap.add_argument("--point_timeout", type=float, default=600)
+    ap.add_argument("--time_limit", type=float, default=3600)
+    args = ap.parse_args()
+    bin_dir = os.path.abspath(args.bin_dir)
+    try:
+        check_environment()
+        mh.remove_stale()
+    except mh.Skip as e:
+        print("SKIP: %s" % e)
+        return 77
+    counts = [int(w) for w in args.workers.split(",")]
+    tmp = tempfile.mkdtemp(prefix="pstrain-scale-")
+    try:
+        data = {}
+        for w in counts:
+            data[w] = os.path.join(tmp, "train-%d.tsv" % w)
+            gen(bin_dir, data[w], w * args.rows_per_worker)
+        for rate in args.rates.split(","):
+            base = None
+            for w in counts:
+                line = point(args, bin_dir, tmp, w, rate, data[w])
+                if w == counts[0]:
+                    base = line["samples_per_sec"] / w
+                line["efficiency"] = round(line["samples_per_sec"] / (w * base), 3)
+                print(json.dumps(line), flush=True)
+    except mh.Failure as e:
+        print("FAILED: %s" % e, file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
