@@ -7,7 +7,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench fuzz docker-image docker-test clean
+.PHONY: all deps configure build test demo bench bench-scale fuzz docker-image docker-test clean
 
 all: build
 
@@ -45,6 +45,10 @@ docker-test: build
 
 bench: build
 	@$(BUILD)/bin/pstrain_bench all
+
+# Scaling over emulated hosts (root: network namespaces, tc, cgroup-v1 cpu quotas).
+bench-scale: build
+	@python3 bench/scale.py --bin-dir=$(BUILD)/bin
 
 clean:
 	rm -rf $(BUILD) $(BUILD).configure.log build-fuzz build-fuzz.configure.log

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Scaling under fixed per-host compute: W workers and S = max(1, W/2) servers,
+"""Scaling under fixed per-host compute: W workers and S = max(1, W/2) servers
+(--servers_per_worker),
 each on an emulated host of its own (issue 22).
 
 Every host is a network namespace plugged into one bridge (tests/multihost's
@@ -30,6 +31,7 @@ controllers; exits 77 without them.
 
 usage: bench/scale.py --bin-dir=build/bin [--workers=1,2,4,8] [--rates=10gbit,1gbit]
        [--host_cpu=0.12] [--rows_per_worker=100000] [--consistency=asp]
+       [--servers_per_worker=0.5]
 """
 import argparse
 import json
@@ -78,9 +80,11 @@ class Hosts(mh.Cluster):
         cpu, acct = self.cpu_group(host)
         log = os.path.join(self.tmp, "logs", "%s.log" % host)
         os.makedirs(os.path.dirname(log), exist_ok=True)
-        # Into the host's CPU group before exec: the process never runs unlimited.
-        wrap = ["ip", "netns", "exec", ns, "sh", "-c",
-                'echo $$ > "$0/tasks" && echo $$ > "$1/tasks" && exec "$@"', cpu, acct] + argv
+        # Into the host's CPU group, then into its namespace (ip netns exec
+        # mounts a sysfs of its own, without the cgroups): the process never
+        # runs unlimited.
+        wrap = ["sh", "-c", 'echo $$ > "$0/tasks" && echo $$ > "$1/tasks" && shift && exec "$@"', cpu,
+                acct, "ip", "netns", "exec", ns] + argv
         with open(log, "w") as fh:
             p = subprocess.Popen(wrap, stdout=fh, stderr=subprocess.STDOUT,
                                  start_new_session=True)
@@ -115,7 +119,7 @@ def gen(bin_dir, path, rows):
 
 
 def point(args, bin_dir, tmp, workers, rate, data):
-    servers = max(1, workers // 2)
+    servers = max(1, int(workers * args.servers_per_worker))
     hosts = ["coord"] + ["server%d" % s for s in range(servers)] + \
         ["worker%d" % w for w in range(workers)]
     args.rate = rate
@@ -168,7 +172,6 @@ def point(args, bin_dir, tmp, workers, rate, data):
             per_role[role] = (sent + tx, recv + rx)
         server_cpu = sum(c.cpu_seconds("server%d" % i) for i in range(servers))
         worker_cpu = sum(c.cpu_seconds("worker%d" % i) for i in range(workers))
-        train_s = float(s["wall_seconds"]) or wall
         return {
             "bench": "scale", "mode": "ps", "consistency": args.consistency,
             "model": args.model, "rate": rate, "host_cpu": args.host_cpu,
@@ -180,8 +183,11 @@ def point(args, bin_dir, tmp, workers, rate, data):
                                  for r, v in sorted(per_role.items())},
             "worker0_seconds": {k: round(float(s.get(k + "_seconds", 0)), 2)
                                 for k in ("compute", "wait", "data")},
-            "server_cpu_of_quota": round(server_cpu / (servers * args.host_cpu * train_s), 3),
-            "worker_cpu_of_quota": round(worker_cpu / (workers * args.host_cpu * train_s), 3),
+            # Over the processes' lives (start to exit), as the quota counts.
+            "server_cpu_of_quota": round(server_cpu / (servers * args.host_cpu * wall), 3),
+            "worker_cpu_of_quota": round(worker_cpu / (workers * args.host_cpu * wall), 3),
+            "server_cpu_us_per_sample": round(server_cpu / samples * 1e6, 2),
+            "worker_cpu_us_per_sample": round(worker_cpu / samples * 1e6, 2),
         }
     finally:
         c.cleanup()
@@ -193,6 +199,8 @@ def main():
     ap.add_argument("--workers", default="1,2,4,8")
     ap.add_argument("--rates", default="10gbit,1gbit")
     ap.add_argument("--host_cpu", type=float, default=0.12)
+    ap.add_argument("--servers_per_worker", type=float, default=0.5,
+                    help="servers = max(1, W x this): 0.5 gives the issue's S = max(1, W/2)")
     ap.add_argument("--rows_per_worker", type=int, default=100000)
     ap.add_argument("--batch_size", type=int, default=1024)
     ap.add_argument("--model", default="dlrm")
