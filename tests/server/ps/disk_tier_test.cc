@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,21 @@ std::vector<float> PullAll(SparseTable& t, const std::vector<uint64_t>& ids) {
   return out;
 }
 
+// Ids 0 .. n-1, each pushed once to both tables (250 a push); returns them.
+std::vector<uint64_t> PushEachOnce(SparseTable& ram, SparseTable& tiered, uint64_t n,
+                                   size_t ram_capacity) {
+  std::vector<uint64_t> all;
+  for (uint64_t id = 0; id < n; ++id) all.push_back(id);
+  for (uint64_t begin = 0; begin < n; begin += 250) {
+    std::vector<uint64_t> ids(all.begin() + begin, all.begin() + std::min(n, begin + 250));
+    std::vector<float> g(ids.size() * ram.dim(), 0.01f);
+    EXPECT_TRUE(ram.Push(ids, g.data(), 1.0f).ok());
+    EXPECT_TRUE(tiered.Push(ids, g.data(), 1.0f).ok());
+    EXPECT_LE(tiered.ram_rows(), ram_capacity);
+  }
+  return all;
+}
+
 struct Row {
   std::vector<float> values, state;
   uint32_t step;
@@ -110,16 +126,8 @@ TEST_P(DiskTierTest, TrainsAndReadsExactlyAsTheTableInRam) {
     ASSERT_TRUE(ram.ok());
     auto tiered = Table(spec, tier.get(), 300);
     std::mt19937_64 rng(5);
-    std::vector<uint64_t> all;
-    for (uint64_t id = 0; id < 4000; ++id) all.push_back(id);
     // Every id pushed once, then random pushes and pulls of trained ids.
-    for (uint64_t begin = 0; begin < 4000; begin += 250) {
-      std::vector<uint64_t> ids(all.begin() + begin, all.begin() + begin + 250);
-      std::vector<float> g(ids.size() * 8, 0.01f);
-      ASSERT_TRUE((*ram)->Push(ids, g.data(), 1.0f).ok());
-      ASSERT_TRUE(tiered->Push(ids, g.data(), 1.0f).ok());
-      EXPECT_LE(tiered->ram_rows(), 300u);
-    }
+    std::vector<uint64_t> all = PushEachOnce(**ram, *tiered, 4000, 300);
     for (int round = 0; round < 40; ++round) {
       PushBoth(**ram, *tiered, rng, 4000, 200);
       EXPECT_LE(tiered->ram_rows(), 300u);
@@ -147,14 +155,7 @@ TEST_P(DiskTierTest, ARowUsedOnceIsReadAndUpdatedOnDiskAndComesIntoRamWhenUsedAg
   auto ram = SparseTable::Create(spec);
   ASSERT_TRUE(ram.ok());
   auto tiered = Table(spec, tier.get(), 300);
-  std::vector<uint64_t> all;
-  for (uint64_t id = 0; id < 4000; ++id) all.push_back(id);
-  for (uint64_t begin = 0; begin < 4000; begin += 250) {
-    std::vector<uint64_t> ids(all.begin() + begin, all.begin() + begin + 250);
-    std::vector<float> g(ids.size() * 8, 0.01f);
-    ASSERT_TRUE((*ram)->Push(ids, g.data(), 1.0f).ok());
-    ASSERT_TRUE(tiered->Push(ids, g.data(), 1.0f).ok());
-  }
+  std::vector<uint64_t> all = PushEachOnce(**ram, *tiered, 4000, 300);
   // The first ids left RAM long ago. A step of training on 50 of them: a
   // pull, then a push of their gradients.
   std::vector<uint64_t> cold(all.begin(), all.begin() + 50);
