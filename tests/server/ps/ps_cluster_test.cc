@@ -1,6 +1,9 @@
 // The parameter server seen through real clients on an in-process network:
 // tables, placement, optimizers applied on push, validation of bad pushes.
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -159,6 +162,42 @@ TEST(PsCluster, MisroutedOrMisshapenPushesGetClearErrors) {
   body.parts = {{9, 0, 1}};
   st = RawPush(w, body, {Floats({1})}, {proto::DType::kF32});
   EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << st;
+}
+
+TEST(PsCluster, AServerWritingACheckpointAnswersPingsAndServesWaitingRequestsAfter) {
+  TestCluster c(1, 1);
+  InitializerConfig init{InitKind::kConstant, 0.25f, 0};
+  c.DefineTables({SparseSpec(0, "emb", 16, Sgd(0.1f), init)});
+  // 1.3 M rows (a 100 MB shard): writing it takes far longer than a ping.
+  std::vector<uint64_t> ids(1 << 16);
+  for (uint64_t b = 0; b < 20; ++b) {
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = b << 16 | i;
+    ASSERT_EQ(PullSparse(c.kv(0), 0, ids, 16).size(), ids.size() * 16);
+  }
+  const std::string dir = ::testing::TempDir() + "/pstrain-busy-save-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  TestWorker& w = c.worker(0);
+  const PeerId server = w.node->Connect("server0");
+  proto::Header save_header;
+  save_header.type = proto::MsgType::kSaveShard;
+  save_header.sender_role = proto::Role::kCoordinator;
+  RpcFuture save = w.node->Call(server, proto::Encode(save_header, proto::SaveShardRequest{dir, 1}),
+                                absl::Now() + absl::Seconds(120));
+  proto::Header ping_header;
+  ping_header.type = proto::MsgType::kPing;
+  ping_header.sender_role = proto::Role::kWorker;
+  RpcFuture ping = w.node->Call(server, proto::EncodeHeaderOnly(ping_header),
+                                absl::Now() + absl::Seconds(120));
+  ASSERT_TRUE(ping.Wait().ok());
+  // The write runs off the I/O thread: the ping did not wait for it.
+  EXPECT_FALSE(save.Ready()) << "the ping was answered only after the checkpoint was written";
+  // A pull sent meanwhile waits for the write and is then served.
+  EXPECT_EQ(PullSparse(c.kv(0), 0, {7, 1 << 20}, 16), std::vector<float>(32, 0.25f));
+  EXPECT_TRUE(save.Ready());
+  auto reply = proto::DecodeReply(save.Wait(), "save");
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/server-0.shard"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
