@@ -6,7 +6,7 @@ each on an emulated host of its own (issue 22).
 Every host is a network namespace plugged into one bridge (tests/multihost's
 Cluster: veth pairs, links shaped with tc tbf in both directions) and a
 cgroup-v1 CPU group with a fixed quota (--host_cpu CPUs, e.g. 0.12: CFS quota
-12 ms per 100 ms), so that all hosts together fit inside this machine's cores
+12 ms per 100 ms period, --cfs_period_ms), so that all hosts together fit inside this machine's cores
 and none speeds up because another is idle. The coordinator has a host too.
 The workers train DLRM (or --model) in ps mode on a generated file of
 --rows_per_worker rows per worker (weak scaling: each worker has the same
@@ -48,7 +48,6 @@ import multihost_test as mh  # noqa: E402
 
 CPU_ROOT = "/sys/fs/cgroup/cpu"
 ACCT_ROOT = "/sys/fs/cgroup/cpuacct"
-PERIOD_US = 100000
 
 
 class Hosts(mh.Cluster):
@@ -64,10 +63,11 @@ class Hosts(mh.Cluster):
         for d in (cpu, acct):
             os.makedirs(d, exist_ok=True)
             self.groups.append(d)
+        period_us = int(self.args.cfs_period_ms * 1000)
         with open(os.path.join(cpu, "cpu.cfs_period_us"), "w") as fh:
-            fh.write(str(PERIOD_US))
+            fh.write(str(period_us))
         with open(os.path.join(cpu, "cpu.cfs_quota_us"), "w") as fh:
-            fh.write(str(int(self.args.host_cpu * PERIOD_US)))
+            fh.write(str(int(self.args.host_cpu * period_us)))
         return cpu, acct
 
     def cpu_seconds(self, host):
@@ -141,6 +141,7 @@ def point(args, bin_dir, tmp, workers, rate, data):
             argv = [b("pstrain_worker"), "--coordinator=" + coord, "--rank=%d" % w,
                     "--bind=tcp://%s:7200" % ip["worker%d" % w], "--train_data=" + data,
                     "--model=" + args.model, "--batch_size=%d" % args.batch_size,
+                    "--mode=" + args.mode,
                     "--log_every_secs=30"]
             if w == 0:
                 argv.append("--metrics_out=" + metrics)
@@ -173,8 +174,9 @@ def point(args, bin_dir, tmp, workers, rate, data):
         server_cpu = sum(c.cpu_seconds("server%d" % i) for i in range(servers))
         worker_cpu = sum(c.cpu_seconds("worker%d" % i) for i in range(workers))
         return {
-            "bench": "scale", "mode": "ps", "consistency": args.consistency,
+            "bench": "scale", "mode": args.mode, "consistency": args.consistency,
             "model": args.model, "rate": rate, "host_cpu": args.host_cpu,
+            "cfs_period_ms": args.cfs_period_ms,
             "workers": workers, "servers": servers, "batch_size": args.batch_size,
             "samples_per_sec": s["samples_per_sec"], "train_samples": int(samples),
             "wall_seconds": round(wall, 2),
@@ -199,11 +201,15 @@ def main():
     ap.add_argument("--workers", default="1,2,4,8")
     ap.add_argument("--rates", default="10gbit,1gbit")
     ap.add_argument("--host_cpu", type=float, default=0.12)
+    ap.add_argument("--cfs_period_ms", type=float, default=100,
+                    help="CFS period of the quota: a host runs host_cpu x this, then waits")
     ap.add_argument("--servers_per_worker", type=float, default=0.5,
                     help="servers = max(1, W x this): 0.5 gives the issue's S = max(1, W/2)")
     ap.add_argument("--rows_per_worker", type=int, default=100000)
     ap.add_argument("--batch_size", type=int, default=1024)
     ap.add_argument("--model", default="dlrm")
+    ap.add_argument("--mode", default="ps", help="ps or allreduce (dense gradients summed "
+                    "between the workers, embeddings on the servers)")
     ap.add_argument("--consistency", default="asp")
     ap.add_argument("--point_timeout", type=float, default=600)
     ap.add_argument("--time_limit", type=float, default=3600)
