@@ -151,8 +151,8 @@ TEST_F(LocalOptionsTest, AGoodInvocationRoutesEachFlagToItsProcesses) {
       ParseLocalOptions({"--train_data=" + Path("train.tsv"), "--nooverlap"});
   ASSERT_TRUE(negative.ok()) << negative.status();
   EXPECT_THAT(negative->worker_args, ::testing::Contains("--nooverlap"));
-  // The launcher's own flags are as they were: the check changed nothing.
-  EXPECT_EQ(absl::FindCommandLineFlag("lr")->CurrentValue(), "0.05");
+  // The launcher's own flags are as they were (--lr: -1, the model's rate).
+  EXPECT_EQ(absl::FindCommandLineFlag("lr")->CurrentValue(), "-1");
 }
 
 TEST_F(LocalOptionsTest, PipelineModeTakesItsWorkerCountFromTheLayout) {

@@ -19,6 +19,7 @@
 #include "worker/data/schema_file.h"
 #include "worker/eval/best_round.h"
 #include "worker/models/model.h"
+#include "worker/pipeline/pipeline_model.h"
 #include "worker/pipeline/schedule.h"
 
 ABSL_FLAG(std::string, coordinator, "tcp://127.0.0.1:7000", "Endpoint of the job's coordinator.");
@@ -44,12 +45,22 @@ ABSL_FLAG(std::string, mode, "ps",
 ABSL_FLAG(double, bucket_mb, 25, "allreduce: size of the gradient buckets in MiB.");
 ABSL_FLAG(bool, overlap, true, "allreduce: start each bucket during the backward pass.");
 ABSL_FLAG(double, collective_timeout, 60, "allreduce: seconds before a collective call fails.");
-ABSL_FLAG(std::string, model, "dlrm", "Model: lr | wide_deep | dlrm | deep_tower.");
-ABSL_FLAG(int, embedding_dim, 16, "Embedding width (wide_deep, dlrm).");
-ABSL_FLAG(std::string, bottom_mlp, "64,16", "dlrm: widths of the bottom MLP (last = embedding_dim).");
-ABSL_FLAG(std::string, top_mlp, "64,32", "dlrm: widths of the top MLP (a final 1-wide layer is added).");
+ABSL_FLAG(std::string, model, "dlrm",
+          "Model: lr | wide_deep | dlrm | deep_tower | dcn_v2 (DLRM with DCN-v2 cross layers "
+          "instead of the dot interaction, as MLPerf's DLRM-DCNv2) | deepfm (FM + deep tower "
+          "over shared embeddings).");
+ABSL_FLAG(int, embedding_dim, 16, "Embedding width (every model but lr).");
+ABSL_FLAG(std::string, bottom_mlp, "64,16",
+          "dlrm, dcn_v2: widths of the bottom MLP over the dense features (dlrm: last = "
+          "embedding_dim).");
+ABSL_FLAG(std::string, top_mlp, "64,32",
+          "dlrm, dcn_v2: widths of the top MLP (a final 1-wide layer is added).");
 ABSL_FLAG(std::string, deep_mlp, "256,128",
-          "wide_deep, deep_tower: widths of the hidden layers of the deep tower.");
+          "wide_deep, deep_tower, deepfm: widths of the hidden layers of the deep tower.");
+ABSL_FLAG(int, cross_layers, 3, "dcn_v2: cross layers over [bottom MLP output | embeddings].");
+ABSL_FLAG(int, cross_rank, 64,
+          "dcn_v2: rank of each cross layer's weight (W = U V, U and V of this rank; 0: full "
+          "rank, a width x width matrix).");
 ABSL_FLAG(int, tower_layers, 0,
           "deep_tower: hidden layers of the tower, each --tower_width wide (0: use --deep_mlp).");
 ABSL_FLAG(int, tower_width, 1024, "deep_tower: width of each of the --tower_layers.");
@@ -70,7 +81,9 @@ ABSL_FLAG(double, pipeline_ping_timeout, 15,
           "seconds stops the stage with an error naming it.");
 ABSL_FLAG(uint64_t, hash_buckets, 0, "Fold ids into this many rows per field (0: unbounded ids).");
 ABSL_FLAG(std::string, optimizer, "adagrad", "Server-side optimizer: sgd | adagrad | rowwise_adagrad | adam | ftrl.");
-ABSL_FLAG(double, lr, 0.05, "Learning rate.");
+ABSL_FLAG(double, lr, -1,
+          "Learning rate of the embedding tables (default 0.05; deepfm 0.01: its FM logit sums "
+          "every pair of fields' dot products, so one step moves it about fields^2 times more).");
 ABSL_FLAG(std::string, dense_optimizer, "", "Optimizer of the dense (MLP) tables (default: --optimizer).");
 ABSL_FLAG(double, dense_lr, -1,
           "Learning rate of the dense (MLP) tables (default: --lr / 5: shared weights take every "
@@ -290,11 +303,12 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
   for (const SparseColumn& c : schema->sparse) {
     m->pooling.push_back(c.pooling);
     m->field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim : m->embedding_dim);
-    if (m->field_dims.back() != m->embedding_dim && m->name == "dlrm") {
+    if (m->field_dims.back() != m->embedding_dim && (m->name == "dlrm" || m->name == "deepfm")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--schema=", path, ": column \"", c.name, "\" has embedding_dim ",
-          m->field_dims.back(), ", but dlrm's dot interaction needs every embedding ",
-          m->embedding_dim, " wide (--model=wide_deep or deep_tower take per-column widths)"));
+          m->field_dims.back(), ", but ",
+          m->name == "dlrm" ? "dlrm's dot interaction" : "deepfm's FM", " needs every embedding ",
+          m->embedding_dim, " wide (--model=wide_deep, deep_tower or dcn_v2 take per-column widths)"));
     }
   }
   return absl::OkStatus();
@@ -409,6 +423,13 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   PS_ASSIGN_OR_RETURN(m.bottom_mlp, ParseWidths("bottom_mlp", absl::GetFlag(FLAGS_bottom_mlp)));
   PS_ASSIGN_OR_RETURN(m.top_mlp, ParseWidths("top_mlp", absl::GetFlag(FLAGS_top_mlp)));
   PS_ASSIGN_OR_RETURN(m.deep_mlp, ParseWidths("deep_mlp", absl::GetFlag(FLAGS_deep_mlp)));
+  m.cross_layers = absl::GetFlag(FLAGS_cross_layers);
+  m.cross_rank = absl::GetFlag(FLAGS_cross_rank);
+  if (m.cross_layers < 1 || m.cross_rank < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cross_layers must be >= 1 and --cross_rank >= 0 (0: full rank); got ",
+                     m.cross_layers, " and ", m.cross_rank));
+  }
   if (int layers = absl::GetFlag(FLAGS_tower_layers); layers != 0) {
     int width = absl::GetFlag(FLAGS_tower_width);
     if (layers < 0 || width < 1) {
@@ -437,7 +458,8 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   m.seed = absl::GetFlag(FLAGS_seed);
   m.device = absl::GetFlag(FLAGS_device);
   PS_ASSIGN_OR_RETURN(m.sparse_optimizer.kind, ParseOptimizer(absl::GetFlag(FLAGS_optimizer)));
-  m.sparse_optimizer.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  const double lr = absl::GetFlag(FLAGS_lr);
+  m.sparse_optimizer.lr = static_cast<float>(lr != -1 ? lr : m.name == "deepfm" ? 0.01 : 0.05);
   m.sparse_optimizer.momentum = static_cast<float>(absl::GetFlag(FLAGS_momentum));
   m.sparse_optimizer.weight_decay = static_cast<float>(absl::GetFlag(FLAGS_weight_decay));
   m.sparse_optimizer.initial_accumulator = static_cast<float>(absl::GetFlag(FLAGS_initial_accumulator));
@@ -449,13 +471,16 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   if (double lr = absl::GetFlag(FLAGS_dense_lr); lr >= 0) m.dense_optimizer.lr = static_cast<float>(lr);
   m.dense_optimizer.initial_accumulator =
       static_cast<float>(absl::GetFlag(FLAGS_dense_initial_accumulator));
-  if (!(m.sparse_optimizer.lr > 0)) return absl::InvalidArgumentError("--lr must be positive");
+  if (!(m.sparse_optimizer.lr > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("--lr must be positive, not ", lr));
+  }
 
   t.train_data = SplitList(absl::GetFlag(FLAGS_train_data));
   PS_ASSIGN_OR_RETURN(std::vector<std::string> schema_data, TakeStreamFlags(o.mode, &t));
   m.step_probs = !t.train_stream.dir.empty();
   PS_RETURN_IF_ERROR(SchemaFromFlags(schema_data, &t.schema, &m));
   if (o.mode == "pipeline") {
+    PS_RETURN_IF_ERROR(Annotate(CheckPipelineModel(m.name), "--mode=pipeline"));
     for (const SparseColumn& c : t.schema.sparse) {
       if (c.pooling != BagPooling::kSum) {
         return absl::InvalidArgumentError(absl::StrCat(

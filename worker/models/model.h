@@ -63,19 +63,21 @@ struct StepOutput {
 };
 
 struct ModelOptions {
-  std::string name = "dlrm";                 // lr | wide_deep | dlrm | deep_tower
+  std::string name = "dlrm";  // lr | wide_deep | dlrm | deep_tower | dcn_v2 | deepfm
   int num_dense = 13;
   int num_sparse = 26;
   int embedding_dim = 16;
   // The pooling of each sparse field's bag, [num_sparse]; empty: all sum.
   std::vector<BagPooling> pooling;
   // The embedding width of each sparse field, [num_sparse]; empty (or 0):
-  // embedding_dim. wide_deep and deep_tower concatenate fields of any
-  // widths; dlrm's dot interaction needs them all equal.
+  // embedding_dim. wide_deep, deep_tower and dcn_v2 concatenate fields of
+  // any widths; dlrm's dot interaction and deepfm's FM need them all equal.
   std::vector<int> field_dims;
   std::vector<int> bottom_mlp = {64, 16};    // dlrm: last width == embedding_dim
   std::vector<int> top_mlp = {64, 32};       // a final width-1 layer is added
-  std::vector<int> deep_mlp = {256, 128};    // wide_deep deep tower
+  std::vector<int> deep_mlp = {256, 128};    // wide_deep, deepfm deep tower
+  int cross_layers = 3;                      // dcn_v2: cross layers
+  int cross_rank = 64;                       // dcn_v2: their rank (0: full rank)
   OptimizerConfig dense_optimizer;           // for dense tables
   OptimizerConfig sparse_optimizer;          // for embedding / sparse tables
   uint64_t seed = 1;                         // initializer seed

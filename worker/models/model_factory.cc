@@ -1,7 +1,9 @@
 // CreateModel(): picks the device and the model named in the options.
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "worker/models/dcn_v2_model.h"
 #include "worker/models/deep_tower_model.h"
+#include "worker/models/deepfm_model.h"
 #include "worker/models/dlrm_model.h"
 #include "worker/models/lr_model.h"
 #include "worker/models/model.h"
@@ -12,11 +14,12 @@
 namespace pstrain::worker {
 
 absl::Status CheckModelName(const std::string& name) {
-  if (name == "lr" || name == "wide_deep" || name == "dlrm" || name == "deep_tower") {
+  if (name == "lr" || name == "wide_deep" || name == "dlrm" || name == "deep_tower" ||
+      name == "dcn_v2" || name == "deepfm") {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown model '", name, "' (expected lr, wide_deep, dlrm or deep_tower)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown model '", name, "' (expected lr, wide_deep, dlrm, deep_tower, dcn_v2 or deepfm)"));
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) {
@@ -27,6 +30,8 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) 
   if (name == "lr") return CreateLrModel(options, std::move(device));
   if (name == "wide_deep") return CreateWideDeepModel(options, std::move(device));
   if (name == "deep_tower") return CreateDeepTowerModel(options, std::move(device));
+  if (name == "dcn_v2") return CreateDcnV2Model(options, std::move(device));
+  if (name == "deepfm") return CreateDeepFmModel(options, std::move(device));
   return CreateDlrmModel(options, std::move(device));
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "worker/nn/blas.h"
 #include "worker/nn/concat.h"
+#include "worker/nn/feature_cross.h"
 #include "worker/nn/interaction.h"
 #include "worker/nn/loss.h"
 
@@ -80,6 +81,30 @@ class CpuDevice final : public Device {
   }
   absl::Status CopyMatrix(ConstMatrixView src, MatrixView dst) override {
     nn::CopyMatrix(src, dst);
+    return absl::OkStatus();
+  }
+  absl::Status AddMatrix(ConstMatrixView src, MatrixView dst) override {
+    nn::AddMatrix(src, dst);
+    return absl::OkStatus();
+  }
+  absl::Status CrossCombineForward(ConstMatrixView x0, ConstMatrixView u, ConstMatrixView xl,
+                                   MatrixView out) override {
+    nn::CrossCombineForward(x0, u, xl, out);
+    return absl::OkStatus();
+  }
+  absl::Status CrossCombineBackward(ConstMatrixView g, ConstMatrixView x0, ConstMatrixView u,
+                                    MatrixView du, MatrixView dx0, bool accumulate) override {
+    nn::CrossCombineBackward(g, x0, u, du, dx0, accumulate);
+    return absl::OkStatus();
+  }
+  absl::Status FmForward(ConstMatrixView t, int n, int dim, bool accumulate,
+                         MatrixView out) override {
+    nn::FmForward(t, n, dim, accumulate, out);
+    return absl::OkStatus();
+  }
+  absl::Status FmBackward(ConstMatrixView t, ConstMatrixView dy, int n, int dim, bool accumulate,
+                          MatrixView dt) override {
+    nn::FmBackward(t, dy, n, dim, accumulate, dt);
     return absl::OkStatus();
   }
   absl::StatusOr<double> SigmoidBceLoss(const float* logits, const float* labels, int n,

@@ -148,6 +148,38 @@ class CudaDevice final : public Device {
         sizeof(float) * src.cols, src.rows, cudaMemcpyDeviceToDevice, stream_));
     return absl::OkStatus();
   }
+  absl::Status AddMatrix(ConstMatrixView src, MatrixView dst) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::AddMatrix(src.data, src.stride, dst.data, dst.stride,
+                                                    dst.rows, dst.cols, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status CrossCombineForward(ConstMatrixView x0, ConstMatrixView u, ConstMatrixView xl,
+                                   MatrixView out) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::CrossCombineForward(
+        x0.data, x0.stride, u.data, u.stride, xl.data, xl.stride, out.data, out.stride, out.rows,
+        out.cols, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status CrossCombineBackward(ConstMatrixView g, ConstMatrixView x0, ConstMatrixView u,
+                                    MatrixView du, MatrixView dx0, bool accumulate) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::CrossCombineBackward(
+        g.data, g.stride, x0.data, x0.stride, u.data, u.stride, du.data, du.stride, dx0.data,
+        dx0.stride, du.rows, du.cols, accumulate, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status FmForward(ConstMatrixView t, int n, int dim, bool accumulate,
+                         MatrixView out) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::FmForward(t.data, t.stride, t.rows, n, dim, accumulate,
+                                                    out.data, out.stride, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status FmBackward(ConstMatrixView t, ConstMatrixView dy, int n, int dim, bool accumulate,
+                          MatrixView dt) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::FmBackward(t.data, t.stride, dy.data, dy.stride, t.rows,
+                                                     n, dim, accumulate, dt.data, dt.stride,
+                                                     stream_));
+    return absl::OkStatus();
+  }
   absl::StatusOr<double> SigmoidBceLoss(const float* logits, const float* labels, int n,
                                         float* dlogits) override {
     PS_CUDA_RETURN_IF_ERROR(

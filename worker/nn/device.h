@@ -1,7 +1,7 @@
 // Device: where the layer math runs (the host CPU or a CUDA GPU), behind one
 // interface so that the models are written once. Every op mirrors the CPU
 // function of the same name in linear.h, embedding_bag.h, interaction.h,
-// concat.h and loss.h; all pointers and views passed to ops are device
+// concat.h, feature_cross.h and loss.h; all pointers and views passed to ops are device
 // pointers (plain host pointers when host_memory()). Ops may run
 // asynchronously in issue order; CopyToHost, SigmoidBceLoss and Synchronize
 // wait for them. Errors (a device fault, out of memory, a shape the device
@@ -59,6 +59,19 @@ class Device {
                                               int dim, MatrixView dt) = 0;
   // dst = src (the building block of Concat).
   virtual absl::Status CopyMatrix(ConstMatrixView src, MatrixView dst) = 0;
+  // dst += src.
+  virtual absl::Status AddMatrix(ConstMatrixView src, MatrixView dst) = 0;
+  // DCN-v2 cross layer: out = x0 * u + xl, and its backward.
+  virtual absl::Status CrossCombineForward(ConstMatrixView x0, ConstMatrixView u,
+                                           ConstMatrixView xl, MatrixView out) = 0;
+  virtual absl::Status CrossCombineBackward(ConstMatrixView g, ConstMatrixView x0,
+                                            ConstMatrixView u, MatrixView du, MatrixView dx0,
+                                            bool accumulate) = 0;
+  // Factorization machine's second-order term over n vectors of width dim.
+  virtual absl::Status FmForward(ConstMatrixView t, int n, int dim, bool accumulate,
+                                 MatrixView out) = 0;
+  virtual absl::Status FmBackward(ConstMatrixView t, ConstMatrixView dy, int n, int dim,
+                                  bool accumulate, MatrixView dt) = 0;
   // Writes dlogits and returns the loss sum; waits for the device.
   virtual absl::StatusOr<double> SigmoidBceLoss(const float* logits, const float* labels, int n,
                                                 float* dlogits) = 0;

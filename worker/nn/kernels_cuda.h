@@ -38,6 +38,24 @@ cudaError_t DotInteractionForward(const float* t, int t_stride, int batch, int n
 cudaError_t DotInteractionBackward(const float* t, int t_stride, const float* dz, int dz_stride,
                                    int batch, int n, int dim, float* dt, int dt_stride,
                                    cudaStream_t stream);
+// dst += src.
+cudaError_t AddMatrix(const float* src, int src_stride, float* dst, int dst_stride, int rows,
+                      int cols, cudaStream_t stream);
+// DCN-v2 cross combine (see feature_cross.h): out = x0 * u + xl; du = g * x0,
+// dx0 (+)= g * u.
+cudaError_t CrossCombineForward(const float* x0, int x0_stride, const float* u, int u_stride,
+                                const float* xl, int xl_stride, float* out, int out_stride,
+                                int rows, int cols, cudaStream_t stream);
+cudaError_t CrossCombineBackward(const float* g, int g_stride, const float* x0, int x0_stride,
+                                 const float* u, int u_stride, float* du, int du_stride,
+                                 float* dx0, int dx0_stride, int rows, int cols, bool accumulate,
+                                 cudaStream_t stream);
+// FM second-order term (see feature_cross.h), one thread per row.
+cudaError_t FmForward(const float* t, int t_stride, int batch, int n, int dim, bool accumulate,
+                      float* out, int out_stride, cudaStream_t stream);
+cudaError_t FmBackward(const float* t, int t_stride, const float* dy, int dy_stride, int batch,
+                       int n, int dim, bool accumulate, float* dt, int dt_stride,
+                       cudaStream_t stream);
 // dlogits = sigmoid(z) - y; *loss_sum (device, zeroed here) = sum of BCE.
 cudaError_t SigmoidBce(const float* logits, const float* labels, int n, float* dlogits,
                        double* loss_sum, cudaStream_t stream);

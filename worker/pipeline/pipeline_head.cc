@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "worker/models/cross_net.h"
 #include "worker/nn/interaction.h"
 #include "worker/pipeline/layer_stack.h"
 #include "worker/pipeline/pipeline_model.h"
@@ -147,6 +148,103 @@ class DlrmHead final : public PipelineHead {
   nn::DeviceBuffer dt_;  // scratch: one backward at a time
 };
 
+// DLRM-DCNv2: bottom MLP, embeddings, cross layers over [bottom | embeddings].
+class DcnV2Head final : public PipelineHead {
+ public:
+  struct Acts : HeadActivations {
+    StackActivations bottom;
+    nn::DeviceBuffer x0;  // [rows x width]: bottom output | embeddings
+    CrossNet::Activations cross;
+  };
+
+  DcnV2Head(int dim, std::vector<LinearSpec> bottom, std::vector<uint32_t> emb, CrossNet cross)
+      : dim_(dim),
+        bottom_width_(bottom.back().out),
+        bottom_(std::move(bottom)),
+        emb_(std::move(emb)),
+        cross_(std::move(cross)) {}
+
+  int out_width() const override { return cross_.width(); }
+  std::vector<uint32_t> dense_tables() const override {
+    std::vector<uint32_t> ids = cross_.table_ids();
+    for (const LinearSpec& l : bottom_.layers()) {
+      ids.push_back(l.weight);
+      ids.push_back(l.bias);
+    }
+    return ids;
+  }
+  std::unique_ptr<HeadActivations> NewActivations() const override {
+    return std::make_unique<Acts>();
+  }
+
+  absl::Status Forward(nn::Device& dev, const HeadInputs& in,
+                       const std::vector<const float*>& params, HeadActivations* base,
+                       nn::MatrixView out) override {
+    auto* acts = static_cast<Acts*>(base);
+    const int rows = in.dense.rows;
+    PS_RETURN_IF_ERROR(acts->x0.ReserveElements(&dev, static_cast<size_t>(rows) * out_width()));
+    nn::MatrixView x0(acts->x0.as(), rows, out_width());
+    PS_RETURN_IF_ERROR(
+        bottom_.Forward(dev, in.dense, params, &acts->bottom, x0.Columns(0, bottom_width_)));
+    for (size_t f = 0; f < emb_.size(); ++f) {
+      PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(params[emb_[f]], in.bags[f], nn::Pooling::kSum,
+                                                 /*accumulate=*/false, Block(x0, f)));
+    }
+    return cross_.Forward(dev, x0, params, &acts->cross, out);
+  }
+
+  absl::Status Backward(nn::Device& dev, const HeadInputs& in,
+                        const std::vector<const float*>& params, const HeadActivations& base,
+                        nn::MatrixView d_out, const std::vector<float*>& grads,
+                        bool accumulate) override {
+    const auto& acts = static_cast<const Acts&>(base);
+    const int rows = in.dense.rows;
+    PS_RETURN_IF_ERROR(dx0_.ReserveElements(&dev, static_cast<size_t>(rows) * out_width()));
+    nn::ConstMatrixView x0(acts.x0.as(), rows, out_width());
+    nn::MatrixView dx0(dx0_.as(), rows, out_width());
+    PS_RETURN_IF_ERROR(
+        cross_.Backward(dev, x0, params, acts.cross, d_out, grads, dx0, accumulate));
+    for (size_t f = 0; f < emb_.size(); ++f) {
+      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(Block(dx0, f), in.bags[f], nn::Pooling::kSum,
+                                                  grads[emb_[f]]));
+    }
+    return bottom_.Backward(dev, in.dense, params, acts.bottom, x0.Columns(0, bottom_width_),
+                            dx0.Columns(0, bottom_width_), grads, nn::MatrixView(), accumulate);
+  }
+
+ private:
+  template <class View>
+  View Block(View x, size_t f) const {
+    return x.Columns(bottom_width_ + static_cast<int>(f) * dim_, dim_);
+  }
+
+  const int dim_;
+  const int bottom_width_;
+  LayerStack bottom_;
+  const std::vector<uint32_t> emb_;
+  CrossNet cross_;
+  nn::DeviceBuffer dx0_;  // scratch: one backward at a time
+};
+
+// The bottom MLP of dlrm and dcn_v2: "bottom.<i>.weight/bias", ReLU after each.
+absl::StatusOr<std::vector<LinearSpec>> BottomLayers(const ModelOptions& options,
+                                                     const Model& model) {
+  std::vector<LinearSpec> bottom;
+  int in = options.num_dense;
+  for (size_t i = 0; i < options.bottom_mlp.size(); ++i) {
+    LinearSpec l;
+    l.in = in;
+    l.out = options.bottom_mlp[i];
+    l.act = nn::Activation::kRelu;
+    PS_ASSIGN_OR_RETURN(l.weight, FindTable(model, absl::StrCat("bottom.", i, ".weight")));
+    PS_ASSIGN_OR_RETURN(l.bias, FindTable(model, absl::StrCat("bottom.", i, ".bias")));
+    bottom.push_back(l);
+    in = l.out;
+  }
+  if (bottom.empty()) return absl::InvalidArgumentError("the model has no bottom MLP");
+  return bottom;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PipelineHead>> CreatePipelineHead(const ModelOptions& options,
@@ -156,20 +254,18 @@ absl::StatusOr<std::unique_ptr<PipelineHead>> CreatePipelineHead(const ModelOpti
     return std::unique_ptr<PipelineHead>(
         new ConcatHead(options.embedding_dim, options.num_dense, std::move(emb)));
   }
+  if (options.name == "dcn_v2") {
+    PS_ASSIGN_OR_RETURN(std::vector<LinearSpec> bottom, BottomLayers(options, model));
+    const int width = bottom.back().out + options.num_sparse * options.embedding_dim;
+    PS_ASSIGN_OR_RETURN(CrossNet cross, CrossNet::FromTables(model.tables(), "cross", width,
+                                                             options.cross_layers,
+                                                             options.cross_rank));
+    return std::unique_ptr<PipelineHead>(new DcnV2Head(options.embedding_dim, std::move(bottom),
+                                                       std::move(emb), std::move(cross)));
+  }
   if (options.name == "dlrm") {
-    std::vector<LinearSpec> bottom;
-    int in = options.num_dense;
-    for (size_t i = 0; i < options.bottom_mlp.size(); ++i) {
-      LinearSpec l;
-      l.in = in;
-      l.out = options.bottom_mlp[i];
-      l.act = nn::Activation::kRelu;
-      PS_ASSIGN_OR_RETURN(l.weight, FindTable(model, absl::StrCat("bottom.", i, ".weight")));
-      PS_ASSIGN_OR_RETURN(l.bias, FindTable(model, absl::StrCat("bottom.", i, ".bias")));
-      bottom.push_back(l);
-      in = l.out;
-    }
-    if (bottom.empty() || in != options.embedding_dim) {
+    PS_ASSIGN_OR_RETURN(std::vector<LinearSpec> bottom, BottomLayers(options, model));
+    if (bottom.back().out != options.embedding_dim) {
       return absl::InvalidArgumentError("dlrm: the bottom MLP must end at embedding_dim");
     }
     return std::unique_ptr<PipelineHead>(

@@ -53,7 +53,7 @@ class PipelineHead {
                                 const std::vector<float*>& grads, bool accumulate) = 0;
 };
 
-// The head of options.name (dlrm, deep_tower) over `model`'s tables.
+// The head of options.name (dlrm, deep_tower, dcn_v2) over `model`'s tables.
 // InvalidArgument for other models or tables that do not match.
 absl::StatusOr<std::unique_ptr<PipelineHead>> CreatePipelineHead(const ModelOptions& options,
                                                                  const Model& model);

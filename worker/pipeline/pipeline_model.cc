@@ -63,6 +63,17 @@ absl::StatusOr<uint32_t> FindTable(const Model& model, const std::string& name) 
   return absl::NotFoundError(absl::StrCat("the model has no table ", name));
 }
 
+absl::Status CheckPipelineModel(const std::string& name) {
+  if (name == "dlrm" || name == "deep_tower" || name == "dcn_v2") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "pipeline mode needs a model made of a head and a tower of layers (dlrm, deep_tower, "
+      "dcn_v2), not '",
+      name, "'",
+      name == "deepfm" || name == "wide_deep" ? ": its logit adds a sparse linear part to the "
+                                                "tower's output"
+                                              : ""));
+}
+
 absl::StatusOr<PipelineModelSpec> DescribePipelineModel(const ModelOptions& options,
                                                         const Model& model, int batch_rows) {
   PipelineModelSpec spec;
@@ -83,12 +94,18 @@ absl::StatusOr<PipelineModelSpec> DescribePipelineModel(const ModelOptions& opti
     PS_ASSIGN_OR_RETURN(spec.tower, FindLayers(model, "tower", fields * dim + options.num_dense,
                                                WithLogit(options.deep_mlp), false));
     spec.head_cost = embedding_cost + 3.0 * batch_rows * options.num_dense;
+  } else if (options.name == "dcn_v2") {
+    const int width = options.bottom_mlp.back() + fields * dim;
+    PS_ASSIGN_OR_RETURN(spec.tower,
+                        FindLayers(model, "top", width, WithLogit(options.top_mlp), false));
+    PS_ASSIGN_OR_RETURN(auto bottom,
+                        FindLayers(model, "bottom", options.num_dense, options.bottom_mlp, true));
+    const double rank = options.cross_rank > 0 ? 2.0 * options.cross_rank : width;
+    spec.head_cost = embedding_cost + 6.0 * batch_rows * options.cross_layers * width * rank;
+    for (const LinearSpec& l : bottom) spec.head_cost += LayerCost(l, batch_rows);
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pipeline mode needs a model made of a head and a tower "
-                     "of layers (dlrm, deep_tower), "
-                     "not '",
-                     options.name, "'"));
+    PS_RETURN_IF_ERROR(CheckPipelineModel(options.name));
+    return absl::InvalidArgumentError(absl::StrCat("no pipeline layout for '", options.name, "'"));
   }
   for (const LinearSpec& l : spec.tower) spec.layer_cost.push_back(LayerCost(l, batch_rows));
   return spec;

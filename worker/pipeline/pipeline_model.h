@@ -28,9 +28,12 @@ struct PipelineModelSpec {
   double head_cost = 0;
 };
 
-// Models with a head + tower shape: dlrm, deep_tower. InvalidArgument for
-// the others (lr, wide_deep: their logit is not the end of a tower) and when
+// Models with a head + tower shape: dlrm, deep_tower, dcn_v2. InvalidArgument
+// for the others (lr, wide_deep, deepfm: their logit is not the end of a tower) and when
 // the model's tables do not have the expected names and sizes.
+// OK for the models pipeline mode runs (dlrm, deep_tower, dcn_v2); else
+// InvalidArgument saying why the model has no tower to split.
+absl::Status CheckPipelineModel(const std::string& name);
 absl::StatusOr<PipelineModelSpec> DescribePipelineModel(const ModelOptions& options,
                                                         const Model& model, int batch_rows);
 

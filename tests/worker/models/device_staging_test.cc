@@ -11,6 +11,8 @@
 
 #include "gtest/gtest.h"
 #include "tests/worker/models/model_test_util.h"
+#include "worker/models/dcn_v2_model.h"
+#include "worker/models/deepfm_model.h"
 #include "worker/models/dlrm_model.h"
 #include "worker/models/lr_model.h"
 #include "worker/models/wide_deep_model.h"
@@ -68,7 +70,7 @@ class CheckingDevice final : public nn::Device {
                              MatrixView y) override {
     Check(x.data, x.cols > 0);
     Check(w, x.cols > 0);
-    Check(b);
+    Check(b, b != nullptr);  // no bias: allowed
     Check(y.data);
     return cpu_->LinearForward(x, w, b, act, y);
   }
@@ -79,7 +81,7 @@ class CheckingDevice final : public nn::Device {
     Check(w, x.cols > 0);
     Check(dy.data);
     Check(dw, x.cols > 0);
-    Check(db);
+    Check(db, db != nullptr);
     if (dx.data != nullptr) Check(dx.data);
     return cpu_->LinearBackward(x, w, y, act, dy, dw, db, dx, accumulate);
   }
@@ -127,6 +129,41 @@ class CheckingDevice final : public nn::Device {
     Check(dst.data);
     return cpu_->CopyMatrix(src, dst);
   }
+  absl::Status AddMatrix(ConstMatrixView src, MatrixView dst) override {
+    Check(src.data);
+    Check(dst.data);
+    return cpu_->AddMatrix(src, dst);
+  }
+  absl::Status CrossCombineForward(ConstMatrixView x0, ConstMatrixView u, ConstMatrixView xl,
+                                   MatrixView out) override {
+    Check(x0.data);
+    Check(u.data);
+    Check(xl.data);
+    Check(out.data);
+    return cpu_->CrossCombineForward(x0, u, xl, out);
+  }
+  absl::Status CrossCombineBackward(ConstMatrixView g, ConstMatrixView x0, ConstMatrixView u,
+                                    MatrixView du, MatrixView dx0, bool accumulate) override {
+    Check(g.data);
+    Check(x0.data);
+    Check(u.data);
+    Check(du.data);
+    Check(dx0.data);
+    return cpu_->CrossCombineBackward(g, x0, u, du, dx0, accumulate);
+  }
+  absl::Status FmForward(ConstMatrixView t, int n, int dim, bool accumulate,
+                         MatrixView out) override {
+    Check(t.data);
+    Check(out.data);
+    return cpu_->FmForward(t, n, dim, accumulate, out);
+  }
+  absl::Status FmBackward(ConstMatrixView t, ConstMatrixView dy, int n, int dim, bool accumulate,
+                          MatrixView dt) override {
+    Check(t.data);
+    Check(dy.data);
+    Check(dt.data);
+    return cpu_->FmBackward(t, dy, n, dim, accumulate, dt);
+  }
   absl::StatusOr<double> SigmoidBceLoss(const float* logits, const float* labels, int n,
                                         float* dlogits) override {
     Check(logits);
@@ -159,6 +196,9 @@ absl::StatusOr<std::unique_ptr<Model>> Create(const ModelOptions& o,
                                               std::unique_ptr<nn::Device> d) {
   if (o.name == "lr") return CreateLrModel(o, std::move(d));
   if (o.name == "wide_deep") return CreateWideDeepModel(o, std::move(d));
+  if (o.name == "dcn_v2") return CreateDcnV2Model(o, std::move(d));
+  if (o.name == "deepfm") return CreateDeepFmModel(o, std::move(d));
+  EXPECT_EQ(o.name, "dlrm");
   return CreateDlrmModel(o, std::move(d));
 }
 
@@ -201,7 +241,7 @@ TEST_P(DeviceStagingTest, SeparateDeviceMemoryGivesTheCpuStep) {
   EXPECT_EQ(checking->foreign_pointers(), 0) << "an op got a pointer outside device memory";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, DeviceStagingTest, ::testing::Values("lr", "wide_deep", "dlrm"));
+INSTANTIATE_TEST_SUITE_P(Models, DeviceStagingTest, ::testing::Values("lr", "wide_deep", "dlrm", "dcn_v2", "deepfm"));
 
 }  // namespace
 }  // namespace pstrain::worker

@@ -60,7 +60,7 @@ TEST_P(GradReadyTest, EveryDenseTableIsReportedOnceWithItsFinalGradient) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GradReadyTest, ::testing::Values("dlrm", "wide_deep", "lr"));
+INSTANTIATE_TEST_SUITE_P(Models, GradReadyTest, ::testing::Values("dlrm", "wide_deep", "lr", "dcn_v2", "deepfm"));
 
 }  // namespace
 }  // namespace pstrain::worker

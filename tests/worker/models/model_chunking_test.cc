@@ -98,7 +98,7 @@ TEST_P(ModelChunkingTest, GradientsOfABatchEqualTheSumOverItsHalves) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ModelChunkingTest, ::testing::Values("lr", "wide_deep", "dlrm"));
+INSTANTIATE_TEST_SUITE_P(Models, ModelChunkingTest, ::testing::Values("lr", "wide_deep", "dlrm", "dcn_v2", "deepfm"));
 
 }  // namespace
 }  // namespace pstrain::worker

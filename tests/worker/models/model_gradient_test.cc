@@ -46,7 +46,32 @@ TEST_P(ModelGradientTest, PredictAgreesWithTrainStepLoss) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest,
-                         ::testing::Values("lr", "wide_deep", "dlrm"));
+                         ::testing::Values("lr", "wide_deep", "dlrm", "dcn_v2", "deepfm"));
+
+TEST(DcnV2Gradient, FullRankCrossLayersMatchFiniteDifferences) {
+  ModelOptions o = TinyOptions("dcn_v2");
+  o.cross_rank = 0;
+  o.cross_layers = 3;
+  auto model = CreateModel(o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  int cross_weights = 0;
+  for (const TableSpec& t : (*model)->tables()) {
+    if (t.name.rfind("cross.", 0) == 0 && t.name.find(".weight") != std::string::npos) {
+      EXPECT_EQ(t.size, 16u * 16u) << t.name;  // x_0: bottom 4 + 3 fields x 4
+      ++cross_weights;
+    }
+  }
+  EXPECT_EQ(cross_weights, 3);
+  testing::ExpectStepGradientsMatchFiniteDifferences(o);
+}
+
+TEST(FieldShapes, DeepFmRefusesUnequalWidthsNamingTheField) {
+  ModelOptions o = TinyOptions("deepfm");
+  o.field_dims = {4, 4, 3};
+  auto model = CreateModel(o);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("C3 is 3"), std::string::npos) << model.status();
+}
 
 // A schema's per-column embedding widths and mean pooling (schema_file.h).
 class FieldShapeGradientTest : public ::testing::TestWithParam<std::string> {};
@@ -69,7 +94,7 @@ TEST_P(FieldShapeGradientTest, PerFieldWidthsAndMeanPoolingMatchFiniteDifference
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, FieldShapeGradientTest,
-                         ::testing::Values("wide_deep", "deep_tower"));
+                         ::testing::Values("wide_deep", "deep_tower", "dcn_v2"));
 
 TEST(FieldShapes, DlrmRefusesUnequalWidthsNamingTheField) {
   ModelOptions o = TinyOptions("dlrm");

@@ -180,6 +180,8 @@ inline ModelOptions TinyOptions(const std::string& name) {
   o.bottom_mlp = {5, 4};
   o.top_mlp = {6, 3};
   o.deep_mlp = {6, 4};
+  o.cross_layers = 2;
+  o.cross_rank = 3;
   o.seed = 5;
   return o;
 }

@@ -78,7 +78,7 @@ TEST_P(ModelTrainingTest, SgdLowersTheLossOnALearnableTask) {
   EXPECT_LT(last, first - 0.05);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ModelTrainingTest, ::testing::Values("lr", "wide_deep", "dlrm"));
+INSTANTIATE_TEST_SUITE_P(Models, ModelTrainingTest, ::testing::Values("lr", "wide_deep", "dlrm", "dcn_v2", "deepfm"));
 
 }  // namespace
 }  // namespace pstrain::worker

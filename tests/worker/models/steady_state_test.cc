@@ -71,7 +71,7 @@ TEST_P(SteadyStateTest, PlanAndTrainStepDoNotAllocate) {
   EXPECT_EQ(g_allocations.load(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, SteadyStateTest, ::testing::Values("lr", "wide_deep", "dlrm"));
+INSTANTIATE_TEST_SUITE_P(Models, SteadyStateTest, ::testing::Values("lr", "wide_deep", "dlrm", "dcn_v2", "deepfm"));
 
 }  // namespace
 }  // namespace pstrain::worker

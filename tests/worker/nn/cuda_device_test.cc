@@ -265,7 +265,7 @@ TEST_P(CudaModelTest, WholeStepMatchesCpu) {
   ExpectClose(gpu_probs, cpu_probs, "probs");
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CudaModelTest, ::testing::Values("dlrm", "wide_deep", "lr"));
+INSTANTIATE_TEST_SUITE_P(Models, CudaModelTest, ::testing::Values("dlrm", "wide_deep", "lr", "dcn_v2", "deepfm"));
 
 }  // namespace
 }  // namespace pstrain::worker::nn
