@@ -135,8 +135,9 @@ absl::Status RunPsWorker(const WorkerOptions& options, const WorkerRuntime& runt
   spdlog::info("worker {} of {} at {}", session->rank(), session->view().num_workers,
                session->endpoint());
   bool on_gpu = false;
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                      CreateModelOnDevice(options.train.model, &on_gpu));
+  ModelOptions model_options = options.train.model;
+  model_options.dropout_stream = static_cast<uint64_t>(session->rank());  // masks per worker
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateModelOnDevice(model_options, &on_gpu));
   const std::vector<TableSpec> tables = JobTables(*model, options, session->view().num_workers);
   PS_ASSIGN_OR_RETURN(proto::TableLayout layout, session->DefineTables(tables));
   TrainOptions train = options.train;

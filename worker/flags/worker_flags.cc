@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
@@ -94,7 +95,16 @@ ABSL_FLAG(double, initial_accumulator, 0,
           "first update of a new row moves it by lr, which rare ids need).");
 ABSL_FLAG(double, dense_initial_accumulator, 0,
           "Adagrad: starting value of the squared-gradient sums of the dense (MLP) tables.");
-ABSL_FLAG(double, weight_decay, 0, "L2 weight decay (sgd, adagrad, adam).");
+ABSL_FLAG(double, weight_decay, 0,
+          "L2 weight decay of every table (sgd, adagrad, adam; applied to an embedding row when a "
+          "push updates it).");
+ABSL_FLAG(std::string, table_weight_decay, "",
+          "Per-table L2 weight decay overriding --weight_decay: NAME=VALUE,... where NAME is a "
+          "table (emb.C1, top.0.weight, ...) or a prefix ending in * (emb.*); the last match "
+          "wins, and every NAME must match a table of the model.");
+ABSL_FLAG(double, dropout, 0,
+          "Dropout rate of the towers' hidden layers while training (dlrm/dcn_v2 top MLP, "
+          "wide_deep/deepfm deep MLP; 0: off). Evaluation and serving never drop.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of parameter initialization and shuffling.");
 ABSL_FLAG(std::string, device, "auto", "cpu | cuda | auto (a GPU when there is one).");
 
@@ -221,6 +231,23 @@ absl::StatusOr<OptimizerKind> ParseOptimizer(std::string name) {
   if (name == "ftrl") return OptimizerKind::kFtrl;
   return absl::InvalidArgumentError("unknown optimizer '" + name +
                                     "' (sgd, adagrad, rowwise_adagrad, adam, ftrl)");
+}
+
+// NAME=VALUE,... (finite, >= 0 values) in order.
+absl::StatusOr<std::vector<std::pair<std::string, float>>> ParseTableValues(
+    const char* flag, const std::string& text) {
+  std::vector<std::pair<std::string, float>> out;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    double value = 0;
+    const std::string name(absl::StripAsciiWhitespace(kv.first));
+    if (name.empty() || !absl::SimpleAtod(kv.second, &value) || !std::isfinite(value) || value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, ": expected NAME=VALUE with a finite VALUE >= 0, got '", item, "'"));
+    }
+    out.emplace_back(name, static_cast<float>(value));
+  }
+  return out;
 }
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -466,6 +493,14 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   m.dense_optimizer = m.sparse_optimizer;
   if (std::string d = absl::GetFlag(FLAGS_dense_optimizer); !d.empty()) {
     PS_ASSIGN_OR_RETURN(m.dense_optimizer.kind, ParseOptimizer(d));
+  }
+  PS_ASSIGN_OR_RETURN(m.table_weight_decay,
+                      ParseTableValues("--table_weight_decay", absl::GetFlag(FLAGS_table_weight_decay)));
+  m.dropout = static_cast<float>(absl::GetFlag(FLAGS_dropout));
+  PS_RETURN_IF_ERROR(Annotate(CheckDropout(m.name, m.dropout), "--dropout"));
+  if (o.mode == "pipeline" && (m.dropout > 0 || !m.table_weight_decay.empty())) {
+    return absl::InvalidArgumentError(
+        "--dropout and --table_weight_decay are not built for --mode=pipeline");
   }
   m.dense_optimizer.lr = m.sparse_optimizer.lr / 5;
   if (double lr = absl::GetFlag(FLAGS_dense_lr); lr >= 0) m.dense_optimizer.lr = static_cast<float>(lr);

@@ -28,7 +28,7 @@ class DcnV2Model final : public ModelBase {
         cross_(&registry(), "cross", bottom_width_ + offset_.back(), options.cross_layers,
                options.cross_rank, options.seed),
         top_(&registry(), "top", cross_.width(), WithLogitLayer(options.top_mlp),
-             /*relu_last=*/false, options.seed) {
+             /*relu_last=*/false, options.seed, /*dropout_hidden=*/true) {
     for (int f = 0; f < options.num_sparse; ++f) {
       registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), FieldDim(options, f),
                            EmbeddingInit(FieldDim(options, f), options.seed), {f});
@@ -67,7 +67,7 @@ class DcnV2Model final : public ModelBase {
                                                  Block(x0, f)));
     }
     PS_RETURN_IF_ERROR(cross_.Forward(dev, x0, step.params, &acts_, xl));
-    return top_.Forward(dev, xl, step.params, logits);
+    return top_.Forward(dev, xl, step.params, logits, step.dropout);
   }
 
   absl::Status Backward(const StepData& step, nn::ConstMatrixView logits,

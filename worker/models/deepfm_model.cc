@@ -35,7 +35,8 @@ class DeepFmModel final : public ModelBase {
         fields_(options.num_sparse),
         dim_(options.embedding_dim),
         deep_(&registry(), "deep", fields_ * dim_ + options.num_dense,
-              WithLogitLayer(options.deep_mlp), /*relu_last=*/false, options.seed) {
+              WithLogitLayer(options.deep_mlp), /*relu_last=*/false, options.seed,
+              /*dropout_hidden=*/true) {
     // Sparse positions: wide.C1..C<n> first, then emb.C1..C<n> (as wide_deep).
     for (int f = 0; f < fields_; ++f) {
       registry().AddSparse(absl::StrCat("wide.", SparseFieldName(f)), 1, ZeroInit(options.seed),
@@ -71,7 +72,7 @@ class DeepFmModel final : public ModelBase {
     if (step.dense.cols > 0) {
       PS_RETURN_IF_ERROR(dev.CopyMatrix(step.dense, x.Columns(fields_ * dim_, step.dense.cols)));
     }
-    PS_RETURN_IF_ERROR(deep_.Forward(dev, x, step.params, logits));
+    PS_RETURN_IF_ERROR(deep_.Forward(dev, x, step.params, logits, step.dropout));
     PS_RETURN_IF_ERROR(dev.FmForward(Embeddings(x), fields_, dim_,
                                      /*accumulate=*/true, logits));
     for (int f = 0; f < fields_; ++f) {  // first order: each field's weight sum

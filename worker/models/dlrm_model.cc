@@ -26,7 +26,8 @@ class DlrmModel final : public ModelBase {
         bottom_(&registry(), "bottom", options.num_dense, options.bottom_mlp,
                 /*relu_last=*/true, options.seed),
         top_(&registry(), "top", nn::InteractionOutputWidth(vectors_, dim_),
-             WithLogitLayer(options.top_mlp), /*relu_last=*/false, options.seed) {
+             WithLogitLayer(options.top_mlp), /*relu_last=*/false, options.seed,
+             /*dropout_hidden=*/true) {
     for (int f = 0; f < options.num_sparse; ++f) {
       registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), dim_,
                            EmbeddingInit(dim_, options.seed), {f});
@@ -63,7 +64,7 @@ class DlrmModel final : public ModelBase {
                                                  t.Columns((f + 1) * dim_, dim_)));
     }
     PS_RETURN_IF_ERROR(dev.DotInteractionForward(t, vectors_, dim_, z));
-    return top_.Forward(dev, z, step.params, logits);
+    return top_.Forward(dev, z, step.params, logits, step.dropout);
   }
 
   absl::Status Backward(const StepData& step, nn::ConstMatrixView logits,

@@ -8,8 +8,9 @@
 namespace pstrain::worker {
 
 Mlp::Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector<int> widths,
-         bool relu_last, uint64_t seed)
-    : in_(in) {
+         bool relu_last, uint64_t seed, bool dropout_hidden)
+    : in_(in), dropout_hidden_(dropout_hidden) {
+  for (char c : prefix) salt_ = nn::DropoutMix(salt_ ^ static_cast<uint8_t>(c));
   int fan_in = in;
   for (size_t i = 0; i < widths.size(); ++i) {
     Layer layer;
@@ -37,15 +38,22 @@ absl::Status Mlp::Reserve(nn::Device* device, int batch) {
 }
 
 absl::Status Mlp::Forward(nn::Device& device, nn::ConstMatrixView x,
-                          const std::vector<const float*>& params, nn::MatrixView out) {
+                          const std::vector<const float*>& params, nn::MatrixView out,
+                          const nn::DropoutRun& dropout) {
+  dropped_rate_ = dropout_hidden_ ? dropout.rate : 0.0f;
   nn::ConstMatrixView input = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& layer = layers_[i];
-    nn::MatrixView y = i + 1 == layers_.size()
-                           ? out
-                           : nn::MatrixView(layer.y.as(), x.rows, layer.out);
+    const bool last = i + 1 == layers_.size();
+    nn::MatrixView y = last ? out : nn::MatrixView(layer.y.as(), x.rows, layer.out);
     PS_RETURN_IF_ERROR(
         device.LinearForward(input, params[layer.weight], params[layer.bias], layer.act, y));
+    if (!last && dropped_rate_ > 0.0f) {
+      // Hidden layers are ReLU'd (the contract of DropoutBackward).
+      PS_RETURN_IF_ERROR(device.DropoutForward(
+          y, dropped_rate_, nn::DropoutMix(dropout.seed ^ nn::DropoutMix(salt_ + i)),
+          dropout.first_row));
+    }
     input = y;
   }
   return absl::OkStatus();
@@ -66,6 +74,9 @@ absl::Status Mlp::Backward(nn::Device& device, nn::ConstMatrixView x,
     nn::MatrixView dy = last ? d_out : nn::MatrixView(layer.dy.as(), rows, layer.out);
     nn::MatrixView d_input =
         i == 0 ? dx : nn::MatrixView(layers_[i - 1].dy.as(), rows, layers_[i - 1].out);
+    if (!last && dropped_rate_ > 0.0f) {
+      PS_RETURN_IF_ERROR(device.DropoutBackward(y, dy, dropped_rate_));
+    }
     PS_RETURN_IF_ERROR(device.LinearBackward(input, params[layer.weight], y, layer.act, dy,
                                              grads[layer.weight], grads[layer.bias], d_input,
                                              accumulate));

@@ -2,7 +2,9 @@
 // every layer but the last). Declares its tables "<prefix>.<i>.weight"
 // ([width_i x width_{i-1}]) and "<prefix>.<i>.bias" ([width_i]) and keeps the
 // hidden activations of the last Forward (plus gradient scratch) in device
-// buffers that are reused across steps. Not thread-safe.
+// buffers that are reused across steps. A tower MLP (dropout_hidden) applies
+// the step's dropout (nn::DropoutRun) to the output of every hidden layer
+// while training. Not thread-safe.
 #pragma once
 
 #include <functional>
@@ -12,6 +14,7 @@
 #include "absl/status/status.h"
 #include "worker/models/table_registry.h"
 #include "worker/nn/device.h"
+#include "worker/nn/dropout.h"
 #include "worker/nn/tensor.h"
 
 namespace pstrain::worker {
@@ -19,9 +22,10 @@ namespace pstrain::worker {
 class Mlp {
  public:
   // Declares the tables in `registry`. REQUIRES: in >= 0, widths non-empty
-  // and positive.
+  // and positive. `dropout_hidden`: Forward applies a DropoutRun to the
+  // hidden layers' outputs (never to the last layer's).
   Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector<int> widths,
-      bool relu_last, uint64_t seed);
+      bool relu_last, uint64_t seed, bool dropout_hidden = false);
 
   int in() const { return in_; }
   int out() const { return layers_.back().out; }
@@ -29,9 +33,11 @@ class Mlp {
   // Sizes the activation buffers for `batch` rows.
   absl::Status Reserve(nn::Device* device, int batch);
 
-  // out ([B x out()], may be a strided view) = MLP(x).
+  // out ([B x out()], may be a strided view) = MLP(x), with `dropout` on
+  // the hidden layers when this is a tower MLP and dropout.rate > 0.
   absl::Status Forward(nn::Device& device, nn::ConstMatrixView x,
-                       const std::vector<const float*>& params, nn::MatrixView out);
+                       const std::vector<const float*>& params, nn::MatrixView out,
+                       const nn::DropoutRun& dropout = {});
 
   // Given the x and out of the last Forward and dL/dout in `d_out` (modified
   // in place), overwrites (or with `accumulate` adds to) the gradients of
@@ -57,6 +63,9 @@ class Mlp {
 
   int in_ = 0;
   std::vector<Layer> layers_;
+  uint64_t salt_ = 0;            // tells this MLP's dropout draws from others'
+  bool dropout_hidden_ = false;
+  float dropped_rate_ = 0.0f;    // the dropout rate of the last Forward (0: none)
 };
 
 }  // namespace pstrain::worker

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -81,6 +82,15 @@ struct ModelOptions {
   OptimizerConfig dense_optimizer;           // for dense tables
   OptimizerConfig sparse_optimizer;          // for embedding / sparse tables
   uint64_t seed = 1;                         // initializer seed
+  // Dropout on the hidden layers of the towers (dlrm's and dcn_v2's top MLP,
+  // wide_deep's and deepfm's deep MLP) while training; 0: off. Each worker
+  // draws its own masks: dropout_stream tells them apart (the rank).
+  float dropout = 0.0f;
+  uint64_t dropout_stream = 0;
+  // L2 weight decay per table: (a table name, or a prefix ending in '*',
+  // value), overriding the optimizer's weight_decay for the tables it names;
+  // the last matching entry wins. Every entry must match a table.
+  std::vector<std::pair<std::string, float>> table_weight_decay;
   std::string device = "cpu";                // cpu | cuda
   bool step_probs = false;                   // TrainStep fills StepOutput::probs
 };
@@ -126,5 +136,7 @@ class Model {
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options);
 // OK when `name` is a model CreateModel makes; InvalidArgument listing them.
 absl::Status CheckModelName(const std::string& name);
+// OK when model `model` takes dropout `rate` (ModelOptions::dropout).
+absl::Status CheckDropout(const std::string& model, float rate);
 
 }  // namespace pstrain::worker

@@ -23,7 +23,7 @@ absl::Status CheckWidths(const char* what, const std::vector<int>& widths) {
 ModelBase::ModelBase(const ModelOptions& options, std::unique_ptr<nn::Device> device)
     : options_(options),
       device_(std::move(device)),
-      registry_(options.dense_optimizer, options.sparse_optimizer),
+      registry_(options.dense_optimizer, options.sparse_optimizer, options.table_weight_decay),
       ready_fn_([this](uint32_t table) { ReportReady(table); }) {}
 
 void ModelBase::IndexTables() const {
@@ -218,6 +218,7 @@ absl::Status ModelBase::StageInputsOnDevice(const Batch& batch, const BatchPlan&
 
 void ModelBase::SliceStep(int begin, int rows) {
   chunk_.batch = rows;
+  chunk_.dropout = nn::DropoutRun{};
   chunk_.dense = step_.dense.Rows(begin, rows);
   chunk_.labels = step_.labels != nullptr ? step_.labels + begin : nullptr;
   chunk_.params.assign(step_.params.begin(), step_.params.end());
@@ -274,9 +275,13 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
   reporting_ = grads->on_ready ? grads : nullptr;
   reported_.assign(registry_.tables().size(), 0);
   double loss = 0.0;
+  ++train_steps_;
+  const uint64_t dropout_seed = nn::DropoutMix(
+      options_.seed ^ nn::DropoutMix(options_.dropout_stream ^ nn::DropoutMix(train_steps_)));
   for (int begin = 0; begin < rows; begin += chunk_rows_) {
     const int n = std::min(chunk_rows_, rows - begin);
     SliceStep(begin, n);
+    chunk_.dropout = nn::DropoutRun{options_.dropout, dropout_seed, begin};
     const bool last_chunk = begin + n >= rows;
     chunk_.grad_ready = reporting_ != nullptr && last_chunk && device_->host_memory() ? &ready_fn_
                                                                                        : nullptr;

@@ -19,6 +19,7 @@
 #include "worker/models/model.h"
 #include "worker/models/table_registry.h"
 #include "worker/nn/device.h"
+#include "worker/nn/dropout.h"
 #include "worker/nn/tensor.h"
 
 namespace pstrain::worker {
@@ -67,6 +68,8 @@ class ModelBase : public Model {
     // table whose gradient is final. Tables not reported are reported when
     // the step ends.
     const std::function<void(uint32_t)>* grad_ready = nullptr;
+    // This chunk's dropout for the towers (rate 0 in Predict).
+    nn::DropoutRun dropout;
 
     // The bags of the `slot`-th field served by the sparse table at BatchPlan
     // position `sparse_pos`.
@@ -128,6 +131,7 @@ class ModelBase : public Model {
   StepData step_;   // the whole batch
   StepData chunk_;  // the rows being computed
   int chunk_rows_ = 0;
+  uint64_t train_steps_ = 0;  // TrainStep calls so far: a new dropout draw each
   nn::DeviceBuffer logits_, dlogits_;
 
   // Staging for devices without host memory.

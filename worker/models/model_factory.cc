@@ -7,6 +7,7 @@
 #include "worker/models/dlrm_model.h"
 #include "worker/models/lr_model.h"
 #include "worker/models/model.h"
+#include "worker/models/table_registry.h"
 #include "worker/models/wide_deep_model.h"
 #include "worker/nn/blas.h"
 #include "worker/nn/device.h"
@@ -22,17 +23,42 @@ absl::Status CheckModelName(const std::string& name) {
       "unknown model '", name, "' (expected lr, wide_deep, dlrm, deep_tower, dcn_v2 or deepfm)"));
 }
 
-absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) {
-  nn::UseSingleThreadedBlas();
+namespace {
+
+absl::StatusOr<std::unique_ptr<Model>> CreateNamedModel(const ModelOptions& options,
+                                                        std::unique_ptr<nn::Device> device) {
   const std::string& name = options.name;
-  PS_RETURN_IF_ERROR(CheckModelName(name));
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<nn::Device> device, nn::CreateDevice(options.device));
   if (name == "lr") return CreateLrModel(options, std::move(device));
   if (name == "wide_deep") return CreateWideDeepModel(options, std::move(device));
   if (name == "deep_tower") return CreateDeepTowerModel(options, std::move(device));
   if (name == "dcn_v2") return CreateDcnV2Model(options, std::move(device));
   if (name == "deepfm") return CreateDeepFmModel(options, std::move(device));
   return CreateDlrmModel(options, std::move(device));
+}
+
+}  // namespace
+
+absl::Status CheckDropout(const std::string& model, float rate) {
+  if (!(rate >= 0.0f && rate < 1.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat("dropout must be in [0, 1), not ", rate));
+  }
+  if (rate > 0.0f && (model == "lr" || model == "deep_tower")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dropout is not built for model ", model,
+        " (it applies to the towers of dlrm, dcn_v2, wide_deep and deepfm)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) {
+  nn::UseSingleThreadedBlas();
+  PS_RETURN_IF_ERROR(CheckModelName(options.name));
+  PS_RETURN_IF_ERROR(CheckDropout(options.name, options.dropout));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<nn::Device> device, nn::CreateDevice(options.device));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateNamedModel(options, std::move(device)));
+  PS_RETURN_IF_ERROR(
+      CheckTablePatterns("table_weight_decay", options.table_weight_decay, model->tables()));
+  return model;
 }
 
 }  // namespace pstrain::worker

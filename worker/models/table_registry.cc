@@ -6,6 +6,46 @@
 #include "absl/strings/str_cat.h"
 
 namespace pstrain::worker {
+namespace {
+
+float WeightDecay(const std::vector<std::pair<std::string, float>>& overrides,
+                  const std::string& table, float fallback) {
+  float value = fallback;
+  for (const auto& [pattern, decay] : overrides) {
+    if (TableNameMatches(pattern, table)) value = decay;
+  }
+  return value;
+}
+
+}  // namespace
+
+bool TableNameMatches(const std::string& pattern, const std::string& name) {
+  if (!pattern.empty() && pattern.back() == '*') {
+    return name.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0;
+  }
+  return pattern == name;
+}
+
+absl::Status CheckTablePatterns(const char* flag,
+                                const std::vector<std::pair<std::string, float>>& overrides,
+                                const std::vector<TableSpec>& tables) {
+  for (const auto& entry : overrides) {
+    bool matched = false;
+    for (const TableSpec& t : tables) matched = matched || TableNameMatches(entry.first, t.name);
+    if (matched) continue;
+    std::string names;
+    for (const TableSpec& t : tables) {
+      if (names.size() > 300) {
+        absl::StrAppend(&names, ", ...");
+        break;
+      }
+      absl::StrAppend(&names, names.empty() ? "" : ", ", t.name);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": no table of the model is named '",
+                                                   entry.first, "' (its tables: ", names, ")"));
+  }
+  return absl::OkStatus();
+}
 
 InitializerConfig LinearWeightInit(int fan_in, uint64_t seed) {
   InitializerConfig init;
@@ -39,6 +79,7 @@ uint32_t TableRegistry::AddDense(std::string name, uint64_t size, InitializerCon
   spec.size = size;
   spec.dim = 0;
   spec.optimizer = dense_optimizer_;
+  spec.optimizer.weight_decay = WeightDecay(weight_decay_, spec.name, spec.optimizer.weight_decay);
   spec.init = init;
   tables_.push_back(std::move(spec));
   return tables_.back().id;
@@ -53,6 +94,7 @@ uint32_t TableRegistry::AddSparse(std::string name, uint32_t dim, InitializerCon
   spec.size = 0;
   spec.dim = dim;
   spec.optimizer = sparse_optimizer_;
+  spec.optimizer.weight_decay = WeightDecay(weight_decay_, spec.name, spec.optimizer.weight_decay);
   spec.init = init;
   tables_.push_back(std::move(spec));
   sparse_ids_.push_back(tables_.back().id);

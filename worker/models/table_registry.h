@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/table_spec.h"
 
 namespace pstrain::worker {
@@ -24,8 +26,13 @@ InitializerConfig ZeroInit(uint64_t seed);
 
 class TableRegistry {
  public:
-  TableRegistry(OptimizerConfig dense_optimizer, OptimizerConfig sparse_optimizer)
-      : dense_optimizer_(dense_optimizer), sparse_optimizer_(sparse_optimizer) {}
+  // `weight_decay`: per-table overrides of the optimizers' weight_decay
+  // (ModelOptions::table_weight_decay).
+  TableRegistry(OptimizerConfig dense_optimizer, OptimizerConfig sparse_optimizer,
+                std::vector<std::pair<std::string, float>> weight_decay = {})
+      : dense_optimizer_(dense_optimizer),
+        sparse_optimizer_(sparse_optimizer),
+        weight_decay_(std::move(weight_decay)) {}
 
   // Adds a dense table of `size` floats (dense optimizer); returns its id.
   uint32_t AddDense(std::string name, uint64_t size, InitializerConfig init);
@@ -43,10 +50,21 @@ class TableRegistry {
  private:
   OptimizerConfig dense_optimizer_;
   OptimizerConfig sparse_optimizer_;
+  std::vector<std::pair<std::string, float>> weight_decay_;
   std::vector<TableSpec> tables_;
   std::vector<uint32_t> sparse_ids_;
   std::vector<std::vector<int>> sparse_fields_;
 };
+
+// True when `pattern` names table `name`: equal, or a prefix of it when the
+// pattern ends in '*' ("emb.*").
+bool TableNameMatches(const std::string& pattern, const std::string& name);
+
+// InvalidArgument naming `flag` unless every pattern of `overrides` matches
+// one of `tables`.
+absl::Status CheckTablePatterns(const char* flag,
+                                const std::vector<std::pair<std::string, float>>& overrides,
+                                const std::vector<TableSpec>& tables);
 
 // Criteo-style field name of sparse field f (0-based): "C1", "C2", ...
 std::string SparseFieldName(int field);

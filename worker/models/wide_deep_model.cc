@@ -23,7 +23,8 @@ class WideDeepModel final : public ModelBase {
         fields_(options.num_sparse),
         offset_(FieldOffsets(options)),
         deep_(&registry(), "deep", FieldOffsets(options).back() + options.num_dense,
-              WithLogitLayer(options.deep_mlp), /*relu_last=*/false, options.seed) {
+              WithLogitLayer(options.deep_mlp), /*relu_last=*/false, options.seed,
+              /*dropout_hidden=*/true) {
     // Sparse positions: wide.C1..C<n> first, then emb.C1..C<n>; Plan()
     // dedups each field once and copies it for the second table.
     for (int f = 0; f < fields_; ++f) {
@@ -57,7 +58,7 @@ class WideDeepModel final : public ModelBase {
     if (step.dense.cols > 0) {
       PS_RETURN_IF_ERROR(dev.CopyMatrix(step.dense, x.Columns(offset_[fields_], step.dense.cols)));
     }
-    PS_RETURN_IF_ERROR(deep_.Forward(dev, x, step.params, logits));
+    PS_RETURN_IF_ERROR(deep_.Forward(dev, x, step.params, logits, step.dropout));
     for (int f = 0; f < fields_; ++f) {  // wide: add each field's weight sum
       PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[sparse[f]], step.Bag(f),
                                                  FieldPooling(f), /*accumulate=*/true, logits));

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "worker/nn/blas.h"
 #include "worker/nn/concat.h"
+#include "worker/nn/dropout.h"
 #include "worker/nn/feature_cross.h"
 #include "worker/nn/interaction.h"
 #include "worker/nn/loss.h"
@@ -95,6 +96,15 @@ class CpuDevice final : public Device {
   absl::Status CrossCombineBackward(ConstMatrixView g, ConstMatrixView x0, ConstMatrixView u,
                                     MatrixView du, MatrixView dx0, bool accumulate) override {
     nn::CrossCombineBackward(g, x0, u, du, dx0, accumulate);
+    return absl::OkStatus();
+  }
+  absl::Status DropoutForward(MatrixView y, float rate, uint64_t seed,
+                              int64_t first_row) override {
+    nn::DropoutForward(y, rate, seed, first_row);
+    return absl::OkStatus();
+  }
+  absl::Status DropoutBackward(ConstMatrixView y, MatrixView dy, float rate) override {
+    nn::DropoutBackward(y, dy, rate);
     return absl::OkStatus();
   }
   absl::Status FmForward(ConstMatrixView t, int n, int dim, bool accumulate,

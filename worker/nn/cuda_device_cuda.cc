@@ -167,6 +167,17 @@ class CudaDevice final : public Device {
         dx0.stride, du.rows, du.cols, accumulate, stream_));
     return absl::OkStatus();
   }
+  absl::Status DropoutForward(MatrixView y, float rate, uint64_t seed,
+                              int64_t first_row) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::DropoutForward(y.data, y.stride, y.rows, y.cols, rate,
+                                                         seed, first_row, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status DropoutBackward(ConstMatrixView y, MatrixView dy, float rate) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::DropoutBackward(y.data, y.stride, dy.data, dy.stride,
+                                                          dy.rows, dy.cols, rate, stream_));
+    return absl::OkStatus();
+  }
   absl::Status FmForward(ConstMatrixView t, int n, int dim, bool accumulate,
                          MatrixView out) override {
     PS_CUDA_RETURN_IF_ERROR(cuda_kernels::FmForward(t.data, t.stride, t.rows, n, dim, accumulate,

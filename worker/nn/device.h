@@ -1,7 +1,7 @@
 // Device: where the layer math runs (the host CPU or a CUDA GPU), behind one
 // interface so that the models are written once. Every op mirrors the CPU
 // function of the same name in linear.h, embedding_bag.h, interaction.h,
-// concat.h, feature_cross.h and loss.h; all pointers and views passed to ops are device
+// concat.h, feature_cross.h, dropout.h and loss.h; all pointers and views passed to ops are device
 // pointers (plain host pointers when host_memory()). Ops may run
 // asynchronously in issue order; CopyToHost, SigmoidBceLoss and Synchronize
 // wait for them. Errors (a device fault, out of memory, a shape the device
@@ -72,6 +72,11 @@ class Device {
                                  MatrixView out) = 0;
   virtual absl::Status FmBackward(ConstMatrixView t, ConstMatrixView dy, int n, int dim,
                                   bool accumulate, MatrixView dt) = 0;
+  // Inverted dropout in place and its backward (see dropout.h): the same
+  // elements are dropped on every device for the same seed and rows.
+  virtual absl::Status DropoutForward(MatrixView y, float rate, uint64_t seed,
+                                      int64_t first_row) = 0;
+  virtual absl::Status DropoutBackward(ConstMatrixView y, MatrixView dy, float rate) = 0;
   // Writes dlogits and returns the loss sum; waits for the device.
   virtual absl::StatusOr<double> SigmoidBceLoss(const float* logits, const float* labels, int n,
                                                 float* dlogits) = 0;

@@ -1,10 +1,12 @@
 // CUDA kernels of the feature-crossing layers (feature_cross.h): matrix add,
-// DCN-v2's cross combine and the FM second-order term. Elementwise ops use a
+// DCN-v2's cross combine and the FM second-order term; and dropout
+// (dropout.h), whose mask is the CPU's (the same hash of seed and index). Elementwise ops use a
 // grid-stride loop over rows x cols; FM gives each row one thread, which
 // loops over its fields (n x dim is small next to the towers' products).
 #include <algorithm>
 #include <cstddef>
 
+#include "worker/nn/dropout.h"
 #include "worker/nn/kernels_cuda.h"
 
 namespace pstrain::worker::nn::cuda_kernels {
@@ -28,6 +30,29 @@ __global__ void AddMatrixKernel(const float* src, int src_stride, float* dst, in
   PS_CROSS_GRID_LOOP(e, total) {
     const size_t r = e / cols, c = e % cols;
     dst[r * dst_stride + c] += src[r * src_stride + c];
+  }
+}
+
+__global__ void DropoutForwardKernel(float* y, int y_stride, int rows, int cols, float rate,
+                                     uint64_t seed, int64_t first_row) {
+  const size_t total = static_cast<size_t>(rows) * cols;
+  const float scale = 1.0f / (1.0f - rate);
+  PS_CROSS_GRID_LOOP(e, total) {
+    const size_t r = e / cols, c = e % cols;
+    const uint64_t index = static_cast<uint64_t>(first_row + static_cast<int64_t>(r)) * cols + c;
+    float& v = y[r * y_stride + c];
+    v = DropoutKeep(seed, index, rate) ? v * scale : 0.0f;
+  }
+}
+
+__global__ void DropoutBackwardKernel(const float* y, int y_stride, float* dy, int dy_stride,
+                                      int rows, int cols, float rate) {
+  const size_t total = static_cast<size_t>(rows) * cols;
+  const float scale = 1.0f / (1.0f - rate);
+  PS_CROSS_GRID_LOOP(e, total) {
+    const size_t r = e / cols, c = e % cols;
+    float& g = dy[r * dy_stride + c];
+    g = y[r * y_stride + c] != 0.0f ? g * scale : 0.0f;
   }
 }
 
@@ -101,6 +126,24 @@ cudaError_t AddMatrix(const float* src, int src_stride, float* dst, int dst_stri
   if (total == 0) return cudaSuccess;
   AddMatrixKernel<<<BlocksFor(total), kThreads, 0, stream>>>(src, src_stride, dst, dst_stride,
                                                             rows, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t DropoutForward(float* y, int y_stride, int rows, int cols, float rate, uint64_t seed,
+                           int64_t first_row, cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(rows) * cols;
+  if (total == 0) return cudaSuccess;
+  DropoutForwardKernel<<<BlocksFor(total), kThreads, 0, stream>>>(y, y_stride, rows, cols, rate,
+                                                                  seed, first_row);
+  return cudaGetLastError();
+}
+
+cudaError_t DropoutBackward(const float* y, int y_stride, float* dy, int dy_stride, int rows,
+                            int cols, float rate, cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(rows) * cols;
+  if (total == 0) return cudaSuccess;
+  DropoutBackwardKernel<<<BlocksFor(total), kThreads, 0, stream>>>(y, y_stride, dy, dy_stride,
+                                                                   rows, cols, rate);
   return cudaGetLastError();
 }
 

@@ -56,6 +56,11 @@ cudaError_t FmForward(const float* t, int t_stride, int batch, int n, int dim, b
 cudaError_t FmBackward(const float* t, int t_stride, const float* dy, int dy_stride, int batch,
                        int n, int dim, bool accumulate, float* dt, int dt_stride,
                        cudaStream_t stream);
+// Inverted dropout and its backward (see dropout.h).
+cudaError_t DropoutForward(float* y, int y_stride, int rows, int cols, float rate, uint64_t seed,
+                           int64_t first_row, cudaStream_t stream);
+cudaError_t DropoutBackward(const float* y, int y_stride, float* dy, int dy_stride, int rows,
+                            int cols, float rate, cudaStream_t stream);
 // dlogits = sigmoid(z) - y; *loss_sum (device, zeroed here) = sum of BCE.
 cudaError_t SigmoidBce(const float* logits, const float* labels, int n, float* dlogits,
                        double* loss_sum, cudaStream_t stream);

@@ -151,6 +151,16 @@ class CheckingDevice final : public nn::Device {
     Check(dx0.data);
     return cpu_->CrossCombineBackward(g, x0, u, du, dx0, accumulate);
   }
+  absl::Status DropoutForward(MatrixView y, float rate, uint64_t seed,
+                              int64_t first_row) override {
+    Check(y.data);
+    return cpu_->DropoutForward(y, rate, seed, first_row);
+  }
+  absl::Status DropoutBackward(ConstMatrixView y, MatrixView dy, float rate) override {
+    Check(y.data);
+    Check(dy.data);
+    return cpu_->DropoutBackward(y, dy, rate);
+  }
   absl::Status FmForward(ConstMatrixView t, int n, int dim, bool accumulate,
                          MatrixView out) override {
     Check(t.data);

@@ -215,6 +215,23 @@ TEST_F(CudaDeviceTest, CopyMatrixMatchesCpu) {
   ExpectClose(Down(gdst, dst.size()), dst, "copy");
 }
 
+TEST_F(CudaDeviceTest, DropoutDropsTheCpusElementsOnStridedRows) {
+  const int rows = 33, cols = 19, stride = 21;
+  auto x = RandomVector(static_cast<size_t>(rows) * stride, rng_, 0.0f, 1.0f);
+  auto dy = RandomVector(x.size(), rng_);
+  std::vector<float> y = x, g = dy;
+  ASSERT_TRUE(cpu_->DropoutForward(MatrixView(y.data(), rows, cols, stride), 0.3f, 123, 40).ok());
+  ASSERT_TRUE(cpu_->DropoutBackward(ConstMatrixView(y.data(), rows, cols, stride),
+                                    MatrixView(g.data(), rows, cols, stride), 0.3f).ok());
+  float* gy = Up(x);
+  float* gg = Up(dy);
+  ASSERT_TRUE(gpu_->DropoutForward(MatrixView(gy, rows, cols, stride), 0.3f, 123, 40).ok());
+  ASSERT_TRUE(gpu_->DropoutBackward(ConstMatrixView(gy, rows, cols, stride),
+                                    MatrixView(gg, rows, cols, stride), 0.3f).ok());
+  ExpectClose(Down(gy, y.size()), y, "dropout y");
+  ExpectClose(Down(gg, g.size()), g, "dropout dy");
+}
+
 // Whole steps: a model on "cuda" and one on "cpu" with the same parameters.
 class CudaModelTest : public ::testing::TestWithParam<std::string> {};
 
@@ -222,6 +239,9 @@ TEST_P(CudaModelTest, WholeStepMatchesCpu) {
   ModelOptions options;
   options.name = GetParam();
   options.device = "cuda";
+  // The towers drop the same elements on both devices (one chunk on the GPU,
+  // 256-row chunks on the CPU).
+  if (options.name != "lr") options.dropout = 0.2f;
   auto gpu = CreateModel(options);
   if (!gpu.ok()) {
     ASSERT_EQ(gpu.status().code(), absl::StatusCode::kUnavailable) << gpu.status();
