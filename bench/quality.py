@@ -13,9 +13,11 @@ summary line (the smallest difference over the seeds).
     bench/quality.py --bin-dir=build/bin --seeds=1,2,3 --rows=1000000
 
 The settings shared by both sides are this script's flags; --pstrain_flags
-and --torch_flags add to one side only (e.g. --torch_flags=--zero_bias).
-Both sides use the same dense learning rate: --dense_lr, else pstrain's
-default rule (see `pstrain train --help`, --dense_lr).
+and --torch_flags add to one side only (e.g. --pstrain_flags=--bias_init=zeros
+--torch_flags=--zero_bias). Both sides use the same dense learning rate:
+--dense_lr, else pstrain's default (--lr / 5). Each seed runs PyTorch from
+pstrain's exact initial values (--torch_inits=pstrain: the two must agree to
+rounding) and from its own random draws (torch: the spread of the init).
 Not part of `make test`: it needs PyTorch and a few minutes a seed.
 """
 import argparse
@@ -69,6 +71,10 @@ def main():
     ap.add_argument("--gen_flags", default="", help="extra `pstrain gen` flags")
     ap.add_argument("--pstrain_flags", default="", help="extra `pstrain train` flags")
     ap.add_argument("--torch_flags", default="", help="extra bench/torch_dlrm.py flags")
+    ap.add_argument("--torch_inits", default="pstrain,torch",
+                    help="PyTorch runs per seed: pstrain (start from pstrain's exact initial "
+                         "values: any difference is the implementations'), torch (PyTorch's own "
+                         "random draws: adds the initialization's seed-to-seed spread)")
     ap.add_argument("--work", default="", help="keep data and logs here (default: a temp dir)")
     a = ap.parse_args()
 
@@ -98,27 +104,29 @@ def main():
             + shared + shlex.split(a.pstrain_flags), os.path.join(work, f"pstrain{seed}.log"))
         ps_s = time.time() - start
         ps = last_summary(metrics)
-        # The dense learning rate pstrain used, so that PyTorch uses the same.
-        dense_lr = a.dense_lr if a.dense_lr >= 0 else ps.get("dense_lr", a.lr / 5)
-        out = subprocess.run(
-            ["/usr/bin/python3", os.path.join(HERE, "torch_dlrm.py"), f"--train={train}",
-             f"--eval={evalf}", f"--seed={a.model_seed}", f"--dense_lr={dense_lr}"]
-            + shared + shlex.split(a.torch_flags),
-            capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"quality: torch_dlrm.py failed:\n{out.stderr[-3000:]}")
-        pt = json.loads(out.stdout.strip().splitlines()[-1])
-        diff = ps["eval_auc"] - pt["eval_auc"]
-        diffs.append(diff)
-        print(json.dumps({
-            "bench": "quality", "model": "dlrm", "data_seed": seed, "train_rows": a.rows,
-            "pstrain_auc": round(ps["eval_auc"], 5), "torch_auc": pt["eval_auc"],
-            "auc_diff": round(diff, 5),
-            "pstrain_logloss": round(ps.get("eval_logloss", float("nan")), 5),
-            "torch_logloss": pt["eval_logloss"], "oracle_auc": ps.get("oracle_auc"),
-            "lr": a.lr, "dense_lr": dense_lr, "pstrain_flags": a.pstrain_flags,
-            "torch_flags": a.torch_flags, "pstrain_wall_s": round(ps_s, 1),
-            "torch_samples_per_sec": pt["samples_per_sec"]}), flush=True)
+        # pstrain's default dense learning rate is --lr / 5 (`pstrain train
+        # --help`); PyTorch is given the same.
+        dense_lr = a.dense_lr if a.dense_lr >= 0 else a.lr / 5
+        for init in a.torch_inits.split(","):
+            out = subprocess.run(
+                ["/usr/bin/python3", os.path.join(HERE, "torch_dlrm.py"), f"--train={train}",
+                 f"--eval={evalf}", f"--seed={a.model_seed}", f"--dense_lr={dense_lr}",
+                 f"--init={init}"] + shared + shlex.split(a.torch_flags),
+                capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"quality: torch_dlrm.py failed:\n{out.stderr[-3000:]}")
+            pt = json.loads(out.stdout.strip().splitlines()[-1])
+            diff = ps["eval_auc"] - pt["eval_auc"]
+            diffs.append(diff)
+            print(json.dumps({
+                "bench": "quality", "model": "dlrm", "data_seed": seed, "train_rows": a.rows,
+                "torch_init": init, "pstrain_auc": round(ps["eval_auc"], 5),
+                "torch_auc": pt["eval_auc"], "auc_diff": round(diff, 5),
+                "pstrain_logloss": round(ps.get("eval_logloss", float("nan")), 5),
+                "torch_logloss": pt["eval_logloss"], "oracle_auc": ps.get("oracle_auc"),
+                "lr": a.lr, "dense_lr": dense_lr, "pstrain_flags": a.pstrain_flags,
+                "torch_flags": a.torch_flags, "pstrain_wall_s": round(ps_s, 1),
+                "torch_samples_per_sec": pt["samples_per_sec"]}), flush=True)
     print(json.dumps({"bench": "quality", "summary": True, "seeds": a.seeds,
                       "min_auc_diff": round(min(diffs), 5),
                       "mean_auc_diff": round(sum(diffs) / len(diffs), 5),

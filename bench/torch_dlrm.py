@@ -14,7 +14,8 @@ embedding per field, the dot interaction's strict lower triangle after the
 bottom output (Naumov et al.'s "dot"), top MLP with a linear 1-wide last
 layer. Initializers are PyTorch's defaults for nn.Linear (weights and biases
 U(+-1/sqrt(fan_in))) unless --zero_bias; embeddings U(+-1/sqrt(dim)) like
-pstrain (PyTorch's nn.Embedding default N(0, 1) with --embedding_init=normal).
+pstrain (PyTorch's nn.Embedding default N(0, 1) with --embedding_init=normal,
+the DLRM reference's U(+-sqrt(1 / rows)) with --embedding_init=dlrm).
 
 Needs Debian's python3-torch (bench/torch_setup.sh installs it); never
 needed by `make test`.
@@ -28,6 +29,64 @@ import time
 import numpy as np
 import torch
 from torch import nn
+
+
+M64 = (1 << 64) - 1
+
+
+def mix64(x):
+    """pstrain's Mix64 (splitmix64's finalizer) on a numpy uint64 array."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def mix64_int(x):
+    return int(mix64(np.array([x & M64], dtype=np.uint64))[0])
+
+
+def feature_id(field, token):
+    """pstrain's FeatureId: HashBytes(token, FieldSeed(field)), no hash buckets."""
+    seed = mix64_int(0x7073747261696E00 + field)
+    b = token.encode()
+    h = mix64_int(seed ^ ((len(b) * 0x9DDFEA08EB382D69) & M64))
+    i = 0
+    while i + 8 <= len(b):
+        h = mix64_int(h ^ int.from_bytes(b[i:i + 8], "little"))
+        i += 8
+    if i < len(b):
+        h = mix64_int(h ^ int.from_bytes(b[i:], "little") ^ 0xFF00000000000000)
+    return h
+
+
+def feature_ids(field, tokens):
+    """feature_id of every token; 8-byte tokens (Criteo's hex) vectorized."""
+    ids = np.zeros(len(tokens), dtype=np.uint64)
+    eight = [i for i, t in enumerate(tokens) if len(t.encode()) == 8]
+    if eight:
+        seed = mix64_int(0x7073747261696E00 + field)
+        h0 = np.uint64(mix64_int(seed ^ ((8 * 0x9DDFEA08EB382D69) & M64)))
+        words = np.frombuffer(b"".join(tokens[i].encode() for i in eight), dtype="<u8")
+        ids[eight] = mix64(words ^ h0)
+    done = set(eight)
+    for i, t in enumerate(tokens):
+        if i not in done:
+            ids[i] = feature_id(field, t)
+    return ids
+
+
+def pstrain_uniform(seed, table_id, rows, dim, scale):
+    """pstrain's deterministic U(-scale, scale) initializer (common/optim/
+    initializer.cc) for `rows` (uint64 row keys: an index of a dense table, the
+    feature id of a sparse row), `dim` columns each, in float32."""
+    table_key = mix64_int(seed ^ mix64_int(0x7461626C65000000 ^ table_id))
+    keys = mix64(np.asarray(rows, dtype=np.uint64) ^ np.uint64(table_key))
+    with np.errstate(over="ignore"):
+        bits = mix64(keys[:, None] + np.arange(dim, dtype=np.uint64)[None, :])
+    unit = (bits >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+    return (np.float32(2.0) * unit - np.float32(1.0)) * np.float32(scale)
 
 
 def read_tsv(path, num_dense, num_sparse, vocab):
@@ -62,6 +121,35 @@ def mlp(widths, relu_last, zero_bias):
     return nn.Sequential(*layers)
 
 
+def init_like_pstrain(model, vocab, seed, zero_bias):
+    """Sets every parameter to the value pstrain's servers give it for
+    `pstrain train --seed=SEED --untrained_rows=init` (--bias_init=zeros with
+    zero_bias; tables in pstrain's order: bottom.i.{weight,bias},
+    top.i.{weight,bias}, emb.C1..), so that both train from the same point."""
+    table_id = 0
+    for seq in (model.bottom, model.top):
+        for layer in seq:
+            if isinstance(layer, nn.Linear):
+                out_f, in_f = layer.weight.shape
+                scale = np.float32(1.0) / np.sqrt(np.float32(in_f))
+                w = pstrain_uniform(seed, table_id, np.arange(out_f * in_f), 1, scale)
+                layer.weight.data = torch.from_numpy(w.reshape(out_f, in_f).copy())
+                if zero_bias:
+                    nn.init.zeros_(layer.bias)
+                else:
+                    b = pstrain_uniform(seed, table_id + 1, np.arange(out_f), 1, scale)
+                    layer.bias.data = torch.from_numpy(b.reshape(out_f).copy())
+                table_id += 2
+    for f, e in enumerate(model.emb):
+        dim = e.weight.shape[1]
+        tokens = sorted(vocab[f], key=vocab[f].get)
+        ids = feature_ids(f, tokens)
+        rows = pstrain_uniform(seed, table_id, ids, dim, np.float32(1.0) / np.sqrt(np.float32(dim)))
+        if len(tokens) > 0:
+            e.weight.data[:len(tokens)] = torch.from_numpy(rows)
+        table_id += 1
+
+
 class Dlrm(nn.Module):
     def __init__(self, num_dense, vocab_sizes, dim, bottom, top, zero_bias, embedding_init):
         super().__init__()
@@ -70,6 +158,9 @@ class Dlrm(nn.Module):
         for e in self.emb:
             if embedding_init == "uniform":
                 nn.init.uniform_(e.weight, -1 / math.sqrt(dim), 1 / math.sqrt(dim))
+            elif embedding_init == "dlrm":  # facebookresearch/dlrm: U(+-sqrt(1 / rows))
+                bound = math.sqrt(1 / e.num_embeddings)
+                nn.init.uniform_(e.weight, -bound, bound)
         n = len(vocab_sizes) + 1
         self.li, self.lj = torch.tril_indices(n, n, offset=-1)
         self.top = mlp([dim + n * (n - 1) // 2] + top + [1], False, zero_bias)
@@ -111,9 +202,13 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05, help="embedding tables")
     ap.add_argument("--dense_lr", type=float, default=-1, help="MLPs (default lr / 5, as pstrain)")
     ap.add_argument("--eps", type=float, default=1e-8, help="Adagrad eps (pstrain's)")
-    ap.add_argument("--zero_bias", action="store_true", help="biases start at 0 (pstrain's)")
-    ap.add_argument("--embedding_init", choices=["uniform", "normal"], default="uniform")
+    ap.add_argument("--zero_bias", action="store_true",
+                    help="biases start at 0 (pstrain --bias_init=zeros)")
+    ap.add_argument("--embedding_init", choices=["uniform", "normal", "dlrm"], default="uniform")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--init", choices=["torch", "pstrain"], default="torch",
+                    help="pstrain: start from the exact values of `pstrain train --seed=SEED "
+                         "--untrained_rows=init` (with --zero_bias: --bias_init=zeros)")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(1)
@@ -125,6 +220,8 @@ def main():
     model = Dlrm(a.dense_fields, [max(1, len(v)) for v in vocab], a.embedding_dim,
                  [int(w) for w in a.bottom_mlp.split(",")], [int(w) for w in a.top_mlp.split(",")],
                  a.zero_bias, a.embedding_init)
+    if a.init == "pstrain":
+        init_like_pstrain(model, vocab, a.seed, a.zero_bias)
     dense_lr = a.dense_lr if a.dense_lr >= 0 else a.lr / 5
     sparse_opt = torch.optim.Adagrad(model.emb.parameters(), lr=a.lr, eps=a.eps)
     dense_params = list(model.bottom.parameters()) + list(model.top.parameters())
@@ -150,7 +247,7 @@ def main():
     print(json.dumps({"framework": "pytorch", "torch": torch.__version__, "model": "dlrm",
                       "eval_auc": round(auc(y, p), 5), "eval_logloss": round(logloss, 5),
                       "train_rows": len(ty), "lr": a.lr, "dense_lr": dense_lr,
-                      "zero_bias": a.zero_bias, "seed": a.seed,
+                      "zero_bias": a.zero_bias, "init": a.init, "seed": a.seed,
                       "samples_per_sec": round(len(ty) / train_s), "read_s": round(read_s, 1)}))
 
 

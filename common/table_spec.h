@@ -4,6 +4,7 @@
 // the optimizer kernels here and on the workers both read it).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,20 +39,35 @@ struct OptimizerConfig {
   // Version 2: the learning rate ramps up linearly over the first
   // warmup_steps steps (worker clocks): lr * min(1, (step + 1) / warmup_steps).
   int32_t warmup_steps = 0;
+  // Version 3: from step decay_start on, the learning rate falls linearly to
+  // decay_end x lr over decay_steps steps and stays there (0 steps: no decay).
+  int64_t decay_start = 0;
+  int64_t decay_steps = 0;
+  float decay_end = 0.0f;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
     ar(kind, lr, momentum, nesterov, weight_decay, eps, initial_accumulator, beta1, beta2,
        ftrl_beta, ftrl_l1, ftrl_l2);
     if (version >= 2) ar(warmup_steps);
+    if (version >= 3) ar(decay_start, decay_steps, decay_end);
   }
 };
 
-// The learning-rate multiplier of `step` under the warm-up (1: none; a
-// negative step: not known, 1).
-inline float WarmupScale(const OptimizerConfig& c, int64_t step) {
-  if (c.warmup_steps <= 0 || step < 0 || step + 1 >= c.warmup_steps) return 1.0f;
-  return static_cast<float>(step + 1) / static_cast<float>(c.warmup_steps);
+// The learning-rate multiplier of `step` (a worker clock) under the warm-up
+// and the decay (1: neither; a negative step: not known, 1).
+inline float LrScheduleScale(const OptimizerConfig& c, int64_t step) {
+  if (step < 0) return 1.0f;
+  float scale = 1.0f;
+  if (c.warmup_steps > 0 && step + 1 < c.warmup_steps) {
+    scale = static_cast<float>(step + 1) / static_cast<float>(c.warmup_steps);
+  }
+  if (c.decay_steps > 0 && step >= c.decay_start) {
+    const double done = std::min(1.0, static_cast<double>(step - c.decay_start) /
+                                          static_cast<double>(c.decay_steps));
+    scale *= static_cast<float>(1.0 - done * (1.0 - c.decay_end));
+  }
+  return scale;
 }
 
 enum class InitKind : uint8_t {
@@ -169,6 +185,12 @@ struct TableSpec {
   AdmissionConfig admission;  // sparse tables only
   EvictionConfig eviction;    // sparse tables only
   RowDtype dtype = RowDtype::kFloat32;  // sparse tables only
+  // Version 5, sparse tables only: a row no push has created reads as zeros
+  // (an id never trained adds nothing to the model's output, in training,
+  // evaluation and serving alike), and its first push creates it at the
+  // initializer's value before applying the update. Off: a pull creates the
+  // row at the initializer's value (a random row for an unseen id).
+  bool zero_untrained = false;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
@@ -176,13 +198,14 @@ struct TableSpec {
     if (version >= 2) ar(on_workers);
     if (version >= 3) ar(admission);
     if (version >= 4) ar(eviction, dtype);
+    if (version >= 5) ar(zero_untrained);
   }
 };
 
 }  // namespace pstrain
 
-CEREAL_CLASS_VERSION(pstrain::OptimizerConfig, 2);
+CEREAL_CLASS_VERSION(pstrain::OptimizerConfig, 3);
 CEREAL_CLASS_VERSION(pstrain::InitializerConfig, 1);
 CEREAL_CLASS_VERSION(pstrain::AdmissionConfig, 1);
 CEREAL_CLASS_VERSION(pstrain::EvictionConfig, 1);
-CEREAL_CLASS_VERSION(pstrain::TableSpec, 4);
+CEREAL_CLASS_VERSION(pstrain::TableSpec, 5);

@@ -51,6 +51,9 @@ Trainer::Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorCl
     }
   }
   warmup_.warmup_steps = options_.warmup_steps;
+  warmup_.decay_start = options_.lr_decay_start;
+  warmup_.decay_steps = options_.lr_decay_steps;
+  warmup_.decay_end = options_.lr_decay_end;
 }
 
 Trainer::~Trainer() = default;
@@ -301,7 +304,7 @@ absl::Status Trainer::PushGrads(const Prepared& p, const std::vector<Buffer>& gr
   if (replica_ == nullptr) return absl::OkStatus();
   // The sparse push travels while the dense buckets finish.
   absl::Time t0 = absl::Now();
-  PS_RETURN_IF_ERROR(Annotate(replica_->Finish(samples, WarmupScale(warmup_, clock_)).status(),
+  PS_RETURN_IF_ERROR(Annotate(replica_->Finish(samples, LrScheduleScale(warmup_, clock_)).status(),
                               absl::StrCat("allreduce of step ", clock_)));
   result_.wait_seconds += Seconds(t0);
   result_.allreduce_wait_seconds += replica_->last_wait_seconds();
@@ -472,10 +475,14 @@ void ApplyLrSchedule(const TrainOptions& options, int num_workers, std::vector<T
   for (TableSpec& t : *tables) {
     if (options.lr_scaling == "linear") t.optimizer.lr *= static_cast<float>(num_workers);
     t.optimizer.warmup_steps = options.warmup_steps;
+    t.optimizer.decay_start = options.lr_decay_start;
+    t.optimizer.decay_steps = options.lr_decay_steps;
+    t.optimizer.decay_end = options.lr_decay_end;
     if (t.kind == TableKind::kSparse) {
       t.admission = options.admission;
       t.eviction = options.eviction;
       t.dtype = options.embedding_dtype;
+      t.zero_untrained = options.zero_untrained;
     }
   }
 }

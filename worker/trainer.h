@@ -66,9 +66,13 @@ struct TrainOptions {
   int64_t eval_every_steps = 0;  // 0: only at the end
   std::string lr_scaling = "none";  // none | linear (by the number of workers)
   int32_t warmup_steps = 0;         // linear learning-rate warm-up
+  int64_t lr_decay_start = 0;       // linear decay to lr_decay_end x lr over
+  int64_t lr_decay_steps = 0;       // lr_decay_steps steps from lr_decay_start
+  float lr_decay_end = 0.0f;
   AdmissionConfig admission;        // for every sparse table (--min_count, ...)
   EvictionConfig eviction;          // for every sparse table (--max_rows, ...)
   RowDtype embedding_dtype = RowDtype::kFloat32;  // for every sparse table
+  bool zero_untrained = false;  // TableSpec::zero_untrained of every sparse table
   int eval_batch_size = 4096;
   // Progress lines and metrics: often enough to follow a run, rare enough
   // to keep --metrics_out small.
@@ -380,7 +384,7 @@ class Trainer {
   PushHandle last_push_;
   ParamRefs params_;
   GradRefs grads_;
-  OptimizerConfig warmup_;  // the warm-up of the dense replica's steps (allreduce mode)
+  OptimizerConfig warmup_;  // the lr schedule of the dense replica's steps (allreduce mode)
   PartitionScore score_;    // --train_stream: of position_.epoch's rows scored here
   std::vector<PendingPartition> own_pending_;
   std::vector<PendingPartition>* pending_partitions_;  // options_' or own_pending_

@@ -23,7 +23,8 @@ absl::Status Trainer::CollectTables(int64_t step, const proto::DumpRequest& dump
     t.spec = spec;
     if (spec.kind == TableKind::kSparse) {
       PS_RETURN_IF_ERROR(kv_->DumpExport(spec.id, dump, &t.ids, &t.rows, &t.removed));
-      t.missing_as_zeros = options_.admission.enabled() || options_.eviction.enabled();
+      t.missing_as_zeros =
+          options_.zero_untrained || options_.admission.enabled() || options_.eviction.enabled();
       *rows += t.ids.size();
     } else if (replica_ != nullptr && replica_->holds(spec.id)) {
       t.dense = replica_->weights(spec.id);

@@ -27,7 +27,9 @@ json SpecJson(const TableSpec& t) {
                              {"nesterov", o.nesterov}, {"weight_decay", o.weight_decay}, {"eps", o.eps},
                              {"initial_accumulator", o.initial_accumulator}, {"beta1", o.beta1},
                              {"beta2", o.beta2}, {"ftrl_beta", o.ftrl_beta}, {"ftrl_l1", o.ftrl_l1},
-                             {"ftrl_l2", o.ftrl_l2}, {"warmup_steps", o.warmup_steps}}},
+                             {"ftrl_l2", o.ftrl_l2}, {"warmup_steps", o.warmup_steps},
+                             {"decay_start", o.decay_start}, {"decay_steps", o.decay_steps},
+                             {"decay_end", o.decay_end}}},
               {"init", {{"kind", static_cast<int>(t.init.kind)}, {"scale", t.init.scale}, {"seed", t.init.seed}}}};
   // Only when set, so manifests of jobs without admission read as before.
   const AdmissionConfig& a = t.admission;
@@ -43,6 +45,7 @@ json SpecJson(const TableSpec& t) {
                      {"ttl_steps", e.ttl_steps}};
   }
   if (t.dtype != RowDtype::kFloat32) j["dtype"] = RowDtypeName(t.dtype);
+  if (t.zero_untrained) j["untrained_rows"] = "zeros";
   return j;
 }
 
@@ -68,6 +71,9 @@ TableSpec SpecFromJson(const json& j) {
   t.optimizer.ftrl_l1 = o.at("ftrl_l1").get<float>();
   t.optimizer.ftrl_l2 = o.at("ftrl_l2").get<float>();
   t.optimizer.warmup_steps = o.value("warmup_steps", 0);
+  t.optimizer.decay_start = o.value("decay_start", int64_t{0});
+  t.optimizer.decay_steps = o.value("decay_steps", int64_t{0});
+  t.optimizer.decay_end = o.value("decay_end", 0.0f);
   const json& i = j.at("init");
   t.init.kind = static_cast<InitKind>(i.at("kind").get<int>());
   t.init.scale = i.at("scale").get<float>();
@@ -85,6 +91,7 @@ TableSpec SpecFromJson(const json& j) {
                                                                       : EvictPolicy::kLru;
     t.eviction.ttl_steps = e.value("ttl_steps", uint64_t{0});
   }
+  t.zero_untrained = j.value("untrained_rows", std::string("initializer")) == "zeros";
   if (j.contains("dtype")) {
     const std::string name = j.at("dtype").get<std::string>();
     if (!ParseRowDtype(name, &t.dtype)) {

@@ -212,7 +212,7 @@ absl::Status KvStore::Pull(const std::vector<KvOp>& ops, std::vector<Buffer>* ou
 
 absl::Status KvStore::Push(const std::vector<KvOp>& ops, float scale, int64_t step) {
   for (const KvOp& op : ops) {
-    const float lr_scale = WarmupScale(layout_.tables[op.table].optimizer, step);
+    const float lr_scale = LrScheduleScale(layout_.tables[op.table].optimizer, step);
     if (op.sparse) {
       PS_RETURN_IF_ERROR(
           sparse_[op.table]->Push(op.ids, op.values.data(), scale, lr_scale, step));

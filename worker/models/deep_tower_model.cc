@@ -41,7 +41,8 @@ class DeepTowerModel final : public ModelBase {
           absl::StrCat("tower.", i, ".weight"), static_cast<uint64_t>(l.in) * l.out,
           logit ? LinearWeightInit(l.in, options.seed) : HeInit(l.in, options.seed));
       l.bias =
-          registry().AddDense(absl::StrCat("tower.", i, ".bias"), l.out, ZeroInit(options.seed));
+          registry().AddDense(absl::StrCat("tower.", i, ".bias"), l.out,
+                              registry().BiasInit(l.in, options.seed));
       layers_.push_back(std::move(l));
       fan_in = widths[i];
     }

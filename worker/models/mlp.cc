@@ -20,7 +20,7 @@ Mlp::Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector
                                       static_cast<uint64_t>(layer.out) * layer.in,
                                       LinearWeightInit(layer.in, seed));
     layer.bias = registry->AddDense(absl::StrCat(prefix, ".", i, ".bias"), layer.out,
-                                    ZeroInit(seed));
+                                    registry->BiasInit(layer.in, seed));
     const bool last = i + 1 == widths.size();
     layer.act = !last || relu_last ? nn::Activation::kRelu : nn::Activation::kNone;
     layers_.push_back(std::move(layer));

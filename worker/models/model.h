@@ -82,6 +82,9 @@ struct ModelOptions {
   OptimizerConfig dense_optimizer;           // for dense tables
   OptimizerConfig sparse_optimizer;          // for embedding / sparse tables
   uint64_t seed = 1;                         // initializer seed
+  // MLP biases start as PyTorch's nn.Linear's, U(+-1/sqrt(fan_in)); false:
+  // zeros (DCN-v2's cross layers always start at zero).
+  bool uniform_biases = true;
   // Dropout on the hidden layers of the towers (dlrm's and dcn_v2's top MLP,
   // wide_deep's and deepfm's deep MLP) while training; 0: off. Each worker
   // draws its own masks: dropout_stream tells them apart (the rank).

@@ -23,7 +23,8 @@ absl::Status CheckWidths(const char* what, const std::vector<int>& widths) {
 ModelBase::ModelBase(const ModelOptions& options, std::unique_ptr<nn::Device> device)
     : options_(options),
       device_(std::move(device)),
-      registry_(options.dense_optimizer, options.sparse_optimizer, options.table_weight_decay),
+      registry_(options.dense_optimizer, options.sparse_optimizer, options.table_weight_decay,
+                options.uniform_biases),
       ready_fn_([this](uint32_t table) { ReportReady(table); }) {}
 
 void ModelBase::IndexTables() const {

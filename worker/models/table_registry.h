@@ -21,18 +21,27 @@ InitializerConfig LinearWeightInit(int fan_in, uint64_t seed);
 // 1/sqrt(num_rows), which does not exist for unbounded hashed ids; 1/sqrt(dim)
 // keeps a row's norm near 1/sqrt(3) whatever the dimension.
 InitializerConfig EmbeddingInit(int dim, uint64_t seed);
-// Biases and linear-model weights start at zero.
+// Linear-model weights (and biases, without uniform_biases) start at zero.
 InitializerConfig ZeroInit(uint64_t seed);
 
 class TableRegistry {
  public:
   // `weight_decay`: per-table overrides of the optimizers' weight_decay
   // (ModelOptions::table_weight_decay).
+  // `uniform_biases`: BiasInit() is PyTorch nn.Linear's U(+-1/sqrt(fan_in)),
+  // else zeros (ModelOptions::uniform_biases).
   TableRegistry(OptimizerConfig dense_optimizer, OptimizerConfig sparse_optimizer,
-                std::vector<std::pair<std::string, float>> weight_decay = {})
+                std::vector<std::pair<std::string, float>> weight_decay = {},
+                bool uniform_biases = true)
       : dense_optimizer_(dense_optimizer),
         sparse_optimizer_(sparse_optimizer),
-        weight_decay_(std::move(weight_decay)) {}
+        weight_decay_(std::move(weight_decay)),
+        uniform_biases_(uniform_biases) {}
+
+  // The initializer of a Linear layer's bias with `fan_in` inputs.
+  InitializerConfig BiasInit(int fan_in, uint64_t seed) const {
+    return uniform_biases_ ? LinearWeightInit(fan_in, seed) : ZeroInit(seed);
+  }
 
   // Adds a dense table of `size` floats (dense optimizer); returns its id.
   uint32_t AddDense(std::string name, uint64_t size, InitializerConfig init);
@@ -51,6 +60,7 @@ class TableRegistry {
   OptimizerConfig dense_optimizer_;
   OptimizerConfig sparse_optimizer_;
   std::vector<std::pair<std::string, float>> weight_decay_;
+  bool uniform_biases_;
   std::vector<TableSpec> tables_;
   std::vector<uint32_t> sparse_ids_;
   std::vector<std::vector<int>> sparse_fields_;

@@ -99,9 +99,10 @@ absl::Status CheckOptions(const WorkerOptions& options) {
     return absl::InvalidArgumentError(
         "--stages, --replicas, --tensor_parallel and --microbatches must be >= 1");
   }
-  if (options.train.lr_scaling != "none" || options.train.warmup_steps > 0) {
+  if (options.train.lr_scaling != "none" || options.train.warmup_steps > 0 ||
+      options.train.lr_decay_steps > 0) {
     return absl::InvalidArgumentError(
-        "--lr_scaling and --warmup_steps are not supported in pipeline mode yet");
+        "--lr_scaling, --warmup_steps and --lr_decay_steps are not supported in pipeline mode yet");
   }
   const std::string& device = options.train.model.device;
   if (device != "cpu" && device != "auto") {

@@ -103,6 +103,7 @@ SparseTable::SparseTable(const TableSpec& spec, Options options,
       arena_(value_floats_ + state_floats_ + (has_step_ ? 1 : 0) +
              (spec.eviction.enabled() || options.tier ? 2 : 0)),
       evicts_(spec.eviction.enabled() || options.tier),
+      pushes_create_(spec.zero_untrained || spec.admission.enabled() || evicts_),
       meta_offset_(value_floats_ + state_floats_ + (has_step_ ? 1 : 0)),
       evict_capacity_(options.tier                   ? options.ram_capacity
                       : spec.eviction.max_rows > 0 ? options.evict_capacity
@@ -249,9 +250,9 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
   absl::Status status;
   for (size_t begin = 0; begin < ids.size(); begin += kPullBlock) {
     const size_t n = std::min(kPullBlock, ids.size() - begin);
-    // With admission or eviction a pull creates no row: the push does.
-    status = ResolveRows(ids.subspan(begin, n), rows_.data(),
-                         /*create=*/sketch_ == nullptr && !evicts_, /*pull=*/true);
+    // With zero_untrained, admission or eviction a pull creates no row: the push does.
+    status = ResolveRows(ids.subspan(begin, n), rows_.data(), /*create=*/!pushes_create_,
+                         /*pull=*/true);
     if (!status.ok()) break;
     float* dst = out + begin * dim_;
     for (size_t i = 0; i < n; ++i) {
@@ -265,7 +266,7 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
           } else {
             std::memcpy(dst + i * dim_, DiskRow(i), dim_ * sizeof(float));
           }
-        } else if (sketch_ || evicts_) {
+        } else if (pushes_create_) {
           std::memset(dst + i * dim_, 0, dim_ * sizeof(float));
         } else {
           initializer_.FillRow(ids[begin + i], dst + i * dim_, dim_);  // what CreateRow stores

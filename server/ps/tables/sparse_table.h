@@ -318,6 +318,9 @@ class SparseTable {
 
   // Eviction.
   const bool evicts_;           // spec.eviction.enabled()
+  // Rows are created by pushes only and a missing row reads as zeros:
+  // spec.zero_untrained, admission or eviction.
+  const bool pushes_create_;
   const size_t meta_offset_;    // floats before a row's metadata
   const size_t evict_capacity_; // 0: no capacity limit
   uint64_t clock_ = 0;

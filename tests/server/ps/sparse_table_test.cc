@@ -59,6 +59,22 @@ TEST(SparseTable, PullOfUnseenIdCreatesDeterministicRow) {
   EXPECT_FALSE(a->Contains(78));
 }
 
+TEST(SparseTable, WithZeroUntrainedAPullReadsZerosAndThePushCreatesTheRowAtItsInitialValue) {
+  TableSpec spec = Spec(OptimizerKind::kSgd);
+  spec.zero_untrained = true;
+  auto table = Make(spec);
+  EXPECT_EQ(PullRows(*table, {77, 78}), std::vector<float>(8, 0.0f));
+  EXPECT_EQ(table->size(), 0u) << "a pull created a row";
+  std::vector<float> grads = {1, 2, 3, 4};
+  ASSERT_TRUE(table->Push(Ids({77}), grads.data(), 1.0f).ok());
+  std::vector<float> want = InitialRow(spec, 77);
+  for (int c = 0; c < 4; ++c) want[c] -= spec.optimizer.lr * grads[c];
+  const std::vector<float> got = PullRows(*table, {77});
+  for (int c = 0; c < 4; ++c) EXPECT_FLOAT_EQ(got[c], want[c]) << c;
+  EXPECT_EQ(PullRows(*table, {78}), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(table->size(), 1u);
+}
+
 TEST(SparseTable, PullReturnsRowsInRequestOrderWithDuplicates) {
   TableSpec spec = Spec(OptimizerKind::kAdagrad);
   auto table = Make(spec);

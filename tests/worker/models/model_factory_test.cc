@@ -101,11 +101,29 @@ TEST(DlrmTables, FollowTheNamingShapeAndOptimizerConventions) {
   EXPECT_EQ(t["top.0.weight"].optimizer.kind, OptimizerKind::kAdam);
   EXPECT_EQ(t["top.0.weight"].init.kind, InitKind::kUniform);
   EXPECT_FLOAT_EQ(t["top.0.weight"].init.scale, 1.0f / std::sqrt(367.0f));
-  EXPECT_EQ(t["top.0.bias"].init.kind, InitKind::kZeros);
+  // Biases as PyTorch's nn.Linear: U(+-1/sqrt(fan_in)); zeros on request.
+  EXPECT_EQ(t["top.0.bias"].init.kind, InitKind::kUniform);
+  EXPECT_FLOAT_EQ(t["top.0.bias"].init.scale, 1.0f / std::sqrt(367.0f));
+  EXPECT_FLOAT_EQ(t["bottom.1.bias"].init.scale, 1.0f / std::sqrt(64.0f));
   ASSERT_EQ((*model)->sparse_tables().size(), 26u);
   for (uint32_t id : (*model)->sparse_tables()) {
     EXPECT_EQ((*model)->tables()[id].kind, TableKind::kSparse);
   }
+}
+
+TEST(DlrmTables, ZeroBiasesOnRequest) {
+  ModelOptions o;
+  o.uniform_biases = false;
+  auto model = CreateModel(o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  int biases = 0;
+  for (const TableSpec& t : (*model)->tables()) {
+    if (t.name.size() > 5 && t.name.compare(t.name.size() - 5, 5, ".bias") == 0) {
+      EXPECT_EQ(t.init.kind, InitKind::kZeros) << t.name;
+      ++biases;
+    }
+  }
+  EXPECT_EQ(biases, 5);
 }
 
 TEST(LrTables, AreOneWidePerFieldPlusDenseWeightsAndBias) {
