@@ -31,13 +31,15 @@ steps_per_epoch=$(( (rows + batch - 1) / batch ))
 
 declare -A flags=(
   [base]=""
-  [init_rows]="--untrained_rows=init"
   [emb_l2]="--table_weight_decay=emb.*=1e-4"
   [dropout]="--dropout=0.2"
   [warmup]="--warmup_steps=200"
   [lr_half]="--lr=0.025"
+  [lr_decay]="--lr_decay_steps=$((2 * steps_per_epoch))"
+  [zero_rows]="--untrained_rows=zeros"
+  [zero_rows_dropout]="--untrained_rows=zeros --dropout=0.2"
 )
-order=(base init_rows emb_l2 dropout warmup lr_half)
+order=(base emb_l2 dropout warmup lr_half lr_decay zero_rows zero_rows_dropout)
 for name in ${RUNS:-${order[@]}}; do
   metrics="$work/$name.jsonl"
   # shellcheck disable=SC2086

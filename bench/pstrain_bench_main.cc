@@ -71,7 +71,7 @@ ABSL_FLAG(double, ram_fraction, 0.1, "sparse_tier: share of the rows the budget 
 ABSL_FLAG(std::string, tier_store, "slots", "sparse_tier: the tier's store, slots or rocksdb.");
 ABSL_FLAG(std::string, tier_dir, "", "sparse_tier: folder of the tier and checkpoint (default: under the temp folder).");
 ABSL_FLAG(bool, unbounded, true, "sparse_stream: also run without eviction.");
-ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm).");
+ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm | dcn_v2 | deepfm | deep_tower).");
 ABSL_FLAG(int, batch_size, 1024, "train: rows per step.");
 ABSL_FLAG(std::string, mode, "both", "train: local (model alone) | ps (1 server + 1 worker) | both.");
 ABSL_FLAG(int64_t, train_rows, 300000, "train ps: rows in the synthetic training file.");
