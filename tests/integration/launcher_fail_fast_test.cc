@@ -91,6 +91,16 @@ TEST_F(LauncherFailFast, AnUnknownModel) {
   ExpectFailsFast({"--train_data=" + train_, "--model=foo"}, "unknown model 'foo'");
 }
 
+TEST_F(LauncherFailFast, AWeightDecayForATableTheModelDoesNotHave) {
+  ExpectFailsFast({"--train_data=" + train_, "--table_weight_decay=embedding.C1=1e-4"},
+                  "no table of the model is named 'embedding.C1'");
+}
+
+TEST_F(LauncherFailFast, DropoutForAModelWithoutTowers) {
+  ExpectFailsFast({"--train_data=" + train_, "--model=lr", "--dropout=0.2"},
+                  "dropout is not built for model lr");
+}
+
 TEST_F(LauncherFailFast, AMissingDataFile) {
   ExpectFailsFast({"--train_data=" + dir_ + "/missing.tsv"}, "missing.tsv");
 }

@@ -620,6 +620,14 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   t.save_model = absl::GetFlag(FLAGS_save_model);
   PS_RETURN_IF_ERROR(TakeKeepBestFlags(&o));
   t.progress_bar = isatty(STDERR_FILENO) != 0;
+  if (!m.table_weight_decay.empty()) {
+    // The names are the model's tables': build it (tables only, on the CPU)
+    // so that a misspelled name fails before a cluster starts.
+    ModelOptions probe = m;
+    probe.device = "cpu";
+    absl::StatusOr<std::unique_ptr<Model>> model = CreateModel(probe);
+    if (!model.ok()) return model.status();
+  }
   return o;
 }
 
