@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/cleanup/cleanup.h"
+
 #include "tests/server/test_cluster.h"
 
 namespace pstrain::testing {
@@ -107,6 +109,10 @@ TEST(Elastic, DroppedWorkerIsReadmittedAtAStepNoServerPassedAndBspWaitsForItAgai
 
   Returned r = ComeBack(*c);
   auto& [back, layout, rejoin] = r;
+  // A test stopped by a failed ASSERT still closes the worker in order.
+  absl::Cleanup close_back = [&back] {
+    if (back.coord != nullptr) Close(back);
+  };
   ASSERT_TRUE(layout.ok()) << layout.status();
   ASSERT_TRUE(rejoin.ok()) << rejoin.status();
   ASSERT_EQ(rejoin->state, proto::RejoinState::kResume);
@@ -145,6 +151,10 @@ TEST(Elastic, WorkerReadmittedAfterTheOthersFinishedTrainsAlone) {
   for (auto& t : others) t.join();
   Returned r = ComeBack(*c);
   auto& [back, layout, rejoin] = r;
+  // A test stopped by a failed ASSERT still closes the worker in order.
+  absl::Cleanup close_back = [&back] {
+    if (back.coord != nullptr) Close(back);
+  };
   ASSERT_TRUE(layout.ok()) << layout.status();
   ASSERT_TRUE(rejoin.ok()) << rejoin.status();
   ASSERT_EQ(rejoin->state, proto::RejoinState::kResume);
@@ -165,6 +175,10 @@ TEST(Elastic, WorkerReturningAfterItsShardWasAdoptedIsToldItHasNothingToTrain) {
   ASSERT_EQ(claim->rank, 2);
   Returned r = ComeBack(*c);
   auto& [back, layout, rejoin] = r;
+  // A test stopped by a failed ASSERT still closes the worker in order.
+  absl::Cleanup close_back = [&back] {
+    if (back.coord != nullptr) Close(back);
+  };
   ASSERT_TRUE(layout.ok()) << layout.status();
   ASSERT_TRUE(rejoin.ok()) << rejoin.status();
   EXPECT_EQ(rejoin->state, proto::RejoinState::kAdopted);
