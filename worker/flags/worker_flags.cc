@@ -4,7 +4,6 @@
 
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
@@ -98,15 +97,6 @@ ABSL_FLAG(double, dense_initial_accumulator, 0,
 ABSL_FLAG(double, weight_decay, 0,
           "L2 weight decay of every table (sgd, adagrad, adam; applied to an embedding row when a "
           "push updates it).");
-ABSL_FLAG(std::string, table_weight_decay, "",
-          "Per-table L2 weight decay overriding --weight_decay: NAME=VALUE,... where NAME is a "
-          "table (emb.C1, top.0.weight, ...) or a prefix ending in * (emb.*); the last match "
-          "wins, and every NAME must match a table of the model.");
-ABSL_FLAG(std::string, bias_init, "uniform",
-          "How the MLPs' biases start: uniform (PyTorch nn.Linear's U(+-1/sqrt(fan_in))) or zeros.");
-ABSL_FLAG(double, dropout, 0,
-          "Dropout rate of the towers' hidden layers while training (dlrm/dcn_v2 top MLP, "
-          "wide_deep/deepfm deep MLP; 0: off). Evaluation and serving never drop.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of parameter initialization and shuffling.");
 ABSL_FLAG(std::string, device, "auto", "cpu | cuda | auto (a GPU when there is one).");
 
@@ -158,11 +148,6 @@ ABSL_FLAG(std::string, lr_scaling, "none",
 ABSL_FLAG(int32_t, warmup_steps, 0,
           "Ramp every learning rate up linearly over the first N steps (0: none); applied by the "
           "servers (and the dense replica in allreduce mode) at each step.");
-ABSL_FLAG(int64_t, lr_decay_steps, 0,
-          "Decay every learning rate linearly over N steps, from --lr_decay_start on, to "
-          "--lr_decay_end x its value, then keep it there (0: no decay). Applied like the warm-up.");
-ABSL_FLAG(int64_t, lr_decay_start, 0, "The step the --lr_decay_steps decay starts at.");
-ABSL_FLAG(double, lr_decay_end, 0.0, "The fraction of the learning rate left after the decay, in [0, 1].");
 ABSL_FLAG(int32_t, min_count, 1,
           "Feature admission for every sparse (embedding) table: an id gets a row only after "
           "this many pushes carry it (1: at once); until then it reads as zeros and "
@@ -185,11 +170,6 @@ ABSL_FLAG(std::string, evict_policy, "lru",
 ABSL_FLAG(int64_t, ttl_steps, 0,
           "Eviction for every sparse table: drop a row that no push has updated for this many "
           "steps (0: never). A dropped row reads as zeros again and goes through admission again.");
-ABSL_FLAG(std::string, untrained_rows, "init",
-          "What an embedding row no push has trained reads as: init (the initializer's random "
-          "value, as PyTorch's nn.Embedding) or zeros (an unseen id adds nothing, in training, "
-          "evaluation and serving; its first push creates the row at the initializer's value). "
-          "ps and allreduce modes; pipeline mode always uses init.");
 ABSL_FLAG(std::string, embedding_dtype, "fp32",
           "How the servers store every sparse table's values: fp32, fp16 or bf16 (half the "
           "memory; optimizer state stays fp32; updates rounded stochastically).");
@@ -243,23 +223,6 @@ absl::StatusOr<OptimizerKind> ParseOptimizer(std::string name) {
   if (name == "ftrl") return OptimizerKind::kFtrl;
   return absl::InvalidArgumentError("unknown optimizer '" + name +
                                     "' (sgd, adagrad, rowwise_adagrad, adam, ftrl)");
-}
-
-// NAME=VALUE,... (finite, >= 0 values) in order.
-absl::StatusOr<std::vector<std::pair<std::string, float>>> ParseTableValues(
-    const char* flag, const std::string& text) {
-  std::vector<std::pair<std::string, float>> out;
-  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    double value = 0;
-    const std::string name(absl::StripAsciiWhitespace(kv.first));
-    if (name.empty() || !absl::SimpleAtod(kv.second, &value) || !std::isfinite(value) || value < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          flag, ": expected NAME=VALUE with a finite VALUE >= 0, got '", item, "'"));
-    }
-    out.emplace_back(name, static_cast<float>(value));
-  }
-  return out;
 }
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -506,20 +469,6 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   if (std::string d = absl::GetFlag(FLAGS_dense_optimizer); !d.empty()) {
     PS_ASSIGN_OR_RETURN(m.dense_optimizer.kind, ParseOptimizer(d));
   }
-  PS_ASSIGN_OR_RETURN(m.table_weight_decay,
-                      ParseTableValues("--table_weight_decay", absl::GetFlag(FLAGS_table_weight_decay)));
-  const std::string bias_init = absl::GetFlag(FLAGS_bias_init);
-  if (bias_init != "uniform" && bias_init != "zeros") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--bias_init=", bias_init, ": want uniform or zeros"));
-  }
-  m.uniform_biases = bias_init == "uniform";
-  m.dropout = static_cast<float>(absl::GetFlag(FLAGS_dropout));
-  PS_RETURN_IF_ERROR(Annotate(CheckDropout(m.name, m.dropout), "--dropout"));
-  if (o.mode == "pipeline" && (m.dropout > 0 || !m.table_weight_decay.empty())) {
-    return absl::InvalidArgumentError(
-        "--dropout and --table_weight_decay are not built for --mode=pipeline");
-  }
   m.dense_optimizer.lr = m.sparse_optimizer.lr / 5;
   if (double lr = absl::GetFlag(FLAGS_dense_lr); lr >= 0) m.dense_optimizer.lr = static_cast<float>(lr);
   m.dense_optimizer.initial_accumulator =
@@ -563,15 +512,6 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   }
   t.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
   if (t.warmup_steps < 0) return absl::InvalidArgumentError("--warmup_steps must be >= 0");
-  t.lr_decay_steps = absl::GetFlag(FLAGS_lr_decay_steps);
-  t.lr_decay_start = absl::GetFlag(FLAGS_lr_decay_start);
-  t.lr_decay_end = static_cast<float>(absl::GetFlag(FLAGS_lr_decay_end));
-  if (t.lr_decay_steps < 0 || t.lr_decay_start < 0) {
-    return absl::InvalidArgumentError("--lr_decay_steps and --lr_decay_start must be >= 0");
-  }
-  if (!(t.lr_decay_end >= 0.0f && t.lr_decay_end <= 1.0f)) {
-    return absl::InvalidArgumentError("--lr_decay_end must be in [0, 1]");
-  }
   const int32_t min_count = absl::GetFlag(FLAGS_min_count);
   if (min_count < 1 || min_count > UINT16_MAX) {
     return absl::InvalidArgumentError("--min_count must be in [1, 65535]");
@@ -604,12 +544,6 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
     return absl::InvalidArgumentError("--ttl_steps must be in [0, 2^31 - 1] (0: never)");
   }
   t.eviction.ttl_steps = static_cast<uint64_t>(ttl_steps);
-  const std::string untrained = absl::GetFlag(FLAGS_untrained_rows);
-  if (untrained != "zeros" && untrained != "init") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--untrained_rows=", untrained, ": want zeros or init"));
-  }
-  t.zero_untrained = untrained == "zeros" && o.mode != "pipeline";
   const std::string dtype = absl::GetFlag(FLAGS_embedding_dtype);
   if (!ParseRowDtype(dtype, &t.embedding_dtype)) {
     return absl::InvalidArgumentError(
@@ -620,14 +554,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   t.save_model = absl::GetFlag(FLAGS_save_model);
   PS_RETURN_IF_ERROR(TakeKeepBestFlags(&o));
   t.progress_bar = isatty(STDERR_FILENO) != 0;
-  if (!m.table_weight_decay.empty()) {
-    // The names are the model's tables': build it (tables only, on the CPU)
-    // so that a misspelled name fails before a cluster starts.
-    ModelOptions probe = m;
-    probe.device = "cpu";
-    absl::StatusOr<std::unique_ptr<Model>> model = CreateModel(probe);
-    if (!model.ok()) return model.status();
-  }
+  PS_RETURN_IF_ERROR(TakeRegularizationFlags(&o));
   return o;
 }
 

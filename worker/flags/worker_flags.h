@@ -22,5 +22,9 @@ WorkerRuntime ProcessRuntime();
 // The export flags (flags/export_flags.cc) into o->train; called by
 // WorkerOptionsFromFlags after --save_model, --keep_best and --mode.
 absl::Status TakeExportFlags(WorkerOptions* o);
+// --bias_init, --dropout, --table_weight_decay, --lr_decay_*, --untrained_rows
+// into o (regularization_flags.cc). REQUIRES: the rest of o filled (the
+// table names are checked against the model it describes).
+absl::Status TakeRegularizationFlags(WorkerOptions* o);
 
 }  // namespace pstrain::worker
