@@ -1,7 +1,9 @@
 #include "bench/bench_cluster.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_affinity.h"
 #include "common/zmq_transport.h"
@@ -22,6 +24,10 @@ std::unique_ptr<Transport> MakeTransport(const std::string& name, const StackOpt
   o.batch_io_thread = stack.batch_io_thread;
   o.socket_buffer_bytes = stack.socket_buffer_bytes;
   o.cpus = std::move(cpus);
+  // The I/O threads of nodes sharing the bench's process, told apart by
+  // role (train --mode=ps reports the CPU of each): 1 servers, 2 workers,
+  // 3 the coordinator.
+  o.io_thread_tag = absl::StartsWith(name, "server") ? 1 : absl::StartsWith(name, "worker") ? 2 : 3;
   return std::make_unique<ZmqTransport>(o);
 }
 
@@ -65,7 +71,10 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> BenchCluster::Start(
                           co, MakeTransport("coordinator", options.stack)));
   server::Coordinator* coord = c->coordinator_.get();
   BenchCluster* self = c.get();
-  c->coordinator_thread_ = std::thread([self, coord] { self->coordinator_status_ = coord->Run(); });
+  c->coordinator_thread_ = std::thread([self, coord] {
+    pthread_setname_np(pthread_self(), "coordinator");
+    self->coordinator_status_ = coord->Run();
+  });
 
   c->server_status_.resize(options.servers);
   for (int s = 0; s < options.servers; ++s) {
@@ -86,7 +95,10 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> BenchCluster::Start(
   for (int s = 0; s < options.servers; ++s) {
     server::ParameterServer* ps = c->servers_[s].get();
     absl::Status* out = &c->server_status_[s];
-    c->server_threads_.emplace_back([ps, out] { *out = ps->Run(); });
+    c->server_threads_.emplace_back([ps, out] {
+      pthread_setname_np(pthread_self(), "ps-server");
+      *out = ps->Run();
+    });
   }
 
   c->worker_cpus_ = WorkerCpus(options.stack);

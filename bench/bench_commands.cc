@@ -199,6 +199,11 @@ absl::Status RunTrain(const BenchOptions& o) {
              r.seconds - r.compute_seconds - r.wait_seconds - r.data_seconds)
         .Add("reader_rows_per_sec", r.reader_rows_per_sec);
     AddScrapes(to, r, &line);
+    JsonLine parts;
+    for (const auto& [part, seconds] : r.cpu_by_part) {
+      parts.Add(part, r.samples > 0 ? seconds * 1e6 / r.samples : 0.0);
+    }
+    line.AddRaw("cpu_us_per_sample_by_part", parts.str());
     PrintResult(line);
   }
   return absl::OkStatus();

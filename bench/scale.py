@@ -118,8 +118,9 @@ def gen(bin_dir, path, rows):
                     "--seed=3"], check=True, capture_output=True, timeout=300)
 
 
-def point(args, bin_dir, tmp, workers, rate, data):
-    servers = max(1, int(workers * args.servers_per_worker))
+def point(args, bin_dir, tmp, workers, rate, data, servers=None):
+    if servers is None:
+        servers = max(1, int(workers * args.servers_per_worker))
     hosts = ["coord"] + ["server%d" % s for s in range(servers)] + \
         ["worker%d" % w for w in range(workers)]
     args.rate = rate
@@ -148,10 +149,12 @@ def point(args, bin_dir, tmp, workers, rate, data):
             entries.append(c.run("worker%d" % w, argv))
         before = c.link_bytes()
         t0 = time.monotonic()
+        cpu_samples = []  # (seconds since start, {host: CPU seconds})
         while time.monotonic() - t0 < args.point_timeout:
             codes = [e["proc"].poll() for e in entries]
             if all(rc is not None for rc in codes) or any(rc not in (None, 0) for rc in codes):
                 break
+            cpu_samples.append((time.monotonic() - t0, {h: c.cpu_seconds(h) for h in hosts}))
             time.sleep(0.2)
         wall = time.monotonic() - t0
         after = c.link_bytes()
@@ -171,6 +174,20 @@ def point(args, bin_dir, tmp, workers, rate, data):
             rx = after[h][1] - before.get(h, (0, 0))[1]
             sent, recv = per_role.get(role, (0, 0))
             per_role[role] = (sent + tx, recv + rx)
+        # The steady window: the middle half of the point's wall time, when
+        # every process trains (start-up and the end left out).
+        lo = [x for x in cpu_samples if x[0] >= 0.25 * wall]
+        hi = [x for x in cpu_samples if x[0] <= 0.75 * wall]
+        window = {}
+        if lo and hi and hi[-1][0] > lo[0][0]:
+            span = hi[-1][0] - lo[0][0]
+            rate_sps = float(s["samples_per_sec"])
+            for role, n in (("server", servers), ("worker", workers)):
+                used = sum(hi[-1][1]["%s%d" % (role, i)] - lo[0][1]["%s%d" % (role, i)]
+                           for i in range(n))
+                window[role + "_cpu_of_quota"] = round(used / (n * args.host_cpu * span), 3)
+                window[role + "_cpu_us_per_sample"] = round(used / (rate_sps * span) * 1e6, 2)
+            window["seconds"] = round(span, 2)
         server_cpu = sum(c.cpu_seconds("server%d" % i) for i in range(servers))
         worker_cpu = sum(c.cpu_seconds("worker%d" % i) for i in range(workers))
         return {
@@ -190,9 +207,55 @@ def point(args, bin_dir, tmp, workers, rate, data):
             "worker_cpu_of_quota": round(worker_cpu / (workers * args.host_cpu * wall), 3),
             "server_cpu_us_per_sample": round(server_cpu / samples * 1e6, 2),
             "worker_cpu_us_per_sample": round(worker_cpu / samples * 1e6, 2),
+            "window": window,
         }
     finally:
         c.cleanup()
+
+
+def predict(args, bin_dir, calibration, rate, workers, servers):
+    """`pstrain plan --hosts`'s prediction of a point from the calibration lines."""
+    cmd = [os.path.join(bin_dir, "pstrain"), "plan", "--hosts=%d" % workers,
+           "--servers=%d" % servers, "--host_cpus=%g" % args.host_cpu, "--bandwidth=" + rate,
+           "--calibration=" + calibration, "--calibration_rate=" + rate, "--json",
+           "--model=" + args.model, "--batch_size=%d" % args.batch_size]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise mh.Failure("pstrain plan failed: %s" % out.stderr.strip())
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def add_prediction(args, bin_dir, calibration, line):
+    p = predict(args, bin_dir, calibration, line["rate"], line["workers"], line["servers"])
+    line["predicted_samples_per_sec"] = round(p["predicted_samples_per_sec"])
+    line["predicted_efficiency"] = p["predicted_efficiency"]
+    line["predicted_bottleneck"] = p["bottleneck"]
+    line["prediction_error"] = round(p["predicted_samples_per_sec"] / line["samples_per_sec"] - 1, 3)
+
+
+def predict_only(args, bin_dir):
+    with open(args.predict_only) as fh:
+        lines = [json.loads(x) for x in fh if x.strip()]
+    tmp = tempfile.mkdtemp(prefix="pstrain-scale-")
+    try:
+        for rate in sorted({x["rate"] for x in lines}):
+            cal = [x for x in lines if x["rate"] == rate and x.get("calibration")]
+            if not cal:
+                print("no calibration line at %s in %s" % (rate, args.predict_only), file=sys.stderr)
+                return 1
+            path = os.path.join(tmp, "calibration-%s.jsonl" % rate)
+            with open(path, "w") as fh:
+                fh.write(json.dumps(cal[0]) + "\n")
+            args.host_cpu, args.model = cal[0]["host_cpu"], cal[0]["model"]
+            args.batch_size = cal[0]["batch_size"]
+            for x in lines:
+                if x["rate"] == rate and not x.get("calibration"):
+                    add_prediction(args, bin_dir, path, x)
+        for x in lines:
+            print(json.dumps(x), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
 
 
 def main():
@@ -213,8 +276,16 @@ def main():
     ap.add_argument("--consistency", default="asp")
     ap.add_argument("--point_timeout", type=float, default=600)
     ap.add_argument("--time_limit", type=float, default=3600)
+    ap.add_argument("--calibrate", action="store_true",
+                    help="first measure one host (W = 1, S = 1) at each rate, then add `pstrain "
+                    "plan --hosts`'s prediction from it to every point")
+    ap.add_argument("--predict_only", default="",
+                    help="no measuring: add the predictions to the lines of an earlier --calibrate "
+                    "run (this file) from its own calibration lines, and print them")
     args = ap.parse_args()
     bin_dir = os.path.abspath(args.bin_dir)
+    if args.predict_only:
+        return predict_only(args, bin_dir)
     try:
         check_environment()
         mh.remove_stale()
@@ -228,13 +299,26 @@ def main():
         for w in counts:
             data[w] = os.path.join(tmp, "train-%d.tsv" % w)
             gen(bin_dir, data[w], w * args.rows_per_worker)
+        if args.calibrate and 1 not in data:
+            data[1] = os.path.join(tmp, "train-1.tsv")
+            gen(bin_dir, data[1], args.rows_per_worker)
         for rate in args.rates.split(","):
+            calibration = None
+            if args.calibrate:
+                calibration = os.path.join(tmp, "calibration-%s.jsonl" % rate)
+                with open(calibration, "w") as fh:
+                    line = point(args, bin_dir, tmp, 1, rate, data[1], servers=1)
+                    line["calibration"] = True
+                    fh.write(json.dumps(line) + "\n")
+                    print(json.dumps(line), flush=True)
             base = None
             for w in counts:
                 line = point(args, bin_dir, tmp, w, rate, data[w])
                 if w == counts[0]:
                     base = line["samples_per_sec"] / w
                 line["efficiency"] = round(line["samples_per_sec"] / (w * base), 3)
+                if calibration:
+                    add_prediction(args, bin_dir, calibration, line)
                 print(json.dumps(line), flush=True)
     except mh.Failure as e:
         print("FAILED: %s" % e, file=sys.stderr)

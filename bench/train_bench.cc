@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -14,7 +16,9 @@
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -142,6 +146,79 @@ class MetricsScraper {
   std::thread thread_;
 };
 
+// CPU seconds of every thread of this process, sampled every 50 ms from
+// /proc/self/task/*/stat while alive (a thread that ends keeps its last
+// sample), summed by part of the job (TrainBenchResult::cpu_by_part).
+class ThreadCpuSampler {
+ public:
+  explicit ThreadCpuSampler(pid_t trainer) : trainer_(trainer) {
+    Sample();
+    for (auto& [tid, t] : threads_) t.first = t.last;
+    thread_ = std::thread([this] {
+      while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(50))) Sample();
+    });
+  }
+  ~ThreadCpuSampler() { Stop(); }
+
+  std::vector<std::pair<std::string, double>> Stop() {
+    if (thread_.joinable()) {
+      stop_.Notify();
+      thread_.join();
+      Sample();
+    }
+    std::map<std::string, double> parts;
+    for (const auto& [tid, t] : threads_) parts[PartOf(tid, t.comm)] += t.last - t.first;
+    return {parts.begin(), parts.end()};
+  }
+
+ private:
+  struct Thread {
+    std::string comm;
+    double first = 0, last = 0;
+  };
+
+  std::string PartOf(pid_t tid, const std::string& comm) const {
+    if (tid == trainer_) return "trainer";
+    if (comm == "data-reader") return "reader";
+    // A server's requests are handled on its transport's loop ("server0-net").
+    if (comm == "ps-server" || absl::StartsWith(comm, "ps-shard") ||
+        (absl::StartsWith(comm, "server") && absl::EndsWith(comm, "-net"))) {
+      return "server";
+    }
+    if (absl::StartsWith(comm, "1/ZMQbg/IO")) return "server_io";
+    if (absl::StartsWith(comm, "2/ZMQbg/IO")) return "worker_io";
+    if (comm == "worker-net") return "worker_net";
+    if (absl::StartsWith(comm, "coord") || absl::StartsWith(comm, "3/ZMQbg")) return "coordinator";
+    return "other";
+  }
+
+  void Sample() {
+    const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+      const pid_t tid = static_cast<pid_t>(std::atoi(e.path().filename().c_str()));
+      std::ifstream in(e.path() / "stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const size_t open = stat.find('('), close = stat.rfind(')');
+      if (open == std::string::npos || close == std::string::npos) continue;
+      // After ") ": state, then fields 4..13; utime and stime are 14 and 15.
+      unsigned long utime = 0, stime = 0;
+      if (std::sscanf(stat.c_str() + close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                      &utime, &stime) != 2) {
+        continue;
+      }
+      Thread& t = threads_[tid];
+      t.comm = stat.substr(open + 1, close - open - 1);
+      t.last = static_cast<double>(utime + stime) / tick;
+    }
+  }
+
+  const pid_t trainer_;
+  std::map<pid_t, Thread> threads_;  // new threads start at 0
+  absl::Notification stop_;
+  std::thread thread_;  // last: starts once the rest is built
+};
+
 // Sends stdout to stderr while alive: the Trainer prints a human "RESULT"
 // line on stdout, which must not mix with the bench's JSON lines.
 class StdoutToStderr {
@@ -209,9 +286,11 @@ absl::StatusOr<worker::TrainResult> TrainAgainst(const std::string& coordinator,
     }
     worker::Trainer trainer(train, model.get(), session->kv(), session->coordinator(),
                             session->rank(), session->view().num_workers);
+    ThreadCpuSampler threads(static_cast<pid_t>(syscall(SYS_gettid)));
     const double cpu0 = metrics::ReadProcessUsage().cpu_seconds;
     result = trainer.Run();
     scraped->cpu_seconds = metrics::ReadProcessUsage().cpu_seconds - cpu0;
+    scraped->cpu_by_part = threads.Stop();
     if (scraper != nullptr) scraper->Fill(scraped);
   }
   absl::Status done = session->Finish();

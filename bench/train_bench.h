@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,6 +52,15 @@ struct TrainBenchResult {
   // coordinator, server and worker too) while training: less sensitive to
   // other load on the machine than samples_per_sec.
   double cpu_seconds = 0;
+  // ps only: the same CPU seconds by part of the job, from each thread's
+  // own CPU time (/proc/self/task): "trainer" (the model's step, batch
+  // planning, request encoding, gradients), "reader" (parsing the file),
+  // "server" (the parameter server's request handling: decoding, row
+  // lookups, optimizer apply, reply encoding), "server_io" and "worker_io"
+  // (ZeroMQ's I/O threads: TCP send and receive, wake-ups), "worker_net"
+  // (the worker's transport loop: replies it takes in for the trainer),
+  // "coordinator", "other".
+  std::vector<std::pair<std::string, double>> cpu_by_part;
 };
 
 // One synthetic batch bound for Model::TrainStep without servers: its

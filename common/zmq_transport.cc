@@ -1,6 +1,7 @@
 #include "common/zmq_transport.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -45,6 +46,10 @@ ZmqTransport::ZmqTransport(ZmqTransportOptions options)
       spdlog::warn("{}: cannot pin ZeroMQ's I/O thread to CPU {}: {}", options_.name, cpu,
                    zmq_strerror(zmq_errno()));
     }
+  }
+  if (options_.io_thread_tag >= 0 &&
+      zmq_ctx_set(context_.handle(), ZMQ_THREAD_NAME_PREFIX, options_.io_thread_tag) != 0) {
+    spdlog::debug("{}: cannot name ZeroMQ's I/O thread: {}", options_.name, zmq_strerror(zmq_errno()));
   }
   if (options_.batch_io_thread) {
     try {
@@ -115,6 +120,8 @@ absl::Status ZmqTransport::Start(MessageHandler on_message, SendFailureHandler o
   on_message_ = std::move(on_message);
   on_send_failure_ = std::move(on_send_failure);
   thread_ = std::thread([this] {
+    // "<name>-net" (at most 15 bytes): the node's loop in top -H and perf.
+    pthread_setname_np(pthread_self(), (options_.name.substr(0, 11) + "-net").c_str());
     if (!options_.cpus.empty()) {
       if (absl::Status st = PinCurrentThread(options_.cpus); !st.ok()) {
         spdlog::warn("{}: I/O thread not pinned: {}", options_.name, st.ToString());

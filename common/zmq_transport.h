@@ -74,6 +74,10 @@ struct ZmqTransportOptions {
   bool batch_io_thread = false;
   // SO_SNDBUF / SO_RCVBUF of TCP connections (0: the kernel's autotuning).
   int socket_buffer_bytes = 0;
+  // ZeroMQ names its I/O thread "<tag>/ZMQbg/IO/0" with tag >= 0 (plain
+  // "ZMQbg/IO/0" otherwise): tells nodes sharing a process apart in top -H,
+  // perf and /proc/self/task.
+  int io_thread_tag = -1;
   // Runs the transport's thread and ZeroMQ's I/O thread on these CPUs only
   // (empty: wherever the scheduler likes). For nodes sharing a process;
   // a process of its own is pinned as a whole (--cpus, common/cpu_affinity.h).

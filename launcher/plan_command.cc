@@ -31,6 +31,7 @@
 #include "launcher/command.h"
 #include "launcher/commands.h"
 #include "launcher/plan_estimate.h"
+#include "launcher/plan_hosts.h"
 #include "launcher/worker_args.h"
 
 extern char** environ;
@@ -201,7 +202,27 @@ FlagSet PlanFlags() {
       .Define("consistency", "bsp", "Consistency of the trial runs.")
       .Define("device_memory", "0",
               "GB of memory per worker; larger layouts are infeasible (0: no limit).")
-      .Define("bandwidth", "1", "GB/s each worker sends + receives at.")
+      .Define("bandwidth", "1",
+              "Link rate of each worker (and, with --hosts, each host's link, each way): GB/s, "
+              "or with a unit: 10gbit, 1gbit, 100mbit.")
+      .Define("hosts", "",
+              "Predict ps mode on this many worker hosts (W = 1, 2, 4, ... up to it) instead of "
+              "listing pipeline layouts; needs per-sample speeds (--calibration or --*_us_per_sample).")
+      .Define("host_cpus", "1", "With --hosts: CPUs of each host.")
+      .Define("servers_per_worker", "0.5",
+              "With --hosts: server hosts = max(1, W x this); --servers sets them at W = --hosts.")
+      .Define("calibration", "",
+              "With --hosts: bench/scale.py's JSON lines measured on one host (the line with "
+              "workers 1, servers 1: `bench/scale.py --calibrate`).")
+      .Define("calibration_rate", "",
+              "With --hosts: use the calibration's lines at this link rate (e.g. 10gbit).")
+      .Define("worker_us_per_sample", "0", "With --hosts: a worker's CPU us per sample (S = 1).")
+      .Define("server_us_per_sample", "0", "With --hosts: the servers' CPU us per sample.")
+      .Define("worker_us_per_extra_server", "0",
+              "With --hosts: a worker's extra CPU us per sample for each server beyond one.")
+      .Define("unique_per_sample", "-1",
+              "With --hosts: distinct (table, id) pairs per sample after a batch's dedup (-1: "
+              "from the calibration's bytes, else every lookup).")
       .Define("trial_steps", "0",
               "Run the best layouts for this many steps and rank them by samples/s.")
       .Define("trial_layouts", "3", "How many layouts the trial runs.")
@@ -247,7 +268,7 @@ absl::StatusOr<PlanRequest> ParsePlanRequest(const std::vector<std::string>& arg
   PS_ASSIGN_OR_RETURN(int64_t workers, flags.GetInt("workers"));
   PS_ASSIGN_OR_RETURN(int64_t servers, flags.GetInt("servers"));
   PS_ASSIGN_OR_RETURN(double device_memory, flags.GetDouble("device_memory"));
-  PS_ASSIGN_OR_RETURN(double bandwidth, flags.GetDouble("bandwidth"));
+  PS_ASSIGN_OR_RETURN(double bandwidth, ParseLinkRate(flags.Get("bandwidth")));
   PS_ASSIGN_OR_RETURN(r.trial_steps, flags.GetInt("trial_steps"));
   PS_ASSIGN_OR_RETURN(r.trial_layouts, flags.GetInt("trial_layouts"));
   PS_ASSIGN_OR_RETURN(double trial_timeout, flags.GetDouble("trial_timeout"));
@@ -261,7 +282,7 @@ absl::StatusOr<PlanRequest> ParsePlanRequest(const std::vector<std::string>& arg
   r.in.workers = static_cast<int>(workers);
   r.in.servers = static_cast<int>(servers);
   r.in.device_memory_bytes = device_memory * 1e9;
-  r.in.bandwidth_bytes = bandwidth * 1e9;
+  r.in.bandwidth_bytes = bandwidth;
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   r.in.flops_per_worker = MeasureFlops() * std::min(1.0, static_cast<double>(cores) / r.in.workers);
   r.in.baseline_bytes = baseline_mb * 1e6;
@@ -341,13 +362,64 @@ std::string PlanHelp() {
   return absl::StrCat(
       "usage: pstrain plan --workers=N [--device_memory=GB] [--bandwidth=GBps] "
       "[--trial_steps=K] [--json] [worker flags: --model, --batch_size, ... or "
-      "--flagfile=F]\n\nLists the layouts of --mode=pipeline (R x P x T workers, M "
-      "micro-batches) with estimated memory and traffic; with --trial_steps, runs the best "
-      "under `pstrain local`.\n\n",
+      "--flagfile=F]\n"
+      "       pstrain plan --hosts=N --host_cpus=C --bandwidth=10gbit "
+      "--calibration=scale.jsonl [--model=..., --batch_size=...]\n\nLists the layouts of "
+      "--mode=pipeline (R x P x T workers, M micro-batches) with estimated memory and traffic; "
+      "with --trial_steps, runs the best under `pstrain local`.\nWith --hosts: predicts "
+      "samples/s and scaling efficiency of ps mode on 1, 2, 4, ... N worker hosts (and "
+      "max(1, W/2) server hosts) from per-sample speeds measured on one host "
+      "(`bench/scale.py --calibrate` writes them), naming the "
+      "bottleneck of each.\n\n",
       PlanFlags().Help());
 }
 
+// --hosts: the ps-mode scaling prediction instead of the layouts.
+absl::StatusOr<HostsPlanRequest> ParseHostsRequest(const FlagSet& flags,
+                                                   const std::vector<Arg>& rest) {
+  HostsPlanRequest h;
+  PlanInputs in;
+  PS_RETURN_IF_ERROR(TakeModel(rest, flags, &in));
+  h.model = in.model;
+  h.batch_size = in.batch_size;
+  PS_ASSIGN_OR_RETURN(int64_t hosts, flags.GetInt("hosts"));
+  if (hosts < 1 || hosts > 4096) return UsageError("--hosts must be between 1 and 4096");
+  h.hosts = static_cast<int>(hosts);
+  if (flags.IsSet("servers")) {
+    PS_ASSIGN_OR_RETURN(int64_t servers, flags.GetInt("servers"));
+    if (servers < 1) return UsageError("--servers must be >= 1");
+    h.servers = static_cast<int>(servers);
+  }
+  PS_ASSIGN_OR_RETURN(h.servers_per_worker, flags.GetDouble("servers_per_worker"));
+  PS_ASSIGN_OR_RETURN(h.host_cpus, flags.GetDouble("host_cpus"));
+  if (!(h.host_cpus > 0)) return UsageError("--host_cpus must be > 0");
+  if (!(h.servers_per_worker > 0)) return UsageError("--servers_per_worker must be > 0");
+  PS_ASSIGN_OR_RETURN(h.link_bytes_per_sec, ParseLinkRate(flags.Get("bandwidth")));
+  PS_ASSIGN_OR_RETURN(h.worker_us_per_sample, flags.GetDouble("worker_us_per_sample"));
+  PS_ASSIGN_OR_RETURN(h.server_us_per_sample, flags.GetDouble("server_us_per_sample"));
+  PS_ASSIGN_OR_RETURN(h.worker_us_per_extra_server, flags.GetDouble("worker_us_per_extra_server"));
+  PS_ASSIGN_OR_RETURN(h.unique_per_sample, flags.GetDouble("unique_per_sample"));
+  h.calibration = flags.Get("calibration");
+  h.calibration_rate = flags.Get("calibration_rate");
+  if (h.calibration.empty() && (h.worker_us_per_sample <= 0 || h.server_us_per_sample <= 0)) {
+    return UsageError(
+        "--hosts needs per-sample speeds measured on one host: --calibration=FILE (the lines of "
+        "`bench/scale.py --calibrate`) or --worker_us_per_sample and --server_us_per_sample");
+  }
+  h.json = flags.GetBool("json");
+  return h;
+}
+
 absl::Status RunPlan(const std::vector<std::string>& argv) {
+  {
+    FlagSet flags = PlanFlags();
+    PS_ASSIGN_OR_RETURN(std::vector<Arg> rest, flags.Parse(argv, /*keep_unknown=*/true));
+    if (flags.IsSet("hosts")) {
+      PS_ASSIGN_OR_RETURN(HostsPlanRequest h, ParseHostsRequest(flags, rest));
+      InitLogging("plan", "warn");
+      return RunHostsPlan(h);
+    }
+  }
   PS_ASSIGN_OR_RETURN(PlanRequest r, ParsePlanRequest(argv));
   InitLogging("plan", "warn");
   std::string tmp;

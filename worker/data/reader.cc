@@ -1,5 +1,6 @@
 #include "worker/data/reader.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -126,7 +127,12 @@ class DataReader::Impl {
     if (thread_.joinable()) thread_.join();
   }
 
-  void Start() { thread_ = std::thread([this] { Run(); }); }
+  void Start() {
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "data-reader");
+      Run();
+    });
+  }
 
   std::string EpochName(int epoch) const {
     absl::MutexLock lock(&mu_);

@@ -1,0 +1,161 @@
+#include "launcher/plan_scale.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace pstrain::launcher {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kIdBytes = 8;
+constexpr double kFloatBytes = 4;
+
+// A number field of `j` (nested with "a.b"), or `fallback`.
+double Number(const json& j, const std::string& key, double fallback) {
+  const json* at = &j;
+  std::stringstream path(key);
+  std::string part;
+  while (std::getline(path, part, '.')) {
+    if (!at->is_object() || !at->contains(part)) return fallback;
+    at = &(*at)[part];
+  }
+  return at->is_number() ? at->get<double>() : fallback;
+}
+
+// CPU seconds per sample of `role` in a scale line: the steady window's
+// when the line has it, else over the processes' lives.
+double CpuPerSample(const json& line, const std::string& role) {
+  const double window = Number(line, "window." + role + "_cpu_us_per_sample", -1);
+  return (window > 0 ? window : Number(line, role + "_cpu_us_per_sample", 0)) * 1e-6;
+}
+
+}  // namespace
+
+WireBytes PsWireBytes(double dense_floats, const std::vector<int>& sparse_dims, double u,
+                      int batch_size, int servers) {
+  double mean_dim = 0;
+  for (int d : sparse_dims) mean_dim += d;
+  if (!sparse_dims.empty()) mean_dim /= static_cast<double>(sparse_dims.size());
+  const double b = std::max(1, batch_size);
+  const double dense = kFloatBytes * dense_floats / b;
+  const double headers = 2.0 * servers * kMessageOverheadBytes / b;  // a pull and a push per server
+  WireBytes w;
+  w.sent = u * (2 * kIdBytes + kFloatBytes * mean_dim) + dense + headers;
+  w.received = u * kFloatBytes * mean_dim + dense + headers;
+  return w;
+}
+
+absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
+  if (in.workers < 1 || in.servers < 1) {
+    return absl::InvalidArgumentError("--hosts and the servers must be >= 1");
+  }
+  if (in.host_cpus <= 0 || in.link_bytes_per_sec <= 0) {
+    return absl::InvalidArgumentError("--host_cpus and --bandwidth must be > 0");
+  }
+  const HostSpeeds& s = in.speeds;
+  if (s.worker_cpu_per_sample <= 0 || s.server_cpu_per_sample <= 0) {
+    return absl::InvalidArgumentError(
+        "no per-sample CPU speeds: give --calibration=FILE (bench/scale.py's lines) or "
+        "--worker_us_per_sample and --server_us_per_sample");
+  }
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::CreateModel(in.model));
+  double dense_floats = 0;
+  std::vector<int> dims;
+  for (const TableSpec& t : model->tables()) {
+    if (t.kind == TableKind::kDense && !t.on_workers) dense_floats += static_cast<double>(t.size);
+  }
+  for (uint32_t id : model->sparse_tables()) dims.push_back(static_cast<int>(model->tables()[id].dim));
+
+  ScalePrediction p;
+  p.workers = in.workers;
+  p.servers = in.servers;
+  // u: given, or solved from the calibration's measured bytes (received =
+  // u 4d + the rest), or every lookup (no id repeats within a batch).
+  double u = in.unique_per_sample;
+  if (u < 0 && s.worker_received > 0) {
+    const WireBytes none = PsWireBytes(dense_floats, dims, 0, in.batch_size, s.calibration_servers);
+    const WireBytes one = PsWireBytes(dense_floats, dims, 1, in.batch_size, s.calibration_servers);
+    u = std::max(0.0, (s.worker_received - none.received) / (one.received - none.received));
+  }
+  if (u < 0) u = static_cast<double>(dims.size());
+  p.unique_per_sample = u;
+  p.worker_bytes = PsWireBytes(dense_floats, dims, u, in.batch_size, in.servers);
+
+  const double w = in.workers, n = in.servers, extra = n - 1;
+  const double cpu = s.busy_fraction * in.host_cpus;
+  const double c_w = s.worker_cpu_per_sample + extra * s.worker_cpu_per_server;
+  const double c_s = s.server_cpu_per_sample + extra * s.server_cpu_per_server;
+  const double per_sample = std::max(p.worker_bytes.sent, p.worker_bytes.received);
+  p.worker_cpu_bound = w * cpu / c_w;
+  p.server_cpu_bound = n * cpu / c_s;
+  p.worker_link_bound = w * in.link_bytes_per_sec / per_sample;
+  p.server_link_bound = n * in.link_bytes_per_sec / per_sample;
+  const std::pair<double, const char*> bounds[] = {{p.worker_cpu_bound, "worker CPU"},
+                                                   {p.server_cpu_bound, "server CPU"},
+                                                   {p.worker_link_bound, "worker link"},
+                                                   {p.server_link_bound, "server link"}};
+  p.samples_per_sec = std::numeric_limits<double>::infinity();
+  for (const auto& [rate, name] : bounds) {
+    if (rate < p.samples_per_sec) {
+      p.samples_per_sec = rate;
+      p.bottleneck = name;
+    }
+  }
+  // The one-host rate of the same inputs: the efficiency's denominator.
+  const WireBytes one = PsWireBytes(dense_floats, dims, u, in.batch_size, 1);
+  const double one_host =
+      std::min({cpu / s.worker_cpu_per_sample, cpu / s.server_cpu_per_sample,
+                in.link_bytes_per_sec / std::max(one.sent, one.received)});
+  p.efficiency = p.samples_per_sec / (w * one_host);
+  return p;
+}
+
+absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
+                                                const std::string& model) {
+  std::optional<json> one;
+  std::istringstream lines(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", number, " is not a JSON object (bench/scale.py prints one a line)"));
+    }
+    if (j.value("bench", "") != "scale" || j.value("mode", "ps") != "ps") continue;
+    if (!rate.empty() && j.value("rate", "") != rate) continue;
+    if (!model.empty() && j.value("model", model) != model) continue;
+    if (Number(j, "workers", 0) != 1) continue;
+    if (Number(j, "servers", 0) == 1 && !one) one = j;
+  }
+  if (!one) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no one-host point (workers 1, servers 1", rate.empty() ? "" : ", rate " + rate,
+        model.empty() ? "" : ", model " + model,
+        ") in the calibration: run bench/scale.py --calibrate first"));
+  }
+  HostSpeeds s;
+  s.worker_cpu_per_sample = CpuPerSample(*one, "worker");
+  s.server_cpu_per_sample = CpuPerSample(*one, "server");
+  const double quota = Number(*one, "window.worker_cpu_of_quota",
+                              Number(*one, "worker_cpu_of_quota", 1));
+  s.busy_fraction = std::clamp(quota, 0.05, 1.0);
+  s.host_cpus = Number(*one, "host_cpu", 0);
+  s.worker_sent = Number(*one, "bytes_per_sample.worker.sent", 0);
+  s.worker_received = Number(*one, "bytes_per_sample.worker.received", 0);
+  s.source = absl::StrCat("one host at ", one->value("rate", "?"), ", ", s.host_cpus, " CPU");
+  return s;
+}
+
+}  // namespace pstrain::launcher

@@ -1,0 +1,111 @@
+// The prediction behind `pstrain plan --hosts=N`: samples/s and scaling
+// efficiency of ps mode with N worker hosts and S server hosts, each with
+// a fixed number of CPUs and a link of a fixed rate, from the model's sizes
+// and the per-sample speeds measured on one host (a calibration).
+//
+// The model (bench/results/2026-12-04-scale.md checks it against
+// bench/scale.py's emulated hosts):
+//
+//   bytes a worker moves per sample, with u unique (table, id) pairs per
+//   sample (a batch sends each id once), d floats a row, P dense floats,
+//   batch B and S servers (h bytes of headers per message):
+//     sent     = u (16 + 4d) + 4P/B + 2 S h / B    pull ids, push ids + gradients, dense gradients
+//     received = u 4d + 4P/B + 2 S h / B           rows, dense values
+//   the servers together receive what the workers send and the reverse.
+//
+//   a worker's CPU per sample grows with the servers its pulls and pushes
+//   are split over; so does the servers' total (each request has a fixed
+//   cost):
+//     c_w(S) = c_w + (S - 1) dw          c_s(S) = c_s + (S - 1) ds
+//
+//   samples/s = min(W eta C / c_w(S),             the workers' CPUs
+//                   S eta C / c_s(S),             the servers' CPUs
+//                   W L / max(sent, received),    the workers' links
+//                   S L / max(sent, received))    the servers' links (they
+//                                                 mirror the workers' bytes)
+//   with C the CPUs of a host, L its link in bytes/s and eta the share of
+//   its CPU a saturated process gets to use (measured: the one-host
+//   worker's CPU over its quota).
+//
+// Calibration (HostSpeeds): c_w, c_s, eta and the measured bytes come from
+// one host (W = 1, S = 1) in its steady window. dw and ds are 0 unless set:
+// a one-host run with S = 2 overstates them (its servers are a third busy
+// and pay per-request costs a saturated server amortizes: 4.8 us a sample
+// against 3.3-3.5 at saturation; its worker 7.2 against 6.0-7.0 at S = 1
+// and 6.9 at W = 8, S = 4), so that the prediction of W = 8, S = 4 fell to
+// half the measurement with them. With S = W the workers' cost per server
+// shows (5.5 us at S = 1, 6.6 at S = 8, 0.1 CPU a host): set them then. What it
+// does not model: stragglers and a barrier's wait (BSP/SSP are predicted as
+// ASP), a hot server or key (rows are assumed spread evenly), queueing when
+// two bounds are close (the measurement falls below the min), allreduce mode.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/models/model.h"
+
+namespace pstrain::launcher {
+
+// Per-sample costs measured on one host.
+struct HostSpeeds {
+  double worker_cpu_per_sample = 0;   // c_w, CPU seconds (S = 1)
+  double server_cpu_per_sample = 0;   // c_s, CPU seconds, all servers (S = 1)
+  double worker_cpu_per_server = 0;   // dw, CPU seconds per sample per extra server
+  double server_cpu_per_server = 0;   // ds
+  double busy_fraction = 1;           // eta
+  double host_cpus = 0;               // C of the calibration (informational)
+  // Measured bytes a worker sent and received per sample (0: the formula).
+  double worker_sent = 0, worker_received = 0;
+  int calibration_servers = 1;        // S of the measured bytes
+  std::string source;                 // where they were measured, for the output
+};
+
+struct ScaleInputs {
+  worker::ModelOptions model;
+  int batch_size = 1024;
+  int workers = 1;                   // W, one host each
+  int servers = 1;                   // S, one host each
+  double host_cpus = 1;              // C
+  double link_bytes_per_sec = 1.25e9;  // L, each direction
+  double unique_per_sample = -1;     // u (< 0: from the measured bytes, else every lookup)
+  HostSpeeds speeds;
+};
+
+struct WireBytes {
+  double sent = 0, received = 0;  // per sample, by a worker (servers: the reverse)
+};
+
+struct ScalePrediction {
+  int workers = 1, servers = 1;
+  double samples_per_sec = 0;
+  double efficiency = 1;  // samples_per_sec / (W x the same at W = 1, S = 1)
+  double worker_cpu_bound = 0, server_cpu_bound = 0, worker_link_bound = 0,
+         server_link_bound = 0;
+  std::string bottleneck;  // "worker CPU", "server CPU", "worker link", "server link"
+  WireBytes worker_bytes;  // per sample
+  double unique_per_sample = 0;
+};
+
+// Header bytes per message (pstrain header + ZeroMQ framing + TCP/IP).
+inline constexpr double kMessageOverheadBytes = 160;
+
+// The formula above for a model with `dense_floats` P, `sparse_dims` (one
+// entry per lookup of a sample), u unique pairs per sample.
+WireBytes PsWireBytes(double dense_floats, const std::vector<int>& sparse_dims, double u,
+                      int batch_size, int servers);
+
+// The prediction for one layout. InvalidArgument for a model that cannot
+// be built or inputs out of range.
+absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in);
+
+// HostSpeeds from bench/scale.py's JSON lines (`text`): the line with
+// workers = 1 and servers = 1 at `rate` (any rate when empty) gives c_w,
+// c_s, eta and the bytes (dw and ds stay 0: see above).
+// InvalidArgument naming what is missing.
+absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
+                                                const std::string& model);
+
+}  // namespace pstrain::launcher

@@ -1,0 +1,140 @@
+#include "launcher/plan_scale.h"
+
+#include <gtest/gtest.h>
+
+#include "launcher/plan_hosts.h"
+
+namespace pstrain::launcher {
+namespace {
+
+ScaleInputs Dlrm(int workers, int servers) {
+  ScaleInputs in;
+  in.model.name = "dlrm";  // 26 lookups of dim 16, 27 601 dense floats
+  in.batch_size = 1024;
+  in.workers = workers;
+  in.servers = servers;
+  in.host_cpus = 0.12;
+  in.link_bytes_per_sec = 10e9 / 8;
+  in.unique_per_sample = 7.62;
+  in.speeds.worker_cpu_per_sample = 6e-6;
+  in.speeds.server_cpu_per_sample = 3.5e-6;
+  return in;
+}
+
+TEST(PlanScale, WireBytesFollowTheFormula) {
+  // u (8 + 8 + 4d) + 4P/B + 2 S h / B sent, u 4d + 4P/B + 2 S h / B received.
+  const std::vector<int> dims(26, 16);
+  const WireBytes one = PsWireBytes(27601, dims, 7.62, 1024, 1);
+  const double dense = 4.0 * 27601 / 1024, headers = 2 * kMessageOverheadBytes / 1024;
+  EXPECT_NEAR(one.sent, 7.62 * 80 + dense + headers, 1e-9);
+  EXPECT_NEAR(one.received, 7.62 * 64 + dense + headers, 1e-9);
+  // Measured at W = 1, S = 1 (bench/results/2026-12-03-scale.md): 719.8 / 595.7.
+  EXPECT_NEAR(one.sent, 719.8, 0.03 * 719.8);
+  EXPECT_NEAR(one.received, 595.7, 0.03 * 595.7);
+  // More servers: more messages, the same payload.
+  const WireBytes four = PsWireBytes(27601, dims, 7.62, 1024, 4);
+  EXPECT_NEAR(four.sent - one.sent, 3 * headers, 1e-9);
+}
+
+TEST(PlanScale, TheSmallestBoundWinsAndIsNamed) {
+  auto one = PredictScale(Dlrm(1, 1));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->bottleneck, "worker CPU");
+  EXPECT_NEAR(one->samples_per_sec, 0.12 / 6e-6, 1);
+  EXPECT_NEAR(one->efficiency, 1.0, 1e-9);
+  EXPECT_NEAR(one->unique_per_sample, 7.62, 1e-12);
+
+  // Two workers on one server: the server (3.5 us a sample, 7 for both)
+  // saturates first.
+  auto two = PredictScale(Dlrm(2, 1));
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->bottleneck, "server CPU");
+  EXPECT_NEAR(two->samples_per_sec, 0.12 / 3.5e-6, 1);
+  EXPECT_NEAR(two->efficiency, (0.12 / 3.5e-6) / (2 * 0.12 / 6e-6), 1e-9);
+
+  // A slow link takes over.
+  ScaleInputs slow = Dlrm(8, 4);
+  slow.link_bytes_per_sec = 10e6 / 8;  // 10 Mbit/s
+  auto s = PredictScale(slow);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->bottleneck, "server link");  // 4 server links carry 8 workers' bytes
+  EXPECT_NEAR(s->samples_per_sec, 4 * slow.link_bytes_per_sec / s->worker_bytes.sent, 1e-6);
+}
+
+TEST(PlanScale, EachExtraServerCostsTheWorkersCpu) {
+  ScaleInputs in = Dlrm(8, 8);
+  auto free = PredictScale(in);
+  in.speeds.worker_cpu_per_server = 0.2e-6;
+  auto costly = PredictScale(in);
+  ASSERT_TRUE(free.ok() && costly.ok());
+  EXPECT_EQ(free->bottleneck, "worker CPU");
+  EXPECT_NEAR(costly->worker_cpu_bound, 8 * 0.12 / (6e-6 + 7 * 0.2e-6), 1e-6);
+  EXPECT_LT(costly->samples_per_sec, free->samples_per_sec);
+}
+
+TEST(PlanScale, RefusesMissingSpeedsAndBadLayouts) {
+  ScaleInputs in = Dlrm(2, 1);
+  in.speeds.worker_cpu_per_sample = 0;
+  auto none = PredictScale(in);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("--calibration"), std::string::npos);
+  in = Dlrm(0, 1);
+  EXPECT_FALSE(PredictScale(in).ok());
+  in = Dlrm(1, 1);
+  in.model.name = "no_such_model";
+  EXPECT_FALSE(PredictScale(in).ok());
+}
+
+TEST(PlanScale, SpeedsComeFromTheOneHostLinesOfTheRate) {
+  const std::string lines =
+      R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"1gbit","workers":1,"servers":1,"host_cpu":0.12,"worker_cpu_us_per_sample":9,"server_cpu_us_per_sample":9})"
+      "\n"
+      R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":1,"servers":1,"host_cpu":0.12,"worker_cpu_us_per_sample":7,"server_cpu_us_per_sample":4,"worker_cpu_of_quota":0.9,"bytes_per_sample":{"worker":{"sent":719.8,"received":595.7}},"window":{"worker_cpu_us_per_sample":6,"server_cpu_us_per_sample":3,"worker_cpu_of_quota":0.95}})"
+      "\n\n"
+      R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":1,"servers":2,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":6.5,"server_cpu_us_per_sample":2.5}})"
+      "\n"
+      R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":8,"servers":4,"worker_cpu_us_per_sample":1})"
+      "\n";
+  auto s = SpeedsFromScaleLines(lines, "10gbit", "dlrm");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_NEAR(s->worker_cpu_per_sample, 6e-6, 1e-12);  // the window's, not the lives'
+  EXPECT_NEAR(s->server_cpu_per_sample, 3e-6, 1e-12);
+  EXPECT_NEAR(s->busy_fraction, 0.95, 1e-12);
+  // A one-host run with 2 servers overstates their cost: not taken.
+  EXPECT_EQ(s->worker_cpu_per_server, 0);
+  EXPECT_EQ(s->server_cpu_per_server, 0);
+  EXPECT_NEAR(s->worker_received, 595.7, 1e-9);
+
+  // u solved from the measured bytes: about 7.6 distinct ids a sample.
+  ScaleInputs in = Dlrm(1, 1);
+  in.unique_per_sample = -1;
+  in.speeds = *s;
+  auto p = PredictScale(in);
+  ASSERT_TRUE(p.ok());
+  EXPECT_NEAR(p->unique_per_sample, 7.6, 0.2);
+
+  auto other = SpeedsFromScaleLines(lines, "1gbit", "dlrm");
+  ASSERT_TRUE(other.ok());
+  EXPECT_NEAR(other->worker_cpu_per_sample, 9e-6, 1e-12);
+
+  auto missing = SpeedsFromScaleLines(lines, "100mbit", "dlrm");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--calibrate"), std::string::npos);
+  auto garbage = SpeedsFromScaleLines("{\"bench\":\"scale\"}\nnot json\n", "", "");
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_NE(garbage.status().message().find("line 2"), std::string::npos);
+}
+
+TEST(PlanScale, LinkRatesTakeUnits) {
+  EXPECT_DOUBLE_EQ(*ParseLinkRate("10gbit"), 1.25e9);
+  EXPECT_DOUBLE_EQ(*ParseLinkRate("1Gbit"), 1.25e8);
+  EXPECT_DOUBLE_EQ(*ParseLinkRate("100mbit"), 1.25e7);
+  EXPECT_DOUBLE_EQ(*ParseLinkRate("1.5"), 1.5e9);
+  auto bad = ParseLinkRate("fast");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--bandwidth=fast"), std::string::npos);
+  EXPECT_FALSE(ParseLinkRate("-1gbit").ok());
+}
+
+}  // namespace
+}  // namespace pstrain::launcher
