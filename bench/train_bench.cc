@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <thread>
@@ -24,6 +23,7 @@
 #include "absl/synchronization/notification.h"
 #include "bench/bench_cluster.h"
 #include "bench/bench_util.h"
+#include "common/file_util.h"
 #include "common/status.h"
 #include "common/http/http_server.h"
 #include "common/metrics/metrics_http.h"
@@ -197,8 +197,9 @@ class ThreadCpuSampler {
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
       const pid_t tid = static_cast<pid_t>(std::atoi(e.path().filename().c_str()));
-      std::ifstream in(e.path() / "stat");
-      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      absl::StatusOr<std::string> read = ReadFileToString(e.path() / "stat");
+      if (!read.ok()) continue;  // the thread ended meanwhile
+      const std::string& stat = *read;
       const size_t open = stat.find('('), close = stat.rfind(')');
       if (open == std::string::npos || close == std::string::npos) continue;
       // After ") ": state, then fields 4..13; utime and stime are 14 and 15.

@@ -12,7 +12,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "common/status.h"
 #include "launcher/command.h"
@@ -21,7 +20,7 @@
 namespace pstrain::launcher {
 namespace {
 
-// The servers of W worker hosts: max(1, round(W x per_worker)).
+// The servers of W worker hosts: max(1, floor(W x per_worker)), as bench/scale.py.
 int ServersFor(int workers, double per_worker) {
   return std::max(1, static_cast<int>(std::floor(workers * per_worker + 1e-9)));
 }
@@ -103,10 +102,7 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
     rows.push_back(*p);
   }
   if (r.json) {
-    for (const ScalePrediction& p : rows) {
-      in.workers = p.workers;
-      std::printf("%s\n", Json(p, in).c_str());
-    }
+    for (const ScalePrediction& p : rows) std::printf("%s\n", Json(p, in).c_str());
     return absl::OkStatus();
   }
   std::printf("ps mode, %s at batch %d: each host %.3g CPU, link %.3g Gbit/s each way\n",
