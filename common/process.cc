@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <csignal>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -121,7 +123,13 @@ void ExitWithin(absl::Duration grace, int exit_code) {
   }).detach();
 }
 
+void IgnoreBrokenPipes() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::signal(SIGPIPE, SIG_IGN); });
+}
+
 void HandleTerminationSignals(std::function<void(int)> fn) {
+  IgnoreBrokenPipes();
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

@@ -44,9 +44,16 @@ std::string FlagsHelp(absl::string_view usage);
 // (trace, debug, info, warn, error).
 void InitLogging(const std::string& name, const std::string& level);
 
+// Ignores SIGPIPE in this process (once; idempotent): a write to a socket
+// whose peer has gone then fails with EPIPE, which the writer reports
+// naming the peer, instead of ending the process. ZeroMQ and cpp-httplib
+// send with MSG_NOSIGNAL; Gloo's TCP transport does not. Called by
+// HandleTerminationSignals and by GlooCollective::Create.
+void IgnoreBrokenPipes();
+
 // Blocks SIGINT and SIGTERM in this thread and in every thread it creates
 // afterwards, and runs `fn(signal)` on a dedicated thread when one arrives.
-// Call at the top of main(), before any thread exists.
+// Call at the top of main(), before any thread exists. Ignores SIGPIPE too.
 void HandleTerminationSignals(std::function<void(int)> fn);
 
 // The job's work is over and the process is tearing down: if it has not

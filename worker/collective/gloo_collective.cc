@@ -10,6 +10,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/process.h"
 #include "absl/strings/str_join.h"
 
 namespace pstrain::worker {
@@ -60,6 +61,7 @@ absl::StatusOr<std::unique_ptr<GlooCollective>> GlooCollective::Create(const Glo
     return absl::InvalidArgumentError(
         absl::StrCat("gloo: rank ", options.rank, " outside a group of ", options.size));
   }
+  IgnoreBrokenPipes();  // a peer gone mid-write: EPIPE, reported, not SIGPIPE
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
