@@ -267,6 +267,10 @@ absl::Status BuildStage(const WorkerOptions& options, const StagePlan& plan,
 
 }  // namespace
 
+// How long the stages of a pipeline wait for each other at its end: the
+// last one flushes its links and leaves (minutes apart only if one hangs).
+constexpr absl::Duration kEndTimeout = absl::Minutes(2);
+
 absl::Status RunPipelineWorker(const WorkerOptions& options, const WorkerRuntime& runtime) {
   PS_RETURN_IF_ERROR(CheckOptions(options));
   // The handler is installed before the stage knows its place (PipeRouter).
@@ -309,7 +313,15 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const WorkerRuntime
           return s->announced_epoch()->load() > epoch;
         });
         PS_ASSIGN_OR_RETURN(result, trainer.Run());
-        return absl::OkStatus();
+        // The stages of this pipeline leave together: a stage's last act is
+        // to acknowledge its neighbour's end marker, and a process that then
+        // exits at once can lose that reply with its sockets, leaving the
+        // neighbour waiting for it until its ping fails (the job failed so
+        // under load). The coordinator outlives them all.
+        const std::string suffix = epoch == 0 ? std::string() : absl::StrCat("/epoch", epoch);
+        return session->coordinator()->Barrier(
+            absl::StrCat("pipeline/end/", plan.place.replica, suffix),
+            options.pipeline.stages * options.pipeline.tensor_parallel, kEndTimeout);
       },
       hooks));
   parts.TearGroup();
