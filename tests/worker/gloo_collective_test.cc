@@ -1,10 +1,13 @@
 #include "worker/collective/gloo_collective.h"
 
+#include <atomic>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 
 namespace pstrain::worker {
 namespace {
@@ -52,10 +55,21 @@ TEST(GlooCollective, BroadcastCopiesTheRootsValuesAndBarrierReturns) {
 
 TEST(GlooCollective, APeerThatNeverJoinsTheAllReduceFailsTheOthersNamingIt) {
   absl::Time start = absl::Now();
+  std::atomic<int> finished{0};
+  absl::Notification others_finished;
   RunRanks(
       3, absl::Seconds(2),
-      [](int r, GlooCollective& c) {
-        if (r == 2) return;  // rank 2 "dies": never takes part
+      [&](int r, GlooCollective& c) {
+        if (r == 2) {
+          // Rank 2 hangs: its group stays open (closing it at once could cut
+          // the others' connections before they are made) but it never takes
+          // part.
+          others_finished.WaitForNotificationWithTimeout(absl::Seconds(30));
+          return;
+        }
+        absl::Cleanup done = [&] {
+          if (++finished == 2) others_finished.Notify();
+        };
         std::vector<float> v(100, 1.0f);
         absl::Status st = c.AllReduce(v.data(), v.size(), ReduceOp::kSum);
         EXPECT_FALSE(st.ok());
