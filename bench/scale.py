@@ -142,6 +142,7 @@ def point(args, bin_dir, tmp, workers, rate, data, servers=None):
             argv = [b("pstrain_worker"), "--coordinator=" + coord, "--rank=%d" % w,
                     "--bind=tcp://%s:7200" % ip["worker%d" % w], "--train_data=" + data,
                     "--model=" + args.model, "--batch_size=%d" % args.batch_size,
+                    ] + args.model_flags.split() + [
                     "--mode=" + args.mode,
                     "--log_every_secs=30"]
             if w == 0:
@@ -192,7 +193,8 @@ def point(args, bin_dir, tmp, workers, rate, data, servers=None):
         worker_cpu = sum(c.cpu_seconds("worker%d" % i) for i in range(workers))
         return {
             "bench": "scale", "mode": args.mode, "consistency": args.consistency,
-            "model": args.model, "rate": rate, "host_cpu": args.host_cpu,
+            "model": args.model, "model_flags": args.model_flags, "rate": rate,
+            "host_cpu": args.host_cpu,
             "cfs_period_ms": args.cfs_period_ms,
             "workers": workers, "servers": servers, "batch_size": args.batch_size,
             "samples_per_sec": s["samples_per_sec"], "train_samples": int(samples),
@@ -218,7 +220,7 @@ def predict(args, bin_dir, calibration, rate, workers, servers):
     cmd = [os.path.join(bin_dir, "pstrain"), "plan", "--hosts=%d" % workers,
            "--servers=%d" % servers, "--host_cpus=%g" % args.host_cpu, "--bandwidth=" + rate,
            "--calibration=" + calibration, "--calibration_rate=" + rate, "--json",
-           "--model=" + args.model, "--batch_size=%d" % args.batch_size]
+           "--model=" + args.model, "--batch_size=%d" % args.batch_size] + args.model_flags.split()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         raise mh.Failure("pstrain plan failed: %s" % out.stderr.strip())
@@ -247,6 +249,7 @@ def predict_only(args, bin_dir):
             with open(path, "w") as fh:
                 fh.write(json.dumps(cal[0]) + "\n")
             args.host_cpu, args.model = cal[0]["host_cpu"], cal[0]["model"]
+            args.model_flags = cal[0].get("model_flags", "")
             args.batch_size = cal[0]["batch_size"]
             for x in lines:
                 if x["rate"] == rate and not x.get("calibration"):
@@ -271,6 +274,9 @@ def main():
     ap.add_argument("--rows_per_worker", type=int, default=100000)
     ap.add_argument("--batch_size", type=int, default=1024)
     ap.add_argument("--model", default="dlrm")
+    ap.add_argument("--model_flags", default="",
+                    help="more worker flags of the model, e.g. \"--tower_layers=4 --tower_width=256\" "
+                    "for deep_tower (passed to `pstrain plan` too)")
     ap.add_argument("--mode", default="ps", help="ps or allreduce (dense gradients summed "
                     "between the workers, embeddings on the servers)")
     ap.add_argument("--consistency", default="asp")
