@@ -66,16 +66,50 @@ bool NoAnswer(const absl::Status& st) {
 }
 }  // namespace
 
+struct CoordinatorClient::Life {
+  absl::Mutex mu;
+  bool alive ABSL_GUARDED_BY(mu) = true;
+  int running ABSL_GUARDED_BY(mu) = 0;  // callbacks inside the client now
+};
+
+namespace {
+
+// Runs fn() (a callback of the I/O thread that uses the client) unless the
+// client is gone; the client's destructor waits until fn has returned. No
+// lock is held while fn runs, so a callback that fn runs inline may enter
+// again.
+template <typename Life, typename F>
+void RunIfAlive(const std::weak_ptr<Life>& weak, F&& fn) {
+  std::shared_ptr<Life> life = weak.lock();
+  if (life == nullptr) return;
+  {
+    absl::MutexLock lock(&life->mu);
+    if (!life->alive) return;
+    ++life->running;
+  }
+  fn();
+  absl::MutexLock lock(&life->mu);
+  --life->running;
+}
+
+}  // namespace
+
 CoordinatorClient::CoordinatorClient(RpcNode* node, CoordinatorClientOptions options)
     : node_(node),
       options_(std::move(options)),
-      alive_(std::make_shared<std::atomic<bool>>(true)) {
+      life_(std::make_shared<Life>()) {
   peer_ = node_->Connect(options_.coordinator);
 }
 
 CoordinatorClient::~CoordinatorClient() {
   StopHeartbeats();
-  alive_->store(false);
+  // After this no callback enters the client, and one inside it has left:
+  // checking a flag alone let a heartbeat timer that had just checked it
+  // run on in a destroyed client (a segfault seen under load).
+  absl::MutexLock lock(&life_->mu);
+  life_->alive = false;
+  life_->mu.Await(absl::Condition(
+      +[](Life* l) ABSL_EXCLUSIVE_LOCKS_REQUIRED(l->mu) { return l->running == 0; }, life_.get()));
 }
 
 Header CoordinatorClient::MakeHeader(MsgType type) const {
@@ -319,14 +353,18 @@ void CoordinatorClient::StartHeartbeats(absl::Duration interval,
                                         std::function<proto::Heartbeat()> fill) {
   fill_ = std::move(fill);
   if (heartbeating_.exchange(true)) return;
-  node_->transport().Post([this, interval] { HeartbeatTick(interval); });
+  std::weak_ptr<Life> life = life_;
+  node_->transport().Post([this, interval, life] {
+    RunIfAlive(life, [&] { HeartbeatTick(interval); });
+  });
 }
 
 void CoordinatorClient::StopHeartbeats() { heartbeating_ = false; }
 
 void CoordinatorClient::HeartbeatTick(absl::Duration interval) {
-  if (!heartbeating_ || !alive_->load()) return;
-  std::weak_ptr<std::atomic<bool>> alive = alive_;
+  // Runs inside RunIfAlive.
+  if (!heartbeating_) return;
+  std::weak_ptr<Life> life = life_;
   const bool reconnect = options_.reconnect_timeout > absl::ZeroDuration();
   if (reconnect && !gave_up_.load()) {
     if (lost_.load()) {
@@ -341,22 +379,21 @@ void CoordinatorClient::HeartbeatTick(absl::Duration interval) {
     proto::Heartbeat hb = fill_ ? fill_() : proto::Heartbeat{};
     // Fire and forget: a missed reply only matters to the coordinator.
     node_->Call(peer_, proto::Encode(MakeHeader(MsgType::kHeartbeat), hb), absl::Now() + interval * 2)
-        .OnDone([this, alive, reconnect](const absl::StatusOr<Message>& reply) {
-          auto a = alive.lock();
-          if (!a || !a->load()) return;
-          auto d = proto::DecodeReply(reply, "heartbeat");
-          if (d.ok()) {
-            last_contact_ns_ = absl::ToUnixNanos(absl::Now());
-          } else if (reconnect && reply.ok() && d.status().code() == absl::StatusCode::kNotFound &&
-                     heartbeating_.load()) {
-            // A coordinator that does not know this node: a restarted one.
-            OnLost("a coordinator answered that this node is not registered (restarted?)");
-          }
+        .OnDone([this, life, reconnect](const absl::StatusOr<Message>& reply) {
+          RunIfAlive(life, [&] {
+            auto d = proto::DecodeReply(reply, "heartbeat");
+            if (d.ok()) {
+              last_contact_ns_ = absl::ToUnixNanos(absl::Now());
+            } else if (reconnect && reply.ok() &&
+                       d.status().code() == absl::StatusCode::kNotFound && heartbeating_.load()) {
+              // A coordinator that does not know this node: a restarted one.
+              OnLost("a coordinator answered that this node is not registered (restarted?)");
+            }
+          });
         });
   }
-  node_->transport().RunAfter(interval, [this, interval, alive] {
-    auto a = alive.lock();
-    if (a && a->load()) HeartbeatTick(interval);
+  node_->transport().RunAfter(interval, [this, interval, life] {
+    RunIfAlive(life, [&] { HeartbeatTick(interval); });
   });
 }
 
@@ -400,35 +437,35 @@ void CoordinatorClient::Reregister(absl::Duration interval) {
   reregistering_ = true;
   next_register_ = now + register_backoff_;
   register_backoff_ = std::min(register_backoff_ * 2, kMaxRegisterBackoff);
-  std::weak_ptr<std::atomic<bool>> alive = alive_;
+  std::weak_ptr<Life> life = life_;
   node_->Call(peer_, proto::Encode(MakeHeader(MsgType::kRegister), RegisterBody(/*resume=*/true)),
               now + std::max(interval * 2, kFirstRegisterAttempt))
-      .OnDone([this, alive](const absl::StatusOr<Message>& reply) {
-        auto a = alive.lock();
-        if (!a || !a->load()) return;
-        reregistering_ = false;
-        auto d = proto::DecodeReply(reply, absl::StrCat("register again (coordinator ",
-                                                        options_.coordinator, ")"));
-        absl::StatusOr<proto::ClusterView> view =
-            d.ok() ? d->body<proto::ClusterView>() : absl::StatusOr<proto::ClusterView>(d.status());
-        if (!view.ok()) {
-          // No answer: try again. An answer refusing this node: the end
-          // (a clean one when the job has finished meanwhile).
-          if (!reply.ok()) return;
-          GiveUp(view.status().code() == absl::StatusCode::kOutOfRange
-                     ? NothingLeftToDo(view.status().message())
-                     : view.status());
-          return;
-        }
-        journaled_ = view->journaled;
-        last_contact_ns_ = absl::ToUnixNanos(absl::Now());
-        ++registrations_;
-        lost_ = false;
-        spdlog::info("registered again with the coordinator at {} as {} {} (lost for {}): going on",
-                     options_.coordinator, proto::RoleName(options_.role), view->your_rank,
-                     absl::FormatDuration(absl::Trunc(
-                         absl::Now() - absl::FromUnixNanos(lost_since_ns_.load()),
-                         absl::Milliseconds(10))));
+      .OnDone([this, life](const absl::StatusOr<Message>& reply) {
+        RunIfAlive(life, [&] {
+          reregistering_ = false;
+          auto d = proto::DecodeReply(reply, absl::StrCat("register again (coordinator ",
+                                                          options_.coordinator, ")"));
+          absl::StatusOr<proto::ClusterView> view =
+              d.ok() ? d->body<proto::ClusterView>() : absl::StatusOr<proto::ClusterView>(d.status());
+          if (!view.ok()) {
+            // No answer: try again. An answer refusing this node: the end
+            // (a clean one when the job has finished meanwhile).
+            if (!reply.ok()) return;
+            GiveUp(view.status().code() == absl::StatusCode::kOutOfRange
+                       ? NothingLeftToDo(view.status().message())
+                       : view.status());
+            return;
+          }
+          journaled_ = view->journaled;
+          last_contact_ns_ = absl::ToUnixNanos(absl::Now());
+          ++registrations_;
+          lost_ = false;
+          spdlog::info("registered again with the coordinator at {} as {} {} (lost for {}): going on",
+                       options_.coordinator, proto::RoleName(options_.role), view->your_rank,
+                       absl::FormatDuration(absl::Trunc(
+                           absl::Now() - absl::FromUnixNanos(lost_since_ns_.load()),
+                           absl::Milliseconds(10))));
+        });
       });
 }
 

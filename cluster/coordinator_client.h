@@ -148,7 +148,11 @@ class CoordinatorClient {
   std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> heartbeating_{false};
   std::atomic<int64_t> last_contact_ns_{absl::ToUnixNanos(absl::Now())};
-  std::shared_ptr<std::atomic<bool>> alive_;
+  // The client's life as the I/O thread's callbacks see it: they run only
+  // while it lives, and the destructor waits for one that is running
+  // (coordinator_client.cc, RunIfAlive).
+  struct Life;
+  std::shared_ptr<Life> life_;
   std::function<proto::Heartbeat()> fill_;
 
   // Losing the coordinator (I/O thread writes; any thread reads).
