@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_affinity.h"
+#include "common/frame_pack.h"
 #include "common/security/curve_socket.h"
 #include "common/zmq_check.h"
 #include "common/zmq_transport_internal.h"
@@ -163,9 +164,13 @@ bool ZmqTransport::SendBatchFrames(zmq::socket_t& socket, const std::string* rou
       Envelope env;
       env.kind = kind;
       env.request_id = ids[k];
-      const size_t np = m.payloads.size();
+      // Many payloads go in a few frames (frame_pack.h): the layout, then the data.
+      PackedPayloads packing;
+      const bool packed = PackPayloads(m.payloads, &packing);
+      const size_t np = packed ? 1 + packing.frames.size() : m.payloads.size();
+      if (packed) env.reserved[0] |= kPackedFlag;
       if (n > 1) {
-        env.reserved[0] = kBatchedFlag;
+        env.reserved[0] |= kBatchedFlag;
         env.reserved[1] = static_cast<uint8_t>(np & 0xff);
         env.reserved[2] = static_cast<uint8_t>(np >> 8);
       }
@@ -176,8 +181,9 @@ bool ZmqTransport::SendBatchFrames(zmq::socket_t& socket, const std::string* rou
       send(hf, last_message && np == 0);
       bytes += sizeof(env) + m.header.size();
       for (size_t i = 0; i < np; ++i) {
-        zmq::message_t pf = ToFrame(m.payloads[i]);
-        bytes += m.payloads[i].size();
+        const Buffer& b = !packed ? m.payloads[i] : i == 0 ? packing.layout : packing.frames[i - 1];
+        zmq::message_t pf = ToFrame(b);
+        bytes += b.size();
         send(pf, last_message && i + 1 == np);
       }
     }

@@ -31,6 +31,8 @@ constexpr absl::Duration kReResolveEvery = absl::Seconds(1);
 constexpr size_t kMaxBatch = 64;
 // envelope.reserved[0]: the payload count is in reserved[1..2].
 constexpr uint8_t kBatchedFlag = 1;
+// envelope.reserved[0]: the payloads are packed (frame_pack.h).
+constexpr uint8_t kPackedFlag = 2;
 // epoll tags: the wake fd, the router, then 2 + PeerId.
 constexpr uint64_t kWakeTag = 0;
 constexpr uint64_t kRouterTag = 1;

@@ -9,11 +9,24 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/frame_pack.h"
 #include "common/zmq_check.h"
 #include "common/zmq_transport.h"
 #include "common/zmq_transport_internal.h"
 
 namespace pstrain {
+namespace {
+
+// A packed message's payloads from its frames after the header: the layout
+// first, then the data frames.
+absl::StatusOr<std::vector<Buffer>> Unpack(const std::vector<Buffer>& frames,
+                                           size_t max_payloads) {
+  if (frames.empty()) return absl::InvalidArgumentError("packed message without a layout");
+  const std::vector<Buffer> data(frames.begin() + 1, frames.end());
+  return UnpackPayloads(frames[0], data, max_payloads);
+}
+
+}  // namespace
 
 using namespace zmq_internal;  // NOLINT: the transport's own internals
 
@@ -83,6 +96,16 @@ size_t ZmqTransport::Deliver(std::vector<zmq::message_t>& frames, size_t first,
     for (size_t i = e + 2; i < e + 2 + parts[k].payloads; ++i) {
       bytes += frames[i].size();
       in.message.payloads.push_back(FromFrame(std::move(frames[i])));
+    }
+    if ((in.envelope.reserved[0] & kPackedFlag) != 0) {
+      // The layout frame, then the frames it indexes (frame_pack.h).
+      absl::StatusOr<std::vector<Buffer>> unpacked =
+          Unpack(in.message.payloads, static_cast<size_t>(options_.limits.max_frames));
+      if (!unpacked.ok()) {
+        dropped_malformed_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      in.message.payloads = *std::move(unpacked);
     }
     messages_received_.fetch_add(1, std::memory_order_relaxed);
     bytes_received_.fetch_add(bytes, std::memory_order_relaxed);

@@ -275,11 +275,19 @@ std::vector<Buffer> Trainer::BindGrads(const Prepared& p) {
     buffers[t] = Buffer::Allocate(model_->tables()[t].size * sizeof(float), &data);
     grads_.tables[t] = reinterpret_cast<float*>(data);
   }
+  // The sparse gradients of all tables in one allocation, a slice each: the
+  // push then leaves as one frame without a copy (common/frame_pack.h).
   const auto& sparse = model_->sparse_tables();
+  auto grad_bytes = [&](size_t k) { return (p.rows[k].size() * sizeof(float) + 63) & ~size_t{63}; };
+  size_t total = 0;
+  for (size_t k = 0; k < sparse.size(); ++k) total += grad_bytes(k);
+  uint8_t* data = nullptr;
+  const Buffer all = Buffer::Allocate(total, &data);
+  size_t offset = 0;
   for (size_t k = 0; k < sparse.size(); ++k) {
-    uint8_t* data = nullptr;
-    buffers[sparse[k]] = Buffer::Allocate(p.rows[k].size() * sizeof(float), &data);
-    grads_.tables[sparse[k]] = reinterpret_cast<float*>(data);
+    buffers[sparse[k]] = all.Slice(offset, p.rows[k].size() * sizeof(float));
+    grads_.tables[sparse[k]] = reinterpret_cast<float*>(data + offset);
+    offset += grad_bytes(k);
   }
   if (replica_ != nullptr) {
     replica_->BeginStep();

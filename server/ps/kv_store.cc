@@ -195,6 +195,18 @@ absl::StatusOr<std::vector<KvOp>> KvStore::Validate(const proto::Decoded& reques
 absl::Status KvStore::Pull(const std::vector<KvOp>& ops, std::vector<Buffer>* out) {
   out->clear();
   out->reserve(ops.size());
+  // The sparse rows of all tables in one allocation, a slice each: the reply
+  // then leaves as one frame without a copy (common/frame_pack.h).
+  auto rows_bytes = [&](const KvOp& op) {
+    return (op.ids.size() * sparse_[op.table]->dim() * sizeof(float) + 63) & ~size_t{63};
+  };
+  size_t total = 0;
+  for (const KvOp& op : ops) {
+    if (op.sparse) total += rows_bytes(op);
+  }
+  uint8_t* rows = nullptr;
+  const Buffer all_rows = total > 0 ? Buffer::Allocate(total, &rows) : Buffer();
+  size_t offset = 0;
   for (const KvOp& op : ops) {
     if (!op.sparse) {
       PS_ASSIGN_OR_RETURN(Buffer b, dense_[op.table]->Snapshot(op.begin, op.count));
@@ -202,10 +214,9 @@ absl::Status KvStore::Pull(const std::vector<KvOp>& ops, std::vector<Buffer>* ou
       continue;
     }
     SparseTable* t = sparse_[op.table].get();
-    uint8_t* dst = nullptr;
-    Buffer b = Buffer::Allocate(op.ids.size() * t->dim() * sizeof(float), &dst);
-    PS_RETURN_IF_ERROR(t->Pull(op.ids, reinterpret_cast<float*>(dst)));
-    out->push_back(std::move(b));
+    PS_RETURN_IF_ERROR(t->Pull(op.ids, reinterpret_cast<float*>(rows + offset)));
+    out->push_back(all_rows.Slice(offset, op.ids.size() * t->dim() * sizeof(float)));
+    offset += rows_bytes(op);
   }
   return absl::OkStatus();
 }

@@ -63,6 +63,29 @@ void SendGarbageZmq(const std::string& endpoint, std::mt19937_64& rng) {
       s.send(zmq::buffer(junk), f + 1 < frames ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }
   }
+  // Packed messages (frame_pack.h) whose layout is well-sized but points
+  // anywhere: the payload count, frame numbers, offsets and sizes are random.
+  for (int i = 0; i < 100; ++i) {
+    Envelope env;
+    env.reserved[0] = 2;  // the packed flag
+    s.send(zmq::buffer(&env, sizeof(env)), zmq::send_flags::sndmore);
+    s.send(zmq::str_buffer("not a header"), zmq::send_flags::sndmore);
+    const uint32_t count = 1 + rng() % 8;
+    std::vector<uint64_t> layout(1 + 3 * count);
+    layout[0] = count;
+    for (uint32_t k = 0; k < count; ++k) {
+      layout[1 + 3 * k] = rng() % 4;                     // frame
+      layout[2 + 3 * k] = i % 2 ? rng() % 512 : rng();   // offset
+      layout[3 + 3 * k] = i % 3 ? rng() % 512 : rng();   // size
+    }
+    const int data_frames = static_cast<int>(rng() % 3);
+    s.send(zmq::buffer(layout), data_frames > 0 ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    for (int f = 0; f < data_frames; ++f) {
+      std::string junk(rng() % 600, 'x');
+      s.send(zmq::buffer(junk), f + 1 < data_frames ? zmq::send_flags::sndmore
+                                                     : zmq::send_flags::none);
+    }
+  }
   absl::SleepFor(absl::Milliseconds(300));
 }
 

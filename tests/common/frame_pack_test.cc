@@ -1,0 +1,119 @@
+// Frame packing: payloads planned into fewer frames and split again must be
+// the same bytes, in order; slices of one allocation travel without a copy;
+// a layout that points outside the frames received is an error.
+#include "common/frame_pack.h"
+
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace pstrain {
+namespace {
+
+Buffer Bytes(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + i * 7);
+  return Buffer::FromVector(std::move(v));
+}
+
+// What a receiver gets: each frame copied into its own aligned allocation.
+std::vector<Buffer> OverTheWire(const std::vector<Buffer>& frames) {
+  std::vector<Buffer> out;
+  for (const Buffer& f : frames) out.push_back(Buffer::Copy(f.data(), f.size()));
+  return out;
+}
+
+void ExpectSame(const std::vector<Buffer>& want, const std::vector<Buffer>& got) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(want[i].size(), got[i].size()) << "payload " << i;
+    if (want[i].size() > 0) {
+      EXPECT_EQ(std::memcmp(want[i].data(), got[i].data(), want[i].size()), 0) << "payload " << i;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(got[i].data()) % 8, 0u) << "payload " << i;
+    }
+  }
+}
+
+TEST(FramePack, SmallPayloadsShareOneFrameAndComeBackInOrder) {
+  std::vector<Buffer> payloads;
+  // Odd sizes: each must start at an 8-byte boundary again on arrival.
+  for (int i = 0; i < 40; ++i) payloads.push_back(Bytes(100 + 13 * i, static_cast<uint8_t>(i)));
+  payloads.insert(payloads.begin() + 5, Buffer());  // an empty one
+  PackedPayloads packed;
+  ASSERT_TRUE(PackPayloads(payloads, &packed));
+  EXPECT_EQ(packed.frames.size(), 1u);
+  auto got = UnpackPayloads(packed.layout, OverTheWire(packed.frames), 1024);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectSame(payloads, *got);
+}
+
+TEST(FramePack, SlicesOfOneAllocationTravelAsOneFrameWithoutACopy) {
+  // A pull reply: one allocation cut per table, plus a big payload of its own.
+  uint8_t* dst = nullptr;
+  Buffer whole = Buffer::Allocate(26 * 40000, &dst);
+  std::iota(dst, dst + whole.size(), uint8_t{0});
+  std::vector<Buffer> payloads;
+  for (int t = 0; t < 26; ++t) payloads.push_back(whole.Slice(t * 40000, 40000 - 8 * (t % 3)));
+  payloads.push_back(Bytes(200000, 9));
+  PackedPayloads packed;
+  ASSERT_TRUE(PackPayloads(payloads, &packed));
+  ASSERT_EQ(packed.frames.size(), 2u);
+  EXPECT_EQ(packed.frames[0].data(), whole.data());  // not copied
+  EXPECT_EQ(packed.frames[1].data(), payloads.back().data());
+  auto got = UnpackPayloads(packed.layout, OverTheWire(packed.frames), 1024);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectSame(payloads, *got);
+}
+
+TEST(FramePack, NothingToGainSendsThePayloadsAsTheyAre) {
+  PackedPayloads packed;
+  EXPECT_FALSE(PackPayloads({Bytes(10, 1)}, &packed));
+  EXPECT_FALSE(PackPayloads({Bytes(10, 1), Bytes(10, 2)}, &packed));  // 1 frame + layout
+  EXPECT_FALSE(PackPayloads({Bytes(1 << 20, 1), Bytes(1 << 20, 2), Bytes(1 << 20, 3)}, &packed));
+  EXPECT_TRUE(PackPayloads({Bytes(10, 1), Bytes(10, 2), Bytes(10, 3)}, &packed));
+}
+
+TEST(FramePack, CopiedFramesStayUnderTheirSizeLimit) {
+  std::vector<Buffer> payloads;
+  for (int i = 0; i < 200; ++i) payloads.push_back(Bytes(kPackCopyBelowBytes, 3));
+  PackedPayloads packed;
+  ASSERT_TRUE(PackPayloads(payloads, &packed));
+  for (const Buffer& f : packed.frames) EXPECT_LE(f.size(), kPackCopyFrameBytes);
+  auto got = UnpackPayloads(packed.layout, OverTheWire(packed.frames), 1024);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectSame(payloads, *got);
+}
+
+TEST(FramePack, ABadLayoutIsRefusedWithWhatIsWrong) {
+  std::vector<Buffer> payloads;
+  for (int i = 0; i < 8; ++i) payloads.push_back(Bytes(64, static_cast<uint8_t>(i)));
+  PackedPayloads packed;
+  ASSERT_TRUE(PackPayloads(payloads, &packed));
+  const std::vector<Buffer> frames = OverTheWire(packed.frames);
+  auto with_entry = [&](size_t k, size_t field_offset, uint64_t value) {
+    std::string bytes(packed.layout.view());
+    std::memcpy(bytes.data() + 8 + 24 * k + field_offset, &value, sizeof(value));
+    return Buffer::FromString(std::move(bytes));
+  };
+  // Size past the frame's end, offset past it, a frame that was not sent.
+  for (const Buffer& bad : {with_entry(3, 16, 1 << 20), with_entry(7, 8, ~uint64_t{0} - 8),
+                            with_entry(0, 0, 5)}) {
+    auto got = UnpackPayloads(bad, frames, 1024);
+    EXPECT_FALSE(got.ok());
+    EXPECT_NE(got.status().message().find("outside the 1 frames"), std::string::npos)
+        << got.status();
+  }
+  // Truncated layout, a count that disagrees, more payloads than allowed.
+  EXPECT_FALSE(UnpackPayloads(packed.layout.Slice(0, 30), frames, 1024).ok());
+  std::string count(packed.layout.view());
+  count[0] = 9;
+  EXPECT_FALSE(UnpackPayloads(Buffer::FromString(std::move(count)), frames, 1024).ok());
+  EXPECT_FALSE(UnpackPayloads(packed.layout, frames, 7).ok());
+  EXPECT_TRUE(UnpackPayloads(packed.layout, frames, 8).ok());
+}
+
+}  // namespace
+}  // namespace pstrain
