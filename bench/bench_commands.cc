@@ -186,6 +186,7 @@ absl::Status RunTrain(const BenchOptions& o) {
   if (mode == "local" || mode == "both") {
     PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainLocal(to));
     JsonLine line = TrainLine("local", to, r);
+    line.Add("local_batches", to.local_batches);
     AddScrapes(to, r, &line);
     PrintResult(line);
   }

@@ -75,6 +75,9 @@ ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm | dcn
 ABSL_FLAG(int, batch_size, 1024, "train: rows per step.");
 ABSL_FLAG(std::string, mode, "both", "train: local (model alone) | ps (1 server + 1 worker) | both.");
 ABSL_FLAG(int64_t, train_rows, 300000, "train ps: rows in the synthetic training file.");
+ABSL_FLAG(int, local_batches, 8,
+          "train local: distinct in-memory batches cycled through (each with its own rows and "
+          "gradients; 8 stay in this machine's caches, 64 do not).");
 ABSL_FLAG(int, metrics_port, 0,
           "train: serve /metrics from the stack (ps: the server on this port, the worker on "
           "port+1; local: this process) and scrape it every --scrape_secs while training; "
@@ -222,6 +225,7 @@ int main(int argc, char** argv) {
   o.train.model = absl::GetFlag(FLAGS_model);
   o.train.batch_size = absl::GetFlag(FLAGS_batch_size);
   o.train.train_rows = absl::GetFlag(FLAGS_train_rows);
+  o.train.local_batches = absl::GetFlag(FLAGS_local_batches);
   o.train_mode = absl::GetFlag(FLAGS_mode);
   if (!pstrain::ParseRowDtype(absl::GetFlag(FLAGS_dtype), &o.sparse.dtype)) {
     spdlog::error("--dtype={}: want fp32, fp16 or bf16", absl::GetFlag(FLAGS_dtype));
@@ -275,8 +279,9 @@ int main(int argc, char** argv) {
   o.reader.rows = absl::GetFlag(FLAGS_reader_rows);
   o.reader.passes = absl::GetFlag(FLAGS_reader_passes);
   if (o.sparse.ids < 1 || o.sparse.dim < 1 || !(o.sparse.zipf > 0) || o.sparse.id_space < 1 ||
-      o.train.batch_size < 1 || o.train.train_rows < 1) {
-    spdlog::error("--ids, --dim, --zipf, --id_space, --batch_size and --train_rows must be positive");
+      o.train.batch_size < 1 || o.train.train_rows < 1 || o.train.local_batches < 1) {
+    spdlog::error("--ids, --dim, --zipf, --id_space, --batch_size, --train_rows and --local_batches "
+                  "must be positive");
     return 2;
   }
   o.train.metrics_port = absl::GetFlag(FLAGS_metrics_port);

@@ -31,6 +31,7 @@ struct PullHandle::State {
   std::vector<std::vector<ReplyPart>> parts;  // per future
   std::vector<SparsePull> sparse;
   std::vector<uint32_t> sparse_dims;
+  std::vector<bool> sparse_split;  // rows from several servers
   std::vector<uint32_t> dense_tables;
   std::vector<uint64_t> dense_sizes;
   std::vector<int> dense_pieces;  // ranges per dense table
@@ -80,6 +81,7 @@ PullHandle KvClient::Pull(const std::vector<uint32_t>& dense_tables,
   for (size_t k = 0; k < sparse.size(); ++k) {
     const SparsePull& sp = sparse[k];
     st->sparse_dims.push_back(layout_.tables[sp.table].dim);
+    st->sparse_split.push_back(S > 1);
     if (S == 1) {
       bodies[0].parts.push_back(KvPart{sp.table, 0, sp.ids.size()});
       payloads[0].push_back(Buffer::Copy(sp.ids.data(), sp.ids.size_bytes()));
@@ -123,9 +125,24 @@ PullHandle KvClient::Pull(const std::vector<uint32_t>& dense_tables,
   return h;
 }
 
-absl::StatusOr<std::vector<Buffer>> PullHandle::Wait() {
+absl::StatusOr<std::vector<Buffer>> PullHandle::Wait(std::vector<Buffer>* sparse_rows) {
   if (!state_) return absl::FailedPreconditionError("Wait on an empty pull handle");
   State& st = *state_;
+  // Where each sparse table's rows go: its `out`, or a Buffer (assembled
+  // only when several servers each sent part of them).
+  std::vector<float*> out(st.sparse.size(), nullptr);
+  if (sparse_rows != nullptr) sparse_rows->assign(st.sparse.size(), Buffer());
+  for (size_t k = 0; k < st.sparse.size(); ++k) {
+    out[k] = st.sparse[k].out;
+    if (out[k] != nullptr) continue;
+    if (sparse_rows == nullptr) return absl::InvalidArgumentError("pull rows with nowhere to go");
+    if (st.sparse_split[k]) {
+      uint8_t* dst = nullptr;
+      (*sparse_rows)[k] = Buffer::Allocate(
+          st.sparse[k].ids.size() * st.sparse_dims[k] * sizeof(float), &dst);
+      out[k] = reinterpret_cast<float*>(dst);
+    }
+  }
   std::vector<Buffer> dense(st.dense_tables.size());
   std::vector<uint8_t*> assembled(st.dense_tables.size(), nullptr);
   for (size_t k = 0; k < dense.size(); ++k) {
@@ -160,14 +177,16 @@ absl::StatusOr<std::vector<Buffer>> PullHandle::Wait() {
         }
         continue;
       }
-      const SparsePull& sp = st.sparse[p.output];
+      float* dst = out[p.output];
       size_t dim = st.sparse_dims[p.output];
       const float* src = values.as<float>().data();
-      if (p.positions.empty()) {
-        std::memcpy(sp.out, src, values.size());
+      if (dst == nullptr) {
+        (*sparse_rows)[p.output] = values;  // all of them from one server: no copy
+      } else if (p.positions.empty()) {
+        if (!values.empty()) std::memcpy(dst, src, values.size());
       } else {
         for (size_t r = 0; r < p.positions.size(); ++r) {
-          std::memcpy(sp.out + static_cast<size_t>(p.positions[r]) * dim, src + r * dim,
+          std::memcpy(dst + static_cast<size_t>(p.positions[r]) * dim, src + r * dim,
                       dim * sizeof(float));
         }
       }

@@ -42,6 +42,9 @@ struct KvClientOptions {
 
 // Rows of one sparse table to pull: `ids` (any order, duplicates allowed)
 // into `out` (ids.size() x dim floats, row i for ids[i]).
+// Rows of one sparse table for `ids`: copied into `out` (ids.size() x dim
+// floats), or with `out` null handed back by PullHandle::Wait as a Buffer,
+// the received payload itself when one server sent them all (no copy).
 struct SparsePull {
   uint32_t table = 0;
   std::span<const uint64_t> ids;
@@ -69,8 +72,9 @@ class PullHandle {
   PullHandle() = default;
   // Waits for every server, fills the sparse outputs, and returns the dense
   // tables (by position in the Pull's dense list; each buffer holds the
-  // table's `size` floats).
-  absl::StatusOr<std::vector<Buffer>> Wait();
+  // table's `size` floats). `sparse_rows` (by position in the sparse list)
+  // gets the rows of each SparsePull without an `out`.
+  absl::StatusOr<std::vector<Buffer>> Wait(std::vector<Buffer>* sparse_rows = nullptr);
   bool valid() const { return state_ != nullptr; }
 
  private:

@@ -18,7 +18,7 @@ struct Trainer::Prepared {
   std::shared_ptr<const Batch> batch;
   int epoch = 0;  // data epoch the batch came from
   BatchPlan plan;
-  std::vector<std::vector<float>> rows;  // per sparse table: unique x dim
+  std::vector<Buffer> rows;  // per sparse table: unique x dim, as received
   PullHandle pull;
   std::vector<Buffer> dense;  // pulled dense tables, by position in dense_tables_
 };
@@ -67,27 +67,26 @@ absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::Prepare(
   if (p->plan.lookups.size() != sparse.size()) {
     return absl::InternalError("model plan does not match its sparse tables");
   }
-  p->rows.resize(sparse.size());
   std::vector<SparsePull> pulls;
   pulls.reserve(sparse.size());
   for (size_t k = 0; k < sparse.size(); ++k) {
-    const TableSpec& spec = model_->tables()[sparse[k]];
-    const auto& ids = p->plan.lookups[k].unique_ids;
-    p->rows[k].resize(ids.size() * spec.dim);
-    pulls.push_back(SparsePull{sparse[k], ids, p->rows[k].data()});
+    // No `out`: the step reads the rows where they arrived.
+    pulls.push_back(SparsePull{sparse[k], p->plan.lookups[k].unique_ids, nullptr});
   }
   p->pull = kv_->Pull(dense_tables_, pulls, clock);
   return p;
 }
 
 absl::Status Trainer::Bind(Prepared& p, ParamRefs* params) {
-  PS_ASSIGN_OR_RETURN(p.dense, p.pull.Wait());
+  PS_ASSIGN_OR_RETURN(p.dense, p.pull.Wait(&p.rows));
   params->tables.assign(model_->tables().size(), nullptr);
   for (size_t i = 0; i < dense_tables_.size(); ++i) {
     params->tables[dense_tables_[i]] = p.dense[i].as<float>().data();
   }
   const auto& sparse = model_->sparse_tables();
-  for (size_t k = 0; k < sparse.size(); ++k) params->tables[sparse[k]] = p.rows[k].data();
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    params->tables[sparse[k]] = p.rows[k].as<float>().data();
+  }
   if (replica_ != nullptr) {
     for (uint32_t t : replica_->table_ids()) params->tables[t] = replica_->params(t);
   }
@@ -278,14 +277,14 @@ std::vector<Buffer> Trainer::BindGrads(const Prepared& p) {
   // The sparse gradients of all tables in one allocation, a slice each: the
   // push then leaves as one frame without a copy (common/frame_pack.h).
   const auto& sparse = model_->sparse_tables();
-  auto grad_bytes = [&](size_t k) { return (p.rows[k].size() * sizeof(float) + 63) & ~size_t{63}; };
+  auto grad_bytes = [&](size_t k) { return (p.rows[k].size() + 63) & ~size_t{63}; };
   size_t total = 0;
   for (size_t k = 0; k < sparse.size(); ++k) total += grad_bytes(k);
   uint8_t* data = nullptr;
   const Buffer all = Buffer::Allocate(total, &data);
   size_t offset = 0;
   for (size_t k = 0; k < sparse.size(); ++k) {
-    buffers[sparse[k]] = all.Slice(offset, p.rows[k].size() * sizeof(float));
+    buffers[sparse[k]] = all.Slice(offset, p.rows[k].size());
     grads_.tables[sparse[k]] = reinterpret_cast<float*>(data + offset);
     offset += grad_bytes(k);
   }

@@ -109,7 +109,8 @@ SparseTable::SparseTable(const TableSpec& spec, Options options,
                       : spec.eviction.max_rows > 0 ? options.evict_capacity
                                                    : 0),
       sample_state_(Mix64(spec.id + 1) | 1),
-      tier_(options.tier) {
+      tier_(options.tier),
+      memo_pulls_(!evicts_ && !pushes_create_ && options.tier == nullptr) {
   if (spec.admission.enabled()) {
     sketch_ = std::make_unique<CountMinSketch>(
         CountMinSketch::WidthForBudget(spec.admission.sketch_bytes));
@@ -247,6 +248,7 @@ absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* r
 absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
   if (tier_) ++clock_;
   rows_.resize(std::min(ids.size(), kPullBlock));
+  if (memo_pulls_) pull_memo_.Begin(ids, generation_);
   absl::Status status;
   for (size_t begin = 0; begin < ids.size(); begin += kPullBlock) {
     const size_t n = std::min(kPullBlock, ids.size() - begin);
@@ -254,6 +256,7 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
     status = ResolveRows(ids.subspan(begin, n), rows_.data(), /*create=*/!pushes_create_,
                          /*pull=*/true);
     if (!status.ok()) break;
+    if (memo_pulls_) pull_memo_.Record(begin, rows_.data(), n);
     float* dst = out + begin * dim_;
     for (size_t i = 0; i < n; ++i) {
       if (i + kRowPrefetch < n && rows_[i + kRowPrefetch] != RowIndex::kNoRow) {
@@ -278,6 +281,7 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
       }
     }
   }
+  if (memo_pulls_ && status.ok()) pull_memo_.Commit();
   // Rows brought from disk push others out of RAM.
   if (tier_ && status.ok()) status = EvictToCapacity();
   return status;
@@ -402,14 +406,20 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
       return Annotate(sum_ok, "after summing duplicate ids");
     }
   }
-  rows_.resize(unique.size());
-  absl::Status status = sketch_ ? AdmitRows(unique, merged ? ids.size() : 0, rows_.data())
-                                : ResolveRows(unique, rows_.data());
+  // The rows of the pull of these ids, when it is remembered: no lookup.
+  const uint32_t* rows = memo_pulls_ ? pull_memo_.Find(unique, generation_) : nullptr;
+  absl::Status status;
+  if (rows == nullptr) {
+    rows_.resize(unique.size());
+    status = sketch_ ? AdmitRows(unique, merged ? ids.size() : 0, rows_.data())
+                     : ResolveRows(unique, rows_.data());
+    rows = rows_.data();
+  }
   if (status.ok()) {
-    ApplyRows(rows_.data(), unique.size(), unique_grads, scale, lr_scale);
+    ApplyRows(rows, unique.size(), unique_grads, scale, lr_scale);
     if (changes_.tracking()) {
       for (size_t i = 0; i < unique.size(); ++i) {
-        if (rows_[i] != RowIndex::kNoRow || OnDiskOnly(i)) changes_.Changed(unique[i]);
+        if (rows[i] != RowIndex::kNoRow || OnDiskOnly(i)) changes_.Changed(unique[i]);
       }
     }
     if (!disk_of_.empty()) status = WriteBackDiskRows(unique);
@@ -472,6 +482,8 @@ absl::Status SparseTable::Clear() {
   }
   index_.Clear();
   arena_.Clear();
+  pull_memo_.Clear();
+  ++generation_;
   FreeVector(rows_);
   FreeVector(unique_ids_);
   FreeVector(merged_);
@@ -500,7 +512,7 @@ size_t SparseTable::ScratchBytes() const {
   return rows_.capacity() * sizeof(uint32_t) + unique_ids_.capacity() * sizeof(uint64_t) +
          merged_.capacity() * sizeof(float) + occurrence_.capacity() * sizeof(uint32_t) +
          dedup_keys_.capacity() * sizeof(uint64_t) + dedup_pos_.capacity() * sizeof(uint32_t) +
-         multiplicity_.capacity() * sizeof(uint32_t);
+         multiplicity_.capacity() * sizeof(uint32_t) + pull_memo_.bytes();
 }
 
 MemoryStats SparseTable::memory_stats() const {

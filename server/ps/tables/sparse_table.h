@@ -55,6 +55,7 @@
 #include "server/ps/tables/count_min_sketch.h"
 #include "server/ps/tables/disk_tier.h"
 #include "server/ps/tables/row_arena.h"
+#include "server/ps/tables/pull_memo.h"
 #include "server/ps/tables/row_index.h"
 
 namespace pstrain::server {
@@ -365,6 +366,14 @@ class SparseTable {
   mutable std::vector<float> view_row_;  // ForEachRow: a disk row, aligned
   std::vector<float> restore_row_;       // InsertRow: a row bound for the tier
   size_t restore_puts_ = 0;              // tier writes of InsertRow not committed
+
+  // Row numbers of recent pulls, for their pushes (pull_memo.h): only where
+  // a pull creates its rows and none leaves but by Clear() (no tier,
+  // eviction or admission). generation_ moves on whenever a row is removed
+  // or moved.
+  const bool memo_pulls_;
+  PullMemo pull_memo_;
+  uint64_t generation_ = 0;
 
   // Per-call scratch, kept between calls to avoid allocations.
   std::vector<uint32_t> rows_;

@@ -240,6 +240,37 @@ TEST(SparseTable, ClearRemovesRowsAndLaterPullsStartOver) {
   EXPECT_EQ(PullRows(*table, {9}), InitialRow(spec, 9));
 }
 
+// A push of the ids a pull fetched uses the rows that pull found (no second
+// lookup): the same result as a table that looks every id up, whether pulls
+// and pushes interleave, and also when the rows were cleared between the
+// pull and its push (the remembered rows then name other ids).
+TEST(SparseTable, PushAfterItsPullUpdatesTheRowsOfItsIdsEvenAfterAClear) {
+  TableSpec spec = Spec(OptimizerKind::kAdagrad);
+  auto pulled = Make(spec);  // pulls before its pushes
+  auto looked_up = Make(spec);  // pushes only
+  const std::vector<uint64_t> a = {5, 6, 7}, b = {8, 5, 9, 10};
+  const std::vector<float> ga(a.size() * 4, 0.5f), gb(b.size() * 4, -0.25f);
+  PullRows(*pulled, a);
+  PullRows(*pulled, b);  // the next step's pull travels before this push
+  ASSERT_TRUE(pulled->Push(a, ga.data(), 1.0f).ok());
+  ASSERT_TRUE(pulled->Push(b, gb.data(), 1.0f).ok());
+  ASSERT_TRUE(looked_up->Push(a, ga.data(), 1.0f).ok());
+  ASSERT_TRUE(looked_up->Push(b, gb.data(), 1.0f).ok());
+  for (uint64_t id : {5, 6, 7, 8, 9, 10}) {
+    EXPECT_EQ(PullRows(*pulled, {id}), PullRows(*looked_up, {id})) << "id " << id;
+  }
+  // Pulled, cleared, other ids pulled into the freed rows, then pushed.
+  PullRows(*pulled, a);
+  ASSERT_TRUE(pulled->Clear().ok());
+  const std::vector<uint64_t> c = {11, 12, 13};
+  PullRows(*pulled, c);
+  ASSERT_TRUE(pulled->Push(a, ga.data(), 1.0f).ok());
+  auto fresh = Make(spec);
+  ASSERT_TRUE(fresh->Push(a, ga.data(), 1.0f).ok());
+  for (uint64_t id : c) EXPECT_EQ(PullRows(*pulled, {id}), InitialRow(spec, id)) << "id " << id;
+  for (uint64_t id : a) EXPECT_EQ(PullRows(*pulled, {id}), PullRows(*fresh, {id})) << "id " << id;
+}
+
 TEST(SparseTable, RowLimitGivesResourceExhaustedButKeepsServingExistingRows) {
   SparseTable::Options options;
   options.max_rows = 3;
