@@ -193,6 +193,7 @@ absl::Status RunTrain(const BenchOptions& o) {
   if (mode == "ps" || mode == "both") {
     PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainPs(to));
     JsonLine line = TrainLine("ps", to, r);
+    line.Add("servers", to.servers);
     line.Add("compute_seconds", r.compute_seconds)
         .Add("wait_seconds", r.wait_seconds)
         .Add("data_seconds", r.data_seconds)

@@ -18,7 +18,8 @@
 
 ABSL_FLAG(std::string, bytes, "64,4194304",
           "zmq, kv: message sizes, comma-separated; a k or m suffix means KiB or MiB (4m).");
-ABSL_FLAG(int, servers, 0, "kv, sparse: parameter servers (0: kv 1, sparse 2).");
+ABSL_FLAG(int, servers, 0,
+          "kv, sparse, train ps: parameter servers (0: kv 1, sparse 2, train 1).");
 ABSL_FLAG(int, workers, 1, "kv, sparse: worker threads, each with its own KvClient.");
 ABSL_FLAG(double, seconds, 3.0, "Length of each measurement, in seconds (per result).");
 ABSL_FLAG(int, rounds, 5, "kv: alternations of zmq baseline and kv runs (medians reported).");
@@ -226,6 +227,7 @@ int main(int argc, char** argv) {
   o.train.batch_size = absl::GetFlag(FLAGS_batch_size);
   o.train.train_rows = absl::GetFlag(FLAGS_train_rows);
   o.train.local_batches = absl::GetFlag(FLAGS_local_batches);
+  o.train.servers = std::max(1, absl::GetFlag(FLAGS_servers));
   o.train_mode = absl::GetFlag(FLAGS_mode);
   if (!pstrain::ParseRowDtype(absl::GetFlag(FLAGS_dtype), &o.sparse.dtype)) {
     spdlog::error("--dtype={}: want fp32, fp16 or bf16", absl::GetFlag(FLAGS_dtype));

@@ -247,7 +247,8 @@ def predict_only(args, bin_dir):
                 return 1
             path = os.path.join(tmp, "calibration-%s.jsonl" % rate)
             with open(path, "w") as fh:
-                fh.write(json.dumps(cal[0]) + "\n")
+                for x in cal:
+                    fh.write(json.dumps(x) + "\n")
             args.host_cpu, args.model = cal[0]["host_cpu"], cal[0]["model"]
             args.model_flags = cal[0].get("model_flags", "")
             args.batch_size = cal[0]["batch_size"]
@@ -283,8 +284,8 @@ def main():
     ap.add_argument("--point_timeout", type=float, default=600)
     ap.add_argument("--time_limit", type=float, default=3600)
     ap.add_argument("--calibrate", action="store_true",
-                    help="first measure one host (W = 1, S = 1) at each rate, then add `pstrain "
-                    "plan --hosts`'s prediction from it to every point")
+                    help="first measure one host (W = 1) with one server and with two at each "
+                    "rate, then add `pstrain plan --hosts`'s prediction from them to every point")
     ap.add_argument("--predict_only", default="",
                     help="no measuring: add the predictions to the lines of an earlier --calibrate "
                     "run (this file) from its own calibration lines, and print them")
@@ -312,11 +313,14 @@ def main():
             calibration = None
             if args.calibrate:
                 calibration = os.path.join(tmp, "calibration-%s.jsonl" % rate)
+                # One host with one server, then with two: the second gives a
+                # worker's cost of each extra server (launcher/plan_scale.h).
                 with open(calibration, "w") as fh:
-                    line = point(args, bin_dir, tmp, 1, rate, data[1], servers=1)
-                    line["calibration"] = True
-                    fh.write(json.dumps(line) + "\n")
-                    print(json.dumps(line), flush=True)
+                    for servers in (1, 2):
+                        line = point(args, bin_dir, tmp, 1, rate, data[1], servers=servers)
+                        line["calibration"] = True
+                        fh.write(json.dumps(line) + "\n")
+                        print(json.dumps(line), flush=True)
             base = None
             for w in counts:
                 line = point(args, bin_dir, tmp, w, rate, data[w])

@@ -414,7 +414,7 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
                report.seconds);
 
   BenchClusterOptions co;
-  co.servers = 1;
+  co.servers = options.servers;
   co.workers = 1;
   co.local_workers = 0;  // the Trainer below joins as worker 0
   co.stack = options.stack;

@@ -23,6 +23,7 @@ struct TrainBenchOptions {
   double seconds = 3.0;       // local: timed TrainStep loop
   int local_batches = 8;      // local: distinct batches cycled through
   int64_t train_rows = 300000;  // ps: rows in the training file
+  int servers = 1;              // ps: parameter servers the worker's pulls and pushes split over
   std::string temp_dir;       // ps: where the file goes ("" = $TMPDIR or /tmp)
   StackOptions stack;           // ps: the transports
   // Metrics serving (0: off): /metrics from this process (local) or from the

@@ -27,79 +27,88 @@ struct Entry {
 };
 static_assert(sizeof(Entry) == kLayoutEntry);
 
-// A frame being planned: a run of one allocation (sent as it is) or small
-// payloads copied together.
-struct Planned {
-  bool copy = false;
-  const uint8_t* base = nullptr;  // run: its first byte
-  size_t bytes = 0;               // run: end - base; copy: the frame's size
+// Neighbouring slices of one allocation, in the order of their addresses
+// (not necessarily next to each other in the message).
+struct Run {
+  const uint8_t* base = nullptr;
+  const uint8_t* end = nullptr;
   std::shared_ptr<const void> owner;
+  std::vector<size_t> members;  // payload positions
 };
+// Runs still open to a next slice: a message interleaves a few allocations
+// (a push: ids, gradients, ids, gradients, ...).
+constexpr size_t kOpenRuns = 8;
 
 }  // namespace
 
 bool PackPayloads(const std::vector<Buffer>& payloads, PackedPayloads* out) {
   const size_t n = payloads.size();
   if (n < 2) return false;
-  std::vector<Entry> entries(n, Entry{0, 0, 0, 0});
-  std::vector<Planned> frames;
-  size_t open_copy = SIZE_MAX;  // the copy frame still taking payloads
-  for (size_t i = 0; i < n;) {
-    const Buffer& first = payloads[i];
-    if (first.empty()) {  // no bytes: any frame will do
-      ++i;
-      continue;
-    }
-    // The run of neighbouring slices of one allocation that starts here.
-    const uint8_t* base = first.data();
-    const uint8_t* end = base + first.size();
-    size_t j = i + 1;
-    for (; j < n; ++j) {
-      const Buffer& p = payloads[j];
-      if (p.empty() || !SameOwner(first.owner(), p.owner()) || p.data() < end ||
-          static_cast<size_t>(p.data() - end) >= kMaxGap ||
-          static_cast<size_t>(p.data() - base) % 8 != 0) {
+  std::vector<Run> runs;
+  for (size_t k = 0; k < n; ++k) {
+    const Buffer& p = payloads[k];
+    if (p.empty()) continue;  // no bytes: any frame will do
+    Run* into = nullptr;
+    for (size_t r = runs.size(); r > 0 && r + kOpenRuns > runs.size(); --r) {
+      Run& run = runs[r - 1];
+      if (SameOwner(run.owner, p.owner()) && p.data() >= run.end &&
+          static_cast<size_t>(p.data() - run.end) < kMaxGap &&
+          static_cast<size_t>(p.data() - run.base) % 8 == 0) {
+        into = &run;
         break;
       }
-      end = p.data() + p.size();
     }
-    const size_t run_bytes = static_cast<size_t>(end - base);
-    if (run_bytes <= kPackCopyBelowBytes) {
-      // Copied together with other small ones, each at an 8-byte boundary.
-      for (size_t k = i; k < j; ++k) {
-        const size_t size = payloads[k].size();
-        if (open_copy == SIZE_MAX ||
-            Align8(frames[open_copy].bytes) + size > kPackCopyFrameBytes) {
-          open_copy = frames.size();
-          frames.push_back(Planned{.copy = true});
-        }
-        Planned& f = frames[open_copy];
-        f.bytes = Align8(f.bytes);
-        entries[k] = Entry{static_cast<uint32_t>(open_copy), 0, f.bytes, size};
-        f.bytes += size;
-      }
-    } else {
-      const auto index = static_cast<uint32_t>(frames.size());
-      for (size_t k = i; k < j; ++k) {
-        entries[k] = Entry{index, 0, static_cast<uint64_t>(payloads[k].data() - base),
+    if (into == nullptr) {
+      runs.push_back(Run{p.data(), p.data(), p.owner(), {}});
+      into = &runs.back();
+    }
+    into->end = p.data() + p.size();
+    into->members.push_back(k);
+  }
+  // Small runs are copied together, each payload at an 8-byte boundary;
+  // the others go as they are.
+  std::vector<Entry> entries(n, Entry{0, 0, 0, 0});
+  std::vector<size_t> copy_bytes;    // per frame: its size, or SIZE_MAX for a run
+  std::vector<const Run*> run_of;    // per frame: the run sent as it is
+  size_t open_copy = SIZE_MAX;
+  for (const Run& run : runs) {
+    const size_t bytes = static_cast<size_t>(run.end - run.base);
+    if (bytes > kPackCopyBelowBytes) {
+      for (size_t k : run.members) {
+        entries[k] = Entry{static_cast<uint32_t>(run_of.size()), 0,
+                           static_cast<uint64_t>(payloads[k].data() - run.base),
                            payloads[k].size()};
       }
-      frames.push_back(Planned{.copy = false, .base = base, .bytes = run_bytes,
-                               .owner = first.owner()});
+      copy_bytes.push_back(SIZE_MAX);
+      run_of.push_back(&run);
+      continue;
     }
-    i = j;
+    for (size_t k : run.members) {
+      const size_t size = payloads[k].size();
+      if (open_copy == SIZE_MAX || Align8(copy_bytes[open_copy]) + size > kPackCopyFrameBytes) {
+        open_copy = copy_bytes.size();
+        copy_bytes.push_back(0);
+        run_of.push_back(nullptr);
+      }
+      size_t& at = copy_bytes[open_copy];
+      at = Align8(at);
+      entries[k] = Entry{static_cast<uint32_t>(open_copy), 0, at, size};
+      at += size;
+    }
   }
   // The layout frame counts too.
-  if (frames.empty() || frames.size() + 1 >= n) return false;
+  const size_t frames = copy_bytes.size();
+  if (frames == 0 || frames + 1 >= n) return false;
 
   out->frames.clear();
-  out->frames.reserve(frames.size());
-  std::vector<uint8_t*> copy_dst(frames.size(), nullptr);
-  for (size_t f = 0; f < frames.size(); ++f) {
-    if (frames[f].copy) {
-      out->frames.push_back(Buffer::Allocate(frames[f].bytes, &copy_dst[f]));
+  out->frames.reserve(frames);
+  std::vector<uint8_t*> copy_dst(frames, nullptr);
+  for (size_t f = 0; f < frames; ++f) {
+    if (run_of[f] == nullptr) {
+      out->frames.push_back(Buffer::Allocate(copy_bytes[f], &copy_dst[f]));
     } else {
-      out->frames.emplace_back(frames[f].base, frames[f].bytes, frames[f].owner);
+      const Run& run = *run_of[f];
+      out->frames.emplace_back(run.base, static_cast<size_t>(run.end - run.base), run.owner);
     }
   }
   for (size_t k = 0; k < n; ++k) {

@@ -5,9 +5,10 @@
 // frames through its 8 KB batch buffer and sends each big one in two writes,
 // so such a message costs about 90 send and 90 receive calls a step, each a
 // wake-up of the other side's I/O thread. Packed, the same message is a
-// handful of frames: payloads that are neighbours in one allocation (a
-// server's pull reply is one allocation sliced per table) travel as one
-// frame without copying, and small payloads are copied together into one.
+// handful of frames: slices of one allocation at rising addresses (a
+// server's pull reply is one allocation sliced per table; a push interleaves
+// the slices of two, ids and gradients) travel as one frame without
+// copying, and small payloads are copied together into one.
 //
 // On the wire, behind the header frame, a packed message has a layout frame
 //   u32 count, u32 zero, then per payload: u32 frame, u32 zero, u64 offset, u64 size

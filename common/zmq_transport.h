@@ -35,9 +35,13 @@
 //
 // Wire format: a ZeroMQ message is [route (ROUTER side only)] then one or
 // more RPC messages, each [envelope][header][payload...]. An envelope whose
-// reserved[0] has kBatchedFlag carries its message's payload count in
-// reserved[1..2] (little-endian); one without it is the last message and
-// owns every frame that follows.
+// reserved[0] has kBatchedFlag carries the count of its message's frames
+// after the header in reserved[1..2] (little-endian); one without it is the
+// last message and owns every frame that follows. An envelope with
+// kPackedFlag has its payloads packed (common/frame_pack.h): its first
+// frame after the header is a layout of (frame, offset, size) per payload
+// over the frames after it, so that a message of many payloads costs a few
+// frames.
 #pragma once
 
 #include <atomic>

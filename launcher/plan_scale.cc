@@ -121,7 +121,7 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
 
 absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
                                                 const std::string& model) {
-  std::optional<json> one;
+  std::optional<json> one, two;
   std::istringstream lines(text);
   std::string line;
   int number = 0;
@@ -138,6 +138,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
     if (!model.empty() && j.value("model", model) != model) continue;
     if (Number(j, "workers", 0) != 1) continue;
     if (Number(j, "servers", 0) == 1 && !one) one = j;
+    if (Number(j, "servers", 0) == 2 && !two) two = j;
   }
   if (!one) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -155,6 +156,12 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
   s.worker_sent = Number(*one, "bytes_per_sample.worker.sent", 0);
   s.worker_received = Number(*one, "bytes_per_sample.worker.received", 0);
   s.source = absl::StrCat("one host at ", one->value("rate", "?"), ", ", s.host_cpus, " CPU");
+  if (two) {
+    // Its worker's extra CPU is the cost of a second server; its servers'
+    // is not taken (see plan_scale.h).
+    s.worker_cpu_per_server = std::max(0.0, CpuPerSample(*two, "worker") - s.worker_cpu_per_sample);
+    absl::StrAppend(&s.source, ", and with 2 servers");
+  }
   return s;
 }
 

@@ -28,13 +28,14 @@
 //   worker's CPU over its quota).
 //
 // Calibration (HostSpeeds): c_w, c_s, eta and the measured bytes come from
-// one host (W = 1, S = 1) in its steady window. dw and ds are 0 unless set:
-// a one-host run with S = 2 overstates them (its servers are a third busy
-// and pay per-request costs a saturated server amortizes: 4.8 us a sample
-// against 3.3-3.5 at saturation; its worker 7.2 against 6.0-7.0 at S = 1
-// and 6.9 at W = 8, S = 4), so that the prediction of W = 8, S = 4 fell to
-// half the measurement with them. With S = W the workers' cost per server
-// shows (5.5 us at S = 1, 6.6 at S = 8, 0.1 CPU a host): set them then. What it
+// one host (W = 1, S = 1) in its steady window; dw from one host with two
+// servers (W = 1, S = 2): its worker's CPU less c_w. ds is 0 unless set:
+// that run's servers are half busy and pay per-request costs a saturated
+// server amortizes (2026-12-04: 4.8 us a sample against 3.3-3.5 at
+// saturation), so that the prediction of W = 8, S = 4 fell to half the
+// measurement with it. dw matters once the servers are cheap enough that
+// the workers bound (2026-12-05: 4.5-4.7 us at S = 1, 5.5 at W = 1, S = 2,
+// 5.3 at W = 4, S = 2 and 6.4 at W = 8, S = 4). What it
 // does not model: stragglers and a barrier's wait (BSP/SSP are predicted as
 // ASP), a hot server or key (rows are assumed spread evenly), queueing when
 // two bounds are close (the measurement falls below the min), allreduce mode.

@@ -23,6 +23,84 @@ struct ReplyPart {
   std::vector<uint32_t> positions;  // sparse, when split: output row of each reply row
 };
 
+// The ids of several tables split by owning server: per server, one
+// allocation of all its ids, table after table, and where each came from.
+class OwnerSplit {
+ public:
+  // Ids of table k going to server s, as a slice of that server's buffer.
+  Buffer ids(size_t k, int s) const {
+    const size_t at = start_[k * servers_ + s];
+    return buffers_[s].Slice(at * sizeof(uint64_t), count(k, s) * sizeof(uint64_t));
+  }
+  size_t count(size_t k, int s) const { return counts_[k * servers_ + s]; }
+  // Their positions in table k's ids (several servers only).
+  const uint32_t* positions(size_t k, int s) const {
+    return positions_[s].data() + start_[k * servers_ + s];
+  }
+
+ private:
+  friend OwnerSplit SplitByOwner(const std::vector<std::span<const uint64_t>>& ids, int servers);
+  size_t servers_ = 1;
+  std::vector<size_t> counts_, start_;  // [table * servers + server]
+  std::vector<Buffer> buffers_;
+  std::vector<std::vector<uint32_t>> positions_;
+};
+
+OwnerSplit SplitByOwner(const std::vector<std::span<const uint64_t>>& ids, int servers) {
+  OwnerSplit out;
+  const size_t S = static_cast<size_t>(servers);
+  out.servers_ = S;
+  out.counts_.assign(ids.size() * S, 0);
+  out.start_.assign(ids.size() * S, 0);
+  std::vector<size_t> total(S, 0);
+  std::vector<uint16_t> owner;  // several servers: each id's, tables end to end
+  if (S == 1) {
+    for (size_t k = 0; k < ids.size(); ++k) {
+      out.start_[k] = total[0];
+      out.counts_[k] = ids[k].size();
+      total[0] += ids[k].size();
+    }
+  } else {
+    for (const auto& t : ids) {
+      for (uint64_t id : t) owner.push_back(static_cast<uint16_t>(SparseOwner(id, servers)));
+    }
+    size_t i = 0;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      for (size_t j = 0; j < ids[k].size(); ++j) ++out.counts_[k * S + owner[i++]];
+      for (size_t s = 0; s < S; ++s) {
+        out.start_[k * S + s] = total[s];
+        total[s] += out.counts_[k * S + s];
+      }
+    }
+  }
+  std::vector<uint64_t*> dst(S, nullptr);
+  for (size_t s = 0; s < S; ++s) {
+    uint8_t* p = nullptr;
+    out.buffers_.push_back(Buffer::Allocate(total[s] * sizeof(uint64_t), &p));
+    dst[s] = reinterpret_cast<uint64_t*>(p);
+  }
+  if (S == 1) {
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (!ids[k].empty()) std::memcpy(dst[0] + out.start_[k], ids[k].data(), ids[k].size_bytes());
+    }
+    return out;
+  }
+  out.positions_.resize(S);
+  for (size_t s = 0; s < S; ++s) out.positions_[s].resize(total[s]);
+  std::vector<size_t> at(S);
+  size_t i = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    for (size_t s = 0; s < S; ++s) at[s] = out.start_[k * S + s];
+    for (size_t j = 0; j < ids[k].size(); ++j) {
+      const size_t s = owner[i++];
+      dst[s][at[s]] = ids[k][j];
+      out.positions_[s][at[s]] = static_cast<uint32_t>(j);
+      ++at[s];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 struct PullHandle::State {
@@ -78,37 +156,29 @@ PullHandle KvClient::Pull(const std::vector<uint32_t>& dense_tables,
       parts[r.server].push_back(std::move(p));
     }
   }
-  for (size_t k = 0; k < sparse.size(); ++k) {
-    const SparsePull& sp = sparse[k];
+  std::vector<std::span<const uint64_t>> all_ids;
+  for (const SparsePull& sp : sparse) {
     st->sparse_dims.push_back(layout_.tables[sp.table].dim);
     st->sparse_split.push_back(S > 1);
-    if (S == 1) {
-      bodies[0].parts.push_back(KvPart{sp.table, 0, sp.ids.size()});
-      payloads[0].push_back(Buffer::Copy(sp.ids.data(), sp.ids.size_bytes()));
-      types[0].push_back(DType::kU64);
+    all_ids.push_back(sp.ids);
+  }
+  // Every table's ids for a server in one allocation, a slice each.
+  const OwnerSplit split = SplitByOwner(all_ids, S);
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    const SparsePull& sp = sparse[k];
+    for (int s = 0; s < S; ++s) {
+      const size_t n = split.count(k, s);
+      // One server gets every table (even without ids); several, those with some.
+      if (n == 0 && S > 1) continue;
+      bodies[s].parts.push_back(KvPart{sp.table, 0, n});
+      payloads[s].push_back(split.ids(k, s));
+      types[s].push_back(DType::kU64);
       ReplyPart p;
       p.sparse = true;
       p.output = static_cast<int>(k);
-      p.count = sp.ids.size();
-      parts[0].push_back(std::move(p));
-      continue;
-    }
-    std::vector<std::vector<uint64_t>> ids(S);
-    std::vector<ReplyPart> per(S);
-    for (uint32_t i = 0; i < sp.ids.size(); ++i) {
-      int s = SparseOwner(sp.ids[i], S);
-      ids[s].push_back(sp.ids[i]);
-      per[s].positions.push_back(i);
-    }
-    for (int s = 0; s < S; ++s) {
-      if (ids[s].empty()) continue;
-      bodies[s].parts.push_back(KvPart{sp.table, 0, ids[s].size()});
-      payloads[s].push_back(Buffer::FromVector(std::move(ids[s])));
-      types[s].push_back(DType::kU64);
-      per[s].sparse = true;
-      per[s].output = static_cast<int>(k);
-      per[s].count = per[s].positions.size();
-      parts[s].push_back(std::move(per[s]));
+      p.count = n;
+      if (S > 1) p.positions.assign(split.positions(k, s), split.positions(k, s) + n);
+      parts[s].push_back(std::move(p));
     }
   }
   absl::Time deadline = absl::Now() + options_.request_timeout;
@@ -212,36 +282,44 @@ PushHandle KvClient::Push(const std::vector<DensePush>& dense,
   for (int s = 0; s < S; ++s) {
     messages[s] = CutDensePush(dense_parts[s]);
   }
-  for (const SparsePush& sp : sparse) {
-    size_t dim = layout_.tables[sp.table].dim;
-    if (S == 1) {
-      OutgoingPush& m = messages[0].back();
-      m.body.parts.push_back(KvPart{sp.table, 0, sp.ids.size()});
-      m.payloads.push_back(Buffer::Copy(sp.ids.data(), sp.ids.size_bytes()));
-      m.payloads.push_back(sp.grads);
-      m.types.push_back(DType::kU64);
-      m.types.push_back(DType::kF32);
-      continue;
+  std::vector<std::span<const uint64_t>> all_ids;
+  for (const SparsePush& sp : sparse) all_ids.push_back(sp.ids);
+  const OwnerSplit split = SplitByOwner(all_ids, S);
+  // Several servers: each one's gradient rows gathered into one allocation.
+  std::vector<size_t> grad_floats(S, 0);
+  if (S > 1) {
+    for (size_t k = 0; k < sparse.size(); ++k) {
+      for (int s = 0; s < S; ++s) grad_floats[s] += split.count(k, s) * layout_.tables[sparse[k].table].dim;
     }
-    std::vector<std::vector<uint64_t>> ids(S);
-    std::vector<std::vector<uint32_t>> rows(S);
-    for (uint32_t i = 0; i < sp.ids.size(); ++i) {
-      int s = SparseOwner(sp.ids[i], S);
-      ids[s].push_back(sp.ids[i]);
-      rows[s].push_back(i);
-    }
+  }
+  std::vector<Buffer> grads(S);
+  std::vector<float*> grad_dst(S, nullptr);
+  for (int s = 0; s < S && S > 1; ++s) {
+    uint8_t* dst = nullptr;
+    grads[s] = Buffer::Allocate(grad_floats[s] * sizeof(float), &dst);
+    grad_dst[s] = reinterpret_cast<float*>(dst);
+  }
+  std::vector<size_t> grad_at(S, 0);
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    const SparsePush& sp = sparse[k];
+    const size_t dim = layout_.tables[sp.table].dim;
     const float* src = sp.grads.as<float>().data();
     for (int s = 0; s < S; ++s) {
-      if (ids[s].empty()) continue;
-      uint8_t* dst = nullptr;
-      Buffer g = Buffer::Allocate(rows[s].size() * dim * sizeof(float), &dst);
-      float* out = reinterpret_cast<float*>(dst);
-      for (size_t r = 0; r < rows[s].size(); ++r) {
-        std::memcpy(out + r * dim, src + static_cast<size_t>(rows[s][r]) * dim, dim * sizeof(float));
+      const size_t n = split.count(k, s);
+      if (n == 0 && S > 1) continue;
+      Buffer g = sp.grads;  // one server: the trainer's buffer as it is
+      if (S > 1) {
+        const uint32_t* pos = split.positions(k, s);
+        float* out = grad_dst[s] + grad_at[s];
+        for (size_t r = 0; r < n; ++r) {
+          std::memcpy(out + r * dim, src + static_cast<size_t>(pos[r]) * dim, dim * sizeof(float));
+        }
+        g = grads[s].Slice(grad_at[s] * sizeof(float), n * dim * sizeof(float));
+        grad_at[s] += n * dim;
       }
       OutgoingPush& m = messages[s].back();
-      m.body.parts.push_back(KvPart{sp.table, 0, ids[s].size()});
-      m.payloads.push_back(Buffer::FromVector(std::move(ids[s])));
+      m.body.parts.push_back(KvPart{sp.table, 0, n});
+      m.payloads.push_back(split.ids(k, s));
       m.payloads.push_back(std::move(g));
       m.types.push_back(DType::kU64);
       m.types.push_back(DType::kF32);

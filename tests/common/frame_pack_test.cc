@@ -68,6 +68,30 @@ TEST(FramePack, SlicesOfOneAllocationTravelAsOneFrameWithoutACopy) {
   ExpectSame(payloads, *got);
 }
 
+TEST(FramePack, InterleavedSlicesOfTwoAllocationsTravelAsTwoFrames) {
+  // A push: ids of table k, then its gradients, table after table; the ids
+  // of all tables in one allocation, the gradients in another.
+  uint8_t* ids = nullptr;
+  uint8_t* grads = nullptr;
+  Buffer all_ids = Buffer::Allocate(26 * 2400, &ids);
+  Buffer all_grads = Buffer::Allocate(26 * 19200, &grads);
+  std::iota(ids, ids + all_ids.size(), uint8_t{1});
+  std::iota(grads, grads + all_grads.size(), uint8_t{2});
+  std::vector<Buffer> payloads;
+  for (int t = 0; t < 26; ++t) {
+    payloads.push_back(all_ids.Slice(t * 2400, 2400));
+    payloads.push_back(all_grads.Slice(t * 19200, 19200));
+  }
+  PackedPayloads packed;
+  ASSERT_TRUE(PackPayloads(payloads, &packed));
+  ASSERT_EQ(packed.frames.size(), 2u);
+  EXPECT_EQ(packed.frames[0].data(), all_ids.data());  // neither copied
+  EXPECT_EQ(packed.frames[1].data(), all_grads.data());
+  auto got = UnpackPayloads(packed.layout, OverTheWire(packed.frames), 1024);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectSame(payloads, *got);
+}
+
 TEST(FramePack, NothingToGainSendsThePayloadsAsTheyAre) {
   PackedPayloads packed;
   EXPECT_FALSE(PackPayloads({Bytes(10, 1)}, &packed));

@@ -100,8 +100,9 @@ TEST(PlanScale, SpeedsComeFromTheOneHostLinesOfTheRate) {
   EXPECT_NEAR(s->worker_cpu_per_sample, 6e-6, 1e-12);  // the window's, not the lives'
   EXPECT_NEAR(s->server_cpu_per_sample, 3e-6, 1e-12);
   EXPECT_NEAR(s->busy_fraction, 0.95, 1e-12);
-  // A one-host run with 2 servers overstates their cost: not taken.
-  EXPECT_EQ(s->worker_cpu_per_server, 0);
+  // A one-host run with 2 servers: its worker's extra CPU is the cost of a
+  // second server; its servers' (overstated) is not taken.
+  EXPECT_NEAR(s->worker_cpu_per_server, 0.5e-6, 1e-12);
   EXPECT_EQ(s->server_cpu_per_server, 0);
   EXPECT_NEAR(s->worker_received, 595.7, 1e-9);
 
@@ -116,6 +117,7 @@ TEST(PlanScale, SpeedsComeFromTheOneHostLinesOfTheRate) {
   auto other = SpeedsFromScaleLines(lines, "1gbit", "dlrm");
   ASSERT_TRUE(other.ok());
   EXPECT_NEAR(other->worker_cpu_per_sample, 9e-6, 1e-12);
+  EXPECT_EQ(other->worker_cpu_per_server, 0);  // no 2-server line at 1gbit
 
   auto missing = SpeedsFromScaleLines(lines, "100mbit", "dlrm");
   ASSERT_FALSE(missing.ok());
