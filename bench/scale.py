@@ -284,8 +284,8 @@ def main():
     ap.add_argument("--point_timeout", type=float, default=600)
     ap.add_argument("--time_limit", type=float, default=3600)
     ap.add_argument("--calibrate", action="store_true",
-                    help="first measure one host (W = 1) with one server and with two at each "
-                    "rate, then add `pstrain plan --hosts`'s prediction from them to every point")
+                    help="first measure one host (W = 1) with one server and with two, twice, at "
+                    "each rate, then add `pstrain plan --hosts`'s prediction from them to every point")
     ap.add_argument("--predict_only", default="",
                     help="no measuring: add the predictions to the lines of an earlier --calibrate "
                     "run (this file) from its own calibration lines, and print them")
@@ -313,10 +313,11 @@ def main():
             calibration = None
             if args.calibrate:
                 calibration = os.path.join(tmp, "calibration-%s.jsonl" % rate)
-                # One host with one server, then with two: the second gives a
-                # worker's cost of each extra server (launcher/plan_scale.h).
+                # One host with one server, then with two, twice: the second
+                # gives a worker's cost of each extra server; the plan takes
+                # the least drifted run of each (launcher/plan_scale.h).
                 with open(calibration, "w") as fh:
-                    for servers in (1, 2):
+                    for servers in (1, 2, 1, 2):
                         line = point(args, bin_dir, tmp, 1, rate, data[1], servers=servers)
                         line["calibration"] = True
                         fh.write(json.dumps(line) + "\n")

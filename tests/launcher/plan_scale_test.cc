@@ -93,6 +93,11 @@ TEST(PlanScale, SpeedsComeFromTheOneHostLinesOfTheRate) {
       "\n\n"
       R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":1,"servers":2,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":6.5,"server_cpu_us_per_sample":2.5}})"
       "\n"
+      // Second runs of both layouts, slowed by drift: not taken.
+      R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":1,"servers":2,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":8,"server_cpu_us_per_sample":2.5}})"
+      "\n"
+      R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":1,"servers":1,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":7.5,"server_cpu_us_per_sample":5}})"
+      "\n"
       R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":8,"servers":4,"worker_cpu_us_per_sample":1})"
       "\n";
   auto s = SpeedsFromScaleLines(lines, "10gbit", "dlrm");
