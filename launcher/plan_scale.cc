@@ -122,6 +122,7 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
 absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
                                                 const std::string& model) {
   std::optional<json> one, two;
+  double server_cpu = -1;  // the least of the one-host runs' servers
   std::istringstream lines(text);
   std::string line;
   int number = 0;
@@ -138,11 +139,16 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
     if (!model.empty() && j.value("model", model) != model) continue;
     if (Number(j, "workers", 0) != 1) continue;
     // Of several runs of a layout, the one whose worker spent the least a
-    // sample: the least slowed by the VM's drift (15-30 % between runs).
+    // sample (the server's cost is taken apart, below): the least slowed by
+    // the VM's drift (15-30 % between runs).
     auto keep = [&](std::optional<json>& best) {
       if (!best || CpuPerSample(j, "worker") < CpuPerSample(*best, "worker")) best = j;
     };
-    if (Number(j, "servers", 0) == 1) keep(one);
+    if (Number(j, "servers", 0) == 1) {
+      keep(one);
+      const double server = CpuPerSample(j, "server");
+      if (server > 0 && (server_cpu < 0 || server < server_cpu)) server_cpu = server;
+    }
     if (Number(j, "servers", 0) == 2) keep(two);
   }
   if (!one) {
@@ -153,7 +159,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
   }
   HostSpeeds s;
   s.worker_cpu_per_sample = CpuPerSample(*one, "worker");
-  s.server_cpu_per_sample = CpuPerSample(*one, "server");
+  s.server_cpu_per_sample = std::max(0.0, server_cpu);
   const double quota = Number(*one, "window.worker_cpu_of_quota",
                               Number(*one, "worker_cpu_of_quota", 1));
   s.busy_fraction = std::clamp(quota, 0.05, 1.0);

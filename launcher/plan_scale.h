@@ -30,9 +30,11 @@
 // Calibration (HostSpeeds): c_w, c_s, eta and the measured bytes come from
 // one host (W = 1, S = 1) in its steady window; dw from one host with two
 // servers (W = 1, S = 2): its worker's CPU less c_w. Of several runs of each
-// (bench/scale.py --calibrate makes two), the one with the cheapest worker:
-// a single run drifted by the VM can double dw (deep_tower, 2026-12-05: 9.85
-// us at S = 2 once, 8.48-8.57 twice after, against 8.1-8.43 at S = 1). ds is 0 unless set:
+// (bench/scale.py --calibrate makes two), each role's cheapest: a single run
+// drifted by the VM can double dw (deep_tower, 2026-12-05: 9.85 us at S = 2
+// once, 8.48-8.57 twice after, against 8.1-8.43 at S = 1), and the roles
+// drift apart (DLRM: a server at 3.01 and 2.62 us in the runs whose workers
+// spent 5.04 and 5.07). ds is 0 unless set:
 // that run's servers are half busy and pay per-request costs a saturated
 // server amortizes (2026-12-04: 4.8 us a sample against 3.3-3.5 at
 // saturation), so that the prediction of W = 8, S = 4 fell to half the
