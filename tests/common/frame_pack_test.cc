@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,42 @@ TEST(FramePack, ABadLayoutIsRefusedWithWhatIsWrong) {
   EXPECT_FALSE(UnpackPayloads(Buffer::FromString(std::move(count)), frames, 1024).ok());
   EXPECT_FALSE(UnpackPayloads(packed.layout, frames, 7).ok());
   EXPECT_TRUE(UnpackPayloads(packed.layout, frames, 8).ok());
+}
+
+// Random layouts over random frames, as a hostile peer could send: either
+// refused, or every payload lies inside one of the frames received.
+TEST(FramePack, RandomLayoutsAreRefusedOrStayInsideTheFrames) {
+  std::mt19937_64 rng(17);
+  int accepted = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<Buffer> frames;
+    const int nframes = static_cast<int>(rng() % 4);
+    for (int f = 0; f < nframes; ++f) frames.push_back(Bytes(rng() % 300, static_cast<uint8_t>(f)));
+    const size_t entries = rng() % 6;
+    std::vector<uint64_t> words(1 + 3 * entries);
+    words[0] = round % 7 == 0 ? rng() : entries;  // the count, sometimes wrong
+    for (size_t k = 0; k < entries; ++k) {
+      words[1 + 3 * k] = rng() % 5 == 0 ? rng() : rng() % 4;       // frame (and the zero word)
+      words[2 + 3 * k] = rng() % 5 == 0 ? rng() : rng() % 320;     // offset
+      words[3 + 3 * k] = rng() % 5 == 0 ? ~uint64_t{0} - rng() % 8 : rng() % 320;  // size
+    }
+    std::string layout(reinterpret_cast<const char*>(words.data()), words.size() * 8);
+    if (round % 11 == 0 && !layout.empty()) layout.resize(rng() % layout.size());
+    auto got = UnpackPayloads(Buffer::FromString(std::move(layout)), frames, 1024);
+    if (!got.ok()) continue;
+    ++accepted;
+    for (const Buffer& p : *got) {
+      if (p.empty()) continue;
+      bool inside = false;
+      for (const Buffer& f : frames) {
+        inside |= p.data() >= f.data() && p.data() + p.size() <= f.data() + f.size();
+      }
+      // A slice at an odd offset is copied: then only its size is bounded.
+      if (!inside) inside = p.size() <= 300;
+      ASSERT_TRUE(inside) << "round " << round;
+    }
+  }
+  EXPECT_GT(accepted, 100);  // the well-formed ones were taken
 }
 
 }  // namespace
