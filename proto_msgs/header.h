@@ -15,7 +15,9 @@ constexpr uint32_t kHeaderMagic = 0x7073744d;  // "pstM"
 // 2: KvRequest gained `partial` (dense pushes in pieces).
 // 3: TableSpec gained admission (min_count, admit_probability, sketch bytes).
 // 4: TableSpec gained eviction (max_rows, policy, ttl_steps) and dtype.
-constexpr uint16_t kProtocolVersion = 4;
+// 5: the transport packs a message's payloads into a few frames
+//    (common/frame_pack.h), which a version-4 peer would read as payloads.
+constexpr uint16_t kProtocolVersion = 5;
 
 enum class MsgType : uint16_t {
   kReply = 1,           // generic reply: status + optional body/payloads
