@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
   o.train.batch_size = absl::GetFlag(FLAGS_batch_size);
   o.train.train_rows = absl::GetFlag(FLAGS_train_rows);
   o.train.local_batches = absl::GetFlag(FLAGS_local_batches);
-  o.train.servers = std::max(1, absl::GetFlag(FLAGS_servers));
+  o.train.servers = std::max(1, o.servers);
   o.train_mode = absl::GetFlag(FLAGS_mode);
   if (!pstrain::ParseRowDtype(absl::GetFlag(FLAGS_dtype), &o.sparse.dtype)) {
     spdlog::error("--dtype={}: want fp32, fp16 or bf16", absl::GetFlag(FLAGS_dtype));
@@ -288,6 +288,10 @@ int main(int argc, char** argv) {
   }
   o.train.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o.train.scrape_seconds = absl::GetFlag(FLAGS_scrape_secs);
+  if (o.servers < 0) {
+    spdlog::error("--servers={}: expected 0 (the bench's default) or more", o.servers);
+    return 2;
+  }
   if (o.train.metrics_port < -1 || o.train.metrics_port > 65534 || !(o.train.scrape_seconds > 0)) {
     spdlog::error("--metrics_port must be -1..65534 and --scrape_secs positive");
     return 2;

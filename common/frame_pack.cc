@@ -126,7 +126,7 @@ bool PackPayloads(const std::vector<Buffer>& payloads, PackedPayloads* out) {
 }
 
 absl::StatusOr<std::vector<Buffer>> UnpackPayloads(const Buffer& layout,
-                                                   const std::vector<Buffer>& frames,
+                                                   std::span<const Buffer> frames,
                                                    size_t max_payloads) {
   if (layout.size() < kLayoutHead || (layout.size() - kLayoutHead) % kLayoutEntry != 0) {
     return absl::InvalidArgumentError(

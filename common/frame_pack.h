@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,7 +44,7 @@ bool PackPayloads(const std::vector<Buffer>& payloads, PackedPayloads* out);
 // 8-byte aligned). A slice at an offset that is not a multiple of 8 is
 // copied. Errors name what is wrong; at most `max_payloads` payloads.
 absl::StatusOr<std::vector<Buffer>> UnpackPayloads(const Buffer& layout,
-                                                   const std::vector<Buffer>& frames,
+                                                   std::span<const Buffer> frames,
                                                    size_t max_payloads);
 
 }  // namespace pstrain

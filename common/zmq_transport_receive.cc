@@ -22,8 +22,7 @@ namespace {
 absl::StatusOr<std::vector<Buffer>> Unpack(const std::vector<Buffer>& frames,
                                            size_t max_payloads) {
   if (frames.empty()) return absl::InvalidArgumentError("packed message without a layout");
-  const std::vector<Buffer> data(frames.begin() + 1, frames.end());
-  return UnpackPayloads(frames[0], data, max_payloads);
+  return UnpackPayloads(frames[0], std::span<const Buffer>(frames).subspan(1), max_payloads);
 }
 
 }  // namespace

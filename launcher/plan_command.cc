@@ -212,8 +212,9 @@ FlagSet PlanFlags() {
       .Define("servers_per_worker", "0.5",
               "With --hosts: server hosts = max(1, W x this); --servers sets them at W = --hosts.")
       .Define("calibration", "",
-              "With --hosts: bench/scale.py's JSON lines measured on one host (the line with "
-              "workers 1, servers 1: `bench/scale.py --calibrate`).")
+              "With --hosts: bench/scale.py's JSON lines measured on one host (workers 1 with "
+              "servers 1, and with servers 2 for the cost of each extra server: "
+              "`bench/scale.py --calibrate`).")
       .Define("calibration_rate", "",
               "With --hosts: use the calibration's lines at this link rate (e.g. 10gbit).")
       .Define("worker_us_per_sample", "0", "With --hosts: a worker's CPU us per sample (S = 1).")

@@ -109,7 +109,7 @@ struct PullHandle::State {
   std::vector<std::vector<ReplyPart>> parts;  // per future
   std::vector<SparsePull> sparse;
   std::vector<uint32_t> sparse_dims;
-  std::vector<bool> sparse_split;  // rows from several servers
+  bool split = false;  // several servers: each sends part of a table's rows
   std::vector<uint32_t> dense_tables;
   std::vector<uint64_t> dense_sizes;
   std::vector<int> dense_pieces;  // ranges per dense table
@@ -156,10 +156,10 @@ PullHandle KvClient::Pull(const std::vector<uint32_t>& dense_tables,
       parts[r.server].push_back(std::move(p));
     }
   }
+  st->split = S > 1;
   std::vector<std::span<const uint64_t>> all_ids;
   for (const SparsePull& sp : sparse) {
     st->sparse_dims.push_back(layout_.tables[sp.table].dim);
-    st->sparse_split.push_back(S > 1);
     all_ids.push_back(sp.ids);
   }
   // Every table's ids for a server in one allocation, a slice each.
@@ -206,7 +206,7 @@ absl::StatusOr<std::vector<Buffer>> PullHandle::Wait(std::vector<Buffer>* sparse
     out[k] = st.sparse[k].out;
     if (out[k] != nullptr) continue;
     if (sparse_rows == nullptr) return absl::InvalidArgumentError("pull rows with nowhere to go");
-    if (st.sparse_split[k]) {
+    if (st.split) {
       uint8_t* dst = nullptr;
       (*sparse_rows)[k] = Buffer::Allocate(
           st.sparse[k].ids.size() * st.sparse_dims[k] * sizeof(float), &dst);
@@ -286,17 +286,15 @@ PushHandle KvClient::Push(const std::vector<DensePush>& dense,
   for (const SparsePush& sp : sparse) all_ids.push_back(sp.ids);
   const OwnerSplit split = SplitByOwner(all_ids, S);
   // Several servers: each one's gradient rows gathered into one allocation.
-  std::vector<size_t> grad_floats(S, 0);
-  if (S > 1) {
-    for (size_t k = 0; k < sparse.size(); ++k) {
-      for (int s = 0; s < S; ++s) grad_floats[s] += split.count(k, s) * layout_.tables[sparse[k].table].dim;
-    }
-  }
   std::vector<Buffer> grads(S);
   std::vector<float*> grad_dst(S, nullptr);
   for (int s = 0; s < S && S > 1; ++s) {
+    size_t floats = 0;
+    for (size_t k = 0; k < sparse.size(); ++k) {
+      floats += split.count(k, s) * layout_.tables[sparse[k].table].dim;
+    }
     uint8_t* dst = nullptr;
-    grads[s] = Buffer::Allocate(grad_floats[s] * sizeof(float), &dst);
+    grads[s] = Buffer::Allocate(floats * sizeof(float), &dst);
     grad_dst[s] = reinterpret_cast<float*>(dst);
   }
   std::vector<size_t> grad_at(S, 0);

@@ -5,8 +5,9 @@
 // pull's row numbers spares the push its own lookup of every id in the
 // table's index (a cache miss each, measured at about a tenth of the
 // server's time for DLRM). An entry is used only when the push's ids are
-// the pull's ids, byte for byte, and no row has moved or gone since
-// (the table's generation, which every removal advances).
+// the pull's ids, byte for byte. Its table must keep every row where it is
+// until Clear(), which forgets the memo (SparseTable uses it only without
+// disk tier, eviction or admission).
 //
 // Not thread-safe: owned by one SparseTable, used from its owner thread.
 #pragma once
@@ -28,15 +29,14 @@ class PullMemo {
   // Longer pulls are not remembered (the memo stays small).
   static constexpr size_t kMaxIds = size_t{1} << 16;
 
-  // Starts remembering a pull of `ids`, made in `generation`; its rows come
-  // through Record() and count once Commit() is called.
-  void Begin(std::span<const uint64_t> ids, uint64_t generation) {
+  // Starts remembering a pull of `ids`; its rows come through Record() and
+  // count once Commit() is called.
+  void Begin(std::span<const uint64_t> ids) {
     open_ = nullptr;
     if (ids.empty() || ids.size() > kMaxIds) return;
     Entry& e = entries_[next_];
     next_ = (next_ + 1) % kEntries;
     e.valid = false;
-    e.generation = generation;
     e.ids.assign(ids.begin(), ids.end());
     e.rows.resize(ids.size());
     open_ = &e;
@@ -49,12 +49,11 @@ class PullMemo {
     if (open_ != nullptr) open_->valid = true;
     open_ = nullptr;
   }
-  // The rows of a remembered pull of exactly `ids` in `generation`; null
-  // when there is none.
-  const uint32_t* Find(std::span<const uint64_t> ids, uint64_t generation) const {
+  // The rows of a remembered pull of exactly `ids`; null when there is none.
+  const uint32_t* Find(std::span<const uint64_t> ids) const {
     if (ids.empty()) return nullptr;
     for (const Entry& e : entries_) {
-      if (e.valid && e.generation == generation && e.ids.size() == ids.size() &&
+      if (e.valid && e.ids.size() == ids.size() &&
           e.ids.front() == ids.front() &&
           std::memcmp(e.ids.data(), ids.data(), ids.size_bytes()) == 0) {
         return e.rows.data();
@@ -78,7 +77,6 @@ class PullMemo {
   struct Entry {
     std::vector<uint64_t> ids;
     std::vector<uint32_t> rows;
-    uint64_t generation = 0;
     bool valid = false;
   };
   std::array<Entry, kEntries> entries_;

@@ -248,7 +248,7 @@ absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* r
 absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
   if (tier_) ++clock_;
   rows_.resize(std::min(ids.size(), kPullBlock));
-  if (memo_pulls_) pull_memo_.Begin(ids, generation_);
+  if (memo_pulls_) pull_memo_.Begin(ids);
   absl::Status status;
   for (size_t begin = 0; begin < ids.size(); begin += kPullBlock) {
     const size_t n = std::min(kPullBlock, ids.size() - begin);
@@ -407,7 +407,7 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
     }
   }
   // The rows of the pull of these ids, when it is remembered: no lookup.
-  const uint32_t* rows = memo_pulls_ ? pull_memo_.Find(unique, generation_) : nullptr;
+  const uint32_t* rows = memo_pulls_ ? pull_memo_.Find(unique) : nullptr;
   absl::Status status;
   if (rows == nullptr) {
     rows_.resize(unique.size());
@@ -483,7 +483,6 @@ absl::Status SparseTable::Clear() {
   index_.Clear();
   arena_.Clear();
   pull_memo_.Clear();
-  ++generation_;
   FreeVector(rows_);
   FreeVector(unique_ids_);
   FreeVector(merged_);

@@ -368,12 +368,10 @@ class SparseTable {
   size_t restore_puts_ = 0;              // tier writes of InsertRow not committed
 
   // Row numbers of recent pulls, for their pushes (pull_memo.h): only where
-  // a pull creates its rows and none leaves but by Clear() (no tier,
-  // eviction or admission). generation_ moves on whenever a row is removed
-  // or moved.
+  // a pull creates its rows and none moves or leaves but by Clear() (no
+  // tier, eviction or admission).
   const bool memo_pulls_;
   PullMemo pull_memo_;
-  uint64_t generation_ = 0;
 
   // Per-call scratch, kept between calls to avoid allocations.
   std::vector<uint32_t> rows_;

@@ -89,7 +89,6 @@ void SparseTable::RemoveAt(size_t slot, bool to_disk) {
   if (!to_disk) changes_.Removed(id);
   index_.EraseSlot(slot);
   arena_.Release(r);
-  ++generation_;  // remembered pulls may name this row
 }
 
 size_t SparseTable::RamCapacity() const {
@@ -135,7 +134,6 @@ absl::Status SparseTable::EvictToCapacity() {
   if (arena_.free_rows() >= 2 * arena_.rows_per_chunk() && arena_.PlanShrink() > 0) {
     index_.MapRows([&](uint32_t r) { return arena_.Moved(r); });
     arena_.FinishShrink();
-    ++generation_;
   }
   return MarkFatal(Annotate(tier_->Commit(), absl::StrCat("sparse table '", spec_.name, "'")));
 }
