@@ -177,20 +177,37 @@ JsonLine TrainLine(const char* mode, const TrainBenchOptions& to, const TrainBen
 
 absl::Status RunTrain(const BenchOptions& o) {
   const std::string& mode = o.train_mode;
-  if (mode != "local" && mode != "ps" && mode != "both") {
-    return absl::InvalidArgumentError(absl::StrCat("--mode=", mode, ": expected local, ps or both"));
+  if (mode != "local" && mode != "tables" && mode != "ps" && mode != "both" && mode != "all") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mode=", mode, ": expected local, tables, ps, both or all"));
   }
+  const bool all = mode == "all";
   TrainBenchOptions to = o.train;
   to.seconds = o.seconds;
   to.stack = o.stack;
-  if (mode == "local" || mode == "both") {
+  auto add_parts = [](const TrainBenchResult& r, JsonLine* line) {
+    JsonLine parts;
+    for (const auto& [part, seconds] : r.cpu_by_part) {
+      parts.Add(part, r.samples > 0 ? seconds * 1e6 / r.samples : 0.0);
+    }
+    line->AddRaw("cpu_us_per_sample_by_part", parts.str());
+  };
+  if (mode == "local" || mode == "both" || all) {
     PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainLocal(to));
     JsonLine line = TrainLine("local", to, r);
     line.Add("local_batches", to.local_batches);
     AddScrapes(to, r, &line);
     PrintResult(line);
   }
-  if (mode == "ps" || mode == "both") {
+  if (mode == "tables" || all) {
+    PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainTables(to));
+    JsonLine line = TrainLine("tables", to, r);
+    line.Add("cpu_seconds", r.cpu_seconds)
+        .Add("cpu_us_per_sample", r.samples > 0 ? r.cpu_seconds * 1e6 / r.samples : 0.0);
+    add_parts(r, &line);
+    PrintResult(line);
+  }
+  if (mode == "ps" || mode == "both" || all) {
     PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainPs(to));
     JsonLine line = TrainLine("ps", to, r);
     line.Add("servers", to.servers);
@@ -201,11 +218,7 @@ absl::Status RunTrain(const BenchOptions& o) {
              r.seconds - r.compute_seconds - r.wait_seconds - r.data_seconds)
         .Add("reader_rows_per_sec", r.reader_rows_per_sec);
     AddScrapes(to, r, &line);
-    JsonLine parts;
-    for (const auto& [part, seconds] : r.cpu_by_part) {
-      parts.Add(part, r.samples > 0 ? seconds * 1e6 / r.samples : 0.0);
-    }
-    line.AddRaw("cpu_us_per_sample_by_part", parts.str());
+    add_parts(r, &line);
     PrintResult(line);
   }
   return absl::OkStatus();
@@ -222,7 +235,7 @@ absl::Status RunAll(const BenchOptions& o) {
   if (sparse.servers <= 0) sparse.servers = 2;
   PS_RETURN_IF_ERROR(RunSparse(sparse));
   BenchOptions train = o;
-  train.train_mode = "both";
+  train.train_mode = "all";
   return RunTrain(train);
 }
 

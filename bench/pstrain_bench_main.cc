@@ -74,8 +74,10 @@ ABSL_FLAG(std::string, tier_dir, "", "sparse_tier: folder of the tier and checkp
 ABSL_FLAG(bool, unbounded, true, "sparse_stream: also run without eviction.");
 ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm | dcn_v2 | deepfm | deep_tower).");
 ABSL_FLAG(int, batch_size, 1024, "train: rows per step.");
-ABSL_FLAG(std::string, mode, "both", "train: local (model alone) | ps (1 server + 1 worker) | both.");
-ABSL_FLAG(int64_t, train_rows, 300000, "train ps: rows in the synthetic training file.");
+ABSL_FLAG(std::string, mode, "both",
+          "train: local (model alone) | tables (model, tables and reader in one process, no "
+          "server) | ps (1 server + 1 worker) | both (local, ps) | all (local, tables, ps).");
+ABSL_FLAG(int64_t, train_rows, 300000, "train tables, ps: rows in the synthetic training file.");
 ABSL_FLAG(int, local_batches, 8,
           "train local: distinct in-memory batches cycled through (each with its own rows and "
           "gradients; 8 stay in this machine's caches, 64 do not).");
@@ -110,6 +112,9 @@ constexpr char kUsage[] =
     "          {bench,servers,ids,dim,zipf,pull_rows_per_sec,push_rows_per_sec,bytes_per_row}\n"
     "  train   --model at --batch_size: --mode=local (model alone, in-memory batches)\n"
     "          and/or ps (1 server + 1 worker running the Trainer on a synthetic file)\n"
+    "          and/or tables (ps's training in one process: the same tables, optimizers\n"
+    "          and reader, pulls and pushes called directly; ps less tables is what\n"
+    "          distributing the tables costs)\n"
     "  allreduce --workers ranks (threads, Gloo TCP over loopback; default 2) all-reduce\n"
     "          --bytes (default 4k,64k,1m,16m,64m) with gloo::allreduce directly, the\n"
     "          pstrain Collective and the bucketed DenseReplica path, --rounds each:\n"

@@ -394,8 +394,7 @@ absl::StatusOr<TrainBenchResult> RunTrainLocal(const TrainBenchOptions& options)
   return r;
 }
 
-absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
-  worker::ModelOptions mo = ModelFor(options);
+absl::StatusOr<std::string> WriteTrainFile(const TrainBenchOptions& options, std::string* dir) {
   std::string base = options.temp_dir;
   if (base.empty()) {
     const char* env = std::getenv("TMPDIR");
@@ -405,13 +404,26 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
   if (mkdtemp(dir_template.data()) == nullptr) {
     return ErrnoToStatus(errno, absl::StrCat("mkdtemp ", dir_template));
   }
-  const std::string dir = dir_template;
-  RemoveDirOnExit cleanup{dir};
-  const std::string path = dir + "/train.tsv";
+  *dir = dir_template;
+  const std::string path = *dir + "/train.tsv";
   PS_ASSIGN_OR_RETURN(worker::SyntheticReport report,
-                      worker::WriteSynthetic(WorldFor(mo, options.train_rows), path));
-  spdlog::info("train ps: wrote {} rows ({:.1f} MB) in {:.1f}s", report.rows, report.bytes / 1e6,
+                      worker::WriteSynthetic(WorldFor(ModelFor(options), options.train_rows), path));
+  spdlog::info("train: wrote {} rows ({:.1f} MB) in {:.1f}s", report.rows, report.bytes / 1e6,
                report.seconds);
+  return path;
+}
+
+worker::Schema TrainSchema(const TrainBenchOptions& options) {
+  return SchemaFor(ModelFor(options));
+}
+
+absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
+  worker::ModelOptions mo = ModelFor(options);
+  std::string dir;
+  absl::StatusOr<std::string> written = WriteTrainFile(options, &dir);
+  RemoveDirOnExit cleanup{dir};
+  PS_RETURN_IF_ERROR(written.status());
+  const std::string path = *written;
 
   BenchClusterOptions co;
   co.servers = options.servers;

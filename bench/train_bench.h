@@ -82,6 +82,19 @@ absl::Status BindLocalBatch(const worker::Model& model, const std::vector<const 
                             LocalBatch* b);
 
 absl::StatusOr<TrainBenchResult> RunTrainLocal(const TrainBenchOptions& options);
+// The same training as ps mode without a parameter server: one process,
+// the model's tables held in it (server/ps/tables: the same rows, index and
+// optimizers), batches from the same kind of file through the same reader,
+// each step's pulls and pushes called directly on the trainer's thread.
+// The ps mode less this is what distributing the tables costs.
+absl::StatusOr<TrainBenchResult> RunTrainTables(const TrainBenchOptions& options);
 absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options);
+
+// Writes options.train_rows synthetic rows for options.model into a fresh
+// folder under options.temp_dir ($TMPDIR, /tmp), set in `dir` as soon as it
+// exists (the caller removes it); returns the file's path.
+absl::StatusOr<std::string> WriteTrainFile(const TrainBenchOptions& options, std::string* dir);
+// The schema of that file.
+worker::Schema TrainSchema(const TrainBenchOptions& options);
 
 }  // namespace pstrain::bench
