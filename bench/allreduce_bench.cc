@@ -118,6 +118,9 @@ absl::Status RunSize(Rank& r, size_t bytes, const AllreduceBenchOptions& o,
       opts.setReduceFunction(
           static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
       opts.setTag(r.direct_tag++);
+      // The collective's algorithm (GlooOptions' default), so that the
+      // ratio is the wrapper's cost, not the algorithms'.
+      opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
       gloo::allreduce(opts);
     } catch (const std::exception& e) {
       return absl::UnavailableError(absl::StrCat("gloo::allreduce: ", e.what()));

@@ -102,6 +102,19 @@ class Hosts(mh.Cluster):
         self.groups = []
 
 
+def remove_stale_groups():
+    """CPU groups of a run that was killed before its cleanup (empty ones only)."""
+    for root in (CPU_ROOT, ACCT_ROOT):
+        for name in os.listdir(root):
+            if name.startswith("pstmh-"):
+                try:
+                    os.rmdir(os.path.join(root, name))
+                    print("removing CPU group %s, left by a run that was killed" % name,
+                          file=sys.stderr)
+                except OSError:
+                    pass  # still has processes: another run's
+
+
 def check_environment():
     if os.geteuid() != 0:
         raise mh.Skip("needs root (network namespaces, cgroups)")
@@ -220,7 +233,8 @@ def predict(args, bin_dir, calibration, rate, workers, servers):
     cmd = [os.path.join(bin_dir, "pstrain"), "plan", "--hosts=%d" % workers,
            "--servers=%d" % servers, "--host_cpus=%g" % args.host_cpu, "--bandwidth=" + rate,
            "--calibration=" + calibration, "--calibration_rate=" + rate, "--json",
-           "--model=" + args.model, "--batch_size=%d" % args.batch_size] + args.model_flags.split()
+           "--model=" + args.model, "--batch_size=%d" % args.batch_size,
+           "--mode=" + args.mode] + args.model_flags.split()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         raise mh.Failure("pstrain plan failed: %s" % out.stderr.strip())
@@ -250,6 +264,7 @@ def predict_only(args, bin_dir):
                 for x in cal:
                     fh.write(json.dumps(x) + "\n")
             args.host_cpu, args.model = cal[0]["host_cpu"], cal[0]["model"]
+            args.mode = cal[0].get("mode", "ps")
             args.model_flags = cal[0].get("model_flags", "")
             args.batch_size = cal[0]["batch_size"]
             for x in lines:
@@ -285,7 +300,9 @@ def main():
     ap.add_argument("--time_limit", type=float, default=3600)
     ap.add_argument("--calibrate", action="store_true",
                     help="first measure one host (W = 1) with one server and with two, twice, at "
-                    "each rate, then add `pstrain plan --hosts`'s prediction from them to every point")
+                    "each rate (with --mode=allreduce also two workers with one server, twice, and "
+                    "four with two), "
+                    "then add `pstrain plan --hosts`'s prediction from them to every point")
     ap.add_argument("--predict_only", default="",
                     help="no measuring: add the predictions to the lines of an earlier --calibrate "
                     "run (this file) from its own calibration lines, and print them")
@@ -296,6 +313,7 @@ def main():
     try:
         check_environment()
         mh.remove_stale()
+        remove_stale_groups()
     except mh.Skip as e:
         print("SKIP: %s" % e)
         return 77
@@ -306,19 +324,28 @@ def main():
         for w in counts:
             data[w] = os.path.join(tmp, "train-%d.tsv" % w)
             gen(bin_dir, data[w], w * args.rows_per_worker)
-        if args.calibrate and 1 not in data:
-            data[1] = os.path.join(tmp, "train-1.tsv")
-            gen(bin_dir, data[1], args.rows_per_worker)
+        # The calibration's layouts (workers, servers): one host with one
+        # server and with two, twice; in allreduce mode also rings of two
+        # workers (twice) and of four, for a worker's cost per worker in
+        # the ring (launcher/plan_scale.h).
+        layouts = [(1, 1), (1, 2), (1, 1), (1, 2)]
+        if args.mode == "allreduce":
+            layouts += [(2, 1), (2, 1), (4, 2)]
+        for w in {w for w, _ in layouts} if args.calibrate else ():
+            if w not in data:
+                data[w] = os.path.join(tmp, "train-%d.tsv" % w)
+                gen(bin_dir, data[w], w * args.rows_per_worker)
         for rate in args.rates.split(","):
             calibration = None
             if args.calibrate:
                 calibration = os.path.join(tmp, "calibration-%s.jsonl" % rate)
-                # One host with one server, then with two, twice: the second
-                # gives a worker's cost of each extra server; the plan takes
-                # the least drifted run of each (launcher/plan_scale.h).
+                # Two servers give a worker's cost of each extra server, two
+                # and four workers the collective's; the plan takes the least
+                # drifted run of each (launcher/plan_scale.h).
                 with open(calibration, "w") as fh:
-                    for servers in (1, 2, 1, 2):
-                        line = point(args, bin_dir, tmp, 1, rate, data[1], servers=servers)
+                    for workers, servers in layouts:
+                        line = point(args, bin_dir, tmp, workers, rate, data[workers],
+                                     servers=servers)
                         line["calibration"] = True
                         fh.write(json.dumps(line) + "\n")
                         print(json.dumps(line), flush=True)

@@ -248,7 +248,9 @@ struct PlanRequest {
 };
 
 // The estimate's inputs from the worker flags among `rest`.
-absl::Status TakeModel(const std::vector<Arg>& rest, const FlagSet& flags, PlanInputs* in) {
+// `worker`, when given, gets all the worker flags' options.
+absl::Status TakeModel(const std::vector<Arg>& rest, const FlagSet& flags, PlanInputs* in,
+                       worker::WorkerOptions* worker = nullptr) {
   // The worker flags require --train_data; only the trials read it.
   std::vector<Arg> worker_args = {Arg{"train_data", "(none)", true, ""}};
   worker_args.insert(worker_args.end(), rest.begin(), rest.end());
@@ -259,6 +261,7 @@ absl::Status TakeModel(const std::vector<Arg>& rest, const FlagSet& flags, PlanI
   in->batch_size = options.train.batch_size;
   in->schedule = options.pipeline.schedule;
   in->stage_layers = options.pipeline.stage_layers;
+  if (worker != nullptr) *worker = options;
   return absl::OkStatus();
 }
 
@@ -371,7 +374,8 @@ std::string PlanHelp() {
       "samples/s and scaling efficiency of ps mode on 1, 2, 4, ... N worker hosts (and "
       "max(1, W/2) server hosts) from per-sample speeds measured on one host "
       "(`bench/scale.py --calibrate` writes them), naming the "
-      "bottleneck of each.\n\n",
+      "bottleneck of each; with --mode=allreduce, of allreduce mode (its calibration also "
+      "measures two and four workers: `bench/scale.py --calibrate --mode=allreduce`).\n\n",
       PlanFlags().Help());
 }
 
@@ -380,7 +384,14 @@ absl::StatusOr<HostsPlanRequest> ParseHostsRequest(const FlagSet& flags,
                                                    const std::vector<Arg>& rest) {
   HostsPlanRequest h;
   PlanInputs in;
-  PS_RETURN_IF_ERROR(TakeModel(rest, flags, &in));
+  worker::WorkerOptions worker;
+  PS_RETURN_IF_ERROR(TakeModel(rest, flags, &in, &worker));
+  h.mode = worker.mode;
+  h.allreduce_ring = worker.allreduce_algorithm == "ring";
+  if (h.mode != "ps" && h.mode != "allreduce") {
+    return UsageError(absl::StrCat("--hosts predicts --mode=ps and --mode=allreduce, not --mode=",
+                                   h.mode, " (pstrain plan without --hosts lists its layouts)"));
+  }
   h.model = in.model;
   h.batch_size = in.batch_size;
   PS_ASSIGN_OR_RETURN(int64_t hosts, flags.GetInt("hosts"));

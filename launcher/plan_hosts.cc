@@ -1,5 +1,5 @@
 // pstrain plan --hosts=N: the predicted samples/s and scaling efficiency of
-// ps mode on N worker hosts (launcher/plan_scale.h), for W = 1, 2, 4, ...
+// ps (or allreduce) mode on N worker hosts (launcher/plan_scale.h), for W = 1, 2, 4, ...
 // up to N, from per-sample speeds measured on one host.
 #include "launcher/plan_hosts.h"
 
@@ -27,22 +27,28 @@ int ServersFor(int workers, double per_worker) {
 
 std::string Json(const ScalePrediction& p, const ScaleInputs& in) {
   return absl::StrFormat(
-      "{\"plan\":\"hosts\",\"model\":\"%s\",\"batch_size\":%d,\"workers\":%d,\"servers\":%d,"
+      "{\"plan\":\"hosts\",\"mode\":\"%s\",\"model\":\"%s\",\"batch_size\":%d,\"workers\":%d,"
+      "\"servers\":%d,"
       "\"host_cpus\":%.6g,\"link_bytes_per_sec\":%.6g,\"predicted_samples_per_sec\":%.6g,"
       "\"predicted_efficiency\":%.4f,\"bottleneck\":\"%s\",\"bounds\":{\"worker_cpu\":%.6g,"
       "\"server_cpu\":%.6g,\"worker_link\":%.6g,\"server_link\":%.6g},"
       "\"bytes_per_sample\":{\"worker\":{\"sent\":%.1f,\"received\":%.1f},"
-      "\"server\":{\"sent\":%.1f,\"received\":%.1f}},\"unique_per_sample\":%.3f,"
+      "\"server\":{\"sent\":%.1f,\"received\":%.1f}},\"ring_bytes_per_sample\":%.1f,"
+      "\"unique_per_sample\":%.3f,"
       "\"speeds\":{\"worker_cpu_us_per_sample\":%.4g,\"server_cpu_us_per_sample\":%.4g,"
       "\"worker_us_per_extra_server\":%.4g,\"server_us_per_extra_server\":%.4g,"
+      "\"worker_us_per_ring\":%.4g,\"worker_wait_per_peer\":%.4f,"
       "\"busy_fraction\":%.3f}}",
-      in.model.name, in.batch_size, p.workers, p.servers, in.host_cpus, in.link_bytes_per_sec,
-      p.samples_per_sec, p.efficiency, p.bottleneck, p.worker_cpu_bound, p.server_cpu_bound,
-      p.worker_link_bound, p.server_link_bound, p.worker_bytes.sent, p.worker_bytes.received,
-      p.worker_bytes.received * p.workers / p.servers, p.worker_bytes.sent * p.workers / p.servers,
+      in.allreduce ? "allreduce" : "ps", in.model.name, in.batch_size, p.workers, p.servers,
+      in.host_cpus, in.link_bytes_per_sec, p.samples_per_sec, p.efficiency, p.bottleneck,
+      p.worker_cpu_bound, p.server_cpu_bound, p.worker_link_bound, p.server_link_bound,
+      p.worker_bytes.sent, p.worker_bytes.received,
+      (p.worker_bytes.received - p.ring_bytes) * p.workers / p.servers,
+      (p.worker_bytes.sent - p.ring_bytes) * p.workers / p.servers, p.ring_bytes,
       p.unique_per_sample, in.speeds.worker_cpu_per_sample * 1e6,
       in.speeds.server_cpu_per_sample * 1e6, in.speeds.worker_cpu_per_server * 1e6,
-      in.speeds.server_cpu_per_server * 1e6, in.speeds.busy_fraction);
+      in.speeds.server_cpu_per_server * 1e6, in.speeds.worker_cpu_per_ring * 1e6,
+      in.speeds.worker_wait_per_peer, in.speeds.busy_fraction);
 }
 
 }  // namespace
@@ -72,7 +78,7 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
   HostSpeeds speeds;
   if (!r.calibration.empty()) {
     PS_ASSIGN_OR_RETURN(std::string text, ReadFileToString(r.calibration));
-    auto parsed = SpeedsFromScaleLines(text, r.calibration_rate, r.model.name);
+    auto parsed = SpeedsFromScaleLines(text, r.calibration_rate, r.model.name, r.mode);
     if (!parsed.ok()) return UsageError(absl::StrCat("--calibration=", r.calibration, ": ",
                                                      parsed.status().message()));
     speeds = *parsed;
@@ -93,6 +99,8 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
   in.host_cpus = r.host_cpus;
   in.link_bytes_per_sec = r.link_bytes_per_sec;
   in.unique_per_sample = r.unique_per_sample;
+  in.allreduce = r.mode == "allreduce";
+  in.ring = r.allreduce_ring;
   in.speeds = speeds;
   for (int w : counts) {
     in.workers = w;
@@ -105,13 +113,21 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
     for (const ScalePrediction& p : rows) std::printf("%s\n", Json(p, in).c_str());
     return absl::OkStatus();
   }
-  std::printf("ps mode, %s at batch %d: each host %.3g CPU, link %.3g Gbit/s each way\n",
-              r.model.name.c_str(), r.batch_size, r.host_cpus, r.link_bytes_per_sec * 8 / 1e9);
+  std::printf("%s mode, %s at batch %d: each host %.3g CPU, link %.3g Gbit/s each way\n",
+              r.mode.c_str(), r.model.name.c_str(), r.batch_size, r.host_cpus,
+              r.link_bytes_per_sec * 8 / 1e9);
   std::printf("speeds (%s): worker %.2f us CPU a sample, servers %.2f (+%.2f / +%.2f per extra "
               "server), busy %.2f of a host\n",
               speeds.source.c_str(), speeds.worker_cpu_per_sample * 1e6,
               speeds.server_cpu_per_sample * 1e6, speeds.worker_cpu_per_server * 1e6,
               speeds.server_cpu_per_server * 1e6, speeds.busy_fraction);
+  if (in.allreduce) {
+    std::printf("allreduce (%s): the dense gradients summed between the workers, +%.2f us of a "
+                "worker's CPU a sample per step of the collective (W = 8: %d steps), %.1f %% of "
+                "its time waiting per peer\n",
+                in.ring ? "ring" : "bcube", speeds.worker_cpu_per_ring * 1e6,
+                AllreduceSteps(8, in.ring), speeds.worker_wait_per_peer * 100);
+  }
   std::printf("%-4s %-4s | %12s %10s | %-12s | %10s %10s %10s %10s | %9s %9s\n", "W", "S",
               "samples/s", "efficiency", "bottleneck", "wkr CPU", "srv CPU", "wkr link",
               "srv link", "B sent", "B recv");
@@ -124,7 +140,8 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
   std::printf(
       "\nW worker hosts, S server hosts; samples/s is the smallest of the four bounds (each "
       "role's CPU and link); bytes are per sample, by a worker (a server moves the reverse, "
-      "x W/S). The model and what it leaves out: launcher/plan_scale.h.\n");
+      "x W/S%s). The model and what it leaves out: launcher/plan_scale.h.\n",
+      in.allreduce ? ", less the ring's bytes, which stay between the workers" : "");
   return absl::OkStatus();
 }
 

@@ -1,4 +1,4 @@
-// `pstrain plan --hosts=N` (ps mode over N worker hosts): see
+// `pstrain plan --hosts=N` (ps or allreduce mode over N worker hosts): see
 // launcher/plan_scale.h for the prediction.
 #pragma once
 
@@ -12,6 +12,8 @@ namespace pstrain::launcher {
 
 struct HostsPlanRequest {
   worker::ModelOptions model;
+  std::string mode = "ps";          // or "allreduce" (the worker flag --mode)
+  bool allreduce_ring = false;      // --allreduce_algorithm=ring (else bcube)
   int batch_size = 1024;
   int hosts = 1;                    // worker hosts
   int servers = 0;                  // server hosts at W = hosts (0: by servers_per_worker)

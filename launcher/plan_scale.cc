@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -54,6 +55,22 @@ WireBytes PsWireBytes(double dense_floats, const std::vector<int>& sparse_dims, 
   return w;
 }
 
+double RingBytes(double dense_floats, int batch_size, int workers) {
+  const double w = std::max(1, workers);
+  return 2.0 * (w - 1) / w * kFloatBytes * dense_floats / std::max(1, batch_size);
+}
+
+int AllreduceSteps(int workers, bool ring) {
+  if (workers <= 1) return 0;
+  if (ring) return workers - 1;
+  int steps = 0;
+  while (workers % 2 == 0) {
+    ++steps;
+    workers /= 2;
+  }
+  return steps + workers - 1;
+}
+
 absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
   if (in.workers < 1 || in.servers < 1) {
     return absl::InvalidArgumentError("--hosts and the servers must be >= 1");
@@ -68,10 +85,12 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
         "--worker_us_per_sample and --server_us_per_sample");
   }
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::CreateModel(in.model));
-  double dense_floats = 0;
+  // The dense floats the servers hold (ps mode) or the ring sums (allreduce).
+  double dense_floats = 0, ring_floats = 0;
   std::vector<int> dims;
   for (const TableSpec& t : model->tables()) {
-    if (t.kind == TableKind::kDense && !t.on_workers) dense_floats += static_cast<double>(t.size);
+    if (t.kind != TableKind::kDense || t.on_workers) continue;
+    (in.allreduce ? ring_floats : dense_floats) += static_cast<double>(t.size);
   }
   for (uint32_t id : model->sparse_tables()) dims.push_back(static_cast<int>(model->tables()[id].dim));
 
@@ -88,17 +107,25 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
   }
   if (u < 0) u = static_cast<double>(dims.size());
   p.unique_per_sample = u;
-  p.worker_bytes = PsWireBytes(dense_floats, dims, u, in.batch_size, in.servers);
+  // The servers' traffic mirrors the workers' less the ring's.
+  const WireBytes ps = PsWireBytes(dense_floats, dims, u, in.batch_size, in.servers);
+  p.ring_bytes = RingBytes(ring_floats, in.batch_size, in.workers);
+  p.worker_bytes = WireBytes{ps.sent + p.ring_bytes, ps.received + p.ring_bytes};
 
   const double w = in.workers, n = in.servers, extra = n - 1;
   const double cpu = s.busy_fraction * in.host_cpus;
-  const double c_w = s.worker_cpu_per_sample + extra * s.worker_cpu_per_server;
+  // The workers' share of it: less, in allreduce mode, the wait for peers.
+  const double worker_cpu =
+      in.allreduce ? cpu * std::max(0.05, 1 - (w - 1) * s.worker_wait_per_peer) : cpu;
+  const double steps = in.allreduce ? AllreduceSteps(in.workers, in.ring) : 0.0;
+  const double c_w =
+      s.worker_cpu_per_sample + extra * s.worker_cpu_per_server + steps * s.worker_cpu_per_ring;
   const double c_s = s.server_cpu_per_sample + extra * s.server_cpu_per_server;
-  const double per_sample = std::max(p.worker_bytes.sent, p.worker_bytes.received);
-  p.worker_cpu_bound = w * cpu / c_w;
+  p.worker_cpu_bound = w * worker_cpu / c_w;
   p.server_cpu_bound = n * cpu / c_s;
-  p.worker_link_bound = w * in.link_bytes_per_sec / per_sample;
-  p.server_link_bound = n * in.link_bytes_per_sec / per_sample;
+  p.worker_link_bound =
+      w * in.link_bytes_per_sec / std::max(p.worker_bytes.sent, p.worker_bytes.received);
+  p.server_link_bound = n * in.link_bytes_per_sec / std::max(ps.sent, ps.received);
   const std::pair<double, const char*> bounds[] = {{p.worker_cpu_bound, "worker CPU"},
                                                    {p.server_cpu_bound, "server CPU"},
                                                    {p.worker_link_bound, "worker link"},
@@ -120,12 +147,17 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
 }
 
 absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
-                                                const std::string& model) {
+                                                const std::string& model,
+                                                const std::string& mode) {
   std::optional<json> one, two;
+  // Runs of >= 2 workers by (steps of the allreduce, servers): the cheapest.
+  std::map<std::pair<int, int>, json> rings;
   double server_cpu = -1;  // the least of the one-host runs' servers
   std::istringstream lines(text);
   std::string line;
   int number = 0;
+  std::vector<json> matching;
+  bool marked = false;  // some are calibration runs (bench/scale.py --calibrate)
   while (std::getline(lines, line)) {
     ++number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -134,16 +166,34 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
       return absl::InvalidArgumentError(
           absl::StrCat("line ", number, " is not a JSON object (bench/scale.py prints one a line)"));
     }
-    if (j.value("bench", "") != "scale" || j.value("mode", "ps") != "ps") continue;
+    if (j.value("bench", "") != "scale" || j.value("mode", "ps") != mode) continue;
     if (!rate.empty() && j.value("rate", "") != rate) continue;
     if (!model.empty() && j.value("model", model) != model) continue;
-    if (Number(j, "workers", 0) != 1) continue;
+    marked = marked || j.value("calibration", false);
+    matching.push_back(std::move(j));
+  }
+  // With calibration runs among them, only those: the points a sweep
+  // measured after them are what the plan predicts, not what it learns from.
+  for (const json& j : matching) {
+    if (marked && !j.value("calibration", false)) continue;
     // Of several runs of a layout, the one whose worker spent the least a
     // sample (the server's cost is taken apart, below): the least slowed by
     // the VM's drift (15-30 % between runs).
     auto keep = [&](std::optional<json>& best) {
       if (!best || CpuPerSample(j, "worker") < CpuPerSample(*best, "worker")) best = j;
     };
+    const int workers = static_cast<int>(Number(j, "workers", 0));
+    if (workers >= 2 && mode == "allreduce") {
+      const bool ring =
+          j.value("model_flags", "").find("--allreduce_algorithm=ring") != std::string::npos;
+      const std::pair<int, int> layout{AllreduceSteps(workers, ring),
+                                       static_cast<int>(Number(j, "servers", 1))};
+      auto it = rings.find(layout);
+      if (it == rings.end() || CpuPerSample(j, "worker") < CpuPerSample(it->second, "worker")) {
+        rings[layout] = j;
+      }
+    }
+    if (workers != 1) continue;
     if (Number(j, "servers", 0) == 1) {
       keep(one);
       const double server = CpuPerSample(j, "server");
@@ -153,9 +203,16 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
   }
   if (!one) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "no one-host point (workers 1, servers 1", rate.empty() ? "" : ", rate " + rate,
-        model.empty() ? "" : ", model " + model,
-        ") in the calibration: run bench/scale.py --calibrate first"));
+        "no one-host point (mode ", mode, ", workers 1, servers 1",
+        rate.empty() ? "" : ", rate " + rate, model.empty() ? "" : ", model " + model,
+        ") in the calibration: run bench/scale.py --calibrate",
+        mode == "ps" ? "" : " --mode=" + mode, " first"));
+  }
+  if (mode == "allreduce" && rings.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no point of two or more workers (mode allreduce", rate.empty() ? "" : ", rate " + rate,
+        ") in the calibration: the ring's cost comes from them; run bench/scale.py --calibrate "
+        "--mode=allreduce"));
   }
   HostSpeeds s;
   s.worker_cpu_per_sample = CpuPerSample(*one, "worker");
@@ -172,6 +229,32 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
     // is not taken (see plan_scale.h).
     s.worker_cpu_per_server = std::max(0.0, CpuPerSample(*two, "worker") - s.worker_cpu_per_sample);
     absl::StrAppend(&s.source, ", and with 2 servers");
+  }
+  if (!rings.empty()) {
+    // The slope of a worker's CPU (all workers' over the job's samples: each
+    // worker's a sample of its own) over the steps of the allreduce, through
+    // c_w at W = 1 (least squares): the longer run weighs more, so that a
+    // few tenths of a microsecond of drift in a two-worker run are not
+    // multiplied at W = 8.
+    // The idle share over the peers waited for, likewise.
+    double xy = 0, xx = 0, idle_xy = 0, idle_xx = 0;
+    std::string layouts;
+    for (const auto& [layout, line] : rings) {
+      const double x = layout.first;
+      const double y = CpuPerSample(line, "worker") - s.worker_cpu_per_sample -
+                       (layout.second - 1) * s.worker_cpu_per_server;
+      xy += x * y;
+      xx += x * x;
+      const double peers = Number(line, "workers", 1) - 1;
+      const double busy = Number(line, "window.worker_cpu_of_quota",
+                                 Number(line, "worker_cpu_of_quota", s.busy_fraction));
+      idle_xy += peers * (1 - std::min(1.0, busy / s.busy_fraction));
+      idle_xx += peers * peers;
+      absl::StrAppend(&layouts, layouts.empty() ? "" : ", ", Number(line, "workers", 0));
+    }
+    s.worker_cpu_per_ring = std::max(0.0, xy / xx);
+    s.worker_wait_per_peer = std::clamp(idle_xy / idle_xx, 0.0, 0.5);
+    absl::StrAppend(&s.source, ", and ", layouts, " workers");
   }
   return s;
 }

@@ -43,7 +43,40 @@
 // 5.3 at W = 4, S = 2 and 6.4 at W = 8, S = 4). What it
 // does not model: stragglers and a barrier's wait (BSP/SSP are predicted as
 // ASP), a hot server or key (rows are assumed spread evenly), queueing when
-// two bounds are close (the measurement falls below the min), allreduce mode.
+// two bounds are close (the measurement falls below the min).
+//
+// Allreduce mode (ScaleInputs::allreduce): the dense tables live on the
+// workers and their gradients go round a ring of the W workers; the sparse
+// tables stay on the servers. P above is then 0 for the servers' traffic,
+// and each worker also sends and receives
+//     ring = 2 (W - 1) / W x 4P / B                 bytes a sample, each way
+// (nothing at W = 1; the same for both algorithms). Its CPU grows with the
+// number of dependent steps of the collective, not with its bytes: each
+// step is a transfer each way with its fixed cost (wake-ups on both sides)
+// and its wait for a peer that a quota may have paused:
+//     c_w(S, W) = c_w + (S - 1) dw + T(W) dr
+// with T(W) the steps of a phase: W - 1 for Gloo's ring (each of them two
+// segments), and for bcube (--allreduce_algorithm, the default) the peers of
+// its groups: W = 2^k m with m odd gives k groups of 2 and one of m, so
+// T = k + m - 1 (3 at W = 8, against 7 for the ring). Measured 2026-12-05,
+// DLRM with the ring: +1.04, +0.83 and +0.83 us a sample per extra worker
+// at W = 2, 4 and 8, while its bytes per worker grow by 1.75x only; W = 8
+// trains 116 k samples/s with bcube against 83 k with the ring.
+// The collective is synchronous: each worker also waits for the slowest of
+// its peers (one a quota has just paused), so the share of its time it can
+// work falls with the peers it waits for:
+//     eta(W) = eta (1 - (W - 1) q)
+// (DLRM with bcube, 2026-12-05: a worker busy 0.99 at W = 1 and 2, 0.94-0.96
+// at W = 4, 0.86 at W = 8). q and dr come from the same runs.
+// dr from runs of several workers (bench/scale.py --calibrate
+// --mode=allreduce: W = 2, S = 1 twice and W = 4, S = 2 once; of each
+// layout the cheapest): the least-squares slope of their workers' CPU a
+// sample, less c_w and (S - 1) dw, over T(W); q the slope of their
+// workers' idle share, 1 - their CPU of quota / eta, over W - 1. Two workers alone are not
+// enough: their extra cost is a few tenths of a microsecond, as small as
+// the VM's drift between runs, and W = 8 multiplies it by 7 (deep_tower,
+// 2026-12-05: 0.23 us from two workers against 0.85-1.1 measured at W = 4
+// and 8, a prediction 39 % high).
 // Pure functions; thread-safe.
 #pragma once
 
@@ -61,6 +94,8 @@ struct HostSpeeds {
   double server_cpu_per_sample = 0;   // c_s, CPU seconds, all servers (S = 1)
   double worker_cpu_per_server = 0;   // dw, CPU seconds per sample per extra server
   double server_cpu_per_server = 0;   // ds
+  double worker_cpu_per_ring = 0;     // dr, CPU seconds per sample per step of the collective
+  double worker_wait_per_peer = 0;    // q, share of a worker's time lost per peer (allreduce)
   double busy_fraction = 1;           // eta
   double host_cpus = 0;               // C of the calibration (informational)
   // Measured bytes a worker sent and received per sample (0: the formula).
@@ -77,6 +112,8 @@ struct ScaleInputs {
   double host_cpus = 1;              // C
   double link_bytes_per_sec = 1.25e9;  // L, each direction
   double unique_per_sample = -1;     // u (< 0: from the measured bytes, else every lookup)
+  bool allreduce = false;            // dense tables on the workers, summed by a collective
+  bool ring = false;                 // allreduce: Gloo's ring (else bcube)
   HostSpeeds speeds;
 };
 
@@ -91,7 +128,8 @@ struct ScalePrediction {
   double worker_cpu_bound = 0, server_cpu_bound = 0, worker_link_bound = 0,
          server_link_bound = 0;
   std::string bottleneck;  // "worker CPU", "server CPU", "worker link", "server link"
-  WireBytes worker_bytes;  // per sample
+  WireBytes worker_bytes;  // per sample, with the ring's
+  double ring_bytes = 0;   // per sample each way, of worker_bytes (allreduce)
   double unique_per_sample = 0;
 };
 
@@ -103,15 +141,26 @@ inline constexpr double kMessageOverheadBytes = 160;
 WireBytes PsWireBytes(double dense_floats, const std::vector<int>& sparse_dims, double u,
                       int batch_size, int servers);
 
+// Bytes a worker sends (and receives) a sample round an allreduce ring of
+// `workers` for `dense_floats` P: 2 (W - 1) / W x 4P / B.
+double RingBytes(double dense_floats, int batch_size, int workers);
+
+// T(W): the dependent steps of a phase of the allreduce of `workers` (see above).
+int AllreduceSteps(int workers, bool ring);
+
 // The prediction for one layout. InvalidArgument for a model that cannot
 // be built or inputs out of range.
 absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in);
 
-// HostSpeeds from bench/scale.py's JSON lines (`text`): the line with
-// workers = 1 and servers = 1 at `rate` (any rate when empty) gives c_w,
-// c_s, eta and the bytes (dw and ds stay 0: see above).
-// InvalidArgument naming what is missing.
+// HostSpeeds from bench/scale.py's JSON lines (`text`) of `mode` (ps or
+// allreduce): the lines with workers = 1 and servers = 1 at `rate` (any
+// rate when empty) give c_w, c_s, eta and the bytes, those with 2 servers
+// dw, and in allreduce mode those with 2 or more workers dr (ds stays 0:
+// see above). InvalidArgument naming what is missing.
+// A line's algorithm is bcube unless its model_flags say
+// --allreduce_algorithm=ring.
 absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
-                                                const std::string& model);
+                                                const std::string& model,
+                                                const std::string& mode = "ps");
 
 }  // namespace pstrain::launcher

@@ -117,6 +117,8 @@ absl::StatusOr<std::unique_ptr<ReplicaGroup>> StartReplicaGroup(
   };
   go.replica.bucket_bytes = options.bucket_bytes;
   go.replica.overlap = options.overlap;
+  go.gloo_algorithm = options.allreduce_algorithm == "ring" ? GlooOptions::Algorithm::kRing
+                                                            : GlooOptions::Algorithm::kBcube;
   go.use_nccl = on_gpu && NcclBuilt();
   auto group = std::make_unique<ReplicaGroup>(std::move(go), tables, store);
   PS_RETURN_IF_ERROR(group->Build(0));

@@ -33,6 +33,7 @@ absl::Status ReplicaGroup::Build(uint64_t epoch) {
     go.timeout = options_.timeout;
     go.probe = options_.probe;
     go.prefix += suffix;
+    go.algorithm = options_.gloo_algorithm;
     PS_ASSIGN_OR_RETURN(auto gloo, GlooCollective::Create(go, store_));
     collective_ = std::move(gloo);
   }

@@ -24,6 +24,7 @@
 #include "common/collective.h"
 #include "common/rendezvous.h"
 #include "common/table_spec.h"
+#include "worker/collective/gloo_collective.h"
 #include "worker/dense_replica.h"
 #include "worker/nn/device.h"
 
@@ -34,6 +35,7 @@ struct ReplicaGroupOptions {
   int size = 1;
   std::string hostname = "127.0.0.1";  // Gloo listens here
   bool use_nccl = false;               // GPU model and NCCL built
+  GlooOptions::Algorithm gloo_algorithm = GlooOptions::Algorithm::kBcube;
   absl::Duration timeout = absl::Seconds(60);  // the collective's (GlooOptions::timeout)
   PeerProbe probe;
   DenseReplicaOptions replica;  // `staging` is filled in by Build()

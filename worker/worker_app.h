@@ -39,6 +39,7 @@ struct WorkerOptions {
   std::string mode = "ps";
   size_t bucket_bytes = 25 << 20;   // allreduce gradient buckets
   bool overlap = true;              // allreduce buckets during the backward pass
+  std::string allreduce_algorithm = "bcube";  // or "ring" (GlooOptions::Algorithm)
   absl::Duration collective_timeout = absl::Seconds(60);
   // Serve Prometheus metrics at http://http_host:metrics_port/metrics (0: off).
   int metrics_port = 0;

@@ -133,6 +133,127 @@ TEST(PlanScale, SpeedsComeFromTheOneHostLinesOfTheRate) {
   EXPECT_NE(garbage.status().message().find("line 2"), std::string::npos);
 }
 
+TEST(PlanScale, AllreduceSendsTheDenseGradientsRoundTheWorkersNotToTheServers) {
+  const double dense = 4.0 * 27601 / 1024;
+  EXPECT_EQ(RingBytes(27601, 1024, 1), 0);
+  EXPECT_NEAR(RingBytes(27601, 1024, 2), dense, 1e-9);
+  EXPECT_NEAR(RingBytes(27601, 1024, 8), 1.75 * dense, 1e-9);
+
+  ScaleInputs in = Dlrm(8, 4);
+  in.allreduce = true;
+  in.speeds.worker_cpu_per_ring = 0.4e-6;
+  auto p = PredictScale(in);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::vector<int> dims(26, 16);
+  const WireBytes sparse = PsWireBytes(0, dims, 7.62, 1024, 4);
+  EXPECT_NEAR(p->ring_bytes, 1.75 * dense, 1e-9);
+  EXPECT_NEAR(p->worker_bytes.sent, sparse.sent + 1.75 * dense, 1e-9);
+  EXPECT_NEAR(p->worker_bytes.received, sparse.received + 1.75 * dense, 1e-9);
+  // The servers carry only the sparse traffic.
+  EXPECT_NEAR(p->server_link_bound, 4 * in.link_bytes_per_sec / sparse.sent, 1e-6);
+  // A worker pays for every step of the collective: bcube's 3 at W = 8.
+  EXPECT_NEAR(p->worker_cpu_bound, 8 * 0.12 / (6e-6 + 3 * 0.4e-6), 1e-6);
+  EXPECT_EQ(p->bottleneck, "worker CPU");
+  // The ring's 7.
+  in.ring = true;
+  auto ring = PredictScale(in);
+  ASSERT_TRUE(ring.ok());
+  EXPECT_NEAR(ring->worker_cpu_bound, 8 * 0.12 / (6e-6 + 7 * 0.4e-6), 1e-6);
+  EXPECT_NEAR(ring->ring_bytes, p->ring_bytes, 1e-12);  // the same bytes
+  // Waiting for the slowest of 7 peers, 1 % of the time for each.
+  in.ring = false;
+  in.speeds.worker_wait_per_peer = 0.01;
+  auto waits = PredictScale(in);
+  ASSERT_TRUE(waits.ok());
+  EXPECT_NEAR(waits->worker_cpu_bound, p->worker_cpu_bound * 0.93, 1e-6);
+  EXPECT_NEAR(waits->server_cpu_bound, p->server_cpu_bound, 1e-6);  // servers do not wait
+  // One host has no ring: the same as ps mode without the dense traffic.
+  in.workers = in.servers = 1;
+  auto one = PredictScale(in);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->ring_bytes, 0);
+  EXPECT_NEAR(one->worker_cpu_bound, 0.12 / 6e-6, 1e-6);
+  EXPECT_NEAR(one->efficiency, 1.0, 1e-9);
+}
+
+TEST(PlanScale, AllreduceStepsAreTheRingsLengthOrBcubesGroups) {
+  EXPECT_EQ(AllreduceSteps(1, false), 0);
+  EXPECT_EQ(AllreduceSteps(2, false), 1);
+  EXPECT_EQ(AllreduceSteps(4, false), 2);
+  EXPECT_EQ(AllreduceSteps(8, false), 3);
+  EXPECT_EQ(AllreduceSteps(6, false), 3);   // a group of 2, then one of 3
+  EXPECT_EQ(AllreduceSteps(5, false), 4);   // one group of 5
+  EXPECT_EQ(AllreduceSteps(12, false), 4);  // 2, 2, 3
+  EXPECT_EQ(AllreduceSteps(1, true), 0);
+  EXPECT_EQ(AllreduceSteps(8, true), 7);
+}
+
+TEST(PlanScale, AllreduceSpeedsComeFromItsOwnLinesAndItsRings) {
+  const std::string lines =
+      R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":1,"servers":1,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":9,"server_cpu_us_per_sample":9}})"
+      "\n"
+      R"({"bench":"scale","mode":"allreduce","model":"dlrm","rate":"10gbit","workers":1,"servers":1,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":5,"server_cpu_us_per_sample":2.5}})"
+      "\n"
+      R"({"bench":"scale","mode":"allreduce","model":"dlrm","rate":"10gbit","workers":2,"servers":1,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":5.6,"server_cpu_us_per_sample":2.4}})"
+      "\n"
+      R"({"bench":"scale","mode":"allreduce","model":"dlrm","rate":"10gbit","workers":2,"servers":1,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":5.4,"server_cpu_us_per_sample":2.4}})"
+      "\n";
+  auto s = SpeedsFromScaleLines(lines, "10gbit", "dlrm", "allreduce");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_NEAR(s->worker_cpu_per_sample, 5e-6, 1e-12);   // not the ps line's
+  EXPECT_NEAR(s->server_cpu_per_sample, 2.5e-6, 1e-12);  // the one-host runs' only
+  EXPECT_NEAR(s->worker_cpu_per_ring, 0.4e-6, 1e-12);   // the cheaper two-worker run
+  // With four workers (bcube: 2 steps, 2 us more): the least-squares slope
+  // over the steps, (1 x 0.4 + 2 x 2) / (1 + 4).
+  const std::string four =
+      lines +
+      R"({"bench":"scale","mode":"allreduce","model":"dlrm","rate":"10gbit","workers":4,"servers":2,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":7,"server_cpu_us_per_sample":2,"worker_cpu_of_quota":0.9}})"
+      "\n";
+  auto fit = SpeedsFromScaleLines(four, "10gbit", "dlrm", "allreduce");
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->worker_cpu_per_ring, 0.88e-6, 1e-12);
+  // Busy 0.9 of the quota with 3 peers, against the one-host run's eta
+  // (no quota in its line: 1): 0.1 idle over 3 peers, and none over the
+  // 2-worker runs' one (no quota either): (3 x 0.1) / (1 + 9).
+  EXPECT_NEAR(fit->worker_wait_per_peer, 0.03, 1e-12);
+  EXPECT_NEAR(fit->worker_cpu_per_sample, 5e-6, 1e-12);  // still the one-host runs'
+  // The same run with the ring (its model_flags say so): 3 steps, (0.4 + 3 x 2) / (1 + 9).
+  std::string ring_four = four;
+  ring_four.insert(ring_four.find("\"host_cpu\":0.12,\"window\":{\"worker_cpu_us_per_sample\":7"),
+                   "\"model_flags\":\"--allreduce_algorithm=ring\",");
+  auto ring_fit = SpeedsFromScaleLines(ring_four, "10gbit", "dlrm", "allreduce");
+  ASSERT_TRUE(ring_fit.ok()) << ring_fit.status();
+  EXPECT_NEAR(ring_fit->worker_cpu_per_ring, 0.64e-6, 1e-12);
+  auto ps = SpeedsFromScaleLines(lines, "10gbit", "dlrm", "ps");
+  ASSERT_TRUE(ps.ok());
+  EXPECT_NEAR(ps->worker_cpu_per_sample, 9e-6, 1e-12);
+  EXPECT_EQ(ps->worker_cpu_per_ring, 0);
+
+  // Without a two-worker run the ring's cost is unknown: refused, saying how to measure it.
+  const std::string one_host = lines.substr(0, lines.find("\n", lines.find("allreduce")) + 1);
+  auto missing = SpeedsFromScaleLines(one_host, "10gbit", "dlrm", "allreduce");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--calibrate --mode=allreduce"), std::string::npos);
+}
+
+TEST(PlanScale, AFileWithCalibrationRunsLearnsFromThemOnly) {
+  // A sweep's file: its calibration run, then a point it measured (cheaper
+  // here) that the plan is to predict, not learn from.
+  const std::string lines =
+      R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":1,"servers":1,"calibration":true,"window":{"worker_cpu_us_per_sample":6,"server_cpu_us_per_sample":3}})"
+      "\n"
+      R"({"bench":"scale","mode":"ps","model":"dlrm","rate":"10gbit","workers":1,"servers":1,"window":{"worker_cpu_us_per_sample":4,"server_cpu_us_per_sample":2}})"
+      "\n";
+  auto s = SpeedsFromScaleLines(lines, "10gbit", "dlrm");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_NEAR(s->worker_cpu_per_sample, 6e-6, 1e-12);
+  EXPECT_NEAR(s->server_cpu_per_sample, 3e-6, 1e-12);
+  // Without any marked run, every line counts (the cheapest).
+  auto unmarked = SpeedsFromScaleLines(lines.substr(lines.find('\n') + 1), "10gbit", "dlrm");
+  ASSERT_TRUE(unmarked.ok());
+  EXPECT_NEAR(unmarked->worker_cpu_per_sample, 4e-6, 1e-12);
+}
+
 TEST(PlanScale, LinkRatesTakeUnits) {
   EXPECT_DOUBLE_EQ(*ParseLinkRate("10gbit"), 1.25e9);
   EXPECT_DOUBLE_EQ(*ParseLinkRate("1Gbit"), 1.25e8);

@@ -14,7 +14,8 @@ namespace {
 
 // Runs `fn(rank, collective)` on `size` ranks as threads of this process.
 void RunRanks(int size, absl::Duration timeout,
-              const std::function<void(int, GlooCollective&)>& fn, PeerProbe probe = nullptr) {
+              const std::function<void(int, GlooCollective&)>& fn, PeerProbe probe = nullptr,
+              GlooOptions::Algorithm algorithm = GlooOptions::Algorithm::kBcube) {
   InMemoryRendezvousStore store;
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
@@ -24,6 +25,7 @@ void RunRanks(int size, absl::Duration timeout,
       o.size = size;
       o.timeout = timeout;
       o.probe = probe;
+      o.algorithm = algorithm;
       auto c = GlooCollective::Create(o, &store);
       ASSERT_TRUE(c.ok()) << c.status();
       fn(r, **c);
@@ -42,6 +44,33 @@ TEST(GlooCollective, AllReduceSumsAndAveragesInPlace) {
     ASSERT_TRUE(c.AllReduce(w.data(), w.size(), ReduceOp::kAverage).ok());
     EXPECT_FLOAT_EQ(w[4], 1.0f);
   });
+}
+
+// Both algorithms, at group sizes that are and are not powers of two (bcube
+// then ends with a group of the odd rest), on buffers that do not divide
+// evenly: every rank ends with the same exact sums.
+TEST(GlooCollective, RingAndBcubeGiveEveryRankTheSameSums) {
+  for (auto algorithm : {GlooOptions::Algorithm::kRing, GlooOptions::Algorithm::kBcube}) {
+    for (int size : {2, 4, 5, 6}) {
+      for (size_t n : {size_t{1}, size_t{7}, size_t{1001}}) {
+        SCOPED_TRACE(absl::StrCat(algorithm == GlooOptions::Algorithm::kRing ? "ring" : "bcube",
+                                  ", ", size, " ranks, ", n, " floats"));
+        RunRanks(
+            size, absl::Seconds(20),
+            [&](int r, GlooCollective& c) {
+              std::vector<float> v(n);
+              for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((r + 1) * 100 + i % 50);
+              ASSERT_TRUE(c.AllReduce(v.data(), n, ReduceOp::kSum).ok());
+              const float ranks = static_cast<float>(size);
+              for (size_t i = 0; i < n; ++i) {
+                // Small integers: exact in any order of summation.
+                ASSERT_EQ(v[i], 100 * ranks * (ranks + 1) / 2 + ranks * (i % 50)) << i;
+              }
+            },
+            nullptr, algorithm);
+      }
+    }
+  }
 }
 
 TEST(GlooCollective, BroadcastCopiesTheRootsValuesAndBarrierReturns) {

@@ -99,6 +99,9 @@ absl::Status GlooCollective::AllReduce(float* data, size_t n, ReduceOp op) {
     opts.setOutput(data, n);
     opts.setReduceFunction(
         static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    opts.setAlgorithm(options_.algorithm == GlooOptions::Algorithm::kRing
+                          ? gloo::AllreduceOptions::Algorithm::RING
+                          : gloo::AllreduceOptions::Algorithm::BCUBE);
     opts.setTag(tag_++);
     opts.setTimeout(Millis(options_.timeout));
     gloo::allreduce(opts);

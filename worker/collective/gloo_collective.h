@@ -30,6 +30,15 @@ struct GlooOptions {
   // bucket takes milliseconds, so a minute means a rank is gone or stuck.
   absl::Duration timeout = absl::Seconds(60);
   PeerProbe probe;                     // optional: names dead ranks in errors
+  // How AllReduce sums (--allreduce_algorithm). kRing: Gloo's ring, 2 (W - 1)
+  // dependent steps a phase, each segment a transfer (4 (W - 1) transfers a
+  // call each way at least). kBcube: Gloo's bcube (recursive halving and
+  // doubling over the factors of W): log2 W steps a phase for a power of
+  // two, the same bytes. On slow or busy hosts each transfer costs wake-ups
+  // on both sides, so the fewer steps win for the small dense tables of
+  // recommendation models.
+  enum class Algorithm { kRing, kBcube };
+  Algorithm algorithm = Algorithm::kBcube;
 };
 
 class GlooCollective final : public Collective {

@@ -44,6 +44,10 @@ ABSL_FLAG(std::string, mode, "ps",
           "the servers.");
 ABSL_FLAG(double, bucket_mb, 25, "allreduce: size of the gradient buckets in MiB.");
 ABSL_FLAG(bool, overlap, true, "allreduce: start each bucket during the backward pass.");
+ABSL_FLAG(std::string, allreduce_algorithm, "bcube",
+          "allreduce on CPUs (Gloo): bcube (recursive halving and doubling: log2(W) steps each "
+          "way, for W workers a power of two) or ring (2(W-1) steps each way; each step is a "
+          "transfer with its wake-ups, so bcube is faster for small dense tables and slow hosts).");
 ABSL_FLAG(double, collective_timeout, 60, "allreduce: seconds before a collective call fails.");
 ABSL_FLAG(std::string, model, "dlrm",
           "Model: lr | wide_deep | dlrm | deep_tower | dcn_v2 (DLRM with DCN-v2 cross layers "
@@ -406,6 +410,11 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   if (!(bucket_mb > 0)) return absl::InvalidArgumentError("--bucket_mb must be positive");
   o.bucket_bytes = static_cast<size_t>(bucket_mb * (1 << 20));
+  o.allreduce_algorithm = absl::GetFlag(FLAGS_allreduce_algorithm);
+  if (o.allreduce_algorithm != "bcube" && o.allreduce_algorithm != "ring") {
+    return absl::InvalidArgumentError(absl::StrCat("--allreduce_algorithm=", o.allreduce_algorithm,
+                                                   ": expected bcube or ring"));
+  }
   o.overlap = absl::GetFlag(FLAGS_overlap);
   o.collective_timeout = absl::Seconds(absl::GetFlag(FLAGS_collective_timeout));
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
