@@ -50,7 +50,9 @@ class GlooCollective final : public Collective {
 
   int rank() const override { return options_.rank; }
   int size() const override { return options_.size; }
-  const char* name() const override { return "gloo"; }
+  const char* name() const override {
+    return options_.algorithm == GlooOptions::Algorithm::kRing ? "gloo (ring)" : "gloo (bcube)";
+  }
   absl::Status AllReduce(float* data, size_t n, ReduceOp op) override;
   absl::Status Broadcast(float* data, size_t n, int root) override;
   absl::Status Barrier() override;
