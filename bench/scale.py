@@ -234,7 +234,7 @@ def predict(args, bin_dir, calibration, rate, workers, servers):
            "--servers=%d" % servers, "--host_cpus=%g" % args.host_cpu, "--bandwidth=" + rate,
            "--calibration=" + calibration, "--calibration_rate=" + rate, "--json",
            "--model=" + args.model, "--batch_size=%d" % args.batch_size,
-           "--mode=" + args.mode] + args.model_flags.split()
+           "--mode=" + args.mode, "--consistency=" + args.consistency] + args.model_flags.split()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         raise mh.Failure("pstrain plan failed: %s" % out.stderr.strip())
@@ -265,6 +265,7 @@ def predict_only(args, bin_dir):
                     fh.write(json.dumps(x) + "\n")
             args.host_cpu, args.model = cal[0]["host_cpu"], cal[0]["model"]
             args.mode = cal[0].get("mode", "ps")
+            args.consistency = cal[0].get("consistency", "asp")
             args.model_flags = cal[0].get("model_flags", "")
             args.batch_size = cal[0]["batch_size"]
             for x in lines:
@@ -300,8 +301,8 @@ def main():
     ap.add_argument("--time_limit", type=float, default=3600)
     ap.add_argument("--calibrate", action="store_true",
                     help="first measure one host (W = 1) with one server and with two, twice, at "
-                    "each rate (with --mode=allreduce also two workers with one server, twice, and "
-                    "four with two), "
+                    "each rate (with --mode=allreduce or --consistency=bsp/ssp also two workers "
+                    "with one server, twice, and four with two), "
                     "then add `pstrain plan --hosts`'s prediction from them to every point")
     ap.add_argument("--predict_only", default="",
                     help="no measuring: add the predictions to the lines of an earlier --calibrate "
@@ -325,11 +326,11 @@ def main():
             data[w] = os.path.join(tmp, "train-%d.tsv" % w)
             gen(bin_dir, data[w], w * args.rows_per_worker)
         # The calibration's layouts (workers, servers): one host with one
-        # server and with two, twice; in allreduce mode also rings of two
-        # workers (twice) and of four, for a worker's cost per worker in
-        # the ring (launcher/plan_scale.h).
+        # server and with two, twice; in allreduce mode or under BSP/SSP
+        # also two workers (twice) and four, for the collective's cost and
+        # the wait for peers (launcher/plan_scale.h).
         layouts = [(1, 1), (1, 2), (1, 1), (1, 2)]
-        if args.mode == "allreduce":
+        if args.mode == "allreduce" or args.consistency != "asp":
             layouts += [(2, 1), (2, 1), (4, 2)]
         for w in {w for w, _ in layouts} if args.calibrate else ():
             if w not in data:

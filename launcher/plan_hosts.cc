@@ -78,7 +78,8 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
   HostSpeeds speeds;
   if (!r.calibration.empty()) {
     PS_ASSIGN_OR_RETURN(std::string text, ReadFileToString(r.calibration));
-    auto parsed = SpeedsFromScaleLines(text, r.calibration_rate, r.model.name, r.mode);
+    auto parsed =
+        SpeedsFromScaleLines(text, r.calibration_rate, r.model.name, r.mode, r.consistency);
     if (!parsed.ok()) return UsageError(absl::StrCat("--calibration=", r.calibration, ": ",
                                                      parsed.status().message()));
     speeds = *parsed;
@@ -101,6 +102,7 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
   in.unique_per_sample = r.unique_per_sample;
   in.allreduce = r.mode == "allreduce";
   in.ring = r.allreduce_ring;
+  in.synchronous = r.mode == "ps" && r.consistency != "asp";
   in.speeds = speeds;
   for (int w : counts) {
     in.workers = w;
@@ -113,9 +115,14 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
     for (const ScalePrediction& p : rows) std::printf("%s\n", Json(p, in).c_str());
     return absl::OkStatus();
   }
-  std::printf("%s mode, %s at batch %d: each host %.3g CPU, link %.3g Gbit/s each way\n",
-              r.mode.c_str(), r.model.name.c_str(), r.batch_size, r.host_cpus,
-              r.link_bytes_per_sec * 8 / 1e9);
+  std::printf("%s mode%s, %s at batch %d: each host %.3g CPU, link %.3g Gbit/s each way\n",
+              r.mode.c_str(), r.mode == "ps" ? (" (" + r.consistency + ")").c_str() : "",
+              r.model.name.c_str(), r.batch_size, r.host_cpus, r.link_bytes_per_sec * 8 / 1e9);
+  if (in.synchronous) {
+    std::printf("%s: each worker waits at the barrier, %.1f %% of its time per peer%s\n",
+                r.consistency.c_str(), speeds.worker_wait_per_peer * 100,
+                speeds.worker_wait_per_peer > 0 ? "" : " (no calibration runs of 2 or more workers)");
+  }
   std::printf("speeds (%s): worker %.2f us CPU a sample, servers %.2f (+%.2f / +%.2f per extra "
               "server), busy %.2f of a host\n",
               speeds.source.c_str(), speeds.worker_cpu_per_sample * 1e6,

@@ -14,6 +14,7 @@ struct HostsPlanRequest {
   worker::ModelOptions model;
   std::string mode = "ps";          // or "allreduce" (the worker flag --mode)
   bool allreduce_ring = false;      // --allreduce_algorithm=ring (else bcube)
+  std::string consistency = "asp";  // ps mode: asp, bsp or ssp (--consistency when given)
   int batch_size = 1024;
   int hosts = 1;                    // worker hosts
   int servers = 0;                  // server hosts at W = hosts (0: by servers_per_worker)

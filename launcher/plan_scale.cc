@@ -115,8 +115,9 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
   const double w = in.workers, n = in.servers, extra = n - 1;
   const double cpu = s.busy_fraction * in.host_cpus;
   // The workers' share of it: less, in allreduce mode, the wait for peers.
-  const double worker_cpu =
-      in.allreduce ? cpu * std::max(0.05, 1 - (w - 1) * s.worker_wait_per_peer) : cpu;
+  const double worker_cpu = in.allreduce || in.synchronous
+                                ? cpu * std::max(0.05, 1 - (w - 1) * s.worker_wait_per_peer)
+                                : cpu;
   const double steps = in.allreduce ? AllreduceSteps(in.workers, in.ring) : 0.0;
   const double c_w =
       s.worker_cpu_per_sample + extra * s.worker_cpu_per_server + steps * s.worker_cpu_per_ring;
@@ -148,7 +149,9 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
 
 absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
                                                 const std::string& model,
-                                                const std::string& mode) {
+                                                const std::string& mode,
+                                                const std::string& consistency) {
+  const bool synchronous = mode == "allreduce" || consistency != "asp";
   std::optional<json> one, two;
   // Runs of >= 2 workers by (steps of the allreduce, servers): the cheapest.
   std::map<std::pair<int, int>, json> rings;
@@ -169,6 +172,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
     if (j.value("bench", "") != "scale" || j.value("mode", "ps") != mode) continue;
     if (!rate.empty() && j.value("rate", "") != rate) continue;
     if (!model.empty() && j.value("model", model) != model) continue;
+    if (j.value("consistency", "asp") != consistency && mode == "ps") continue;
     marked = marked || j.value("calibration", false);
     matching.push_back(std::move(j));
   }
@@ -183,7 +187,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
       if (!best || CpuPerSample(j, "worker") < CpuPerSample(*best, "worker")) best = j;
     };
     const int workers = static_cast<int>(Number(j, "workers", 0));
-    if (workers >= 2 && mode == "allreduce") {
+    if (workers >= 2 && synchronous) {
       const bool ring =
           j.value("model_flags", "").find("--allreduce_algorithm=ring") != std::string::npos;
       const std::pair<int, int> layout{AllreduceSteps(workers, ring),
@@ -208,11 +212,13 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
         ") in the calibration: run bench/scale.py --calibrate",
         mode == "ps" ? "" : " --mode=" + mode, " first"));
   }
+  // Allreduce needs them (the collective's cost); BSP without them is
+  // predicted as ASP.
   if (mode == "allreduce" && rings.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "no point of two or more workers (mode allreduce", rate.empty() ? "" : ", rate " + rate,
-        ") in the calibration: the ring's cost comes from them; run bench/scale.py --calibrate "
-        "--mode=allreduce"));
+        ") in the calibration: the collective's cost comes from them; run bench/scale.py "
+        "--calibrate --mode=allreduce"));
   }
   HostSpeeds s;
   s.worker_cpu_per_sample = CpuPerSample(*one, "worker");
@@ -252,7 +258,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
       idle_xx += peers * peers;
       absl::StrAppend(&layouts, layouts.empty() ? "" : ", ", Number(line, "workers", 0));
     }
-    s.worker_cpu_per_ring = std::max(0.0, xy / xx);
+    if (mode == "allreduce") s.worker_cpu_per_ring = std::max(0.0, xy / xx);
     s.worker_wait_per_peer = std::clamp(idle_xy / idle_xx, 0.0, 0.5);
     absl::StrAppend(&s.source, ", and ", layouts, " workers");
   }

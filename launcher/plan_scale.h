@@ -41,9 +41,10 @@
 // measurement with it. dw matters once the servers are cheap enough that
 // the workers bound (2026-12-05: 4.5-4.7 us at S = 1, 5.5 at W = 1, S = 2,
 // 5.3 at W = 4, S = 2 and 6.4 at W = 8, S = 4). What it
-// does not model: stragglers and a barrier's wait (BSP/SSP are predicted as
-// ASP), a hot server or key (rows are assumed spread evenly), queueing when
-// two bounds are close (the measurement falls below the min).
+// does not model: a straggler slower than the rest (hosts are alike), a hot
+// server or key (rows are assumed spread evenly), queueing when two bounds
+// are close (the measurement falls below the min). A barrier's wait (BSP,
+// SSP) and a collective's: below.
 //
 // Allreduce mode (ScaleInputs::allreduce): the dense tables live on the
 // workers and their gradients go round a ring of the W workers; the sparse
@@ -67,7 +68,10 @@
 // work falls with the peers it waits for:
 //     eta(W) = eta (1 - (W - 1) q)
 // (DLRM with bcube, 2026-12-05: a worker busy 0.99 at W = 1 and 2, 0.94-0.96
-// at W = 4, 0.86 at W = 8). q and dr come from the same runs.
+// at W = 4, 0.86 at W = 8). q and dr come from the same runs. BSP and SSP
+// (ScaleInputs::synchronous) wait at the servers' barrier the same way
+// (DLRM, 2026-12-05: busy 0.91-0.96 at W >= 2, against 0.99 alone), with q
+// from their own runs of 2 and 4 workers and no dr.
 // dr from runs of several workers (bench/scale.py --calibrate
 // --mode=allreduce: W = 2, S = 1 twice and W = 4, S = 2 once; of each
 // layout the cheapest): the least-squares slope of their workers' CPU a
@@ -114,6 +118,7 @@ struct ScaleInputs {
   double unique_per_sample = -1;     // u (< 0: from the measured bytes, else every lookup)
   bool allreduce = false;            // dense tables on the workers, summed by a collective
   bool ring = false;                 // allreduce: Gloo's ring (else bcube)
+  bool synchronous = false;          // ps mode under BSP or SSP: the barrier's wait
   HostSpeeds speeds;
 };
 
@@ -153,14 +158,17 @@ int AllreduceSteps(int workers, bool ring);
 absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in);
 
 // HostSpeeds from bench/scale.py's JSON lines (`text`) of `mode` (ps or
-// allreduce): the lines with workers = 1 and servers = 1 at `rate` (any
-// rate when empty) give c_w, c_s, eta and the bytes, those with 2 servers
-// dw, and in allreduce mode those with 2 or more workers dr (ds stays 0:
-// see above). InvalidArgument naming what is missing.
+// allreduce) and `consistency` (asp, bsp, ssp; a line without one is asp):
+// the lines with workers = 1 and servers = 1 at `rate` (any rate when
+// empty) give c_w, c_s, eta and the bytes, those with 2 servers dw, and in
+// allreduce mode or under BSP/SSP those with 2 or more workers dr (allreduce
+// only) and q (ds stays 0: see above). InvalidArgument naming what is
+// missing.
 // A line's algorithm is bcube unless its model_flags say
 // --allreduce_algorithm=ring.
 absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
                                                 const std::string& model,
-                                                const std::string& mode = "ps");
+                                                const std::string& mode = "ps",
+                                                const std::string& consistency = "asp");
 
 }  // namespace pstrain::launcher

@@ -254,6 +254,39 @@ TEST(PlanScale, AFileWithCalibrationRunsLearnsFromThemOnly) {
   EXPECT_NEAR(unmarked->worker_cpu_per_sample, 4e-6, 1e-12);
 }
 
+TEST(PlanScale, BspWorkersLoseTheBarriersWaitFromTheirOwnRuns) {
+  const std::string lines =
+      R"({"bench":"scale","mode":"ps","consistency":"asp","model":"dlrm","rate":"10gbit","workers":1,"servers":1,"window":{"worker_cpu_us_per_sample":4,"server_cpu_us_per_sample":2,"worker_cpu_of_quota":1.0}})"
+      "\n"
+      R"({"bench":"scale","mode":"ps","consistency":"bsp","model":"dlrm","rate":"10gbit","workers":1,"servers":1,"window":{"worker_cpu_us_per_sample":5,"server_cpu_us_per_sample":2.5,"worker_cpu_of_quota":1.0}})"
+      "\n"
+      R"({"bench":"scale","mode":"ps","consistency":"bsp","model":"dlrm","rate":"10gbit","workers":2,"servers":1,"window":{"worker_cpu_us_per_sample":5,"server_cpu_us_per_sample":2.5,"worker_cpu_of_quota":0.96}})"
+      "\n"
+      R"({"bench":"scale","mode":"ps","consistency":"bsp","model":"dlrm","rate":"10gbit","workers":4,"servers":2,"window":{"worker_cpu_us_per_sample":5,"server_cpu_us_per_sample":2.5,"worker_cpu_of_quota":0.94}})"
+      "\n";
+  auto bsp = SpeedsFromScaleLines(lines, "10gbit", "dlrm", "ps", "bsp");
+  ASSERT_TRUE(bsp.ok()) << bsp.status();
+  EXPECT_NEAR(bsp->worker_cpu_per_sample, 5e-6, 1e-12);  // the BSP run's, not the ASP one's
+  EXPECT_EQ(bsp->worker_cpu_per_ring, 0);                // no collective
+  EXPECT_NEAR(bsp->worker_wait_per_peer, (1 * 0.04 + 3 * 0.06) / 10, 1e-12);
+  ScaleInputs in = Dlrm(8, 4);
+  in.speeds = *bsp;
+  auto asp_like = PredictScale(in);
+  in.synchronous = true;
+  auto p = PredictScale(in);
+  ASSERT_TRUE(asp_like.ok() && p.ok());
+  EXPECT_NEAR(p->worker_cpu_bound, asp_like->worker_cpu_bound * (1 - 7 * 0.022), 1e-6);
+  // ASP ignores them; BSP without runs of 2 or more workers is predicted as ASP.
+  auto asp = SpeedsFromScaleLines(lines, "10gbit", "dlrm", "ps", "asp");
+  ASSERT_TRUE(asp.ok());
+  EXPECT_NEAR(asp->worker_cpu_per_sample, 4e-6, 1e-12);
+  EXPECT_EQ(asp->worker_wait_per_peer, 0);
+  const std::string one_host = lines.substr(0, lines.rfind('\n', lines.find("\"workers\":2")) + 1);
+  auto alone = SpeedsFromScaleLines(one_host, "10gbit", "dlrm", "ps", "bsp");
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->worker_wait_per_peer, 0);
+}
+
 TEST(PlanScale, LinkRatesTakeUnits) {
   EXPECT_DOUBLE_EQ(*ParseLinkRate("10gbit"), 1.25e9);
   EXPECT_DOUBLE_EQ(*ParseLinkRate("1Gbit"), 1.25e8);
