@@ -332,7 +332,7 @@ def main():
         layouts = [(1, 1), (1, 2), (1, 1), (1, 2)]
         if args.mode == "allreduce" or args.consistency != "asp":
             layouts += [(2, 1), (2, 1), (4, 2)]
-        for w in {w for w, _ in layouts} if args.calibrate else ():
+        for w, _ in layouts if args.calibrate else []:
             if w not in data:
                 data[w] = os.path.join(tmp, "train-%d.tsv" % w)
                 gen(bin_dir, data[w], w * args.rows_per_worker)

@@ -413,6 +413,10 @@ absl::StatusOr<std::string> WriteTrainFile(const TrainBenchOptions& options, std
   return path;
 }
 
+worker::ModelOptions TrainModelOptions(const TrainBenchOptions& options) {
+  return ModelFor(options);
+}
+
 worker::Schema TrainSchema(const TrainBenchOptions& options) {
   return SchemaFor(ModelFor(options));
 }

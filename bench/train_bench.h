@@ -94,7 +94,8 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options);
 // folder under options.temp_dir ($TMPDIR, /tmp), set in `dir` as soon as it
 // exists (the caller removes it); returns the file's path.
 absl::StatusOr<std::string> WriteTrainFile(const TrainBenchOptions& options, std::string* dir);
-// The schema of that file.
+// The model of options.model with its defaults, and the schema of that file.
+worker::ModelOptions TrainModelOptions(const TrainBenchOptions& options);
 worker::Schema TrainSchema(const TrainBenchOptions& options);
 
 }  // namespace pstrain::bench

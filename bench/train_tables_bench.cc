@@ -1,7 +1,5 @@
 // `pstrain_bench train --mode=tables`: the ps mode's training without a
 // parameter server (see RunTrainTables in train_bench.h).
-#include <time.h>
-
 #include <chrono>
 #include <memory>
 #include <span>
@@ -17,15 +15,10 @@
 #include "server/ps/tables/sparse_table.h"
 #include "worker/data/reader.h"
 #include "worker/models/model.h"
+#include "worker/pipeline/stage_runner.h"
 
 namespace pstrain::bench {
 namespace {
-
-double ThreadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 // The model's tables in this process: a sparse table or a whole dense
 // shard for each table id.
@@ -56,9 +49,8 @@ absl::StatusOr<TrainBenchResult> RunTrainTables(const TrainBenchOptions& options
   RemoveDirOnExit cleanup{dir};
   PS_RETURN_IF_ERROR(path.status());
 
-  worker::ModelOptions mo;
-  mo.name = options.model;
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::CreateModel(mo));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model,
+                      worker::CreateModel(TrainModelOptions(options)));
   PS_ASSIGN_OR_RETURN(LocalTables tables, CreateTables(*model));
   const auto& specs = model->tables();
   const auto& sparse = model->sparse_tables();
@@ -85,7 +77,7 @@ absl::StatusOr<TrainBenchResult> RunTrainTables(const TrainBenchOptions& options
   TrainBenchResult r;
   double table_seconds = 0;  // the trainer thread's pulls and pushes
   const double cpu0 = metrics::ReadProcessUsage().cpu_seconds;
-  const double thread0 = ThreadCpuSeconds();
+  const double thread0 = worker::ThreadCpuSeconds();
   const auto start = Clock::now();
   while (true) {
     PS_ASSIGN_OR_RETURN(std::shared_ptr<const worker::Batch> batch, reader->Next());
@@ -125,7 +117,7 @@ absl::StatusOr<TrainBenchResult> RunTrainTables(const TrainBenchOptions& options
   }
   r.seconds = SecondsSince(start);
   r.cpu_seconds = metrics::ReadProcessUsage().cpu_seconds - cpu0;
-  const double trainer = ThreadCpuSeconds() - thread0;
+  const double trainer = worker::ThreadCpuSeconds() - thread0;
   r.samples_per_sec = r.seconds > 0 ? r.samples / r.seconds : 0;
   // The trainer thread's CPU split by wall time (it does not wait inside
   // the table calls); everything else in the process is the reader.

@@ -153,8 +153,10 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
                                                 const std::string& consistency) {
   const bool synchronous = mode == "allreduce" || consistency != "asp";
   std::optional<json> one, two;
-  // Runs of >= 2 workers by (steps of the allreduce, servers): the cheapest.
-  std::map<std::pair<int, int>, json> rings;
+  // Runs of >= 2 workers (allreduce, BSP, SSP), the cheapest of each layout,
+  // keyed by (steps of the allreduce, servers): the steps tell ring from
+  // bcube runs apart and grow with the workers.
+  std::map<std::pair<int, int>, json> groups;
   double server_cpu = -1;  // the least of the one-host runs' servers
   std::istringstream lines(text);
   std::string line;
@@ -192,9 +194,9 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
           j.value("model_flags", "").find("--allreduce_algorithm=ring") != std::string::npos;
       const std::pair<int, int> layout{AllreduceSteps(workers, ring),
                                        static_cast<int>(Number(j, "servers", 1))};
-      auto it = rings.find(layout);
-      if (it == rings.end() || CpuPerSample(j, "worker") < CpuPerSample(it->second, "worker")) {
-        rings[layout] = j;
+      auto it = groups.find(layout);
+      if (it == groups.end() || CpuPerSample(j, "worker") < CpuPerSample(it->second, "worker")) {
+        groups[layout] = j;
       }
     }
     if (workers != 1) continue;
@@ -214,7 +216,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
   }
   // Allreduce needs them (the collective's cost); BSP without them is
   // predicted as ASP.
-  if (mode == "allreduce" && rings.empty()) {
+  if (mode == "allreduce" && groups.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "no point of two or more workers (mode allreduce", rate.empty() ? "" : ", rate " + rate,
         ") in the calibration: the collective's cost comes from them; run bench/scale.py "
@@ -236,7 +238,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
     s.worker_cpu_per_server = std::max(0.0, CpuPerSample(*two, "worker") - s.worker_cpu_per_sample);
     absl::StrAppend(&s.source, ", and with 2 servers");
   }
-  if (!rings.empty()) {
+  if (!groups.empty()) {
     // The slope of a worker's CPU (all workers' over the job's samples: each
     // worker's a sample of its own) over the steps of the allreduce, through
     // c_w at W = 1 (least squares): the longer run weighs more, so that a
@@ -245,7 +247,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
     // The idle share over the peers waited for, likewise.
     double xy = 0, xx = 0, idle_xy = 0, idle_xx = 0;
     std::string layouts;
-    for (const auto& [layout, line] : rings) {
+    for (const auto& [layout, line] : groups) {
       const double x = layout.first;
       const double y = CpuPerSample(line, "worker") - s.worker_cpu_per_sample -
                        (layout.second - 1) * s.worker_cpu_per_server;
