@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/cord.h"
@@ -284,9 +286,43 @@ absl::StatusOr<proto::Rejoin> CoordinatorClient::Rejoin() {
 absl::Status CoordinatorClient::Barrier(const std::string& name, int participants,
                                         absl::Duration timeout) {
   proto::BarrierRequest req{name, participants};
-  return CallDecoded([&] { return proto::Encode(MakeHeader(MsgType::kBarrier), req); }, timeout,
+  auto header = [&] {
+    Header h = MakeHeader(MsgType::kBarrier);
+    h.step = std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout));  // the coordinator's wait
+    return h;
+  };
+  // The coordinator answers when its wait ends: the call waits a little longer.
+  return CallDecoded([&] { return proto::Encode(header(), req); }, timeout + options_.call_timeout,
                      absl::StrCat("barrier ", name))
       .status();
+}
+
+absl::Status CoordinatorClient::WaitAtBarrier(const std::string& name, int participants,
+                                              absl::Duration timeout, const std::string& what,
+                                              const std::function<absl::Status()>& between) {
+  constexpr absl::Duration kSlice = absl::Seconds(1);
+  const absl::Time start = absl::Now();
+  absl::Duration log_after = absl::Seconds(5);
+  while (true) {
+    const absl::Duration left = start + timeout - absl::Now();
+    absl::Status st = Barrier(name, participants, std::max(absl::Milliseconds(1), std::min(kSlice, left)));
+    if (st.ok() || !absl::IsDeadlineExceeded(st)) return st;
+    // The coordinator's words, without the call's prefixes.
+    std::string why(st.message());
+    if (size_t k = why.rfind(absl::StrCat("barrier ", name, ":")); k != std::string::npos) {
+      why = why.substr(k);
+    }
+    const absl::Duration waited = absl::Now() - start;
+    if (waited >= timeout) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("waited ", absl::FormatDuration(timeout), " for ", what, ": ", why));
+    }
+    if (waited >= log_after) {
+      spdlog::info("waiting for {} ({:.0f} s so far): {}", what, absl::ToDoubleSeconds(waited), why);
+      log_after = std::min(log_after * 2, log_after + absl::Minutes(1));
+    }
+    if (between) PS_RETURN_IF_ERROR(between());
+  }
 }
 
 absl::Status CoordinatorClient::StoreSet(const std::string& key, Buffer value) {

@@ -85,7 +85,19 @@ class CoordinatorClient {
   // them. Every worker may call it; definitions must agree.
   absl::StatusOr<proto::TableLayout> DefineTables(const std::vector<TableSpec>& tables,
                                                   absl::Duration timeout);
+  // Enters barrier `name` and waits until `participants` members have
+  // entered, at most `timeout` (the coordinator keeps the entry as long);
+  // DeadlineExceeded names the members still missing and what the
+  // coordinator last heard of them.
   absl::Status Barrier(const std::string& name, int participants, absl::Duration timeout);
+  // A barrier wait that is never silent: it waits in slices of a second,
+  // runs `between` (may be null; its error ends the wait) after each, and
+  // logs `what` the wait is for with who has not arrived after 5 s, then
+  // at doubling intervals up to a minute. Fails after `timeout`, naming
+  // the members still missing.
+  absl::Status WaitAtBarrier(const std::string& name, int participants, absl::Duration timeout,
+                             const std::string& what,
+                             const std::function<absl::Status()>& between = nullptr);
   absl::Status StoreSet(const std::string& key, Buffer value);
   // Waits up to `wait` for the key to appear; NotFound / DeadlineExceeded.
   absl::StatusOr<Buffer> StoreGet(const std::string& key, absl::Duration wait);

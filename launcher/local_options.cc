@@ -147,7 +147,7 @@ std::vector<Arg> Route(const std::vector<Arg>& rest, LocalOptions* o) {
       continue;
     }
     if (a.name == "metrics_out") o->metrics_out = a.value;
-    o->worker_args.push_back(a.text);
+    o->worker_args.push_back(WorkerFlagText(a));
   }
   return worker;
 }

@@ -58,6 +58,14 @@ class FlagSetter {
 
 }  // namespace
 
+std::string WorkerFlagText(const Arg& a) {
+  if (a.has_value) return a.text;
+  std::string value = a.value;
+  absl::CommandLineFlag* f = FindWorkerFlag(a.name, &value);
+  if (f == nullptr || f->IsOfType<bool>()) return a.text;
+  return absl::StrCat("--", a.name, "=", a.value);
+}
+
 std::vector<std::string> WorkerFlagNames() {
   std::vector<std::string> names;
   for (const auto& [name, flag] : absl::GetAllFlags()) {

@@ -20,6 +20,12 @@ namespace pstrain::launcher {
 absl::StatusOr<worker::WorkerOptions> WorkerOptionsFromArgs(
     const std::vector<Arg>& args, const std::vector<std::string>& other_flags);
 
+// `a` as pstrain_worker takes it: a bare flag stays bare for a boolean
+// (--overlap, --nooverlap) and becomes --NAME=true for any other, whose
+// parser reads "true" (a bare --keep_best) instead of taking the next
+// argument as its value.
+std::string WorkerFlagText(const Arg& a);
+
 // The names of the worker's flags (pstrain_worker --help).
 std::vector<std::string> WorkerFlagNames();
 

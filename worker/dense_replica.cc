@@ -1,6 +1,7 @@
 #include "worker/dense_replica.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -54,9 +55,10 @@ absl::StatusOr<std::unique_ptr<DenseReplica>> DenseReplica::Create(
     r->tables_.push_back(std::move(t));
   }
   if (r->buckets_.empty()) r->buckets_.push_back(Bucket{0, 0});
-  // The sample count rides in the last bucket (the first layers' tables).
-  r->flat_.assign(offset + 1, 0.0f);
-  r->buckets_.back().end = offset + 1;
+  // The sample count and the workers with data ride in the last bucket
+  // (the first layers' tables).
+  r->flat_.assign(offset + 2, 0.0f);
+  r->buckets_.back().end = offset + 2;
   if (options.staging != nullptr) {
     PS_ASSIGN_OR_RETURN(void* mem, options.staging->Allocate(r->flat_.size() * sizeof(float)));
     r->device_flat_ = static_cast<float*>(mem);
@@ -113,14 +115,26 @@ void DenseReplica::OnReady(uint32_t table) {
 }
 
 absl::StatusOr<double> DenseReplica::Finish(uint32_t num_samples, float lr_scale) {
-  flat_.back() = static_cast<float>(num_samples);
+  samples_slot() = static_cast<float>(num_samples);
+  with_data_slot() = 1.0f;
+  return SumAndApply(lr_scale);
+}
+
+absl::StatusOr<double> DenseReplica::FinishIdle(float lr_scale) {
+  BeginStep();
+  std::fill(flat_.begin(), flat_.end(), 0.0f);
+  return SumAndApply(lr_scale);
+}
+
+absl::StatusOr<double> DenseReplica::SumAndApply(float lr_scale) {
   for (Bucket& b : buckets_) {
     if (!b.started) Start(b);
   }
   absl::Time t0 = absl::Now();
   for (Bucket& b : buckets_) PS_RETURN_IF_ERROR(b.handle.Wait());
   last_wait_seconds_ = absl::ToDoubleSeconds(absl::Now() - t0);
-  double total = flat_.back();
+  last_workers_with_data_ = static_cast<int>(std::lround(with_data_slot()));
+  double total = samples_slot();
   if (total <= 0) return total;
   for (const Table& t : tables_) {
     size_t bad = optim::FindNonFinite(flat_.data() + t.grad_offset, t.spec.size);

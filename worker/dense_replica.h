@@ -10,6 +10,9 @@
 // on (overlap). Finish() adds the sample count, waits for every bucket and
 // applies the optimizer with scale 1 / (total samples), so every replica
 // takes the same step as one worker on the union of the batches.
+// Workers may hold different numbers of batches: one out of data joins
+// every later step with a zero gradient (FinishIdle) until the sums say
+// that no worker has data left, so every replica makes the same calls.
 // Not thread-safe: the trainer thread uses it (the queue runs the buckets).
 #pragma once
 
@@ -64,6 +67,12 @@ class DenseReplica {
   // Sums the gradients and sample counts of all replicas, then applies the
   // optimizer. Returns the total samples of the step.
   absl::StatusOr<double> Finish(uint32_t num_samples, float lr_scale = 1.0f);
+  // A step of a worker that has no data left: a zero gradient and no
+  // samples, summed with the others' (BeginStep not needed). Returns the
+  // total samples of the step (0 once no worker has data).
+  absl::StatusOr<double> FinishIdle(float lr_scale = 1.0f);
+  // How many workers trained a batch in the last Finish/FinishIdle step.
+  int last_workers_with_data() const { return last_workers_with_data_; }
 
   // Seconds the last Finish() waited for communication after compute ended.
   double last_wait_seconds() const { return last_wait_seconds_; }
@@ -104,6 +113,11 @@ class DenseReplica {
 
  private:
   void Start(Bucket& b);
+  // Sums the buckets not started yet and waits for all; then applies the
+  // summed gradient (none when no samples).
+  absl::StatusOr<double> SumAndApply(float lr_scale);
+  float& samples_slot() { return flat_[flat_.size() - 2]; }
+  float& with_data_slot() { return flat_[flat_.size() - 1]; }
 
   DenseReplicaOptions options_;
   Collective* collective_;
@@ -112,9 +126,13 @@ class DenseReplica {
   std::vector<int> slot_;  // by table id: index into tables_, or -1
   std::vector<uint32_t> ids_;
   std::vector<Bucket> buckets_;
-  std::vector<float> flat_;  // gradients, then one slot for the sample count
+  // Gradients, then two slots: the step's sample count and the number of
+  // workers that trained a batch in it (kSamplesSlot, kWithDataSlot from
+  // the end).
+  std::vector<float> flat_;
   float* device_flat_ = nullptr;  // staging copy on options_.staging
   double last_wait_seconds_ = 0;
+  int last_workers_with_data_ = 0;
 };
 
 }  // namespace pstrain::worker

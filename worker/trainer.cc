@@ -1,5 +1,6 @@
 #include "worker/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <spdlog/spdlog.h>
@@ -106,6 +107,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     best_.emplace(options_.keep_best.value_or(EvalMetric::kAuc), options_.early_stop_rounds);
     if (lead_ == rank_) PS_RETURN_IF_ERROR(LoadBest());
   }
+  schedule_ = EvalSchedule(options_.eval_every_steps, options_.eval_every_epochs, options_.epochs);
   PS_RETURN_IF_ERROR(OpenReader());
   prefetch_ = kv_->layout().consistency != proto::Consistency::kBsp;
   progress_ = std::make_unique<Progress>(metrics_.get(), options_.log_every, options_.progress_bar);
@@ -128,23 +130,17 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
     PS_RETURN_IF_ERROR(RunStep());
   }
+  PS_RETURN_IF_ERROR(JoinIdleSteps());
   PS_RETURN_IF_ERROR(FinishTraining());
 
   // Everyone finishes training before the final evaluation sees the model.
-  PS_RETURN_IF_ERROR(coordinator_->Barrier("trained", num_workers_, options_.finish_timeout));
+  PS_RETURN_IF_ERROR(WaitForOthersToTrain());
+  PS_ASSIGN_OR_RETURN(job_steps_, JobSteps());
   if (streaming()) PS_RETURN_IF_ERROR(CollectPartitions(/*final=*/true));
   absl::Status eval_status = options_.eval_data.empty() ? absl::OkStatus() : FinalEvaluation();
-  PS_RETURN_IF_ERROR(FinishRun(clock_, eval_round_, std::move(eval_status), &result_));
+  PS_RETURN_IF_ERROR(FinishRun(job_steps_, std::max(eval_round_, next_collect_),
+                               std::move(eval_status), &result_));
   return result_;
-}
-
-absl::Status Trainer::FinalEvaluation() {
-  // Adopted shards' evaluation rows first: the lead waits for them.
-  for (const AdoptedShard& a : adopted_) {
-    PS_RETURN_IF_ERROR(Evaluate(eval_round_, clock_, &result_, /*final_round=*/true, a.rank));
-  }
-  PS_RETURN_IF_ERROR(Evaluate(eval_round_, clock_, &result_, /*final_round=*/true, rank_));
-  return eval_error_;
 }
 
 absl::Status Trainer::OpenReader() {
@@ -179,12 +175,12 @@ absl::Status Trainer::StartAt() {
   PS_RETURN_IF_ERROR(ResumePosition(reader_.get(), &position_));
   clock_ = position_.clock;
   resumed_samples_ = position_.samples;
-  // Evaluation rounds are numbered by step, so that a worker that starts
-  // late (re-admitted, or resumed) gathers under the others' round keys.
-  if (options_.eval_every_steps > 0) {
-    eval_round_ = static_cast<int>(clock_ / options_.eval_every_steps);
-  }
+  // Evaluation rounds are numbered by where they fall, so that a worker
+  // that starts late (re-admitted, or resumed) gathers under the others'
+  // round keys.
+  eval_round_ = schedule_.FirstRound(clock_, position_.epoch);
   first_round_ = eval_round_;
+  next_collect_ = eval_round_;
   if (position_.finished) {
     spdlog::info("this worker had finished training before the checkpoint");
     return absl::OkStatus();
@@ -247,11 +243,7 @@ absl::Status Trainer::RunStep() {
     partitions_looked_ = absl::Now();
     PS_RETURN_IF_ERROR(CollectPartitions(/*final=*/false));
   }
-  if (options_.eval_every_steps > 0 && clock_ % options_.eval_every_steps == 0 &&
-      !options_.eval_data.empty()) {
-    PS_RETURN_IF_ERROR(WaitForLastPush());
-    PS_RETURN_IF_ERROR(Evaluate(eval_round_++, clock_, &result_, /*final_round=*/false, rank_));
-  }
+  PS_RETURN_IF_ERROR(EvaluateIfDue(cur->epoch));
   const bool by_steps = options_.export_every_steps > 0 && clock_ % options_.export_every_steps == 0;
   const bool by_time = options_.export_every > absl::ZeroDuration() &&
                        absl::Now() - last_export_ >= options_.export_every;
@@ -375,16 +367,20 @@ absl::Status Trainer::ReportStep(const StepOutput& out) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::FinishTraining() {
+absl::Status Trainer::RetireFromServers() {
+  if (retired_) return absl::OkStatus();
+  retired_ = true;
   PS_RETURN_IF_ERROR(WaitForLastPush());
   PS_RETURN_IF_ERROR(FinishPartitions());
   PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock_, /*retire=*/true).Wait());
-  if (elastic_ || JudgesRounds()) {
-    // The lead stops waiting for this worker's parts of later rounds (an
-    // adopter trains on past the others); the others, for the lead's
-    // verdicts on rounds it does not reach (its shard ended sooner).
-    PS_RETURN_IF_ERROR(coordinator_->StoreSet(absl::StrCat("trained/", rank_), Buffer::FromString("1")));
-  }
+  // Stored after this worker's last part of a round: from now on the lead
+  // scores this worker's evaluation share itself.
+  return coordinator_->StoreSet(absl::StrCat("trained/", rank_),
+                                Buffer::FromString(std::to_string(clock_)));
+}
+
+absl::Status Trainer::FinishTraining() {
+  PS_RETURN_IF_ERROR(RetireFromServers());
   position_.finished = true;
   position_.clock = clock_;
   if (checkpoint_step_ >= 0 || kv_->layout().restored_step >= 0) {
@@ -549,23 +545,6 @@ absl::StatusOr<int64_t> Trainer::Checkpoint(int64_t step, const proto::WorkerPos
   return done.next_step;
 }
 
-absl::Status Trainer::Evaluate(int round, int64_t clock, TrainResult* result, bool final_round,
-                              int shard) {
-  std::vector<float> probs, labels;
-  absl::Status scored = Score(shard, clock, &probs, &labels);
-  if (scored.ok()) {
-    return Gather(round, EncodeEvalBlob(probs, labels), result, clock, final_round, shard);
-  }
-  if (!final_round) return scored;
-  // After training: the lead learns of the failure at once and still
-  // saves the model.
-  scored = Annotate(scored, absl::StrCat("evaluating --eval_data=", absl::StrJoin(options_.eval_data, ","),
-                                         " (shard ", shard, ") after training"));
-  spdlog::error("{}", scored.ToString());
-  if (eval_error_.ok()) eval_error_ = scored;
-  return Gather(round, EncodeEvalError(scored.message()), result, clock, final_round, shard);
-}
-
 absl::Status Trainer::Score(int shard, int64_t clock, std::vector<float>* probs,
                             std::vector<float>* labels) {
   ReaderOptions ro;
@@ -590,5 +569,7 @@ absl::Status Trainer::Score(int shard, int64_t clock, std::vector<float>* probs,
   }
   return absl::OkStatus();
 }
+
+int Trainer::NextEpoch() const { return next_ != nullptr ? next_->epoch : -1; }
 
 }  // namespace pstrain::worker

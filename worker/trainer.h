@@ -32,6 +32,7 @@
 #include "worker/data/schema.h"
 #include "worker/dense_replica.h"
 #include "worker/eval/best_round.h"
+#include "worker/eval/eval_schedule.h"
 #include "worker/eval/progressive.h"
 #include "worker/kv_client.h"
 #include "worker/models/model.h"
@@ -64,6 +65,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   double max_bad_lines_fraction = 0.01;
   int64_t eval_every_steps = 0;  // 0: only at the end
+  int eval_every_epochs = 0;     // rounds at epoch ends instead (worker/eval/eval_schedule.h)
   std::string lr_scaling = "none";  // none | linear (by the number of workers)
   int32_t warmup_steps = 0;         // linear learning-rate warm-up
   int64_t lr_decay_start = 0;       // linear decay to lr_decay_end x lr over
@@ -147,6 +149,8 @@ struct TrainResult {
   double eval_auc = 0;
   double eval_logloss = 0;
   double eval_accuracy = 0;
+  double eval_ne = 0;           // normalized entropy: logloss over the base rate's entropy
+  double eval_calibration = 0;  // mean prediction over the observed positive rate
   int64_t eval_rows = 0;
 };
 
@@ -208,6 +212,17 @@ class Trainer {
   // Out of batches: the last push on the servers, this worker retired and
   // reported finished, the result's training figures.
   absl::Status FinishTraining();
+  // Out of batches: the last push on the servers, this worker retired from
+  // them (BSP and SSP stop counting it) and "trained/<rank>" stored (the
+  // lead scores its evaluation share from now on). Once.
+  absl::Status RetireFromServers();
+  // Allreduce mode, out of batches: joins the others' steps with no
+  // samples until every worker is out (DenseReplica::FinishIdle); a lead
+  // gathers the rounds the others reach meanwhile.
+  absl::Status JoinIdleSteps();
+  // Out of batches: waits at the "trained" barrier for the others, saying
+  // whom it waits for; the lead gathers the rounds they reach meanwhile.
+  absl::Status WaitForOthersToTrain();
   absl::Status WaitForLastPush();
 
   absl::StatusOr<std::unique_ptr<Prepared>> Prepare(std::shared_ptr<const Batch> batch,
@@ -219,6 +234,34 @@ class Trainer {
   // the shard's part (so it does not wait for it) and kept in eval_error_.
   absl::Status Evaluate(int round, int64_t clock, TrainResult* result, bool final_round,
                         int shard);
+  // After step clock_ (from 0-based epoch `epoch`; next_ holds the next
+  // step's batch or null): this worker's part of a round that falls here,
+  // and (epoch rounds) the lead's look at complete rounds or another
+  // worker's at the lead's verdict (worker/trainer_rounds.cc).
+  absl::Status EvaluateIfDue(int epoch);
+  // Epoch rounds: the lead gathers the rounds whose parts are all in, the
+  // others look for its latest verdict; at most once a second unless `now`.
+  absl::Status LookAtEpochRounds(bool now);
+  // Whether round `round` can be gathered now: someone reached it and every
+  // worker's part is in or will never come (out of data, dead).
+  absl::StatusOr<bool> RoundReady(int round);
+  // The lead: gathers (and judges) the rounds from next_collect_ up to
+  // `limit` (exclusive) while they are ready.
+  absl::Status GatherReadyRounds(int limit);
+  // The lead out of data: gathers every round the others reached.
+  absl::Status GatherRoundsOfOthers();
+  // The lead out of data (ps mode): gathers each round as soon as another
+  // worker reaches it, until no worker is still training.
+  absl::Status ServeRoundsOfOthers();
+  // After every worker trained: the most steps any worker took.
+  absl::StatusOr<int64_t> JobSteps();
+  // The workers that are neither out of data nor dead.
+  absl::StatusOr<std::vector<int>> StillTraining();
+  // The step a round's model is at, for its metrics: a step round's own
+  // step; an epoch round's, the latest step a worker reached it at.
+  absl::StatusOr<int64_t> RoundClock(int round);
+  // The epoch of next_'s batch; -1 without one.
+  int NextEpoch() const;
   absl::Status Score(int shard, int64_t clock, std::vector<float>* probs, std::vector<float>* labels);
   // The final evaluation of every shard this worker holds: the first error.
   absl::Status FinalEvaluation();
@@ -229,8 +272,13 @@ class Trainer {
                       bool final_round, int shard);
   // The lead: what worker `w` stored under key+w, or nothing when `w` died
   // (elastic) and nobody adopted it (or, mid-training, at all).
+  // `score_here` (periodic rounds): set, with no part, when w ran out of
+  // data before the round, so that the lead scores its share itself (null:
+  // no part then).
+  // `clock`: the round's step, for the log while waiting.
   absl::StatusOr<std::optional<Buffer>> FromWorker(const std::string& key, int w, bool final_round,
-                                                   absl::Duration timeout);
+                                                   absl::Duration timeout, int64_t clock,
+                                                   bool* score_here = nullptr);
   // The lead (trainer_lead.cc). LearnLead reads who it is when Run starts
   // (and whether the job is elastic: the coordinator publishes "lead" only
   // then). IsLead: whether this worker is the lead, asking the coordinator
@@ -304,6 +352,7 @@ class Trainer {
   // The lead: the best round an earlier lead or attempt stored, if any.
   absl::Status LoadBest();
   std::string VerdictKey(int round) const;
+  std::string LastVerdictKey() const;  // the lead's latest verdict
   // Restored job: this worker's position from the layout, its data skipped
   // up to there, worker-held state loaded.
   absl::Status ResumePosition(DataReader* reader, proto::WorkerPosition* position);
@@ -365,7 +414,12 @@ class Trainer {
   int64_t clock_ = 0;  // steps trained
   double loss_sum_ = 0, total_loss_ = 0;  // since the last progress report, before it
   int64_t loss_count_ = 0, total_count_ = 0;
-  int eval_round_ = 0;
+  EvalSchedule schedule_;
+  int eval_round_ = 0;     // the next round this worker scores its own part of
+  int next_collect_ = 0;   // the lead: the next round it gathers
+  int64_t job_steps_ = 0;  // after training: the most steps any worker took
+  bool retired_ = false;   // RetireFromServers done
+  absl::Time rounds_looked_ = absl::InfinitePast();  // epoch rounds: the last look
   absl::Time train_start_;
   // Where this worker stands in its data: the epoch of the last batch
   // trained and the rows of that epoch trained so far (checkpoints).

@@ -13,9 +13,11 @@
 //     workers wait for it right after storing their part of the round, so
 //     all of them stop after the same step, and none pushes while the lead
 //     exports (the export is the evaluated model, under any consistency).
-//     A worker whose round the lead never reaches (the lead's shard ended
-//     first: it says "trained/<rank>") goes on without a verdict; one that
-//     finds itself the lead meanwhile gathers the round itself.
+//     A lead out of data gathers the rounds the others reach, so every
+//     round gets a verdict; a worker that finds itself the lead meanwhile
+//     gathers the round itself. Epoch rounds are not waited at (they fall
+//     at different steps on different workers): the lead's latest verdict
+//     ("verdict/<cluster epoch>/last") is looked at once a second.
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,10 @@ std::string Text(const Buffer& b) { return std::string(reinterpret_cast<const ch
 
 std::string Trainer::VerdictKey(int round) const {
   return absl::StrCat("verdict/", kv_->layout().epoch, "/", round);
+}
+
+std::string Trainer::LastVerdictKey() const {
+  return absl::StrCat("verdict/", kv_->layout().epoch, "/last");
 }
 
 absl::Status Trainer::LoadBest() {
@@ -83,10 +89,13 @@ absl::Status Trainer::JudgeRound(int round, int64_t clock, bool final_round,
   if (stop_) {
     const EvalRound& b = *best_->best();
     spdlog::info("early stop at step {}: {} has not improved for {} evaluations (best {:.4f}, "
-                 "round {} at step {}); every worker stops training now",
-                 clock, metric, best_->rounds_since_best(), best_->Value(b), b.round, b.step);
+                 "round {} at step {}); {}",
+                 clock, metric, best_->rounds_since_best(), best_->Value(b), b.round, b.step,
+                 schedule_.by_epochs() ? "the other workers stop at their next look (within a second)"
+                                       : "every worker stops training now");
   }
-  return coordinator_->StoreSet(VerdictKey(round), Buffer::FromString(stop_ ? "stop" : "go"));
+  PS_RETURN_IF_ERROR(coordinator_->StoreSet(VerdictKey(round), Buffer::FromString(stop_ ? "stop" : "go")));
+  return coordinator_->StoreSet(LastVerdictKey(), Buffer::FromString(stop_ ? "stop" : "go"));
 }
 
 absl::StatusOr<bool> Trainer::LookForVerdict(int round, int64_t clock) {
@@ -99,17 +108,7 @@ absl::StatusOr<bool> Trainer::LookForVerdict(int round, int64_t clock) {
       return absl::AbortedError("a server failed during an evaluation round: the cluster rolls "
                                 "back to its latest checkpoint");
     }
-    // The lead stores its last verdict before it says it has trained.
-    if (!coordinator_->StoreGet(absl::StrCat("trained/", lead_), absl::ZeroDuration()).ok()) {
-      return false;
-    }
-    verdict = coordinator_->StoreGet(VerdictKey(round), absl::ZeroDuration());
-    if (!verdict.ok()) {
-      spdlog::info("the lead worker finished training before step {}: no verdict on its "
-                   "evaluation, training goes on",
-                   clock);
-      return true;
-    }
+    return false;
   }
   if (Text(*verdict) == "stop") {
     stop_ = true;

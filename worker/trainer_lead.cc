@@ -13,10 +13,9 @@
 //     new lead's next round, without the dead worker's part (a part still
 //     missing after 30 s skips that round, with a warning), so a round in
 //     flight is completed late or skipped, never waited for forever;
-//   - rounds past the end of another worker's training (this worker trains
-//     an adopted shard) do not wait for its part: each worker says
-//     "trained/<rank>" when its training ends; the final evaluation has a
-//     key of its own ("eval/final/"), not a round number;
+//   - rounds past the end of another worker's training do not wait for
+//     its part (worker/trainer_rounds.cc); the final evaluation has a key
+//     of its own ("eval/final/"), not a round number;
 //   - the end: in an elastic job the other workers, their statistics
 //     stored, wait for the lead's "summary" key, asking every second whether
 //     they are the lead now; so a lead that dies during the final evaluation
@@ -44,39 +43,14 @@ namespace {
 // How stale a worker's idea of the lead may get while it trains: one store
 // read every 2 s is nothing next to the steps in between.
 constexpr absl::Duration kLeadPollInterval = absl::Seconds(2);
-// A live worker stores its part of a round as soon as it has scored it; a
-// part still missing after this belongs to a worker that is gone.
-constexpr absl::Duration kCatchUpTimeout = absl::Seconds(30);
 using trainer_store::Missing;
 constexpr absl::Duration kStorePollSlice = trainer_store::kPollSlice;
-
-// Where the parts of an evaluation round are stored. The final round has a
-// key of its own: a worker that trained an adopted shard took more steps
-// (and counted more rounds) than the others.
-std::string EvalKey(int round, bool final_round) {
-  return final_round ? std::string("eval/final/") : absl::StrCat("eval/", round, "/");
-}
 
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
 
 // `st` with `suffix` appended to its message.
 absl::Status WithSuffix(const absl::Status& st, absl::string_view suffix) {
   return absl::Status(st.code(), absl::StrCat(st.message(), suffix));
-}
-
-// An integer stored under a key, or `otherwise` when the key is not set.
-absl::StatusOr<int> StoredInt(CoordinatorClient* coordinator, const std::string& key, int otherwise) {
-  auto b = coordinator->StoreGet(key, absl::ZeroDuration());
-  if (!b.ok()) {
-    if (Missing(b.status())) return otherwise;
-    return Annotate(b.status(), absl::StrCat("reading store key ", key));
-  }
-  std::string text(reinterpret_cast<const char*>(b->data()), b->size());
-  int v = 0;
-  if (!absl::SimpleAtoi(text, &v)) {
-    return absl::DataLossError(absl::StrCat("store key ", key, " holds no number: '", text, "'"));
-  }
-  return v;
 }
 
 // The "oracle_auc" number of a generator meta file, or NaN.
@@ -96,11 +70,26 @@ double ReadOracleAuc(const std::string& path) {
 
 }  // namespace
 
+absl::StatusOr<int> trainer_store::StoredInt(CoordinatorClient* coordinator, const std::string& key,
+                                             int otherwise) {
+  auto b = coordinator->StoreGet(key, absl::ZeroDuration());
+  if (!b.ok()) {
+    if (Missing(b.status())) return otherwise;
+    return Annotate(b.status(), absl::StrCat("reading store key ", key));
+  }
+  std::string text(reinterpret_cast<const char*>(b->data()), b->size());
+  int v = 0;
+  if (!absl::SimpleAtoi(text, &v)) {
+    return absl::DataLossError(absl::StrCat("store key ", key, " holds no number: '", text, "'"));
+  }
+  return v;
+}
+
 absl::Status Trainer::LearnLead() {
   auto b = coordinator_->StoreGet("lead", absl::ZeroDuration());
   if (!b.ok() && !Missing(b.status())) return Annotate(b.status(), "asking who the lead worker is");
   elastic_ = b.ok();
-  PS_ASSIGN_OR_RETURN(lead_, StoredInt(coordinator_, "lead", 0));
+  PS_ASSIGN_OR_RETURN(lead_, trainer_store::StoredInt(coordinator_, "lead", 0));
   lead_checked_ = absl::Now();
   if (elastic_ && lead_ != 0) spdlog::info("worker {} is the lead worker", lead_);
   return absl::OkStatus();
@@ -109,7 +98,7 @@ absl::Status Trainer::LearnLead() {
 absl::StatusOr<bool> Trainer::IsLead(bool now) {
   if (lead_ == rank_) return true;  // never handed back
   if (!elastic_ || (!now && absl::Now() - lead_checked_ < kLeadPollInterval)) return false;
-  PS_ASSIGN_OR_RETURN(int lead, StoredInt(coordinator_, "lead", lead_));
+  PS_ASSIGN_OR_RETURN(int lead, trainer_store::StoredInt(coordinator_, "lead", lead_));
   lead_checked_ = absl::Now();
   if (lead != lead_ && lead == rank_) {
     spdlog::warn("worker {} was dropped: this worker (worker {}) is the lead now; it gathers the "
@@ -124,32 +113,19 @@ absl::StatusOr<bool> Trainer::IsLead(bool now) {
   return lead_ == rank_;
 }
 
-absl::Status Trainer::CatchUpRounds(int round, TrainResult* result) {
-  if (options_.eval_every_steps <= 0) return absl::OkStatus();
-  PS_ASSIGN_OR_RETURN(int done, StoredInt(coordinator_, "eval_done", -1));
-  for (int r = std::max(done + 1, first_round_); r < round; ++r) {
-    // Round r was at step (r + 1) * every (see Run).
-    int64_t step = (static_cast<int64_t>(r) + 1) * options_.eval_every_steps;
-    spdlog::warn("the evaluation at step {} was in flight when the lead worker died: gathering it "
-                 "here, without the dead worker's part",
-                 step);
-    absl::Status st = Collect(r, step, /*final_round=*/false, result, kCatchUpTimeout);
-    if (st.code() == absl::StatusCode::kDeadlineExceeded) {
-      spdlog::warn("skipping the evaluation at step {}: a part is still missing ({})", step,
-                   st.ToString());
-      continue;
-    }
-    PS_RETURN_IF_ERROR(st);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Trainer::FinishRun(int64_t clock, int final_round, absl::Status eval_status,
                                 TrainResult* result) {
   PS_RETURN_IF_ERROR(StoreStats(*result));
   // What the lead may still wait for: the evaluation parts, the statistics.
-  const absl::Time until = absl::Now() + options_.eval_part_timeout + options_.stats_timeout;
+  const absl::Time start = absl::Now();
+  const absl::Time until = start + options_.eval_part_timeout + options_.stats_timeout;
+  absl::Duration log_after = absl::Seconds(5);
   while (true) {
+    if (absl::Now() - start >= log_after) {
+      spdlog::info("waiting for the lead worker (worker {}) to write the summary ({:.0f} s so far)",
+                   lead_, Seconds(start));
+      log_after = std::min(log_after * 2, log_after + absl::Minutes(1));
+    }
     PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
     if (lead) return FinishAsLead(clock, final_round, std::move(eval_status), result);
     // A worker whose final evaluation failed stays until the lead has saved
@@ -229,92 +205,6 @@ absl::Status Trainer::FinishAsLead(int64_t clock, int final_round, absl::Status 
   return done();
 }
 
-absl::StatusOr<std::optional<Buffer>> Trainer::FromWorker(const std::string& key, int w,
-                                                          bool final_round, absl::Duration timeout) {
-  absl::Time until = absl::Now() + timeout;
-  for (bool first = true;; first = false) {
-    // A first look without waiting: a dead worker's part is not waited for
-    // a second in every round.
-    absl::Duration wait = first ? absl::ZeroDuration()
-                                : std::min(kStorePollSlice, std::max(absl::ZeroDuration(), until - absl::Now()));
-    auto b = coordinator_->StoreGet(key + std::to_string(w), wait);
-    if (b.ok()) return std::optional<Buffer>(*std::move(b));
-    if (b.status().code() != absl::StatusCode::kDeadlineExceeded &&
-        b.status().code() != absl::StatusCode::kNotFound) {
-      return b.status();
-    }
-    if (absl::Now() >= until) return b.status();
-    // A dead worker's part comes from its adopter (final evaluation and
-    // summary), or not at all.
-    if (coordinator_->StoreGet(absl::StrCat("dead/", w), absl::ZeroDuration()).ok() &&
-        !(final_round && coordinator_->StoreGet(absl::StrCat("adopted/", w), absl::ZeroDuration()).ok())) {
-      spdlog::warn("worker {} died: {} without its part", w, key);
-      return std::optional<Buffer>();
-    }
-    // Elastic: a round past the end of worker w's training (this worker
-    // trains an adopted shard) has no part of w. It stores its last part
-    // before it says it has trained: one more look finds that.
-    if (!final_round && elastic_ &&
-        coordinator_->StoreGet(absl::StrCat("trained/", w), absl::ZeroDuration()).ok()) {
-      auto last = coordinator_->StoreGet(key + std::to_string(w), absl::ZeroDuration());
-      if (last.ok()) return std::optional<Buffer>(*std::move(last));
-      spdlog::info("worker {} has finished training: {} without its part", w, key);
-      return std::optional<Buffer>();
-    }
-  }
-}
-
-absl::Status Trainer::Gather(int round, const Buffer& part, TrainResult* result, int64_t clock,
-                             bool final_round, int shard) {
-  std::string key = EvalKey(round, final_round);
-  PS_RETURN_IF_ERROR(coordinator_->StoreSet(key + std::to_string(shard), part));
-  if (shard != rank_) return absl::OkStatus();
-  const absl::Time until = absl::Now() + options_.verdict_timeout;
-  while (true) {
-    PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
-    if (lead) {
-      if (elastic_) PS_RETURN_IF_ERROR(CatchUpRounds(round, result));
-      absl::Status st = Collect(round, clock, final_round, result, options_.eval_part_timeout);
-      if (final_round) final_collected_ = true;  // (or tried: not again in FinishRun)
-      PS_RETURN_IF_ERROR(st);
-      return JudgeRound(round, clock, final_round, *result);
-    }
-    if (final_round || !JudgesRounds()) return absl::OkStatus();
-    PS_ASSIGN_OR_RETURN(bool decided, LookForVerdict(round, clock));
-    if (decided) return absl::OkStatus();
-    if (absl::Now() > until) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("no verdict from the lead worker on the evaluation at step ", clock,
-                       " within ", absl::FormatDuration(options_.verdict_timeout)));
-    }
-  }
-}
-
-absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainResult* result,
-                              absl::Duration timeout) {
-  std::string key = EvalKey(round, final_round);
-  std::vector<float> all_probs, all_labels;
-  for (int w = 0; w < num_workers_; ++w) {
-    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, final_round, timeout));
-    if (!part) continue;
-    PS_RETURN_IF_ERROR(AppendEvalBlob(*part, absl::StrCat("worker ", w), &all_probs, &all_labels));
-  }
-  BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
-  result->eval_auc = m.auc;
-  result->eval_logloss = m.logloss;
-  result->eval_accuracy = m.accuracy;
-  result->eval_rows = m.count;
-  if (options_.train_metrics != nullptr) options_.train_metrics->OnEval(clock, m.auc, m.logloss);
-  spdlog::info("eval at step {}: AUC {:.4f}, logloss {:.4f}, accuracy {:.4f} over {} rows", clock,
-               m.auc, m.logloss, m.accuracy, m.count);
-  metrics_->Write(EvalEventLine(clock, m, Seconds(process_start_)));
-  if (elastic_ && !final_round) {
-    // A lead that takes over from this one gathers only the rounds after.
-    PS_RETURN_IF_ERROR(coordinator_->StoreSet("eval_done", Buffer::FromString(std::to_string(round))));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Trainer::StoreStats(const TrainResult& result) {
   std::string key = "stats/";
   // Samples in all (the job's total), seconds, and samples of this run
@@ -340,7 +230,8 @@ absl::StatusOr<Trainer::Totals> Trainer::JobTotals() {
   std::string key = "stats/";
   Totals t;
   for (int w = 0; w < num_workers_; ++w) {
-    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part, FromWorker(key, w, /*final_round=*/true, options_.stats_timeout));
+    PS_ASSIGN_OR_RETURN(std::optional<Buffer> part,
+                        FromWorker(key, w, /*final_round=*/true, options_.stats_timeout, /*clock=*/-1));
     if (!part) continue;
     const Buffer& b = *part;
     double v[3];

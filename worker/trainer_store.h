@@ -2,8 +2,12 @@
 // the coordinator's store. Internal to the Trainer.
 #pragma once
 
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cluster/coordinator_client.h"
 
 namespace pstrain::worker::trainer_store {
 
@@ -15,5 +19,9 @@ inline constexpr absl::Duration kPollSlice = absl::Seconds(1);
 inline bool Missing(const absl::Status& st) {
   return st.code() == absl::StatusCode::kNotFound || st.code() == absl::StatusCode::kDeadlineExceeded;
 }
+
+// An integer stored under `key`, or `otherwise` when the key is not set;
+// DataLoss when it holds no number.
+absl::StatusOr<int> StoredInt(CoordinatorClient* coordinator, const std::string& key, int otherwise);
 
 }  // namespace pstrain::worker::trainer_store

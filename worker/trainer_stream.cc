@@ -87,7 +87,8 @@ absl::Status Trainer::CollectPartitions(bool final) {
       if (final) {
         // Not as a final round: a dead worker's parts have no adopter to
         // come from (an adopter scores what it trains as its own).
-        PS_ASSIGN_OR_RETURN(blob, FromWorker(key, w, /*final_round=*/false, options_.stats_timeout));
+        PS_ASSIGN_OR_RETURN(blob, FromWorker(key, w, /*final_round=*/false, options_.stats_timeout,
+                                             /*clock=*/-1));
       } else {
         auto b = coordinator_->StoreGet(key + std::to_string(w), absl::ZeroDuration());
         if (!b.ok() && b.status().code() != absl::StatusCode::kNotFound &&

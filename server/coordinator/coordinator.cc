@@ -6,7 +6,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cluster/node_info.h"
 
 namespace pstrain::server {
@@ -217,14 +220,34 @@ void Coordinator::OnBarrier(const Decoded& d, const RpcRequest& req) {
       d.header().step > 0 ? absl::Milliseconds(d.header().step) : kDefaultBarrierWait;
   std::string route = req.route;
   uint64_t id = req.id;
-  store_.EnterBarrier(body->name, MemberName(d.header().sender_role, d.header().sender_rank),
-                      participants, absl::Now() + wait,
-                      [this, route, id, name = body->name](bool complete) {
+  const std::string member = MemberName(d.header().sender_role, d.header().sender_rank);
+  store_.EnterBarrier(body->name, member, participants, absl::Now() + wait,
+                      [this, route, id, member, participants, name = body->name](bool complete) {
                         node_->Reply(route, id,
                                      complete ? proto::EncodeOk(Role::kCoordinator, 0)
                                               : CoordinatorError(absl::DeadlineExceededError(
-                                                    "barrier " + name + " timed out")));
+                                                    BarrierWait(name, member, participants))));
                       });
+}
+
+std::string Coordinator::BarrierWait(const std::string& name, const std::string& asker,
+                                     int participants) const {
+  std::vector<std::string> in = store_.BarrierMembers(name);
+  in.push_back(asker);  // its own entry just expired: it enters again
+  std::vector<std::string> missing;
+  for (int w = 0; w < options_.num_workers; ++w) {
+    const std::string m = MemberName(Role::kWorker, w);
+    if (std::find(in.begin(), in.end(), m) != in.end()) continue;
+    if (options_.elastic_workers && elastic_->dropped(w)) continue;
+    missing.push_back(absl::StrCat(m, " (", monitor()->Activity(Role::kWorker, w), ")"));
+  }
+  const int arrived = static_cast<int>(in.size());
+  if (missing.empty() || arrived + static_cast<int>(missing.size()) != participants) {
+    // Not a barrier of all workers: counts only.
+    return absl::StrCat("barrier ", name, ": ", arrived, " of ", participants, " arrived");
+  }
+  return absl::StrCat("barrier ", name, ": ", arrived, " of ", participants, " arrived; waiting for ",
+                      absl::StrJoin(missing, ", "));
 }
 
 void Coordinator::OnStoreSet(const Decoded& d, const RpcRequest& req) {

@@ -167,6 +167,9 @@ class Coordinator final : private ClusterLink {
   void OnDefineTables(const proto::Decoded& d, const RpcRequest& req);
   void OnHeartbeat(const proto::Decoded& d, const RpcRequest& req);
   void OnBarrier(const proto::Decoded& d, const RpcRequest& req);
+  // Why barrier `name` is not complete for `asker`, for its log: who has
+  // not arrived and what the coordinator last heard of each.
+  std::string BarrierWait(const std::string& name, const std::string& asker, int participants) const;
   void OnStoreSet(const proto::Decoded& d, const RpcRequest& req);
   void OnStoreGet(const proto::Decoded& d, const RpcRequest& req);
   void OnWorkerDone(const proto::Decoded& d, const RpcRequest& req);

@@ -38,6 +38,14 @@ void RendezvousStore::EnterBarrier(const std::string& name, const std::string& m
   for (auto& [m, entry] : done) entry.second(true);
 }
 
+std::vector<std::string> RendezvousStore::BarrierMembers(const std::string& name) const {
+  std::vector<std::string> members;
+  auto it = barriers_.find(name);
+  if (it == barriers_.end()) return members;
+  for (const auto& [m, entry] : it->second.members) members.push_back(m);
+  return members;
+}
+
 void RendezvousStore::Expire(absl::Time now) {
   std::vector<GetReply> expired;
   for (auto it = waiters_.begin(); it != waiters_.end();) {

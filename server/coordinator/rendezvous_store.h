@@ -29,6 +29,8 @@ class RendezvousStore {
   // resets, so the same name can be reused for the next round.
   void EnterBarrier(const std::string& name, const std::string& member, int participants,
                     absl::Time deadline, BarrierReply reply);
+  // The members in barrier `name` now (none when it is not open).
+  std::vector<std::string> BarrierMembers(const std::string& name) const;
   // Ends parked requests whose deadline passed. Call periodically.
   void Expire(absl::Time now);
   // Ends every barrier now (its members answered as not complete): the

@@ -129,7 +129,7 @@ TEST_F(LauncherFailFast, ANegativeEarlyStopRounds) {
 
 TEST_F(LauncherFailFast, EarlyStopWithoutPeriodicEvaluations) {
   ExpectFailsFast({"--train_data=" + train_, "--eval_data=" + train_, "--early_stop_rounds=3"},
-                  "--early_stop_rounds needs --eval_data and --eval_every_steps");
+                  "--early_stop_rounds needs evaluation rounds: --eval_every_steps, --eval_every_epochs");
 }
 
 TEST_F(LauncherFailFast, ABadCoordinatorFlag) {

@@ -89,7 +89,15 @@ BinaryMetrics ComputeBinaryMetrics(std::span<const float> probs, std::span<const
   m.auc = RocAuc(probs, labels);
   m.logloss = LogLoss(probs, labels);
   m.accuracy = Accuracy(probs, labels);
+  const double h = BaseRateEntropy(m.positive_rate);
+  m.normalized_entropy = m.count > 0 && h > 0 ? m.logloss / h : NAN;
+  m.calibration = m.positive_rate > 0 ? m.mean_prediction / m.positive_rate : NAN;
   return m;
+}
+
+double BaseRateEntropy(double p) {
+  if (!(p > 0 && p < 1)) return 0;
+  return -(p * std::log(p) + (1 - p) * std::log1p(-p));
 }
 
 void MetricsAccumulator::Add(std::span<const float> probs, std::span<const float> labels) {
@@ -110,6 +118,9 @@ JsonLine EvalEventLine(int64_t step, const BinaryMetrics& m, double elapsed_seco
       .Add("step", step)
       .Add("eval_auc", m.auc)
       .Add("eval_logloss", m.logloss)
+      .Add("eval_ne", m.normalized_entropy)
+      .Add("eval_calibration", m.calibration)
+      .Add("eval_positive_rate", m.positive_rate)
       .Add("eval_accuracy", m.accuracy)
       .Add("eval_rows", m.count)
       .Add("elapsed_seconds", elapsed_seconds);

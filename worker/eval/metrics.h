@@ -34,16 +34,29 @@ double Accuracy(std::span<const float> probs, std::span<const float> labels);
 struct BinaryMetrics {
   int64_t count = 0;
   double positive_rate = 0;    // mean label
-  double mean_prediction = 0;  // mean probability (calibration check)
+  double mean_prediction = 0;  // mean probability
   double auc = 0;              // see RocAuc (NaN if undefined)
   double logloss = 0;
-  double accuracy = 0;
+  // Normalized entropy (He et al., "Practical lessons from predicting clicks
+  // on ads at Facebook"; TorchRec's NE): the log loss over the entropy of
+  // the positive rate, i.e. against always predicting the base rate. Below
+  // 1 the model beats the base rate. NaN when all labels are equal.
+  double normalized_entropy = 0;
+  // Mean prediction over the positive rate: 1 is calibrated, above 1 the
+  // model over-predicts. NaN without positives.
+  double calibration = 0;
+  double accuracy = 0;  // at a threshold of 0.5: says little at low click rates
 };
+
+// The entropy (nats) of a Bernoulli(p) label: the log loss of predicting p
+// for every row; 0 at p = 0 or 1.
+double BaseRateEntropy(double p);
 
 BinaryMetrics ComputeBinaryMetrics(std::span<const float> probs, std::span<const float> labels);
 
 // The metrics file's line for an evaluation at training step `step`:
-// {"event":"eval","step",...,"eval_auc","eval_logloss","eval_accuracy","eval_rows","elapsed_seconds"}.
+// {"event":"eval","step",...,"eval_auc","eval_logloss","eval_ne","eval_calibration",
+//  "eval_positive_rate","eval_accuracy","eval_rows","elapsed_seconds"}.
 JsonLine EvalEventLine(int64_t step, const BinaryMetrics& m, double elapsed_seconds);
 
 // Collects (probability, label) pairs batch by batch, then computes the

@@ -18,6 +18,7 @@
 #include "worker/data/partition_stream.h"
 #include "worker/data/schema_file.h"
 #include "worker/eval/best_round.h"
+#include "worker/eval/eval_schedule.h"
 #include "worker/models/model.h"
 #include "worker/pipeline/pipeline_model.h"
 #include "worker/pipeline/schedule.h"
@@ -145,7 +146,12 @@ ABSL_FLAG(int, epochs, 1, "Passes over the training data.");
 ABSL_FLAG(int64_t, max_steps, 0, "Stop after this many steps (0: run the epochs).");
 ABSL_FLAG(int64_t, shuffle_buffer, 0, "Rows in the shuffle window (0: file order).");
 ABSL_FLAG(double, max_bad_lines_fraction, 0.01, "Fail when more than this fraction of lines is malformed.");
-ABSL_FLAG(int64_t, eval_every_steps, 0, "Evaluate every N steps (0: only at the end).");
+ABSL_FLAG(int64_t, eval_every_steps, 0,
+          "Evaluate --eval_data every N steps (0: only at the end). Workers whose data ends "
+          "sooner have their share of the evaluation scored by the lead worker.");
+ABSL_FLAG(int, eval_every_epochs, 0,
+          "Evaluate --eval_data at the end of every N epochs (0: only at the end; the last "
+          "epoch's end is the final evaluation). Instead of --eval_every_steps.");
 ABSL_FLAG(std::string, lr_scaling, "none",
           "none | linear: multiply every table's learning rate by the number of workers (the "
           "global batch grows with them).");
@@ -187,13 +193,14 @@ ABSL_FLAG(std::string, keep_best, "",
           "scored best by this metric (higher AUC, lower log loss), not the last one. Each "
           "round that improves on the best so far exports the model there (to DIR.tmp, then "
           "swapped in whole); its manifest records the round, step and metrics. Needs "
-          "--eval_data and --save_model (and --eval_every_steps to compare more than the "
-          "final round). Empty: off, the last model is saved.");
+          "--eval_data and --save_model; without --eval_every_steps or --eval_every_epochs it "
+          "evaluates every epoch. A bare --keep_best means eval_auc. Empty: off, the last "
+          "model is saved.");
 ABSL_FLAG(int, early_stop_rounds, 0,
           "Stop training, every worker at the same step, when the evaluation metric (that of "
           "--keep_best, else eval_auc) has not improved for this many evaluations in a row; "
-          "the final evaluation and the summary follow as usual. Needs --eval_every_steps and "
-          "--eval_data. 0: off.");
+          "the final evaluation and the summary follow as usual. Needs --eval_data (rounds: "
+          "--eval_every_steps or --eval_every_epochs, else every epoch). 0: off.");
 ABSL_FLAG(int, metrics_port, 0, "Serve Prometheus metrics at http://HOST:PORT/metrics (0: off).");
 ABSL_FLAG(std::string, cpus, "", pstrain::kCpusFlagHelp);
 ABSL_FLAG(int, push_partition_kb, 1024,
@@ -359,6 +366,7 @@ absl::StatusOr<std::vector<std::string>> TakeStreamFlags(const std::string& mode
 absl::Status TakeKeepBestFlags(WorkerOptions* o) {
   TrainOptions& t = o->train;
   if (std::string name = absl::GetFlag(FLAGS_keep_best); !name.empty()) {
+    if (name == "true" || name == "1") name = "eval_auc";  // a bare --keep_best
     absl::StatusOr<EvalMetric> metric = ParseEvalMetric(name);
     if (!metric.ok()) return Annotate(metric.status(), "--keep_best");
     t.keep_best = *metric;
@@ -380,10 +388,18 @@ absl::Status TakeKeepBestFlags(WorkerOptions* o) {
         "--keep_best needs --eval_data (to score the rounds) and --save_model (where the best "
         "round's model is kept)");
   }
-  if (early_stop && (t.eval_data.empty() || t.eval_every_steps <= 0)) {
+  if (early_stop && t.eval_data.empty()) {
     return absl::InvalidArgumentError(
-        "--early_stop_rounds needs --eval_data and --eval_every_steps > 0 (the evaluations it "
-        "counts)");
+        "--early_stop_rounds needs --eval_data (the evaluations it counts)");
+  }
+  if (t.eval_every_steps <= 0 && t.eval_every_epochs <= 0) {
+    if (t.epochs <= 1 && early_stop) {
+      return absl::InvalidArgumentError(
+          "--early_stop_rounds needs evaluation rounds: --eval_every_steps, --eval_every_epochs, "
+          "or --epochs > 1 (then every epoch)");
+    }
+    // Rounds to compare: one at every epoch's end.
+    if (t.epochs > 1) t.eval_every_epochs = 1;
   }
   return absl::OkStatus();
 }
@@ -515,6 +531,16 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   t.seed = m.seed;
   t.max_bad_lines_fraction = absl::GetFlag(FLAGS_max_bad_lines_fraction);
   t.eval_every_steps = absl::GetFlag(FLAGS_eval_every_steps);
+  t.eval_every_epochs = absl::GetFlag(FLAGS_eval_every_epochs);
+  PS_RETURN_IF_ERROR(EvalSchedule::Check(t.eval_every_steps, t.eval_every_epochs));
+  if (t.eval_every_epochs > 0 && o.mode == "pipeline") {
+    return absl::InvalidArgumentError("--eval_every_epochs is not built for --mode=pipeline "
+                                      "(use --eval_every_steps)");
+  }
+  if (t.eval_every_epochs > 0 && !t.train_stream.dir.empty()) {
+    return absl::InvalidArgumentError("--eval_every_epochs: a --train_stream has no epochs (use "
+                                      "--eval_every_steps)");
+  }
   t.lr_scaling = absl::GetFlag(FLAGS_lr_scaling);
   if (t.lr_scaling != "none" && t.lr_scaling != "linear") {
     return absl::InvalidArgumentError("--lr_scaling must be none or linear");

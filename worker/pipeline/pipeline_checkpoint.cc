@@ -95,8 +95,15 @@ std::string PipelineTrainer::Key(const std::string& rest) const {
 }
 
 absl::StatusOr<Buffer> PipelineTrainer::WaitForKey(const std::string& key, absl::Duration timeout) {
-  const absl::Time until = absl::Now() + timeout;
+  const absl::Time start = absl::Now(), until = start + timeout;
+  absl::Duration log_after = absl::Seconds(5);
   while (true) {
+    if (absl::Now() - start >= log_after) {
+      spdlog::info("waiting for store key {} ({:.0f} s so far): another stage or replica has not "
+                   "stored it yet",
+                   key, absl::ToDoubleSeconds(absl::Now() - start));
+      log_after = std::min(log_after * 2, log_after + absl::Minutes(1));
+    }
     const absl::Duration slice =
         std::min(kStorePollSlice, std::max(absl::ZeroDuration(), until - absl::Now()));
     auto b = coordinator_->StoreGet(key, slice);
@@ -108,7 +115,11 @@ absl::StatusOr<Buffer> PipelineTrainer::WaitForKey(const std::string& key, absl:
     if (interrupted_ && interrupted_()) {
       return absl::AbortedError(absl::StrCat("the cluster is rolling back; stopped waiting for ", key));
     }
-    if (absl::Now() >= until) return b.status();
+    if (absl::Now() >= until) {
+      return absl::DeadlineExceededError(absl::StrCat("no store key ", key, " within ",
+                                                      absl::FormatDuration(timeout),
+                                                      " (is the stage that stores it alive?)"));
+    }
   }
 }
 

@@ -238,9 +238,10 @@ absl::Status PipelineTrainer::FinishTraining(int64_t clock) {
       place_.stage, place_.replica, clock, result_.train.samples, result_.train.train_seconds,
       runner_->busy_seconds(), comm_ != nullptr ? comm_->wait_seconds() : 0.0,
       comm_ != nullptr ? comm_->bytes_sent() / 1e6 : 0.0, runner_->max_live_microbatches());
-  return coordinator_->Barrier(
+  return coordinator_->WaitAtBarrier(
       "pipeline/trained", pipeline_.stages * pipeline_.replicas * pipeline_.tensor_parallel,
-      options_.finish_timeout);
+      options_.finish_timeout, absl::StrCat("the other stages to finish training (this one ended at step ",
+                                            clock, ")"));
 }
 
 absl::Status PipelineTrainer::RunFirstStage() {
@@ -434,11 +435,11 @@ absl::Status PipelineTrainer::EndEvalRound(int round, int64_t clock) {
   result_.train.eval_auc = m.auc;
   result_.train.eval_logloss = m.logloss;
   result_.train.eval_accuracy = m.accuracy;
+  result_.train.eval_ne = m.normalized_entropy;
+  result_.train.eval_calibration = m.calibration;
   result_.train.eval_rows = m.count;
-  spdlog::info(
-      "eval at step {}: AUC {:.4f}, logloss {:.4f}, accuracy {:.4f} "
-      "over {} rows",
-      clock, m.auc, m.logloss, m.accuracy, m.count);
+  spdlog::info("eval at step {}: AUC {:.4f}, logloss {:.4f}, NE {:.4f}, calibration {:.3f} over {} rows",
+               clock, m.auc, m.logloss, m.normalized_entropy, m.calibration, m.count);
   metrics_->Write(EvalEventLine(clock, m, Seconds(process_start_)));
   return absl::OkStatus();
 }

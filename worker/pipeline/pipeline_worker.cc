@@ -261,8 +261,9 @@ absl::Status BuildStage(const WorkerOptions& options, const StagePlan& plan,
   // Nobody sends activations before every stage can take them. The stages
   // build their models at once; a slow one may need minutes for large layers.
   constexpr absl::Duration kReadyTimeout = absl::Minutes(10);
-  return session.coordinator()->Barrier(absl::StrCat("pipeline/ready", suffix),
-                                        session.view().num_workers, kReadyTimeout);
+  return session.coordinator()->WaitAtBarrier(absl::StrCat("pipeline/ready", suffix),
+                                              session.view().num_workers, kReadyTimeout,
+                                              "every stage to build its part of the model");
 }
 
 }  // namespace
@@ -319,9 +320,10 @@ absl::Status RunPipelineWorker(const WorkerOptions& options, const WorkerRuntime
         // neighbour waiting for it until its ping fails (the job failed so
         // under load). The coordinator outlives them all.
         const std::string suffix = epoch == 0 ? std::string() : absl::StrCat("/epoch", epoch);
-        return session->coordinator()->Barrier(
+        return session->coordinator()->WaitAtBarrier(
             absl::StrCat("pipeline/end/", plan.place.replica, suffix),
-            options.pipeline.stages * options.pipeline.tensor_parallel, kEndTimeout);
+            options.pipeline.stages * options.pipeline.tensor_parallel, kEndTimeout,
+            "the other stages of this pipeline to finish");
       },
       hooks));
   parts.TearGroup();

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_format.h"
 #include "cluster/node_info.h"
 #include "common/metrics/process_metrics.h"
 
@@ -148,6 +149,18 @@ void ClusterMonitor::OnAlive(proto::Role role, int32_t rank) {
 void ClusterMonitor::OnWorkerDone(int32_t rank) {
   absl::MutexLock lock(&mu_);
   if (Node* n = FindNode(proto::Role::kWorker, rank)) n->done = true;
+}
+
+std::string ClusterMonitor::Activity(proto::Role role, int32_t rank) const {
+  absl::MutexLock lock(&mu_);
+  const Node* n = const_cast<ClusterMonitor*>(this)->FindNode(role, rank);
+  if (n == nullptr || !n->joined) return "not joined yet";
+  if (n->done) return "finished";
+  const double ago = absl::ToDoubleSeconds(absl::Now() - n->last_seen);
+  if (!n->alive) return absl::StrFormat("not heard from for %.1f s", ago);
+  if (!n->last || role != proto::Role::kWorker) return absl::StrFormat("heard %.1f s ago", ago);
+  return absl::StrFormat("at step %d, %.0f samples/s, heard %.1f s ago", n->last->step,
+                         n->last->samples_per_sec, ago);
 }
 
 void ClusterMonitor::OnJobEnd(const absl::Status& status) {

@@ -136,3 +136,44 @@ TEST(MetricsAccumulator, EqualsOneShotMetrics) {
 
 }  // namespace
 }  // namespace pstrain::worker
+
+namespace pstrain::worker {
+namespace {
+
+TEST(NormalizedEntropy, IsOneForThePredictorOfTheBaseRateAndBelowForABetterOne) {
+  // 3 % clicks, predicted at exactly the base rate: NE 1, calibration 1.
+  std::vector<float> labels(1000, 0.0f), base(1000, 0.03f);
+  for (int i = 0; i < 30; ++i) labels[i * 33] = 1.0f;
+  BinaryMetrics m = ComputeBinaryMetrics(base, labels);
+  EXPECT_NEAR(m.normalized_entropy, 1.0, 1e-6);
+  EXPECT_NEAR(m.calibration, 1.0, 1e-6);
+  EXPECT_NEAR(BaseRateEntropy(0.03), -(0.03 * std::log(0.03) + 0.97 * std::log(0.97)), 1e-12);
+  // Higher on the clicks, lower elsewhere: below 1.
+  std::vector<float> better(1000, 0.02f);
+  for (int i = 0; i < 30; ++i) better[i * 33] = 0.3f;
+  m = ComputeBinaryMetrics(better, labels);
+  EXPECT_LT(m.normalized_entropy, 0.9);
+  EXPECT_NEAR(m.normalized_entropy, m.logloss / BaseRateEntropy(0.03), 1e-9);
+  // Twice the base rate everywhere: over-predicts 2x.
+  std::vector<float> twice(1000, 0.06f);
+  EXPECT_NEAR(ComputeBinaryMetrics(twice, labels).calibration, 2.0, 1e-6);
+}
+
+TEST(NormalizedEntropy, IsUndefinedWhenEveryLabelIsTheSame) {
+  std::vector<float> zeros(10, 0.0f), probs(10, 0.2f);
+  BinaryMetrics m = ComputeBinaryMetrics(probs, zeros);
+  EXPECT_TRUE(std::isnan(m.normalized_entropy));
+  EXPECT_TRUE(std::isnan(m.calibration));
+  EXPECT_EQ(BaseRateEntropy(0.0), 0.0);
+  EXPECT_EQ(BaseRateEntropy(1.0), 0.0);
+}
+
+TEST(EvalEventLine, CarriesNormalizedEntropyAndCalibration) {
+  std::vector<float> labels = {0, 1, 0, 1}, probs = {0.2f, 0.7f, 0.4f, 0.6f};
+  const std::string line = EvalEventLine(5, ComputeBinaryMetrics(probs, labels), 1.0).str();
+  EXPECT_NE(line.find("\"eval_ne\":"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"eval_calibration\":"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace pstrain::worker
