@@ -23,6 +23,7 @@
 #include "launcher/commands.h"
 #include "launcher/local_http.h"
 #include "launcher/local_options.h"
+#include "launcher/rerun.h"
 #include "launcher/supervisor.h"
 
 namespace pstrain::launcher {
@@ -258,6 +259,17 @@ std::string LocalHelp() {
 
 absl::Status RunLocal(const std::vector<std::string>& argv) {
   PS_ASSIGN_OR_RETURN(LocalOptions options, ParseLocalOptions(argv));
+  absl::StatusOr<Rerun> rerun =
+      DecideRerun(options.checkpoint_dir, options.epochs, options.new_job, options.continue_job);
+  if (!rerun.ok()) return UsageError(rerun.status().message());
+  if (rerun->action == Rerun::Action::kReport) {
+    Supervisor::Say(rerun->message);
+    return absl::OkStatus();
+  }
+  if (rerun->action == Rerun::Action::kContinue) {
+    Supervisor::Say(rerun->message);
+    options.coordinator_args.push_back("--continue_job");
+  }
   char tmpl[] = "/tmp/pstrain-local-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return ErrnoToStatus(errno, "mkdtemp /tmp/pstrain-local-*");
   if (pipe2(g_wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return ErrnoToStatus(errno, "pipe2");

@@ -89,6 +89,7 @@ constexpr CoordinatorFlag kCoordinatorFlags[] = {
     {"resume_timeout",
      [](const std::string& v, Options* o) { return ParseSeconds(v, &o->resume_timeout); }},
     {"new_job", [](const std::string& v, Options* o) { return ParseBool(v, &o->new_job); }},
+    {"continue_job", [](const std::string& v, Options* o) { return ParseBool(v, &o->continue_job); }},
 };
 // Flags forwarded to every process.
 const char* const kCommonFlags[] = {"log_level", "auth", "keys_dir"};
@@ -118,6 +119,9 @@ absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args, LocalOptions* o)
   o->elastic_workers = co.elastic_workers;
   o->recover_workers = co.recover_workers;
   o->journaled = !co.checkpoint.dir.empty();
+  o->checkpoint_dir = co.checkpoint.dir;
+  o->new_job = co.new_job;
+  o->continue_job = co.continue_job;
   return absl::OkStatus();
 }
 
@@ -160,6 +164,7 @@ absl::Status CheckWorkerArgs(std::vector<Arg> worker, const FlagSet& local, Loca
   // The coordinator endpoint and ranks are the launcher's to give.
   worker.push_back(Arg{"coordinator", "tcp://127.0.0.1:1", true, ""});
   PS_ASSIGN_OR_RETURN(worker::WorkerOptions w, WorkerOptionsFromArgs(worker, other));
+  o->epochs = w.train.epochs;
   if (o->recover_workers && w.mode != "ps") {
     return UsageError(absl::StrCat("--recover_workers is built for --mode=ps, not --mode=", w.mode));
   }

@@ -29,6 +29,10 @@ struct LocalOptions {
   bool elastic_workers = false;  // the coordinator's --elastic_workers
   bool recover_workers = false;  // the coordinator's --recover_workers
   bool journaled = false;        // the coordinator has a --checkpoint_dir (its journal)
+  std::string checkpoint_dir;    // the coordinator's --checkpoint_dir
+  bool new_job = false;          // the coordinator's --new_job
+  bool continue_job = false;     // the coordinator's --continue_job
+  int epochs = 1;                // the workers' --epochs
   // Flags as "--name=value", by destination.
   std::vector<std::string> coordinator_args;  // coordinator only
   std::vector<std::string> common_args;       // every process

@@ -446,6 +446,13 @@ std::optional<proto::WorkerPosition> Trainer::RestoredPosition() const {
   for (const proto::WorkerPosition& p : layout.positions) {
     if (p.rank == rank_) position = p;
   }
+  if (position && position->finished && !streaming() && position->epoch + 1 < options_.epochs) {
+    // A finished job trained on with more --epochs: the next epoch from
+    // its start.
+    position->finished = false;
+    position->epoch += 1;
+    position->rows = 0;
+  }
   return position;
 }
 

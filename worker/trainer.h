@@ -312,7 +312,8 @@ class Trainer {
     double run_samples = 0;  // trained in this run (the rate)
   };
   absl::StatusOr<Totals> JobTotals();
-  absl::Status WriteSummary(const TrainResult& result, const Totals& totals);
+  // Returns the summary line (JSON).
+  absl::StatusOr<std::string> WriteSummary(const TrainResult& result, const Totals& totals);
   // Elastic: claims a dead worker's remaining shard and opens reader_ on
   // it, positioned after the rows it had trained. False: none left.
   absl::StatusOr<bool> AdoptShard();

@@ -201,8 +201,10 @@ absl::Status Trainer::FinishAsLead(int64_t clock, int final_round, absl::Status 
     return WithSuffix(eval_status,
                       saved.empty() ? "; no --save_model: the trained model was not saved" : saved);
   }
-  PS_RETURN_IF_ERROR(WriteSummary(*result, totals));
-  return done();
+  PS_ASSIGN_OR_RETURN(std::string summary, WriteSummary(*result, totals));
+  // The summary stays in the coordinator's journal: a rerun of the finished
+  // job reports it (pstrain local).
+  return coordinator_->StoreSet("summary", Buffer::FromString(std::move(summary)));
 }
 
 absl::Status Trainer::StoreStats(const TrainResult& result) {
@@ -244,7 +246,7 @@ absl::StatusOr<Trainer::Totals> Trainer::JobTotals() {
   return t;
 }
 
-absl::Status Trainer::WriteSummary(const TrainResult& result, const Totals& totals) {
+absl::StatusOr<std::string> Trainer::WriteSummary(const TrainResult& result, const Totals& totals) {
   const double samples = totals.samples, seconds = totals.seconds;
   double rate = seconds > 0 ? totals.run_samples / seconds : 0;
   double oracle = ReadOracleAuc(options_.eval_meta);
@@ -259,12 +261,16 @@ absl::Status Trainer::WriteSummary(const TrainResult& result, const Totals& tota
       .Add("eval_auc", evaluated ? result.eval_auc : NAN)
       .Add("oracle_auc", oracle)
       .Add("eval_logloss", evaluated ? result.eval_logloss : NAN)
+      .Add("eval_ne", evaluated ? result.eval_ne : NAN)
+      .Add("eval_calibration", evaluated ? result.eval_calibration : NAN)
       .Add("eval_accuracy", evaluated ? result.eval_accuracy : NAN)
       .Add("samples_per_sec", rate)
       .Add("wall_seconds", wall)
       .Add("compute_seconds", result.compute_seconds)
       .Add("wait_seconds", result.wait_seconds)
-      .Add("data_seconds", result.data_seconds);
+      .Add("data_seconds", result.data_seconds)
+      .Add("epochs", options_.epochs);
+  if (!options_.save_model.empty()) line.Add("model_dir", options_.save_model);
   if (best_ && best_->best()) {
     line.Add("early_stopped", result.early_stopped)
         .Add("best_round", best_->best()->round)
@@ -277,12 +283,12 @@ absl::Status Trainer::WriteSummary(const TrainResult& result, const Totals& tota
   const std::string eval_text =
       options_.eval_data.empty()
           ? std::string("eval_auc=none eval_logloss=none")
-          : absl::StrFormat("eval_auc=%.4f%s eval_logloss=%.4f", result.eval_auc, oracle_text,
-                            result.eval_logloss);
+          : absl::StrFormat("eval_auc=%.4f%s eval_logloss=%.4f eval_ne=%.4f", result.eval_auc,
+                            oracle_text, result.eval_logloss, result.eval_ne);
   std::printf("RESULT model=%s %s samples/s=%.0f wall=%.1fs\n", options_.model.name.c_str(),
               eval_text.c_str(), rate, wall);
   std::fflush(stdout);
-  return absl::OkStatus();
+  return line.str();
 }
 
 }  // namespace pstrain::worker

@@ -96,13 +96,24 @@ struct CoordinatorOptions {
   // running job takes it back: it waits this long for the known nodes to
   // register again (keeping their state) and goes on without a rollback.
   absl::Duration resume_timeout = absl::Seconds(120);
-  // Ignore the journal found there: start a new job (from the latest
-  // checkpoint, per `checkpoint.restore`).
+  // Ignore the journal found there: start a new job. main() moves the
+  // folder's journal and checkpoints aside first (ArchivePreviousJob) and
+  // restores nothing unless `checkpoint.restore` names a checkpoint.
   bool new_job = false;
+  // A finished job's journal: train on from its latest checkpoint (a
+  // longer run: `pstrain local` sets it when --epochs grew) instead of
+  // saying that it finished.
+  bool continue_job = false;
 };
 
-// With a checkpoint folder (and not options.new_job): the journal of a job
-// that finished there, which a new start must not train again; nullopt when
+// --new_job: moves what an earlier job left in checkpoint folder `dir` (its
+// journal, LATEST and ckpt-* folders) into `dir`/previous-<UTC time>, so the
+// new job neither resumes nor prunes them; returns that folder ("" when
+// there was nothing to move).
+absl::StatusOr<std::string> ArchivePreviousJob(const std::string& dir);
+
+// With a checkpoint folder (and neither options.new_job nor
+// options.continue_job): the journal of a job that finished there, which a new start must not train again; nullopt when
 // there is none. DataLoss when the journal is damaged.
 absl::StatusOr<std::optional<JobJournal>> FinishedJob(const CoordinatorOptions& options);
 

@@ -17,6 +17,9 @@
 // a rollback of nodes that kept theirs is not attempted).
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -28,7 +31,9 @@ namespace pstrain::server {
 using proto::Role;
 
 absl::StatusOr<std::optional<JobJournal>> FinishedJob(const CoordinatorOptions& options) {
-  if (options.checkpoint.dir.empty() || options.new_job) return std::optional<JobJournal>();
+  if (options.checkpoint.dir.empty() || options.new_job || options.continue_job) {
+    return std::optional<JobJournal>();
+  }
   PS_ASSIGN_OR_RETURN(std::optional<JobJournal> j,
                       CoordinatorJournal::Load(CoordinatorJournal::PathIn(options.checkpoint.dir)));
   if (j && j->state != JobState::kFinished) j.reset();
@@ -109,6 +114,10 @@ absl::Status Coordinator::OpenJournal() {
     if (old && old->state == JobState::kFailed) {
       spdlog::info("the job journaled in {} ended with an error ({}): starting it over", path,
                    old->end_message);
+    }
+    if (old && old->state == JobState::kFinished) {
+      spdlog::info("the job journaled in {} finished{}: training on from its latest checkpoint",
+                   path, old->final_step > 0 ? absl::StrCat(" at step ", old->final_step) : "");
     }
     PS_ASSIGN_OR_RETURN(journal_, CoordinatorJournal::Create(path, JournalSnapshot()));
   }
@@ -298,6 +307,31 @@ absl::Status Coordinator::StartOver(const std::string& why) {
   options_.new_job = was_new;
   for (RpcRequest& r : held) Handle(std::move(r));
   return st;
+}
+
+absl::StatusOr<std::string> ArchivePreviousJob(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<fs::path> old;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == "coordinator.journal" || name == "LATEST" || absl::StartsWith(name, "ckpt-")) {
+      old.push_back(e.path());
+    }
+  }
+  if (ec) return absl::InternalError(absl::StrCat("listing ", dir, ": ", ec.message()));
+  if (old.empty()) return std::string();
+  const std::string to =
+      absl::StrCat(dir, "/previous-", absl::FormatTime("%Y%m%dT%H%M%S", absl::Now(), absl::UTCTimeZone()));
+  fs::create_directories(to, ec);
+  if (ec) return absl::InternalError(absl::StrCat("creating ", to, ": ", ec.message()));
+  for (const fs::path& p : old) {
+    fs::rename(p, fs::path(to) / p.filename(), ec);
+    if (ec) {
+      return absl::InternalError(absl::StrCat("moving ", p.string(), " to ", to, ": ", ec.message()));
+    }
+  }
+  return to;
 }
 
 }  // namespace pstrain::server

@@ -26,8 +26,9 @@ absl::Status ServeFinishedJob(const CoordinatorOptions& options, const JobJourna
   const absl::Status answer = NothingLeftToDo(absl::StrCat(
       "the job journaled in ", options.checkpoint.dir, " finished",
       job.final_step > 0 ? absl::StrCat(" at step ", job.final_step) : "", " (", job.ended,
-      "): nothing left to train. Start the coordinator with --new_job to train another from "
-      "its latest checkpoint, or use another --checkpoint_dir."));
+      "): nothing left to train. Start the coordinator with --continue_job to train on from "
+      "its latest checkpoint, --new_job to train a new job from scratch, or use another "
+      "--checkpoint_dir."));
   RpcNode node(std::move(transport));
   PS_ASSIGN_OR_RETURN(std::string bound, node.Bind(options.bind));
   absl::Mutex mu;

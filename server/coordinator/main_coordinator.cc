@@ -68,8 +68,12 @@ ABSL_FLAG(double, resume_timeout, 120.0,
           "without a rollback. On the journal of a finished job it says so and exits 0 without "
           "training anything (see --new_job).");
 ABSL_FLAG(bool, new_job, false,
-          "Ignore the journal in --checkpoint_dir (of a running or finished job) and start a new "
-          "job, restoring per --restore (auto: the latest checkpoint).");
+          "Start a new job from scratch in --checkpoint_dir: the journal and checkpoints an "
+          "earlier job left there are moved into CKPT_DIR/previous-<time>, and nothing is "
+          "restored unless --restore names a checkpoint.");
+ABSL_FLAG(bool, continue_job, false,
+          "On the journal of a finished job: train on from its latest checkpoint (workers whose "
+          "--epochs grew train the new epochs) instead of saying that it finished.");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
 namespace {
@@ -110,8 +114,18 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   o.recovery_timeout = absl::Seconds(absl::GetFlag(FLAGS_recovery_timeout));
   o.resume_timeout = absl::Seconds(absl::GetFlag(FLAGS_resume_timeout));
   o.new_job = absl::GetFlag(FLAGS_new_job);
+  o.continue_job = absl::GetFlag(FLAGS_continue_job);
   PS_RETURN_IF_ERROR(server::CheckCoordinatorOptions(o));
   if (!o.checkpoint.dir.empty()) PS_RETURN_IF_ERROR(MakeDirs(o.checkpoint.dir));
+  if (o.new_job) {
+    if (o.checkpoint.restore == "auto") o.checkpoint.restore = "none";  // from scratch
+    if (!o.checkpoint.dir.empty()) {
+      PS_ASSIGN_OR_RETURN(std::string archived, server::ArchivePreviousJob(o.checkpoint.dir));
+      if (!archived.empty()) {
+        spdlog::info("--new_job: the earlier job's journal and checkpoints were moved to {}", archived);
+      }
+    }
+  }
   PS_ASSIGN_OR_RETURN(std::optional<server::JobJournal> finished, server::FinishedJob(o));
   ZmqTransportOptions t;
   t.name = "coordinator";
@@ -124,8 +138,9 @@ absl::Status RunCoordinator(const pstrain::CurveKeys& keys) {
   };
   if (finished) {
     spdlog::info("the job journaled in {} finished{} ({}): nothing left to train; telling its "
-                 "nodes, then exiting. Start with --new_job to train another from its latest "
-                 "checkpoint, or use another --checkpoint_dir.",
+                 "nodes, then exiting. Start with --continue_job to train on from its latest "
+                 "checkpoint, --new_job to train a new job from scratch, or use another "
+                 "--checkpoint_dir.",
                  o.checkpoint.dir,
                  finished->final_step > 0 ? absl::StrCat(" at step ", finished->final_step) : "",
                  finished->ended);

@@ -479,6 +479,8 @@ absl::Status PipelineTrainer::WriteSummary() {
       .Add("eval_auc", result_.train.eval_auc)
       .Add("oracle_auc", oracle)
       .Add("eval_logloss", result_.train.eval_logloss)
+      .Add("eval_ne", result_.train.eval_ne)
+      .Add("eval_calibration", result_.train.eval_calibration)
       .Add("eval_accuracy", result_.train.eval_accuracy)
       .Add("samples_per_sec", rate)
       .Add("wall_seconds", wall)

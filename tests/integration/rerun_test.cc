@@ -1,0 +1,105 @@
+// A job run again in its --checkpoint_dir after it finished: reported, not
+// "trained" again with nothing to train; trained on when --epochs grew;
+// trained from scratch with --new_job, the old job moved aside.
+#include <filesystem>
+#include <regex>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/integration/test_process.h"
+
+namespace pstrain::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class Rerun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("pstrain-rerun");
+    data_ = WriteTrainEval(dir_, 3, 20000, 2000);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  int Run(const std::vector<std::string>& extra, std::string* out, double* seconds = nullptr) {
+    std::vector<std::string> args = {"local", "--servers=1", "--workers=2", "--model=lr",
+                                     "--batch_size=256", "--train_data=" + data_.train,
+                                     "--eval_data=" + data_.eval, "--checkpoint_dir=" + dir_ + "/job",
+                                     "--checkpoint_every_steps=20", "--save_model=" + dir_ + "/model",
+                                     "--timeout=60"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const absl::Time t0 = absl::Now();
+    TestProcess p(BinDir() + "/pstrain", args, dir_ + "/" + std::to_string(runs_++) + ".log");
+    const int code = p.Wait(absl::Seconds(90));
+    if (seconds != nullptr) *seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+    *out = p.Log();
+    return code;
+  }
+
+  // Samples trained in the run (the workers' "trained N steps, M samples").
+  static int64_t Samples(const std::string& log) {
+    std::regex re("trained [0-9]+ steps, ([0-9]+) samples");
+    int64_t sum = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it) {
+      sum += std::stoll((*it)[1]);
+    }
+    return sum;
+  }
+
+  std::string dir_;
+  TrainEval data_;
+  int runs_ = 0;
+};
+
+TEST_F(Rerun, AFinishedJobIsReportedWithoutStartingACluster) {
+  std::string out;
+  ASSERT_EQ(Run({"--epochs=1"}, &out), 0) << out;
+  EXPECT_EQ(Samples(out), 20000) << out;
+  double seconds = 0;
+  ASSERT_EQ(Run({"--epochs=1"}, &out, &seconds), 0) << out;
+  EXPECT_THAT(out, HasSubstr("the job in " + dir_ + "/job finished at step "));
+  EXPECT_THAT(out, HasSubstr("after 1 epoch"));
+  EXPECT_THAT(out, HasSubstr("eval AUC 0."));
+  EXPECT_THAT(out, HasSubstr("its model is in " + dir_ + "/model"));
+  EXPECT_THAT(out, HasSubstr("--epochs above 1 trains it on, --new_job trains a new job from scratch"));
+  EXPECT_THAT(out, Not(HasSubstr("starting 1 servers")));
+  EXPECT_THAT(out, Not(HasSubstr("[coordinator]")));
+  EXPECT_LT(seconds, 5);
+}
+
+TEST_F(Rerun, MoreEpochsTrainTheFinishedJobOnForTheNewEpochsOnly) {
+  std::string out;
+  ASSERT_EQ(Run({"--epochs=1"}, &out), 0) << out;
+  ASSERT_EQ(Run({"--epochs=2"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("--epochs=2 trains it on from its latest checkpoint"));
+  EXPECT_EQ(Samples(out), 20000) << "one more epoch, not two\n" << out;
+  // The journal now holds a job of 2 epochs.
+  ASSERT_EQ(Run({"--epochs=2"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("after 2 epochs"));
+  EXPECT_THAT(out, HasSubstr("Nothing to train"));
+}
+
+TEST_F(Rerun, NewJobTrainsFromScratchAndKeepsTheOldJobAside) {
+  std::string out;
+  ASSERT_EQ(Run({"--epochs=1"}, &out), 0) << out;
+  ASSERT_EQ(Run({"--epochs=1", "--new_job"}, &out), 0) << out;
+  EXPECT_EQ(Samples(out), 20000) << out;
+  EXPECT_THAT(out, Not(HasSubstr("resuming from checkpoint"))) << out;
+  EXPECT_THAT(out, HasSubstr("the earlier job's journal and checkpoints were moved to " + dir_ + "/job/previous-"));
+  int previous = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/job")) {
+    if (e.path().filename().string().rfind("previous-", 0) == 0) {
+      ++previous;
+      EXPECT_TRUE(std::filesystem::exists(e.path() / "coordinator.journal"));
+      EXPECT_TRUE(std::filesystem::exists(e.path() / "LATEST"));
+    }
+  }
+  EXPECT_EQ(previous, 1);
+}
+
+}  // namespace
+}  // namespace pstrain::testing
