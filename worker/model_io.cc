@@ -6,11 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/status.h"
 #include "worker/data/schema_file.h"
+#include "worker/models/table_registry.h"
 
 namespace pstrain::worker {
 namespace {
@@ -267,8 +269,10 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
       out.schema = *std::move(schema);
       out.model.pooling.clear();
       out.model.field_dims.clear();
+      out.model.field_names.clear();
       for (const SparseColumn& c : out.schema.sparse) {
         out.model.pooling.push_back(c.pooling);
+        out.model.field_names.push_back(c.name);
         out.model.field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim
                                                            : out.model.embedding_dim);
       }
@@ -319,6 +323,15 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
         PS_RETURN_IF_ERROR(ReadRemoved(dir + "/" + removed_file, r, &t));
       }
       out.tables.push_back(std::move(t));
+    }
+    // A model saved before tables were named after their columns
+    // ("emb.C1", not "emb.carrier"): its fields keep the old names.
+    if (!out.model.field_names.empty()) {
+      bool named = false;
+      for (const TableValues& t : out.tables) {
+        named = named || absl::EndsWith(t.spec.name, "." + SparseFieldName(out.model, 0));
+      }
+      if (!named) out.model.field_names.clear();
     }
   } catch (const json::exception& e) {
     return absl::DataLossError(absl::StrCat(manifest_path, ": ", e.what()));

@@ -313,8 +313,10 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
   m->num_sparse = schema->num_sparse;
   m->pooling.clear();
   m->field_dims.clear();
+  m->field_names.clear();
   for (const SparseColumn& c : schema->sparse) {
     m->pooling.push_back(c.pooling);
+    m->field_names.push_back(c.name);
     m->field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim : m->embedding_dim);
     if (m->field_dims.back() != m->embedding_dim && (m->name == "dlrm" || m->name == "deepfm")) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -30,7 +30,7 @@ class DcnV2Model final : public ModelBase {
         top_(&registry(), "top", cross_.width(), WithLogitLayer(options.top_mlp),
              /*relu_last=*/false, options.seed, /*dropout_hidden=*/true) {
     for (int f = 0; f < options.num_sparse; ++f) {
-      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), FieldDim(options, f),
+      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(options, f)), FieldDim(options, f),
                            EmbeddingInit(FieldDim(options, f), options.seed), {f});
     }
   }

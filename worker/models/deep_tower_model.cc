@@ -47,7 +47,7 @@ class DeepTowerModel final : public ModelBase {
       fan_in = widths[i];
     }
     for (int f = 0; f < fields_; ++f) {
-      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), FieldDim(options, f),
+      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(options, f)), FieldDim(options, f),
                            EmbeddingInit(FieldDim(options, f), options.seed), {f});
     }
   }

@@ -39,11 +39,11 @@ class DeepFmModel final : public ModelBase {
               /*dropout_hidden=*/true) {
     // Sparse positions: wide.C1..C<n> first, then emb.C1..C<n> (as wide_deep).
     for (int f = 0; f < fields_; ++f) {
-      registry().AddSparse(absl::StrCat("wide.", SparseFieldName(f)), 1, ZeroInit(options.seed),
+      registry().AddSparse(absl::StrCat("wide.", SparseFieldName(options, f)), 1, ZeroInit(options.seed),
                            {f});
     }
     for (int f = 0; f < fields_; ++f) {
-      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), dim_,
+      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(options, f)), dim_,
                            FmEmbeddingInit(options.seed), {f});
     }
   }

@@ -29,7 +29,7 @@ class DlrmModel final : public ModelBase {
              WithLogitLayer(options.top_mlp), /*relu_last=*/false, options.seed,
              /*dropout_hidden=*/true) {
     for (int f = 0; f < options.num_sparse; ++f) {
-      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), dim_,
+      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(options, f)), dim_,
                            EmbeddingInit(dim_, options.seed), {f});
     }
   }

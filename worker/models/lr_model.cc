@@ -19,7 +19,7 @@ class LrModel final : public ModelBase {
     }
     bias_ = registry().AddDense("lr.bias", 1, ZeroInit(options.seed));
     for (int f = 0; f < options.num_sparse; ++f) {
-      registry().AddSparse(absl::StrCat("lr.", SparseFieldName(f)), 1, ZeroInit(options.seed),
+      registry().AddSparse(absl::StrCat("lr.", SparseFieldName(options, f)), 1, ZeroInit(options.seed),
                            {f});
     }
   }

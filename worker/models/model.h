@@ -74,6 +74,9 @@ struct ModelOptions {
   // embedding_dim. wide_deep, deep_tower and dcn_v2 concatenate fields of
   // any widths; dlrm's dot interaction and deepfm's FM need them all equal.
   std::vector<int> field_dims;
+  // The name of each sparse field, [num_sparse]: the schema's column names,
+  // which name its tables ("emb.carrier"); empty: C1..Cn (the Criteo layout's).
+  std::vector<std::string> field_names;
   std::vector<int> bottom_mlp = {64, 16};    // dlrm: last width == embedding_dim
   std::vector<int> top_mlp = {64, 32};       // a final width-1 layer is added
   std::vector<int> deep_mlp = {256, 128};    // wide_deep, deepfm deep tower

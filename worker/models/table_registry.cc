@@ -1,5 +1,7 @@
 #include "worker/models/table_registry.h"
 
+#include "worker/models/model.h"
+
 #include <cmath>
 #include <utility>
 
@@ -103,5 +105,29 @@ uint32_t TableRegistry::AddSparse(std::string name, uint32_t dim, InitializerCon
 }
 
 std::string SparseFieldName(int field) { return absl::StrCat("C", field + 1); }
+
+namespace {
+
+std::string CleanFieldName(const ModelOptions& options, int field) {
+  if (field < 0 || static_cast<size_t>(field) >= options.field_names.size()) return "";
+  std::string name = options.field_names[field];
+  for (char& c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  return name;
+}
+
+}  // namespace
+
+std::string SparseFieldName(const ModelOptions& options, int field) {
+  const std::string name = CleanFieldName(options, field);
+  if (name.empty()) return SparseFieldName(field);
+  for (int f = 0; f < field; ++f) {
+    if (CleanFieldName(options, f) == name) return SparseFieldName(field);
+  }
+  return name;
+}
 
 }  // namespace pstrain::worker

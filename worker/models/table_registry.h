@@ -13,6 +13,10 @@
 #include "common/table_spec.h"
 
 namespace pstrain::worker {
+struct ModelOptions;
+}
+
+namespace pstrain::worker {
 
 // Linear weights: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch's nn.Linear
 // default bound).
@@ -78,5 +82,9 @@ absl::Status CheckTablePatterns(const char* flag,
 
 // Criteo-style field name of sparse field f (0-based): "C1", "C2", ...
 std::string SparseFieldName(int field);
+// The name of sparse field f in the names of its tables: its column's name
+// (options.field_names) with every character but letters, digits, '_' and
+// '-' made '_', or C<f+1> when it has none or an earlier field has it.
+std::string SparseFieldName(const ModelOptions& options, int field);
 
 }  // namespace pstrain::worker

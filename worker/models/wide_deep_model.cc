@@ -28,11 +28,11 @@ class WideDeepModel final : public ModelBase {
     // Sparse positions: wide.C1..C<n> first, then emb.C1..C<n>; Plan()
     // dedups each field once and copies it for the second table.
     for (int f = 0; f < fields_; ++f) {
-      registry().AddSparse(absl::StrCat("wide.", SparseFieldName(f)), 1, ZeroInit(options.seed),
+      registry().AddSparse(absl::StrCat("wide.", SparseFieldName(options, f)), 1, ZeroInit(options.seed),
                            {f});
     }
     for (int f = 0; f < fields_; ++f) {
-      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(f)), FieldDim(options, f),
+      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(options, f)), FieldDim(options, f),
                            EmbeddingInit(FieldDim(options, f), options.seed), {f});
     }
   }

@@ -7,12 +7,13 @@
 #include "worker/models/cross_net.h"
 #include "worker/nn/interaction.h"
 #include "worker/pipeline/layer_stack.h"
+#include "worker/models/table_registry.h"
 #include "worker/pipeline/pipeline_model.h"
 
 namespace pstrain::worker {
 namespace {
 
-// The embedding table of each sparse field: "emb.C<f+1>" at sparse position f.
+// The embedding table of each sparse field: "emb.<its name>" at sparse position f.
 absl::StatusOr<std::vector<uint32_t>> EmbeddingTables(const ModelOptions& options,
                                                       const Model& model) {
   const auto& sparse = model.sparse_tables();
@@ -23,10 +24,10 @@ absl::StatusOr<std::vector<uint32_t>> EmbeddingTables(const ModelOptions& option
   }
   for (int f = 0; f < options.num_sparse; ++f) {
     const TableSpec& t = model.tables()[sparse[f]];
-    if (t.name != absl::StrCat("emb.C", f + 1) ||
-        static_cast<int>(t.dim) != options.embedding_dim) {
+    const std::string want = absl::StrCat("emb.", SparseFieldName(options, f));
+    if (t.name != want || static_cast<int>(t.dim) != options.embedding_dim) {
       return absl::InvalidArgumentError(absl::StrCat("sparse table ", f, " is ", t.name, " (dim ",
-                                                     t.dim, "), expected emb.C", f + 1, " of dim ",
+                                                     t.dim, "), expected ", want, " of dim ",
                                                      options.embedding_dim));
     }
   }

@@ -50,12 +50,15 @@ TEST(Barrier, TheCoordinatorHoldsAnEntryAsLongAsTheCallerWaits) {
 TEST(Barrier, WaitAtBarrierRunsItsWorkBetweenSlicesAndEndsWhenTheLastArrives) {
   TestCluster c(1, 2);
   std::atomic<int> between{0};
+  std::atomic<int64_t> arrived_ms{0};
+  const absl::Time t0 = absl::Now();
   std::thread late([&] {
-    absl::SleepFor(absl::Milliseconds(2500));
+    // Arrives once the waiter has done its work between two slices.
+    while (between.load() < 2) absl::SleepFor(absl::Milliseconds(20));
+    arrived_ms = absl::ToInt64Milliseconds(absl::Now() - t0);
     EXPECT_TRUE(c.worker(1).coord->Barrier("trained", 2, absl::Seconds(10)).ok());
   });
-  const absl::Time t0 = absl::Now();
-  absl::Status st = c.worker(0).coord->WaitAtBarrier("trained", 2, absl::Seconds(30), "the test",
+  absl::Status st = c.worker(0).coord->WaitAtBarrier("trained", 2, absl::Seconds(60), "the test",
                                                      [&] {
                                                        ++between;
                                                        return absl::OkStatus();
@@ -64,7 +67,8 @@ TEST(Barrier, WaitAtBarrierRunsItsWorkBetweenSlicesAndEndsWhenTheLastArrives) {
   late.join();
   EXPECT_TRUE(st.ok()) << st;
   EXPECT_GE(between.load(), 2);
-  EXPECT_LT(took, absl::Seconds(4));
+  // Within a slice (1 s) and a round trip of the last arrival.
+  EXPECT_LT(took, absl::Milliseconds(arrived_ms.load()) + absl::Seconds(3));
 }
 
 TEST(Barrier, WaitAtBarrierFailsAfterItsTimeoutNamingWhoIsMissing) {
