@@ -221,6 +221,9 @@ FlagSet PlanFlags() {
       .Define("server_us_per_sample", "0", "With --hosts: the servers' CPU us per sample.")
       .Define("worker_us_per_extra_server", "0",
               "With --hosts: a worker's extra CPU us per sample for each server beyond one.")
+      .Define("drift_allowance", "0.1",
+              "With --hosts: predict this share below the least bound, for the drift between "
+              "runs (0.1: nine in ten calibration pairs differed by less; 0: the undrifted bound).")
       .Define("unique_per_sample", "-1",
               "With --hosts: distinct (table, id) pairs per sample after a batch's dedup (-1: "
               "from the calibration's bytes, else every lookup).")
@@ -416,6 +419,11 @@ absl::StatusOr<HostsPlanRequest> ParseHostsRequest(const FlagSet& flags,
   PS_ASSIGN_OR_RETURN(h.server_us_per_sample, flags.GetDouble("server_us_per_sample"));
   PS_ASSIGN_OR_RETURN(h.worker_us_per_extra_server, flags.GetDouble("worker_us_per_extra_server"));
   PS_ASSIGN_OR_RETURN(h.unique_per_sample, flags.GetDouble("unique_per_sample"));
+  PS_ASSIGN_OR_RETURN(h.drift_allowance, flags.GetDouble("drift_allowance"));
+  if (!(h.drift_allowance >= 0 && h.drift_allowance < 1)) {
+    return UsageError(absl::StrCat("--drift_allowance=", flags.Get("drift_allowance"),
+                                   ": expected a share in [0, 1), e.g. 0.1"));
+  }
   h.calibration = flags.Get("calibration");
   h.calibration_rate = flags.Get("calibration_rate");
   if (h.calibration.empty() && (h.worker_us_per_sample <= 0 || h.server_us_per_sample <= 0)) {
