@@ -244,6 +244,9 @@ def predict(args, bin_dir, calibration, rate, workers, servers):
 def add_prediction(args, bin_dir, calibration, line):
     p = predict(args, bin_dir, calibration, line["rate"], line["workers"], line["servers"])
     line["predicted_samples_per_sec"] = round(p["predicted_samples_per_sec"])
+    # The least bound before the plan's drift allowance (launcher/plan_scale.h).
+    if "undrifted_samples_per_sec" in p:
+        line["predicted_undrifted_samples_per_sec"] = round(p["undrifted_samples_per_sec"])
     line["predicted_efficiency"] = p["predicted_efficiency"]
     line["predicted_bottleneck"] = p["bottleneck"]
     line["prediction_error"] = round(p["predicted_samples_per_sec"] / line["samples_per_sec"] - 1, 3)

@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <string>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
@@ -17,7 +20,17 @@ constexpr absl::string_view kExitCodePayload = "type.pstrain/exit_code";
 
 void ListCommands(const std::vector<Command>& commands, FILE* out) {
   std::fprintf(out, "usage: pstrain <command> [flags]\n\ncommands:\n");
-  for (const Command& c : commands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  int width = 0;  // the longest name
+  for (const Command& c : commands) width = std::max(width, static_cast<int>(std::strlen(c.name)));
+  for (const Command& c : commands) {
+    // A summary's continuation lines are indented for the width of 8.
+    std::string summary = c.summary;
+    for (size_t at = summary.find("\n           "); at != std::string::npos;
+         at = summary.find("\n           ", at + 1)) {
+      summary.insert(at + 1, std::string(width - 8, ' '));
+    }
+    std::fprintf(out, "  %-*s %s\n", width, c.name, summary.c_str());
+  }
   std::fprintf(out,
                "\n`pstrain <command> --help` explains each command's flags.\n"
                "The cluster binaries are pstrain_coordinator, pstrain_server and "

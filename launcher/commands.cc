@@ -18,13 +18,17 @@ const std::vector<Command>& AllCommands() {
        CkptHelp, RunCkpt},
       {"health", "ping a node (exit 0 when it answers OK): for container healthchecks",
        HealthHelp, RunHealth},
-      {"plot", "draw the training curves of --metrics_out files into one HTML page", PlotHelp,
-       RunPlot},
+      {"plot",
+       "draw the training curves of --metrics_out files into a PNG, an SVG or an HTML page",
+       PlotHelp, RunPlot},
+      {"dashboard", "serve the dashboard of a job that has ended, from its folder (--job_dir)",
+       DashboardHelp, RunDashboard},
       {"keygen", "make the CURVE keys of a cluster (for --auth=curve --keys_dir=DIR)", KeygenHelp,
        RunKeygen},
       {"plan",
        "list the layouts (replicas x stages x tensor-parallel) of pipeline mode with their\n"
-       "           memory and traffic; --trial_steps runs the best ones",
+       "           memory and traffic; --trial_steps runs the best ones; --hosts predicts\n"
+       "           scaling; --server_memory sizes the servers for the tables",
        PlanHelp, RunPlan},
   };
   return *commands;

@@ -26,6 +26,8 @@ std::string HealthHelp();
 absl::Status RunHealth(const std::vector<std::string>& args);
 std::string PlotHelp();
 absl::Status RunPlot(const std::vector<std::string>& args);
+std::string DashboardHelp();
+absl::Status RunDashboard(const std::vector<std::string>& args);
 std::string KeygenHelp();
 absl::Status RunKeygen(const std::vector<std::string>& args);
 std::string ServeHelp();

@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/byte_size.h"
 #include "common/file_util.h"
 #include "common/process.h"
 #include "common/status.h"
@@ -32,7 +33,9 @@
 #include "launcher/commands.h"
 #include "launcher/plan_estimate.h"
 #include "launcher/plan_hosts.h"
+#include "launcher/plan_memory.h"
 #include "launcher/worker_args.h"
+#include "worker/trainer.h"
 
 extern char** environ;
 
@@ -221,9 +224,21 @@ FlagSet PlanFlags() {
       .Define("server_us_per_sample", "0", "With --hosts: the servers' CPU us per sample.")
       .Define("worker_us_per_extra_server", "0",
               "With --hosts: a worker's extra CPU us per sample for each server beyond one.")
+      .Define("drift_allowance", "0.1",
+              "With --hosts: predict this share below the least bound, for the drift between "
+              "runs (0.1: nine in ten calibration pairs differed by less; 0: the undrifted bound).")
       .Define("unique_per_sample", "-1",
               "With --hosts: distinct (table, id) pairs per sample after a batch's dedup (-1: "
               "from the calibration's bytes, else every lookup).")
+      .Define("server_memory", "",
+              "Size the parameter servers: the bytes of each table of the model (rows x dim x "
+              "bytes a value x (1 + optimizer state) + index) and how many servers of this "
+              "memory (e.g. 64GiB) hold them. Alone, or before --workers's or --hosts's plan.")
+      .Define("server_headroom", "0.25",
+              "With --server_memory: the share of each server's memory kept free.")
+      .Define("rows", "",
+              "With --server_memory: the distinct ids expected in each sparse table (e.g. 50M); "
+              "needed for tables with unbounded ids, and used when smaller than the hash buckets.")
       .Define("trial_steps", "0",
               "Run the best layouts for this many steps and rank them by samples/s.")
       .Define("trial_layouts", "3", "How many layouts the trial runs.")
@@ -368,7 +383,12 @@ std::string PlanHelp() {
       "[--trial_steps=K] [--json] [worker flags: --model, --batch_size, ... or "
       "--flagfile=F]\n"
       "       pstrain plan --hosts=N --host_cpus=C --bandwidth=10gbit "
-      "--calibration=scale.jsonl [--model=..., --batch_size=...]\n\nLists the layouts of "
+      "--calibration=scale.jsonl [--model=..., --batch_size=...]\n"
+      "       pstrain plan --server_memory=64GiB [--rows=N] [--json] [worker flags: --model, "
+      "--hash_buckets, --embedding_dim, --optimizer, --embedding_dtype, --max_rows, ...]\n\n"
+      "With --server_memory: the bytes of each table on the parameter servers (rows x dim x "
+      "bytes a value x (1 + optimizer state) + the index), in total, and how many servers of "
+      "that memory hold them with --server_headroom kept free.\nLists the layouts of "
       "--mode=pipeline (R x P x T workers, M micro-batches) with estimated memory and traffic; "
       "with --trial_steps, runs the best under `pstrain local`.\nWith --hosts: predicts "
       "samples/s and scaling efficiency of ps mode on 1, 2, 4, ... N worker hosts (and "
@@ -416,6 +436,11 @@ absl::StatusOr<HostsPlanRequest> ParseHostsRequest(const FlagSet& flags,
   PS_ASSIGN_OR_RETURN(h.server_us_per_sample, flags.GetDouble("server_us_per_sample"));
   PS_ASSIGN_OR_RETURN(h.worker_us_per_extra_server, flags.GetDouble("worker_us_per_extra_server"));
   PS_ASSIGN_OR_RETURN(h.unique_per_sample, flags.GetDouble("unique_per_sample"));
+  PS_ASSIGN_OR_RETURN(h.drift_allowance, flags.GetDouble("drift_allowance"));
+  if (!(h.drift_allowance >= 0 && h.drift_allowance < 1)) {
+    return UsageError(absl::StrCat("--drift_allowance=", flags.Get("drift_allowance"),
+                                   ": expected a share in [0, 1), e.g. 0.1"));
+  }
   h.calibration = flags.Get("calibration");
   h.calibration_rate = flags.Get("calibration_rate");
   if (h.calibration.empty() && (h.worker_us_per_sample <= 0 || h.server_us_per_sample <= 0)) {
@@ -427,10 +452,67 @@ absl::StatusOr<HostsPlanRequest> ParseHostsRequest(const FlagSet& flags,
   return h;
 }
 
+// --server_memory: the tables' sizing (launcher/plan_memory.h).
+absl::Status RunMemoryPlan(const FlagSet& flags, const std::vector<Arg>& rest) {
+  const std::string memory_text = flags.Get("server_memory");
+  absl::StatusOr<uint64_t> memory = ParseByteSize(memory_text);
+  if (!memory.ok() || *memory == 0) {
+    return UsageError(absl::StrCat("--server_memory=", memory_text,
+                                   ": expected a size like 64GiB (K, M, G, T: powers of 1024)"));
+  }
+  PS_ASSIGN_OR_RETURN(double headroom, flags.GetDouble("server_headroom"));
+  if (!(headroom >= 0 && headroom < 1)) {
+    return UsageError(absl::StrCat("--server_headroom=", flags.Get("server_headroom"),
+                                   ": expected a share in [0, 1), e.g. 0.25"));
+  }
+  uint64_t expected = 0;
+  if (!flags.Get("rows").empty()) {
+    absl::StatusOr<uint64_t> rows = ParseRowCount("rows", flags.Get("rows"));
+    if (!rows.ok()) return UsageError(rows.status().message());
+    expected = *rows;
+  }
+  PlanInputs in;
+  worker::WorkerOptions worker;
+  PS_RETURN_IF_ERROR(TakeModel(rest, flags, &in, &worker));
+  absl::StatusOr<std::unique_ptr<worker::Model>> model = worker::CreateModel(in.model);
+  if (!model.ok()) return UsageError(model.status().message());
+  // The tables as the job creates them: its optimizers, dtype, eviction.
+  std::vector<TableSpec> tables = (*model)->tables();
+  worker::ApplyLrSchedule(worker.train, 1, &tables);
+  std::vector<uint64_t> buckets;
+  for (int f = 0; f < worker.train.model.num_sparse; ++f) {
+    buckets.push_back(worker.train.schema.num_sparse > f ? FieldBuckets(worker.train.schema, f)
+                                                         : worker.train.schema.hash_buckets);
+  }
+  std::vector<TableRows> rows(tables.size());
+  for (TableSpec& t : tables) {
+    if (t.kind == TableKind::kDense) {
+      t.on_workers = t.on_workers || worker.mode == "allreduce";
+      continue;
+    }
+    absl::StatusOr<TableRows> r = RowsOfTable(t, buckets, expected);
+    if (!r.ok()) return UsageError(r.status().message());
+    rows[t.id] = *r;
+  }
+  absl::StatusOr<MemoryPlan> plan = PlanServerMemory(tables, rows, static_cast<double>(*memory), headroom);
+  if (!plan.ok()) return UsageError(plan.status().message());
+  if (flags.GetBool("json")) {
+    std::printf("%s\n", MemoryPlanJson(*plan, worker.train.model.name).c_str());
+  } else {
+    std::printf("%s\n", MemoryPlanText(*plan, worker.train.model.name).c_str());
+  }
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
 absl::Status RunPlan(const std::vector<std::string>& argv) {
   {
     FlagSet flags = PlanFlags();
     PS_ASSIGN_OR_RETURN(std::vector<Arg> rest, flags.Parse(argv, /*keep_unknown=*/true));
+    if (flags.IsSet("server_memory")) {
+      PS_RETURN_IF_ERROR(RunMemoryPlan(flags, rest));
+      if (!flags.IsSet("hosts") && !flags.IsSet("workers")) return absl::OkStatus();
+    }
     if (flags.IsSet("hosts")) {
       PS_ASSIGN_OR_RETURN(HostsPlanRequest h, ParseHostsRequest(flags, rest));
       InitLogging("plan", "warn");

@@ -30,6 +30,7 @@ std::string Json(const ScalePrediction& p, const ScaleInputs& in) {
       "{\"plan\":\"hosts\",\"mode\":\"%s\",\"model\":\"%s\",\"batch_size\":%d,\"workers\":%d,"
       "\"servers\":%d,"
       "\"host_cpus\":%.6g,\"link_bytes_per_sec\":%.6g,\"predicted_samples_per_sec\":%.6g,"
+      "\"undrifted_samples_per_sec\":%.6g,\"drift_allowance\":%.3f,"
       "\"predicted_efficiency\":%.4f,\"bottleneck\":\"%s\",\"bounds\":{\"worker_cpu\":%.6g,"
       "\"server_cpu\":%.6g,\"worker_link\":%.6g,\"server_link\":%.6g},"
       "\"bytes_per_sample\":{\"worker\":{\"sent\":%.1f,\"received\":%.1f},"
@@ -38,9 +39,11 @@ std::string Json(const ScalePrediction& p, const ScaleInputs& in) {
       "\"speeds\":{\"worker_cpu_us_per_sample\":%.4g,\"server_cpu_us_per_sample\":%.4g,"
       "\"worker_us_per_extra_server\":%.4g,\"server_us_per_extra_server\":%.4g,"
       "\"worker_us_per_ring\":%.4g,\"worker_wait_per_peer\":%.4f,"
+      "\"worker_wait_per_doubling\":%.4f,"
       "\"busy_fraction\":%.3f}}",
       in.allreduce ? "allreduce" : "ps", in.model.name, in.batch_size, p.workers, p.servers,
-      in.host_cpus, in.link_bytes_per_sec, p.samples_per_sec, p.efficiency, p.bottleneck,
+      in.host_cpus, in.link_bytes_per_sec, p.samples_per_sec, p.undrifted_samples_per_sec,
+      in.drift_allowance, p.efficiency, p.bottleneck,
       p.worker_cpu_bound, p.server_cpu_bound, p.worker_link_bound, p.server_link_bound,
       p.worker_bytes.sent, p.worker_bytes.received,
       (p.worker_bytes.received - p.ring_bytes) * p.workers / p.servers,
@@ -48,7 +51,8 @@ std::string Json(const ScalePrediction& p, const ScaleInputs& in) {
       p.unique_per_sample, in.speeds.worker_cpu_per_sample * 1e6,
       in.speeds.server_cpu_per_sample * 1e6, in.speeds.worker_cpu_per_server * 1e6,
       in.speeds.server_cpu_per_server * 1e6, in.speeds.worker_cpu_per_ring * 1e6,
-      in.speeds.worker_wait_per_peer, in.speeds.busy_fraction);
+      in.speeds.worker_wait_per_peer, in.speeds.worker_wait_per_doubling,
+      in.speeds.busy_fraction);
 }
 
 }  // namespace
@@ -103,6 +107,7 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
   in.allreduce = r.mode == "allreduce";
   in.ring = r.allreduce_ring;
   in.synchronous = r.mode == "ps" && r.consistency != "asp";
+  in.drift_allowance = r.drift_allowance;
   in.speeds = speeds;
   for (int w : counts) {
     in.workers = w;
@@ -119,9 +124,11 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
               r.mode.c_str(), r.mode == "ps" ? (" (" + r.consistency + ")").c_str() : "",
               r.model.name.c_str(), r.batch_size, r.host_cpus, r.link_bytes_per_sec * 8 / 1e9);
   if (in.synchronous) {
-    std::printf("%s: each worker waits at the barrier, %.1f %% of its time per peer%s\n",
-                r.consistency.c_str(), speeds.worker_wait_per_peer * 100,
-                speeds.worker_wait_per_peer > 0 ? "" : " (no calibration runs of 2 or more workers)");
+    std::printf("%s: each worker waits at the barrier, %.1f %% of its time per doubling of the "
+                "workers%s\n",
+                r.consistency.c_str(), speeds.worker_wait_per_doubling * 100,
+                speeds.worker_wait_per_doubling > 0 ? ""
+                                                    : " (no calibration runs of 2 or more workers)");
   }
   std::printf("speeds (%s): worker %.2f us CPU a sample, servers %.2f (+%.2f / +%.2f per extra "
               "server), busy %.2f of a host\n",
@@ -146,8 +153,10 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
   }
   std::printf(
       "\nW worker hosts, S server hosts; samples/s is the smallest of the four bounds (each "
-      "role's CPU and link); bytes are per sample, by a worker (a server moves the reverse, "
-      "x W/S%s). The model and what it leaves out: launcher/plan_scale.h.\n",
+      "role's CPU and link) less %.0f %% for the drift between runs (--drift_allowance); bytes "
+      "are per sample, by a worker (a server moves the reverse, x W/S%s). The model and what it "
+      "leaves out: launcher/plan_scale.h.\n",
+      in.drift_allowance * 100,
       in.allreduce ? ", less the ring's bytes, which stay between the workers" : "");
   return absl::OkStatus();
 }

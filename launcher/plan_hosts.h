@@ -27,6 +27,7 @@ struct HostsPlanRequest {
   double worker_us_per_sample = 0;  // > 0: instead of the calibration's
   double server_us_per_sample = 0;
   double worker_us_per_extra_server = 0;
+  double drift_allowance = 0.1;     // see launcher/plan_scale.h
   bool json = false;
 };
 

@@ -1,6 +1,7 @@
 #include "launcher/plan_scale.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
@@ -78,6 +79,9 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
   if (in.host_cpus <= 0 || in.link_bytes_per_sec <= 0) {
     return absl::InvalidArgumentError("--host_cpus and --bandwidth must be > 0");
   }
+  if (!(in.drift_allowance >= 0 && in.drift_allowance < 1)) {
+    return absl::InvalidArgumentError("--drift_allowance must be in [0, 1)");
+  }
   const HostSpeeds& s = in.speeds;
   if (s.worker_cpu_per_sample <= 0 || s.server_cpu_per_sample <= 0) {
     return absl::InvalidArgumentError(
@@ -114,10 +118,15 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
 
   const double w = in.workers, n = in.servers, extra = n - 1;
   const double cpu = s.busy_fraction * in.host_cpus;
-  // The workers' share of it: less, in allreduce mode, the wait for peers.
-  const double worker_cpu = in.allreduce || in.synchronous
-                                ? cpu * std::max(0.05, 1 - (w - 1) * s.worker_wait_per_peer)
-                                : cpu;
+  // The workers' share of it: less the wait for peers (allreduce: a share
+  // per peer; BSP, SSP: per doubling of W).
+  double idle = 0;
+  if (in.allreduce) {
+    idle = (w - 1) * s.worker_wait_per_peer;
+  } else if (in.synchronous) {
+    idle = std::log2(w) * s.worker_wait_per_doubling;
+  }
+  const double worker_cpu = cpu * std::max(0.05, 1 - idle);
   const double steps = in.allreduce ? AllreduceSteps(in.workers, in.ring) : 0.0;
   const double c_w =
       s.worker_cpu_per_sample + extra * s.worker_cpu_per_server + steps * s.worker_cpu_per_ring;
@@ -131,19 +140,20 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
                                                    {p.server_cpu_bound, "server CPU"},
                                                    {p.worker_link_bound, "worker link"},
                                                    {p.server_link_bound, "server link"}};
-  p.samples_per_sec = std::numeric_limits<double>::infinity();
+  p.undrifted_samples_per_sec = std::numeric_limits<double>::infinity();
   for (const auto& [rate, name] : bounds) {
-    if (rate < p.samples_per_sec) {
-      p.samples_per_sec = rate;
+    if (rate < p.undrifted_samples_per_sec) {
+      p.undrifted_samples_per_sec = rate;
       p.bottleneck = name;
     }
   }
+  p.samples_per_sec = (1 - in.drift_allowance) * p.undrifted_samples_per_sec;
   // The one-host rate of the same inputs: the efficiency's denominator.
   const WireBytes one = PsWireBytes(dense_floats, dims, u, in.batch_size, 1);
   const double one_host =
       std::min({cpu / s.worker_cpu_per_sample, cpu / s.server_cpu_per_sample,
                 in.link_bytes_per_sec / std::max(one.sent, one.received)});
-  p.efficiency = p.samples_per_sec / (w * one_host);
+  p.efficiency = p.undrifted_samples_per_sec / (w * one_host);
   return p;
 }
 
@@ -245,6 +255,8 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
     // few tenths of a microsecond of drift in a two-worker run are not
     // multiplied at W = 8.
     // The idle share over the peers waited for, likewise.
+    // BSP and SSP: the idle share over log2 W instead (plan_scale.h).
+    const bool per_doubling = mode != "allreduce";
     double xy = 0, xx = 0, idle_xy = 0, idle_xx = 0;
     std::string layouts;
     for (const auto& [layout, line] : groups) {
@@ -253,7 +265,8 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
                        (layout.second - 1) * s.worker_cpu_per_server;
       xy += x * y;
       xx += x * x;
-      const double peers = Number(line, "workers", 1) - 1;
+      const double workers = Number(line, "workers", 1);
+      const double peers = per_doubling ? std::log2(workers) : workers - 1;
       const double busy = Number(line, "window.worker_cpu_of_quota",
                                  Number(line, "worker_cpu_of_quota", s.busy_fraction));
       idle_xy += peers * (1 - std::min(1.0, busy / s.busy_fraction));
@@ -261,7 +274,8 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
       absl::StrAppend(&layouts, layouts.empty() ? "" : ", ", Number(line, "workers", 0));
     }
     if (mode == "allreduce") s.worker_cpu_per_ring = std::max(0.0, xy / xx);
-    s.worker_wait_per_peer = std::clamp(idle_xy / idle_xx, 0.0, 0.5);
+    (per_doubling ? s.worker_wait_per_doubling : s.worker_wait_per_peer) =
+        std::clamp(idle_xy / idle_xx, 0.0, 0.5);
     absl::StrAppend(&s.source, ", and ", layouts, " workers");
   }
   return s;

@@ -11,6 +11,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgloo-dev libcpp-httplib-dev zlib1g-dev libzstd-dev librocksdb-dev
   iproute2 procps python3 python3-yaml
+  libcairo2-dev fonts-dejavu-core
 )
 # Optional extras, pulled in by tests that need them (fuzzing, compose
 # validation and the real compose stack, browser tests). Installed when

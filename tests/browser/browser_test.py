@@ -10,6 +10,10 @@
              screenshot (OUT/dashboard.png) of the whole page.
   plot       writes a metrics file with a short real job, renders it with
              `pstrain plot --png` and checks the page and the PNG.
+  finished   runs a short job into a folder (metrics file, checkpoints),
+             serves it with `pstrain dashboard --job_dir`, and checks that
+             the same dashboard page shows the job as finished, its curves
+             over steps, its summary and its checkpoints (OUT/finished.png).
 
 Exit codes: 0 passed, 1 failed, 77 skipped (no chromium / chromedriver).
 Every step has a deadline; the whole test stays under --time-limit.
@@ -293,16 +297,104 @@ def test_plot(args, work, deadline, chromium, chromedriver):
         raise Failure("the PNG is suspiciously small")
 
 
+FINISHED_PROBE = """
+const chart = id => Number(document.getElementById(id).dataset.points || 0);
+const axis = document.querySelector('#chart-loss .u-axis:not(.u-off)');
+return {
+  updates: window.pstrainDashboard ? window.pstrainDashboard.updates : 0,
+  job: document.getElementById('job-state').textContent,
+  info: document.getElementById('job-info').textContent,
+  loss_points: chart('chart-loss'),
+  sps_points: chart('chart-sps'),
+  auc_points: chart('chart-auc'),
+  loss_canvas: !!document.querySelector('#chart-loss canvas'),
+  x_label: window.pstrainDashboard && window.pstrainDashboard.state ?
+      window.pstrainDashboard.state.x_label : null,
+  labels: Array.from(document.querySelectorAll('#chart-loss .u-label')).map(e => e.textContent),
+  summary_rows: document.querySelectorAll('#summary tbody tr').length,
+  summary_hidden: document.getElementById('summary-section').hidden,
+  checkpoints: document.querySelectorAll('#checkpoints tbody tr').length,
+  no_nodes: !document.getElementById('no-nodes').hidden,
+  rss_hidden: document.getElementById('chart-rss').hidden,
+};
+"""
+
+
+def test_finished(args, work, deadline, chromium, chromedriver):
+    make_data(args.bin_dir, work, 20000, 2000)
+    job = os.path.join(work, "job")
+    os.makedirs(job)
+    cluster = Cluster(args.bin_dir, work, ["--epochs=3", "--batch_size=256",
+                                           "--eval_every_steps=20", "--log_every_secs=0.1",
+                                           f"--metrics_out={job}/metrics.jsonl",
+                                           f"--checkpoint_dir={job}/ckpt",
+                                           "--checkpoint_every_secs=1"], args.time_limit)
+    code = cluster.proc.wait(timeout=max(1, deadline.left() - 30))
+    cluster.log_file.close()
+    if code != 0:
+        raise Failure(f"the job failed ({code}):\n" + cluster.log_tail())
+    port = free_port()
+    log_path = os.path.join(work, "dashboard.log")
+    log_file = open(log_path, "w")
+    server = subprocess.Popen([os.path.join(args.bin_dir, "pstrain"), "dashboard",
+                               f"--job_dir={job}", f"--port={port}"], stdout=log_file,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    driver = None
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(deadline, "pstrain dashboard", lambda: http("GET", url + "api/state", timeout=2),
+                 limit=10)
+        driver = WebDriver(chromedriver, chromium, work, deadline)
+        driver.go(url)
+
+        def page_ready():
+            p = driver.run(FINISHED_PROBE)
+            page_ready.last = p
+            ok = (p["job"] == "finished" and p["loss_points"] > 0 and p["sps_points"] > 0
+                  and p["auc_points"] > 0 and p["loss_canvas"] and p["x_label"] == "step"
+                  and "step" in p["labels"] and p["summary_rows"] > 5
+                  and not p["summary_hidden"] and p["checkpoints"] > 0 and p["no_nodes"]
+                  and p["rss_hidden"] and "metrics.jsonl" in p["info"])
+            return p if ok else None
+
+        page_ready.last = None
+        try:
+            p = wait_for(deadline, "the finished job's dashboard", page_ready, interval=0.5,
+                         limit=25)
+        except Failure:
+            raise Failure(f"page state: {json.dumps(page_ready.last)}")
+        os.makedirs(args.out_dir, exist_ok=True)
+        shot = os.path.join(args.out_dir, "finished.png")
+        size = driver.screenshot(shot)
+        log(f"finished job: {p['info']}; loss {p['loss_points']} points over steps, AUC "
+            f"{p['auc_points']}, {p['summary_rows']} summary rows, {p['checkpoints']} "
+            f"checkpoints; screenshot {shot} ({size} bytes)")
+    finally:
+        if driver:
+            driver.close()
+        if server.poll() is None:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+        log_file.close()
+    if server.returncode != 0:
+        with open(log_path) as f:
+            raise Failure(f"pstrain dashboard exited {server.returncode}: {f.read()[-2000:]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("test", choices=["dashboard", "plot"])
+    ap.add_argument("test", choices=["dashboard", "plot", "finished"])
     ap.add_argument("--bin-dir", required=True)
     ap.add_argument("--out-dir", required=True, help="where screenshots go (the build tree)")
     ap.add_argument("--time-limit", type=float, default=55)
     args = ap.parse_args()
     chromium = find_program("PSTRAIN_CHROMIUM", ["chromium", "chromium-browser", "google-chrome"])
     chromedriver = find_program("PSTRAIN_CHROMEDRIVER", ["chromedriver"])
-    if not chromium or (args.test == "dashboard" and not chromedriver):
+    if not chromium or (args.test != "plot" and not chromedriver):
         print(f"skipped: needs chromium and chromedriver (found {chromium}, {chromedriver}); "
               "install-deps installs them with CI=true or PSTRAIN_FULL_DEPS=1")
         return SKIP
@@ -310,7 +402,7 @@ def main():
     work = tempfile.mkdtemp(prefix=f"pstrain-browser-{args.test}-")
     started = time.monotonic()
     try:
-        (test_dashboard if args.test == "dashboard" else test_plot)(
+        {"dashboard": test_dashboard, "plot": test_plot, "finished": test_finished}[args.test](
             args, work, deadline, chromium, chromedriver)
     except (Failure, subprocess.SubprocessError, OSError) as e:
         log(f"FAILED after {time.monotonic() - started:.1f}s: {e}")

@@ -268,23 +268,51 @@ TEST(PlanScale, BspWorkersLoseTheBarriersWaitFromTheirOwnRuns) {
   ASSERT_TRUE(bsp.ok()) << bsp.status();
   EXPECT_NEAR(bsp->worker_cpu_per_sample, 5e-6, 1e-12);  // the BSP run's, not the ASP one's
   EXPECT_EQ(bsp->worker_cpu_per_ring, 0);                // no collective
-  EXPECT_NEAR(bsp->worker_wait_per_peer, (1 * 0.04 + 3 * 0.06) / 10, 1e-12);
+  // The wait grows with log2 W: fitted over 1 and 2 doublings.
+  EXPECT_NEAR(bsp->worker_wait_per_doubling, (1 * 0.04 + 2 * 0.06) / 5, 1e-12);
+  EXPECT_EQ(bsp->worker_wait_per_peer, 0);  // allreduce's
   ScaleInputs in = Dlrm(8, 4);
   in.speeds = *bsp;
   auto asp_like = PredictScale(in);
   in.synchronous = true;
   auto p = PredictScale(in);
   ASSERT_TRUE(asp_like.ok() && p.ok());
-  EXPECT_NEAR(p->worker_cpu_bound, asp_like->worker_cpu_bound * (1 - 7 * 0.022), 1e-6);
+  EXPECT_NEAR(p->worker_cpu_bound, asp_like->worker_cpu_bound * (1 - 3 * 0.032), 1e-6);
+  in.workers = 2;
+  auto two = PredictScale(in);
+  in.synchronous = false;
+  auto two_asp = PredictScale(in);
+  ASSERT_TRUE(two.ok() && two_asp.ok());
+  EXPECT_NEAR(two->worker_cpu_bound, two_asp->worker_cpu_bound * (1 - 0.032), 1e-6);
   // ASP ignores them; BSP without runs of 2 or more workers is predicted as ASP.
   auto asp = SpeedsFromScaleLines(lines, "10gbit", "dlrm", "ps", "asp");
   ASSERT_TRUE(asp.ok());
   EXPECT_NEAR(asp->worker_cpu_per_sample, 4e-6, 1e-12);
-  EXPECT_EQ(asp->worker_wait_per_peer, 0);
+  EXPECT_EQ(asp->worker_wait_per_doubling, 0);
   const std::string one_host = lines.substr(0, lines.rfind('\n', lines.find("\"workers\":2")) + 1);
   auto alone = SpeedsFromScaleLines(one_host, "10gbit", "dlrm", "ps", "bsp");
   ASSERT_TRUE(alone.ok()) << alone.status();
-  EXPECT_EQ(alone->worker_wait_per_peer, 0);
+  EXPECT_EQ(alone->worker_wait_per_doubling, 0);
+}
+
+TEST(PlanScale, TheDriftAllowanceLowersThePredictionNotTheBounds) {
+  ScaleInputs in = Dlrm(4, 2);
+  in.speeds.worker_cpu_per_sample = 6e-6;
+  in.speeds.server_cpu_per_sample = 2e-6;
+  auto undrifted = PredictScale(in);
+  in.drift_allowance = 0.1;
+  auto p = PredictScale(in);
+  ASSERT_TRUE(undrifted.ok() && p.ok());
+  EXPECT_NEAR(p->undrifted_samples_per_sec, undrifted->samples_per_sec, 1e-9);
+  EXPECT_NEAR(p->samples_per_sec, 0.9 * undrifted->samples_per_sec, 1e-6);
+  EXPECT_NEAR(p->worker_cpu_bound, undrifted->worker_cpu_bound, 1e-9);
+  EXPECT_EQ(p->bottleneck, undrifted->bottleneck);
+  EXPECT_NEAR(p->efficiency, undrifted->efficiency, 1e-12);  // both rates lowered alike
+  in.drift_allowance = 1;
+  auto bad = PredictScale(in);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("--drift_allowance"), std::string::npos);
 }
 
 TEST(PlanScale, LinkRatesTakeUnits) {

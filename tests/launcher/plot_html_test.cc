@@ -1,4 +1,4 @@
-// pstrain plot: reading metrics files into runs, and the page it writes.
+// pstrain plot: the HTML page it writes.
 #include "launcher/plot_html.h"
 
 #include <filesystem>
@@ -27,37 +27,6 @@ const char kRun[] =
     R"({"event":"summary","model":"lr","eval_auc":0.71,"oracle_auc":null,"samples_per_sec":5050})"
     "\n";
 
-TEST(PlotHtml, ReadsProgressEvalAndSummaryLines) {
-  int bad = -1;
-  auto runs = ReadRunCurves(WriteTemp("a.jsonl", kRun), "a", &bad);
-  ASSERT_TRUE(runs.ok()) << runs.status();
-  ASSERT_EQ(runs->size(), 1u);
-  const RunCurves& r = (*runs)[0];
-  EXPECT_EQ(r.step, (std::vector<double>{10, 20}));
-  EXPECT_EQ(r.loss, (std::vector<double>{0.6, 0.5}));
-  EXPECT_EQ(r.eval_auc, (std::vector<double>{0.71}));
-  EXPECT_NE(r.summary_json.find("\"model\":\"lr\""), std::string::npos);
-  EXPECT_EQ(bad, 0);
-}
-
-TEST(PlotHtml, AFileAppendedByTwoRunsGivesTwoRunsAndSkipsBadLines) {
-  std::string text = std::string(kRun) + "not json\n" + kRun;
-  int bad = 0;
-  auto runs = ReadRunCurves(WriteTemp("twice.jsonl", text), "twice", &bad);
-  ASSERT_TRUE(runs.ok()) << runs.status();
-  ASSERT_EQ(runs->size(), 2u);
-  EXPECT_EQ((*runs)[1].name, "twice #2");
-  EXPECT_EQ((*runs)[1].step.size(), 2u);
-  EXPECT_EQ(bad, 1);
-}
-
-TEST(PlotHtml, AFileWithoutRecordsIsAnError) {
-  auto runs = ReadRunCurves(WriteTemp("empty.jsonl", "\n{\"x\":1}\n"), "e", nullptr);
-  EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ReadRunCurves("/nonexistent/m.jsonl", "n", nullptr).status().code(),
-            absl::StatusCode::kNotFound);
-}
-
 TEST(PlotHtml, PageIsSelfContainedAndItsDataCannotCloseTheScript) {
   auto runs = ReadRunCurves(WriteTemp("b.jsonl", kRun), "</script><b>x", nullptr);
   ASSERT_TRUE(runs.ok());
@@ -69,12 +38,6 @@ TEST(PlotHtml, PageIsSelfContainedAndItsDataCannotCloseTheScript) {
   EXPECT_EQ(html.find("</script><b>"), std::string::npos);
   EXPECT_NE(html.find("<title>My &lt;runs&gt;</title>"), std::string::npos);
   EXPECT_NE(html.find("\"loss\":[0.6,0.5]"), std::string::npos);
-}
-
-TEST(PlotHtml, DefaultNamesAreFileNamesUnlessTheyClash) {
-  EXPECT_EQ(DefaultRunNames({"x/a.jsonl", "y/b.jsonl"}), (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(DefaultRunNames({"x/m.jsonl", "y/m.jsonl"}),
-            (std::vector<std::string>{"x/m.jsonl", "y/m.jsonl"}));
 }
 
 }  // namespace

@@ -27,6 +27,10 @@ http::HttpHandler StaticFile(const std::string& name, const std::string& content
 }  // namespace
 
 std::map<std::string, http::HttpHandler> DashboardRoutes(const ClusterMonitor* monitor) {
+  return DashboardRoutes([monitor](size_t points) { return monitor->StateJson(points); });
+}
+
+std::map<std::string, http::HttpHandler> DashboardRoutes(DashboardStateFn state) {
   std::map<std::string, http::HttpHandler> routes;
   routes["/"] = StaticFile("dashboard.html", "text/html; charset=utf-8");
   routes["/index.html"] = routes["/"];
@@ -35,11 +39,11 @@ std::map<std::string, http::HttpHandler> DashboardRoutes(const ClusterMonitor* m
   routes["/dashboard.css"] = StaticFile("dashboard.css", "text/css; charset=utf-8");
   routes["/uPlot.iife.min.js"] = StaticFile("uPlot.iife.min.js", "text/javascript; charset=utf-8");
   routes["/uPlot.min.css"] = StaticFile("uPlot.min.css", "text/css; charset=utf-8");
-  routes["/api/state"] = [monitor](const http::HttpRequest& req) {
+  routes["/api/state"] = [state = std::move(state)](const http::HttpRequest& req) {
     http::HttpResponse r;
     long points = std::strtol(req.Param("points", "600").c_str(), nullptr, 10);
     r.content_type = "application/json";
-    r.body = monitor->StateJson(static_cast<size_t>(std::clamp(points, 10L, 20000L)));
+    r.body = state(static_cast<size_t>(std::clamp(points, 10L, 20000L)));
     return r;
   };
   return routes;

@@ -11,9 +11,8 @@ constexpr uint64_t kNoNumber = 0xffffffffu;  // RowIndex::kNoRow
 
 RowArena::RowArena(size_t stride_floats)
     : stride_(stride_floats), row_bytes_(stride_floats * sizeof(float)) {
-  rows_per_chunk_ = std::max<size_t>(1, PageBuffer::kHugePage / row_bytes_);
-  chunk_bytes_ = (rows_per_chunk_ * row_bytes_ + PageBuffer::kHugePage - 1) /
-                 PageBuffer::kHugePage * PageBuffer::kHugePage;
+  rows_per_chunk_ = RowsPerChunk(row_bytes_);
+  chunk_bytes_ = ChunkBytes(row_bytes_);
   while ((size_t{1} << shift_) < rows_per_chunk_) ++shift_;
   mask_ = (size_t{1} << shift_) - 1;
 }

@@ -18,6 +18,7 @@
 // Not thread-safe: owned by one SparseTable, used from its owner thread.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -33,6 +34,14 @@ class RowArena {
   explicit RowArena(size_t stride_floats);
   RowArena(const RowArena&) = delete;
   RowArena& operator=(const RowArena&) = delete;
+
+  // The RAM a row of `stride_floats` takes in a large arena: a full
+  // chunk's bytes over the rows it holds (a row's share of the chunk's
+  // unused tail included).
+  static double BytesPerRow(size_t stride_floats) {
+    const size_t row_bytes = stride_floats * sizeof(float);
+    return static_cast<double>(ChunkBytes(row_bytes)) / static_cast<double>(RowsPerChunk(row_bytes));
+  }
 
   size_t stride() const { return stride_; }
   size_t size() const { return size_; }
@@ -83,6 +92,16 @@ class RowArena {
 
  private:
   static constexpr size_t kFirstChunkRows = 64;
+
+  // R, and the bytes of a full chunk (a multiple of 2 MiB), for rows of
+  // `row_bytes`.
+  static size_t RowsPerChunk(size_t row_bytes) {
+    return std::max<size_t>(1, PageBuffer::kHugePage / row_bytes);
+  }
+  static size_t ChunkBytes(size_t row_bytes) {
+    return (RowsPerChunk(row_bytes) * row_bytes + PageBuffer::kHugePage - 1) /
+           PageBuffer::kHugePage * PageBuffer::kHugePage;
+  }
 
   // Rows the last chunk can hold.
   size_t LastCapacity() const {

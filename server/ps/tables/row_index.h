@@ -30,6 +30,11 @@ class RowIndex {
   RowIndex(const RowIndex&) = delete;
   RowIndex& operator=(const RowIndex&) = delete;
 
+  // The most bytes an id costs in a large index: 12-byte slots at the
+  // lowest load a growth leaves, 0.8 / 1.5 (15 bytes at the highest, 0.8).
+  // While the array grows, the old one (its ids x 15 bytes) lives as well.
+  static constexpr double kMaxBytesPerId = 12.0 / (0.8 / 1.5);
+
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
   size_t bytes() const { return slots_buffer_.bytes(); }
@@ -98,6 +103,7 @@ class RowIndex {
 
  private:
   static constexpr size_t kSlotBytes = 12;
+  static_assert(kSlotBytes == 12, "kMaxBytesPerId assumes 12-byte slots");
   static constexpr size_t kInitialCapacity = 16;
 
   // The slot a lookup starts at: the hash scaled to [0, capacity) by a

@@ -14,6 +14,7 @@
 #include "common/hash.h"
 #include "common/optim/finite.h"
 #include "common/status.h"
+#include "server/ps/tables/row_footprint.h"
 
 namespace pstrain::server {
 namespace {
@@ -100,8 +101,7 @@ SparseTable::SparseTable(const TableSpec& spec, Options options,
       initializer_(std::move(initializer)),
       compact_(spec.dtype != RowDtype::kFloat32),
       value_floats_(compact_ ? (dim_ + 1) / 2 : dim_),
-      arena_(value_floats_ + state_floats_ + (has_step_ ? 1 : 0) +
-             (spec.eviction.enabled() || options.tier ? 2 : 0)),
+      arena_(RowStrideFloats(spec, *optimizer_, spec.eviction.enabled() || options.tier)),
       evicts_(spec.eviction.enabled() || options.tier),
       pushes_create_(spec.zero_untrained || spec.admission.enabled() || evicts_),
       meta_offset_(value_floats_ + state_floats_ + (has_step_ ? 1 : 0)),

@@ -1,5 +1,8 @@
 // The coordinator's dashboard: polls /api/state every second and redraws
-// the node table, the charts and the checkpoint list.
+// the node table, the charts and the checkpoint list. `pstrain dashboard
+// --job_dir` serves the same page for a job that has ended: its state then
+// has a source (the metrics file), a summary and curves over steps
+// (x_label), and no nodes.
 'use strict';
 
 const POLL_MS = 1000;
@@ -10,6 +13,8 @@ const charts = {
   rps: new LineChart(document.getElementById('chart-rps'), {title: 'Server requests', xLabel: 'seconds', yLabel: 'requests/s'}),
   rss: new LineChart(document.getElementById('chart-rss'), {title: 'Resident memory', xLabel: 'seconds', yLabel: 'MiB'}),
   logloss: new LineChart(document.getElementById('chart-logloss'), {title: 'Eval logloss', xLabel: 'seconds', yLabel: 'logloss', points: true}),
+  ne: new LineChart(document.getElementById('chart-ne'), {title: 'Eval normalized entropy', xLabel: 'seconds', yLabel: 'NE', points: true}),
+  calibration: new LineChart(document.getElementById('chart-calibration'), {title: 'Eval calibration', xLabel: 'seconds', yLabel: 'mean prediction / positive rate', points: true}),
 };
 for (const c of Object.values(charts)) c.el.dataset.title = c.opts.title;
 
@@ -94,11 +99,50 @@ function renderCheckpoints(state) {
   }
 }
 
+// A job that has ended, from its files: what it was and where it came from.
+function renderFinishedJob(state) {
+  const s = state.summary || {};
+  const parts = [state.source];
+  if (s.model) parts.push(s.model);
+  if (s.workers) parts.push(s.workers + ' workers');
+  if (s.steps !== undefined) parts.push(s.steps + ' steps');
+  if (s.samples_per_sec) parts.push(fmtNum(s.samples_per_sec) + ' samples/s');
+  if (state.now !== null && state.now !== undefined) parts.push(fmtSeconds(state.now));
+  if (state.job.message) parts.push(state.job.message);
+  document.getElementById('job-info').textContent = parts.join(' · ');
+  document.getElementById('no-nodes').hidden = state.nodes.length > 0;
+  document.getElementById('nodes').hidden = state.nodes.length === 0;
+  const section = document.getElementById('summary-section');
+  section.hidden = !state.summary;
+  const tbody = document.querySelector('#summary tbody');
+  tbody.textContent = '';
+  for (const [k, v] of Object.entries(s)) {
+    if (k === 'event' || v === null || v === undefined) continue;
+    const tr = document.createElement('tr');
+    cell(tr, k);
+    cell(tr, typeof v === 'number' && !Number.isInteger(v) ? v.toPrecision(5) : String(v), 'num');
+    tbody.appendChild(tr);
+  }
+}
+
+// The x axis of every chart: seconds (live) or what the state says.
+function setXLabel(label) {
+  for (const c of Object.values(charts)) {
+    if (c.opts.xLabel === label) continue;
+    c.opts.xLabel = label;
+    c.key = '';  // drawn anew with the label
+  }
+}
+
 function renderJob(state) {
   const job = state.job;
   const badge = document.getElementById('job-state');
   badge.textContent = job.state;
   badge.className = 'badge state-' + job.state;
+  if (state.source) {
+    renderFinishedJob(state);
+    return;
+  }
   const elapsed = job.ended === null ? state.now : job.ended;
   document.getElementById('job-info').textContent =
       `${job.servers} servers, ${job.workers} workers, ${job.consistency.toUpperCase()}` +
@@ -112,6 +156,7 @@ async function poll() {
     if (!res.ok) throw new Error('HTTP ' + res.status);
     const state = await res.json();
     window.pstrainDashboard.state = state;
+    setXLabel(state.x_label || 'seconds');
     renderJob(state);
     renderNodes(state);
     charts.loss.update(state.series.loss);
@@ -119,7 +164,14 @@ async function poll() {
     charts.sps.update(state.series.samples_per_sec);
     charts.rps.update(state.series.requests_per_sec);
     charts.rss.update(state.series.rss_mib);
+    // A job that has ended has no live processes to measure.
+    charts.rps.el.hidden = charts.rss.el.hidden = !!state.source;
     charts.logloss.update(state.series.eval_logloss);
+    for (const name of ['ne', 'calibration']) {  // newer metrics: shown when there are some
+      const series = state.series['eval_' + name];
+      charts[name].el.hidden = !series;
+      if (series) charts[name].update(series);
+    }
     renderCheckpoints(state);
     window.pstrainDashboard.updates++;
     const u = document.getElementById('updated');

@@ -11,8 +11,17 @@
     ['chart-auc', opts('Eval AUC', 'AUC', true), r => ({t: r.eval.step, v: r.eval.auc})],
     ['chart-logloss', opts('Eval logloss', 'logloss', true), r => ({t: r.eval.step, v: r.eval.logloss})],
   ];
+  // Newer eval metrics: a chart when some file has them.
+  const has = key => runs.some(r => (r.eval[key] || []).some(v => v !== null));
+  if (has('ne')) {
+    defs.push(['chart-ne', opts('Eval normalized entropy (below 1 beats the base rate)', 'NE', true), r => ({t: r.eval.step, v: r.eval.ne})]);
+  }
+  if (has('calibration')) {
+    defs.push(['chart-calibration', opts('Eval calibration (mean prediction / positive rate)', 'calibration', true), r => ({t: r.eval.step, v: r.eval.calibration})]);
+  }
   for (const [id, o, pick] of defs) {
     const el = document.getElementById(id);
+    el.hidden = false;
     el.dataset.title = o.title;
     const chart = new LineChart(el, o);
     chart.update(runs.map(r => Object.assign({name: r.name}, pick(r))));
