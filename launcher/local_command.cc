@@ -2,6 +2,7 @@
 // every flag and the data first (launcher/local_options.h); LocalCluster
 // then starts the processes and supervises them until the job ends.
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+
+#include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
@@ -21,6 +24,7 @@
 #include "common/status.h"
 #include "launcher/command.h"
 #include "launcher/commands.h"
+#include "launcher/console.h"
 #include "launcher/local_http.h"
 #include "launcher/local_options.h"
 #include "launcher/rerun.h"
@@ -226,7 +230,12 @@ absl::Status LocalCluster::Supervise() {
       o_.timeout > 0 ? absl::Now() + absl::Seconds(o_.timeout) : absl::InfiniteFuture();
   while (sup_.AnyRunning()) {
     for (int i : sup_.Pump(kPumpInterval, g_wake_pipe[0])) PS_RETURN_IF_ERROR(OnExit(i));
-    if (g_signal) return Fail(absl::StrCat("signal ", g_signal.load(), ": stopping the cluster"), 130);
+    if (g_signal) {
+      Console::Get().UserStopped();
+      return Fail(absl::StrCat(g_signal.load() == SIGINT ? "Ctrl-C" : absl::StrCat("signal ", g_signal.load()),
+                               ": stopping the cluster"),
+                  130);
+    }
     if (absl::Now() > deadline) return Fail("--timeout reached: stopping the cluster", 124);
     if (absl::Now() > job_done_ + kExitAfterJob) {
       std::string still;
@@ -258,7 +267,11 @@ std::string LocalHelp() {
 }
 
 absl::Status RunLocal(const std::vector<std::string>& argv) {
+  // The launcher's own log lines (the data checks) read like its others.
+  spdlog::set_pattern("[pstrain] %v");
   PS_ASSIGN_OR_RETURN(LocalOptions options, ParseLocalOptions(argv));
+  Console::Get().Configure(options.verbosity, isatty(STDOUT_FILENO) != 0);
+  if (options.verbosity >= 2) options.common_args.push_back("--log_level=debug");
   absl::StatusOr<Rerun> rerun =
       DecideRerun(options.checkpoint_dir, options.epochs, options.new_job, options.continue_job);
   if (!rerun.ok()) return UsageError(rerun.status().message());
@@ -283,9 +296,11 @@ absl::Status RunLocal(const std::vector<std::string>& argv) {
   if (st.ok()) st = cluster.Supervise();
   cluster.StopAll();
   std::filesystem::remove_all(tmpl);
+  Console::Get().EndProgress();
   if (!st.ok()) return st;
+  Console::Get().EndProgress();
   Supervisor::Say("all processes finished");
-  if (!options.metrics_out.empty()) {
+  if (!options.metrics_out.empty() && options.verbosity > 0) {
     std::string summary = LastSummaryLine(options.metrics_out);
     if (!summary.empty()) Supervisor::Say("summary: " + summary);
   }

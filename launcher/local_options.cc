@@ -228,6 +228,14 @@ absl::Status TakeLocalFlags(const FlagSet& flags, LocalOptions* o) {
   o->dashboard = flags.GetBool("dashboard");
   o->restart_failed = flags.GetBool("restart_failed");
   o->pin_cpus = flags.GetBool("pin_cpus");
+  PS_ASSIGN_OR_RETURN(int64_t v, flags.GetInt("v"));
+  if (!flags.IsSet("v")) {
+    if (const char* env = std::getenv("PSTRAIN_V"); env != nullptr && *env != '\0') {
+      if (!absl::SimpleAtoi(env, &v)) return UsageError(absl::StrCat("PSTRAIN_V=", env, ": not a number"));
+    }
+  }
+  if (v < 0 || v > 2) return UsageError(absl::StrCat("--v=", v, ": must be 0, 1 or 2"));
+  o->verbosity = static_cast<int>(v);
   if (!o->bin_dir.empty() && !std::filesystem::is_directory(o->bin_dir)) {
     return UsageError("--bin_dir=" + o->bin_dir + ": not a folder");
   }
@@ -242,6 +250,11 @@ FlagSet LocalFlags() {
       .Define("workers", "2", "Number of workers.")
       .Define("bin_dir", "", "Folder with the pstrain_* binaries (default: next to pstrain).")
       .Define("timeout", "0", "Stop everything after this many seconds (0: no limit).")
+      .Define("v", "0",
+              "Verbosity. 0: what a person needs (progress, evaluations, warnings, errors, the "
+              "result); 1: every line of every process as it wrote it (who joined, tables "
+              "created, per-table statistics, ...); 2: also their debug lines. PSTRAIN_V sets it "
+              "too.")
       .Define("metrics", "false", "Serve Prometheus /metrics from every process, on free ports (printed).")
       .Define("dashboard", "false", "Serve the coordinator's web dashboard on a free port (printed).")
       .Define("dashboard_port", "0", "Serve the dashboard on this port (0: see --dashboard).")

@@ -33,6 +33,7 @@ struct LocalOptions {
   bool new_job = false;          // the coordinator's --new_job
   bool continue_job = false;     // the coordinator's --continue_job
   int epochs = 1;                // the workers' --epochs
+  int verbosity = 0;             // --v (launcher/console.h)
   // Flags as "--name=value", by destination.
   std::vector<std::string> coordinator_args;  // coordinator only
   std::vector<std::string> common_args;       // every process

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "launcher/console.h"
 
 namespace pstrain::launcher {
 namespace {
@@ -34,10 +35,7 @@ Supervisor::~Supervisor() {
   }
 }
 
-void Supervisor::Say(const std::string& line) {
-  std::string s = absl::StrCat("[pstrain] ", line, "\n");
-  (void)!write(STDOUT_FILENO, s.data(), s.size());
-}
+void Supervisor::Say(const std::string& line) { Console::Get().Say(line); }
 
 absl::StatusOr<int> Supervisor::Start(const ChildSpec& spec) {
   int fds[2];
@@ -97,21 +95,19 @@ void Supervisor::Drain(Child& c, bool final) {
     }
     break;  // EAGAIN: nothing more for now
   }
-  std::string out;
+  Console& console = Console::Get();
   size_t start = 0;
   while (true) {
     size_t nl = c.partial.find('\n', start);
     if (nl == std::string::npos) break;
-    absl::StrAppend(&out, "[", c.state.label, "] ",
-                    absl::string_view(c.partial).substr(start, nl - start + 1));
+    console.ChildLine(c.state.label, std::string_view(c.partial).substr(start, nl - start));
     start = nl + 1;
   }
   c.partial.erase(0, start);
   if (final && !c.partial.empty()) {
-    absl::StrAppend(&out, "[", c.state.label, "] ", c.partial, "\n");
+    console.ChildLine(c.state.label, c.partial);
     c.partial.clear();
   }
-  if (!out.empty()) (void)!write(STDOUT_FILENO, out.data(), out.size());
 }
 
 std::vector<int> Supervisor::Reap() {

@@ -1,5 +1,6 @@
 #include "worker/progress.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <utility>
@@ -78,41 +79,52 @@ bool Progress::Update(const ProgressSnapshot& s, bool force) {
   double elapsed = absl::ToDoubleSeconds(now - start_);
   double interval = std::max(1e-9, absl::ToDoubleSeconds(since));
   double rate = static_cast<double>(s.samples - last_samples_) / interval;
+  // Time spent waiting for data is not training: the rate while busy, and
+  // the share of the interval spent waiting (a stream between partitions).
+  const double waited = std::clamp(s.data_seconds - last_data_seconds_, 0.0, interval);
+  const double busy_rate = static_cast<double>(s.samples - last_samples_) / std::max(1e-9, interval - waited);
+  const double waiting = waited / interval;
   double eta = s.fraction_done > 0 ? elapsed * (1 - s.fraction_done) / s.fraction_done : NAN;
+  std::string line = absl::StrCat("step ", s.step);
+  if (s.epochs > 0) absl::StrAppend(&line, " | epoch ", s.epoch + 1, "/", s.epochs);
+  absl::StrAppend(&line, " | ", Rate(busy_rate * std::max(1, s.workers)), " samples/s");
+  if (waiting >= 0.05) absl::StrAppend(&line, absl::StrFormat(" | waiting for data %.0f%%", 100 * waiting));
+  absl::StrAppend(&line, absl::StrFormat(" | loss %.4f", s.interval_loss));
+  if (std::isfinite(s.fraction_done)) {
+    absl::StrAppend(&line, absl::StrFormat(" | %.0f%% | ETA %s", 100 * s.fraction_done, FormatEta(eta)));
+  }
+  if (std::isfinite(s.eval_auc)) {
+    absl::StrAppend(&line, absl::StrFormat(" | eval AUC %.4f (step %d)", s.eval_auc, s.eval_step));
+  }
   if (terminal_) {
-    int width = 30;
+    int width = 24;
     int filled = std::isfinite(s.fraction_done)
                      ? static_cast<int>(std::min(1.0, s.fraction_done) * width)
                      : 0;
-    std::fprintf(stderr, "\r[%s%s] %3.0f%% step %lld | %s samples/s | loss %.4f | ETA %s   ",
-                 std::string(filled, '=').c_str(), std::string(width - filled, ' ').c_str(),
-                 100 * (std::isfinite(s.fraction_done) ? s.fraction_done : 0),
-                 static_cast<long long>(s.step), Rate(rate).c_str(), s.interval_loss,
-                 FormatEta(eta).c_str());
+    std::fprintf(stderr, "\r\033[K[%s%s] %s", std::string(filled, '=').c_str(),
+                 std::string(width - filled, ' ').c_str(), line.c_str());
     std::fflush(stderr);
     drew_bar_ = true;
     last_bar_ = now;
   }
   if (!log_due) return false;
-  if (!terminal_) {
-    spdlog::info("step {} | {} samples/s | loss {:.4f} | {:.0f}% | ETA {} | compute {:.1f}s wait {:.1f}s data {:.1f}s",
-                 s.step, Rate(rate), s.interval_loss,
-                 100 * (std::isfinite(s.fraction_done) ? s.fraction_done : 0), FormatEta(eta),
-                 s.compute_seconds, s.wait_seconds, s.data_seconds);
-  }
-  JsonLine line;
-  line.Add("event", "progress")
+  if (!terminal_) spdlog::info("{}", line);
+  JsonLine json;
+  json.Add("event", "progress")
       .Add("step", s.step)
       .Add("samples", s.samples)
       .Add("loss", s.interval_loss)
       .Add("samples_per_sec", rate)
+      .Add("busy_samples_per_sec", busy_rate)
+      .Add("waiting_for_data", waiting)
       .Add("elapsed_seconds", elapsed)
       .Add("compute_seconds", s.compute_seconds)
       .Add("wait_seconds", s.wait_seconds)
       .Add("data_seconds", s.data_seconds);
-  metrics_->Write(line);
+  metrics_->Write(json);
   last_report_ = now;
   last_samples_ = s.samples;
+  last_data_seconds_ = s.data_seconds;
   return true;
 }
 

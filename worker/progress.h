@@ -38,7 +38,12 @@ struct ProgressSnapshot {
   double interval_loss = 0;      // mean loss since the last report
   double compute_seconds = 0;    // totals so far
   double wait_seconds = 0;
-  double data_seconds = 0;
+  double data_seconds = 0;       // waiting for the reader (a stream: for data to arrive)
+  int epoch = 0;                 // 0-based epoch of the last batch
+  int epochs = 0;                // of the run (0: unknown, e.g. a stream)
+  int workers = 1;               // the job's rate is estimated as this worker's x workers
+  double eval_auc = NAN;         // the latest evaluation (NaN: none yet)
+  int64_t eval_step = -1;
 };
 
 class Progress {
@@ -59,6 +64,7 @@ class Progress {
   absl::Time last_report_;
   absl::Time last_bar_;
   int64_t last_samples_ = 0;
+  double last_data_seconds_ = 0;
   bool drew_bar_ = false;
 };
 

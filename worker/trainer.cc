@@ -94,10 +94,23 @@ absl::Status Trainer::Bind(Prepared& p, ParamRefs* params) {
   return absl::OkStatus();
 }
 
-double Trainer::FractionDone(int64_t step, int64_t bytes_read) const {
+double Trainer::FractionDone(int64_t step, const ReaderStats& reader) const {
   if (options_.max_steps > 0) return std::min(1.0, double(step) / double(options_.max_steps));
-  if (shard_bytes_ == 0 || options_.epochs <= 0) return NAN;
-  return std::min(1.0, double(bytes_read) / (double(shard_bytes_) * options_.epochs));
+  if (shard_bytes_ == 0 || options_.epochs <= 0 || streaming() || !adopted_.empty()) return NAN;
+  // Rows of an epoch: counted once the first is over; before, estimated
+  // from the bytes read so far (the reader reads ahead by its buffer, so
+  // the estimate runs a little low and the fraction a little high).
+  double rows_per_epoch = 0;
+  if (std::vector<int64_t> per_epoch = reader_->RowsDeliveredPerEpoch();
+      per_epoch.size() > 1 && per_epoch[0] > 0) {
+    rows_per_epoch = static_cast<double>(per_epoch[0]);
+  } else if (reader.bytes_read > 0) {
+    rows_per_epoch = static_cast<double>(reader.rows_delivered) * static_cast<double>(shard_bytes_) /
+                     static_cast<double>(std::min<uint64_t>(reader.bytes_read, shard_bytes_));
+  }
+  if (rows_per_epoch <= 0) return NAN;
+  const double done = position_.epoch * rows_per_epoch + static_cast<double>(position_.rows);
+  return std::min(1.0, done / (rows_per_epoch * options_.epochs));
 }
 
 absl::StatusOr<TrainResult> Trainer::Run() {
@@ -346,11 +359,16 @@ absl::Status Trainer::ReportStep(const StepOutput& out) {
   ProgressSnapshot snap;
   snap.step = clock_;
   snap.samples = result_.samples;
-  snap.fraction_done = FractionDone(clock_, reader_->stats().bytes_read);
+  snap.fraction_done = FractionDone(clock_, reader_->stats());
   snap.interval_loss = loss_count_ > 0 ? loss_sum_ / loss_count_ : 0;
   snap.compute_seconds = result_.compute_seconds;
   snap.wait_seconds = result_.wait_seconds;
   snap.data_seconds = result_.data_seconds;
+  snap.epoch = position_.epoch;
+  snap.epochs = streaming() ? 0 : options_.epochs;
+  snap.workers = num_workers_;
+  snap.eval_auc = last_eval_auc_;
+  snap.eval_step = last_eval_step_;
   if (options_.train_metrics != nullptr) {
     ReaderStats rs = reader_->stats();
     options_.train_metrics->OnStep(StepReport{clock_, out.num_samples, out.loss_sum,
@@ -434,8 +452,10 @@ absl::Status Trainer::SaveModel(int64_t step, const EvalRound* chosen) {
                  "by file",
                  options_.save_model, in_place);
   }
-  spdlog::info("model of step {} saved to {} ({} tables, {} embedding rows) in {:.1f}s", step,
-               options_.save_model, saved.tables.size(), rows, Seconds(t0));
+  // A round kept by --keep_best says so itself.
+  spdlog::log(chosen != nullptr ? spdlog::level::debug : spdlog::level::info,
+              "model of step {} saved to {} ({} tables, {} embedding rows) in {:.1f}s", step,
+              options_.save_model, saved.tables.size(), rows, Seconds(t0));
   return absl::OkStatus();
 }
 

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,7 +79,7 @@ struct TrainOptions {
   int eval_batch_size = 4096;
   // Progress lines and metrics: often enough to follow a run, rare enough
   // to keep --metrics_out small.
-  absl::Duration log_every = absl::Seconds(10);
+  absl::Duration log_every = absl::Seconds(5);
   std::string metrics_out;       // JSON lines (the lead worker writes)
   std::string eval_meta;         // generator's meta JSON (oracle AUC), optional
   std::string save_model;        // export the trained model here (the lead)
@@ -363,7 +364,8 @@ class Trainer {
   // Pauses for the checkpoint at `step` (or reports this worker finished,
   // step -1); returns the next checkpoint step.
   absl::StatusOr<int64_t> Checkpoint(int64_t step, const proto::WorkerPosition& position);
-  double FractionDone(int64_t step, int64_t bytes_read) const;
+  // How far the run is, 0..1, for the ETA (NaN: unknown).
+  double FractionDone(int64_t step, const ReaderStats& reader) const;
   // --train_stream (worker/trainer_stream.cc). ScoreRows: the step's
   // progressive scores. ClosePartitions: this worker's parts of the
   // partitions from position_'s up to `end_epoch` (exclusive) stored.
@@ -419,6 +421,8 @@ class Trainer {
   int eval_round_ = 0;     // the next round this worker scores its own part of
   int next_collect_ = 0;   // the lead: the next round it gathers
   int64_t job_steps_ = 0;  // after training: the most steps any worker took
+  double last_eval_auc_ = NAN;   // the lead's latest evaluation, for progress lines
+  int64_t last_eval_step_ = -1;
   bool retired_ = false;   // RetireFromServers done
   absl::Time rounds_looked_ = absl::InfinitePast();  // epoch rounds: the last look
   absl::Time train_start_;

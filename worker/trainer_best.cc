@@ -74,7 +74,9 @@ absl::Status Trainer::JudgeRound(int round, int64_t clock, bool final_round,
                  best_->Value(r), kept);
   } else if (best_->best()) {
     const EvalRound& b = *best_->best();
-    spdlog::info("round {} (step {}): {} {:.4f}, not better than round {} (step {}, {:.4f}): {} "
+    // The evaluation line has the numbers: this one matters when it counts
+    // towards an early stop.
+    spdlog::log(options_.early_stop_rounds > 0 ? spdlog::level::info : spdlog::level::debug,"round {} (step {}): {} {:.4f}, not better than round {} (step {}, {:.4f}): {} "
                  "evaluation(s) without improvement{}",
                  r.round, clock, metric, best_->Value(r), b.round, b.step, best_->Value(b),
                  best_->rounds_since_best(),

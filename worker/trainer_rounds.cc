@@ -396,6 +396,8 @@ absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainR
   result->eval_ne = m.normalized_entropy;
   result->eval_calibration = m.calibration;
   result->eval_rows = m.count;
+  last_eval_auc_ = m.auc;
+  last_eval_step_ = clock;
   if (options_.train_metrics != nullptr) options_.train_metrics->OnEval(clock, m.auc, m.logloss);
   spdlog::info("eval {}: AUC {:.4f}, logloss {:.4f}, NE {:.4f}, calibration {:.3f} over {} rows",
                final_round || !schedule_.by_epochs()

@@ -1,6 +1,9 @@
 // A job run again in its --checkpoint_dir after it finished: reported, not
 // "trained" again with nothing to train; trained on when --epochs grew;
 // trained from scratch with --new_job, the old job moved aside.
+#include <signal.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 
@@ -99,6 +102,55 @@ TEST_F(Rerun, NewJobTrainsFromScratchAndKeepsTheOldJobAside) {
     }
   }
   EXPECT_EQ(previous, 1);
+}
+
+}  // namespace
+}  // namespace pstrain::testing
+
+namespace pstrain::testing {
+namespace {
+
+// What a person sees of a 2-server, 2-worker job by default: who runs,
+// the evaluation, the result; not the cluster's own life.
+TEST(DefaultOutput, FitsOnAScreenAndHasNoInternals) {
+  const std::string dir = MakeTempDir("pstrain-output");
+  TrainEval data = WriteTrainEval(dir, 4, 20000, 2000);
+  TestProcess p(BinDir() + "/pstrain",
+                {"local", "--v=0", "--servers=2", "--workers=2", "--train_data=" + data.train,
+                 "--eval_data=" + data.eval, "--epochs=2", "--eval_every_epochs=1", "--timeout=60"},
+                dir + "/out.log");
+  ASSERT_EQ(p.Wait(absl::Seconds(90)), 0) << p.Log();
+  const std::string out = p.Log();
+  std::printf("%s", out.c_str());
+  EXPECT_THAT(out, HasSubstr("[coordinator] all 2 servers and 2 workers joined"));
+  EXPECT_THAT(out, HasSubstr("[worker 0] eval after epoch 1"));
+  EXPECT_THAT(out, HasSubstr("[worker 0] RESULT model=dlrm"));
+  for (const char* internal : {"joined from", "tables created", "[info]", "shutting down", "serving at",
+                               "trained 20", "rows evicted"}) {
+    EXPECT_THAT(out, Not(HasSubstr(internal))) << internal;
+  }
+  EXPECT_LE(std::count(out.begin(), out.end(), '\n'), 15) << out;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DefaultOutput, CtrlCStopsTheClusterWithoutCancellationNoise) {
+  const std::string dir = MakeTempDir("pstrain-ctrlc");
+  TrainEval data = WriteTrainEval(dir, 4, 400000, 2000);
+  TestProcess p(BinDir() + "/pstrain",
+                {"local", "--v=0", "--servers=2", "--workers=2", "--train_data=" + data.train,
+                 "--eval_data=" + data.eval, "--epochs=20", "--timeout=120"},
+                dir + "/out.log");
+  const absl::Time until = absl::Now() + absl::Seconds(60);
+  while (p.Log().find("workers joined") == std::string::npos && absl::Now() < until && p.running()) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  absl::SleepFor(absl::Milliseconds(500));
+  p.Signal(SIGINT);
+  EXPECT_EQ(p.Wait(absl::Seconds(30)), 130) << p.Log();
+  const std::string out = p.Log();
+  EXPECT_THAT(out, HasSubstr("[pstrain] Ctrl-C: stopping the cluster"));
+  EXPECT_THAT(out, Not(HasSubstr("CANCELLED"))) << out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -65,6 +65,9 @@ TestProcess::TestProcess(const std::string& binary, const std::vector<std::strin
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);
     }
+    // The tests read the processes' whole logs: `pstrain local` relays every
+    // line (--v=1) unless a test asks for the person's view (--v=0).
+    setenv("PSTRAIN_V", "1", /*overwrite=*/0);
     execv(path.c_str(), argv.data());
     _exit(127);
   }

@@ -183,7 +183,10 @@ ABSL_FLAG(int64_t, ttl_steps, 0,
 ABSL_FLAG(std::string, embedding_dtype, "fp32",
           "How the servers store every sparse table's values: fp32, fp16 or bf16 (half the "
           "memory; optimizer state stays fp32; updates rounded stochastically).");
-ABSL_FLAG(double, log_every_secs, 10, "Seconds between progress lines.");
+ABSL_FLAG(double, log_every_secs, 5,
+          "Seconds between progress lines (step, epoch, the job's samples/s estimated from the "
+          "lead's, the share of time waiting for data when over 5 %, loss, ETA, the latest "
+          "evaluation) and progress records in --metrics_out.");
 ABSL_FLAG(std::string, metrics_out, "", "Append JSON lines (progress, eval, summary) to this file (worker 0).");
 ABSL_FLAG(std::string, save_model, "",
           "Worker 0 exports the trained model to this folder (read by `pstrain predict`).");
