@@ -72,6 +72,11 @@ absl::Status RunServe(const std::vector<std::string>& argv) {
   o.model_dir = flags.Get("model_dir");
   o.host = flags.Get("host");
   if (o.model_dir.empty()) return UsageError("--model_dir is required");
+  const std::string wait = flags.Get("wait_for_model");
+  if (wait != "true" && wait != "false" && wait != "1" && wait != "0" && wait != "yes" &&
+      wait != "no") {
+    return UsageError(absl::StrCat("--wait_for_model=", wait, ": true or false"));
+  }
   o.wait_for_model = flags.GetBool("wait_for_model");
   std::error_code ec;
   if (!o.wait_for_model && !std::filesystem::exists(o.model_dir, ec)) {

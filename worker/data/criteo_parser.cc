@@ -254,8 +254,8 @@ inline absl::Status CriteoParser::CustomDense(int j, std::string_view t, ParsedR
   return absl::OkStatus();
 }
 
-void CriteoParser::AppendIds(int f, std::string_view t, uint64_t buckets, char multi_hot_sep,
-                             ParsedRow* row) const {
+inline void CriteoParser::AppendIds(int f, std::string_view t, uint64_t buckets,
+                                    char multi_hot_sep, ParsedRow* row) const {
   if (multi_hot_sep == 0) {
     row->ids.push_back(FeatureId(f, missing_.Contains(t) ? std::string_view() : t, buckets));
     return;

@@ -111,13 +111,15 @@ std::string ShardScanner::Describe(BadLine* bad) {
 
 absl::Status ShardScanner::OnBadLine(const LineReader::Line& line, const absl::Status& why) {
   ++bad_;
-  latest_.path = reader_.path();
+  // Assigned in place: a run of bad lines allocates nothing.
+  latest_.path.assign(reader_.path());
   latest_.first_line_offset = reader_.first_line_offset();
   latest_.index = line.index;
   latest_.number = 0;
-  latest_.reason = std::string(why.message());
+  latest_.reason.assign(why.message().data(), why.message().size());
   // Enough bytes for the quote's characters, and one more to show the cut.
-  latest_.text = std::string(line.text.substr(0, 4 * kQuotedLineChars + 1));
+  const std::string_view text = line.text.substr(0, 4 * kQuotedLineChars + 1);
+  latest_.text.assign(text.data(), text.size());
   if (logged_ < options_.max_logged_bad_lines) {
     ++logged_;
     if (absl::StatusOr<int64_t> n = reader_.LineNumber(line); n.ok()) latest_.number = *n;

@@ -164,8 +164,8 @@ absl::Status RequestRows::AddLine(std::string_view line, int row, ParsedRow* par
     if (text == line && static_cast<int>(cols.size()) != num_columns_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "row ", row, ": ", cols.size(), cols.size() == 1 ? " column" : " columns", ", want ",
-          num_columns_, " (or ",
-          num_columns_ - 1, " without the label)", TooFewHint(line, cols.size())));
+          num_columns_, " (or ", num_columns_ - 1, " without the label)",
+          TooFewHint(line, cols.size())));
     }
     return RowError(row, s);
   }
