@@ -246,16 +246,17 @@ inline absl::Status CriteoParser::CustomDense(int j, std::string_view t, ParsedR
     row->dense[j] = missing_value_[j];
     return absl::OkStatus();
   }
-  if (!ParseNumber(t, 0, &v)) {
+  // NaN for a field of spaces (too many for Contains): missing too.
+  if (!ParseNumber(t, std::numeric_limits<double>::quiet_NaN(), &v)) {
     return absl::InvalidArgumentError(absl::StrCat("column ", ColumnName(schema_, d.column),
                                                    ": not a number: \"", Snippet(t), "\""));
   }
-  row->dense[j] = ApplyTransform(d, v);
+  row->dense[j] = std::isnan(v) ? missing_value_[j] : ApplyTransform(d, v);
   return absl::OkStatus();
 }
 
-inline void CriteoParser::AppendIds(int f, std::string_view t, uint64_t buckets,
-                                    char multi_hot_sep, ParsedRow* row) const {
+void CriteoParser::AppendIds(int f, std::string_view t, uint64_t buckets, char multi_hot_sep,
+                             ParsedRow* row) const {
   if (multi_hot_sep == 0) {
     row->ids.push_back(FeatureId(f, missing_.Contains(t) ? std::string_view() : t, buckets));
     return;
@@ -447,7 +448,12 @@ absl::Status CriteoParser::Parse(std::string_view line, ParsedRow* row) const {
   for (int f = 0; f < num_sparse; ++f) {
     e = column_end(1 + num_dense + f);
     if (e == nullptr) return ColumnCountError(line);
-    AppendIds(f, std::string_view(p, e - p), buckets, multi, row);
+    const std::string_view t(p, e - p);
+    if (multi == 0) {  // the common case, inline
+      row->ids.push_back(FeatureId(f, missing_.Contains(t) ? std::string_view() : t, buckets));
+    } else {
+      AppendIds(f, t, buckets, multi, row);
+    }
     row->field_end[f] = static_cast<uint32_t>(row->ids.size());
     p = e + (e < end);
   }

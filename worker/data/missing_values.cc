@@ -52,7 +52,9 @@ MissingTokens::MissingTokens(const std::vector<std::string>& tokens) {
     if (s.empty()) continue;  // the empty token is always missing
     tokens_.emplace_back(s);
     max_size_ = std::max(max_size_, s.size());
+    may_start_[static_cast<unsigned char>(s.front())] = true;
   }
+  limit_ = max_size_ + kMaxPadding;
 }
 
 bool MissingTokens::ContainsSlow(std::string_view token) const {

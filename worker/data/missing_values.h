@@ -5,13 +5,15 @@
 // `pstrain serve` (they share the parser): a field is missing when it is
 // empty or, spaces around it ignored, one of the schema's missing tokens
 // (DefaultMissingTokens() unless the schema's "missing_values" replaces
-// them); a field of spaces only is empty. A missing dense value is the column's `missing` when the schema
+// them); a field of spaces only is empty (a categorical one of a few spaces:
+// longer, it is a token). A missing dense value is the column's `missing` when the schema
 // gives one; else the training mean for a `standardize` column (0 after the
 // transform); else 0, transformed like any value (log1p and log1p_clamp
 // give 0). A missing categorical value is the field's missing id, as an
 // empty token. README "Your own data" states it for users.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -32,23 +34,37 @@ absl::Status ValidateMissingTokens(const std::vector<std::string>& tokens, char 
 
 // Whether a token is missing. Built once per parser; immutable, so shared
 // by any number of threads. Cheap for the common case: a token longer than
-// every missing token (and not padded with spaces) is rejected by its size.
+// every missing token is rejected by its size.
 class MissingTokens {
  public:
   MissingTokens() = default;  // only the empty token is missing
   explicit MissingTokens(const std::vector<std::string>& tokens);
 
+  // Whether `token` is empty, or, spaces around it ignored, blank or one of
+  // the tokens. A token longer than the longest one by more than
+  // kMaxPadding is never missing: one compare rejects the common case.
   bool Contains(std::string_view token) const {
+    if (token.size() > limit_) return false;
     if (token.empty()) return true;
-    if (token.size() > max_size_ && token.front() != ' ' && token.back() != ' ') return false;
-    return ContainsSlow(token);
+    return may_start_[static_cast<unsigned char>(token.front())] && ContainsSlow(token);
   }
+
+  static constexpr size_t kMaxPadding = 4;
 
  private:
   bool ContainsSlow(std::string_view token) const;
 
   std::vector<std::string> tokens_;  // non-empty, without spaces around
   size_t max_size_ = 0;
+  size_t limit_ = kMaxPadding;  // max_size_ + kMaxPadding
+  // The first bytes of the tokens, and the space: any other first byte is
+  // no missing token (a hex id, a word, a number).
+  std::array<bool, 256> may_start_ = Spaces();
+  static std::array<bool, 256> Spaces() {
+    std::array<bool, 256> a{};
+    a[' '] = true;
+    return a;
+  }
 };
 
 }  // namespace pstrain::worker

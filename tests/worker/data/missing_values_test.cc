@@ -60,7 +60,7 @@ TEST(MissingTokens, TokensHoldingTheSeparatorAreRefused) {
 TEST(CustomLayout, AMissingStandardizedValueIsTheTrainingMean) {
   CriteoParser parser = *CriteoParser::Create(Parse(kSchema));
   ParsedRow row;
-  for (const char* year : {"", "NA", "null", "?", "NaN"}) {
+  for (const char* year : {"", "NA", "null", "?", "NaN", " NA ", "            "}) {
     ASSERT_TRUE(parser.Parse(absl::StrCat(year, ",3,4,6,paris,a|b,1"), &row).ok()) << year;
     EXPECT_EQ(row.dense[0], 0.0f) << "'" << year << "' is the mean: 0 after the transform";
   }
