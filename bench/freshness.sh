@@ -41,7 +41,7 @@ mkdir -p "$work/stream"
 "$bin/pstrain" gen --stream="$work/stream" --rows="$rows" --partitions="$parts" --interval_secs=5 \
   > "$work/gen.log" 2>&1 &
 pids+=($!)
-"$bin/pstrain" serve --model_dir="$work/$served" --host=127.0.0.1 --port="$port" --poll_secs="$poll" \
+"$bin/pstrain" serve --model_dir="$work/$served" --wait_for_model --host=127.0.0.1 --port="$port" --poll_secs="$poll" \
   > "$work/serve.log" 2>&1 &
 pids+=($!)
 line=""

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
@@ -23,7 +24,13 @@ FlagSet PredictFlags() {
       .Define("data", "",
               "Rows to score: comma-separated paths or globs, or - for standard input, in the "
               "format of the training data (the schema the model records).")
-      .Define("out", "", "Write one click probability per line here (optional).")
+      .Define("out", "",
+              "Write one line per input line here (a header line aside), in order: the click "
+              "probability, or, for a line that does not parse, an empty prediction, a tab and "
+              "the reason (a blank line's is \"blank line\"). Optional.")
+      .Define("on_bad_line", "mark",
+              "mark: a line that does not parse gets an empty prediction and its reason in "
+              "--out; fail: the command stops at it, naming FILE:LINE (exit 2).")
       .Define("batch_size", "4096", "Rows per batch.");
   return flags;
 }
@@ -68,14 +75,26 @@ class StdinFile {
   std::string path_;
 };
 
+// Errors of the input (files, model folder, layout, a bad line with
+// --on_bad_line=fail): exit 2, like a bad flag.
+bool IsBadInput(const absl::Status& s) {
+  return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsPermissionDenied(s) ||
+         absl::IsDataLoss(s) || absl::IsFailedPrecondition(s);
+}
+
 }  // namespace
 
 std::string PredictHelp() {
   return absl::StrCat(
-      "usage: pstrain predict --model=DIR --data=FILES|- [--out=SCORES]\n\n"
+      "usage: pstrain predict --model=DIR --data=FILES|- [--out=SCORES] [--on_bad_line=mark|fail]\n\n"
       "Scores every row of FILES with the exported model in DIR (no cluster needed),\n"
-      "writes the probabilities to SCORES and prints AUC and log loss against the\n"
-      "files' labels.\n\n",
+      "writes the probabilities to SCORES, one line per input line in order (so that\n"
+      "`paste FILE SCORES` lines them up), and prints AUC and log loss against the\n"
+      "files' labels. A line that does not parse gets an empty prediction and, after a\n"
+      "tab, the reason (or, with --on_bad_line=fail, stops the command naming FILE:LINE).\n"
+      "Bad input exits 2: flags, a model folder or data file that cannot be read, data\n"
+      "whose first lines are not in the model's layout (the separator it seems to use\n"
+      "is named), a bad line with --on_bad_line=fail.\n\n",
       PredictFlags().Help());
 }
 
@@ -89,16 +108,36 @@ absl::Status RunPredict(const std::vector<std::string>& argv) {
   o.out = flags.Get("out");
   if (o.model_dir.empty() || o.data.empty()) return UsageError("--model and --data are required");
   if (batch < 1) return UsageError("--batch_size must be >= 1");
+  const std::string on_bad = flags.Get("on_bad_line");
+  if (on_bad != "mark" && on_bad != "fail") {
+    return UsageError(absl::StrCat("--on_bad_line=", on_bad, ": mark or fail"));
+  }
+  o.on_bad_line = on_bad == "fail" ? worker::OnBadLine::kFail : worker::OnBadLine::kMark;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(o.model_dir, ec)) {
+    return UsageError(absl::StrCat("--model=", o.model_dir, ": no such folder"));
+  }
   o.batch_size = static_cast<int>(batch);
   StdinFile stdin_file;
   if (o.data == std::vector<std::string>{"-"}) {
     PS_ASSIGN_OR_RETURN(std::string path, stdin_file.Copy());
     o.data = {path};
   }
-  PS_ASSIGN_OR_RETURN(auto r, worker::PredictFile(o));
+  absl::StatusOr<worker::PredictResult> r = worker::PredictFile(o);
+  if (!r.ok()) return IsBadInput(r.status()) ? WithExitCode(r.status(), 2) : r.status();
   std::printf("scored %lld rows in %.1f s: AUC %.4f, logloss %.4f, accuracy %.4f%s%s\n",
-              static_cast<long long>(r.rows), r.seconds, r.metrics.auc, r.metrics.logloss,
-              r.metrics.accuracy, o.out.empty() ? "" : "; scores in ", o.out.c_str());
+              static_cast<long long>(r->rows), r->seconds, r->metrics.auc, r->metrics.logloss,
+              r->metrics.accuracy, o.out.empty() ? "" : "; scores in ", o.out.c_str());
+  if (r->bad_lines > 0) {
+    std::printf("%lld bad line%s: an empty prediction and the reason each%s; the first: %s\n",
+                static_cast<long long>(r->bad_lines), r->bad_lines == 1 ? "" : "s",
+                o.out.empty() ? " (with --out)" : absl::StrCat(" in ", o.out).c_str(),
+                r->first_bad.c_str());
+  }
+  if (r->blank_lines > 0) {
+    std::printf("%lld blank line%s: an empty prediction each\n",
+                static_cast<long long>(r->blank_lines), r->blank_lines == 1 ? "" : "s");
+  }
   return absl::OkStatus();
 }
 

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
@@ -21,10 +22,14 @@ namespace {
 FlagSet ServeFlags() {
   FlagSet flags;
   flags.Define("model_dir", "",
-               "Folder written by --save_model (model.json + table files). Each new version "
-               "written there (by a later --save_model, --keep_best or --export_every_steps) is "
-               "loaded and served in place of the old one; until the first one exists, /predict "
-               "and /healthz answer 503.")
+               "Folder written by --save_model (model.json + table files) or --export_dir. Each "
+               "new version written there (by a later --save_model, --keep_best or "
+               "--export_every_steps) is loaded and served in place of the old one; until the "
+               "first one is loaded, /predict and /readyz answer 503. A folder that does not "
+               "exist is an error (exit 2), unless --wait_for_model.")
+      .Define("wait_for_model", "false",
+              "Start even when --model_dir does not exist yet, and wait for it and its first "
+              "model (logged every 5 s).")
       .Define("host", "127.0.0.1", "Address to listen on (0.0.0.0: every interface).")
       .Define("port", "8500", "Port to listen on (0: any free port, printed at start).")
       .Define("threads", "4", "Request threads.")
@@ -45,7 +50,11 @@ std::string ServeHelp() {
       "                  column may be left out), or JSON {\"rows\": [{\"I1\": 3, \"C1\": \"a9\", ...}]}\n"
       "                  with the schema's column names, or {\"lines\": [\"...\"]};\n"
       "                  answers {\"model_version\", \"model_step\", \"probabilities\": [...]}\n"
-      "  GET  /healthz   200 with the version served, 503 while there is none\n"
+      "                  (and \"warnings\" naming the columns rows lacked: they score with\n"
+      "                  their missing value, e.g. a standardized column's training mean)\n"
+      "  GET  /healthz   200 as soon as the port is bound (the version served, if any)\n"
+      "  GET  /readyz    200 once a model is loaded; 503 with {\"ready\": false, \"reason\"}\n"
+      "                  while it loads or there is none\n"
       "  GET  /metrics   requests, latency, the version and its age (Prometheus text)\n"
       "Bad requests get 400 with the reason (row and column named). A new version in DIR\n"
       "is loaded whole beside the one served and swapped in between requests; one that\n"
@@ -63,6 +72,20 @@ absl::Status RunServe(const std::vector<std::string>& argv) {
   o.model_dir = flags.Get("model_dir");
   o.host = flags.Get("host");
   if (o.model_dir.empty()) return UsageError("--model_dir is required");
+  const std::string wait = flags.Get("wait_for_model");
+  if (wait != "true" && wait != "false" && wait != "1" && wait != "0" && wait != "yes" &&
+      wait != "no") {
+    return UsageError(absl::StrCat("--wait_for_model=", wait, ": true or false"));
+  }
+  o.wait_for_model = flags.GetBool("wait_for_model");
+  std::error_code ec;
+  if (!o.wait_for_model && !std::filesystem::exists(o.model_dir, ec)) {
+    return UsageError(absl::StrCat("--model_dir=", o.model_dir,
+                                   ": no such folder (--wait_for_model waits for it to appear)"));
+  }
+  if (std::filesystem::exists(o.model_dir, ec) && !std::filesystem::is_directory(o.model_dir, ec)) {
+    return UsageError(absl::StrCat("--model_dir=", o.model_dir, ": not a folder"));
+  }
   PS_ASSIGN_OR_RETURN(int64_t port, flags.GetInt("port"));
   PS_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads"));
   PS_ASSIGN_OR_RETURN(double poll, flags.GetDouble("poll_secs"));
@@ -89,7 +112,7 @@ absl::Status RunServe(const std::vector<std::string>& argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::ModelServer> server,
                       worker::ModelServer::Start(std::move(o)));
-  std::printf("serving %s on %s (POST /predict, GET /healthz, GET /metrics)\n",
+  std::printf("serving %s on %s (POST /predict, GET /healthz, GET /readyz, GET /metrics)\n",
               flags.Get("model_dir").c_str(), server->url().c_str());
   std::fflush(stdout);
   int sig = 0;

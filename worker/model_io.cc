@@ -49,7 +49,8 @@ json ModelJson(const ModelOptions& m, const Schema& s) {
               {"multi_hot_sep", std::string(s.multi_hot_sep ? 1 : 0, s.multi_hot_sep)},
               {"field_sep", std::string(1, s.field_sep)},
               {"header", s.header},
-              {"max_line_bytes", s.max_line_bytes}};
+              {"max_line_bytes", s.max_line_bytes},
+              {"missing_values", s.missing_tokens}};
   // The columns of a custom layout, as a schema file states them.
   if (s.custom) out["schema"] = SchemaJson(s);
   return out;
@@ -259,6 +260,10 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
     out.schema.field_sep = fsep.empty() ? '\t' : fsep[0];
     out.schema.header = m.value("header", false);
     out.schema.max_line_bytes = m.value("max_line_bytes", out.schema.max_line_bytes);
+    // A model saved before missing tokens existed read only empty fields as missing.
+    out.schema.missing_tokens = m.contains("missing_values")
+                                    ? m.at("missing_values").get<std::vector<std::string>>()
+                                    : std::vector<std::string>();
     if (m.contains("schema")) {
       absl::StatusOr<Schema> schema = SchemaFromJson(m["schema"], manifest_path);
       if (!schema.ok()) return absl::DataLossError(schema.status().message());

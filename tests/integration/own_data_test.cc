@@ -228,12 +228,21 @@ TEST_F(OwnData, BadInputsFailBeforeTrainingNamingFileAndColumn) {
   const std::string header_only = Write("header.csv", "a,b,label\n");
   const std::string bad_schema = Write("typo.json", R"({"format": "csv", "header": true,
       "label": "label", "dense": ["aa"], "sparse": ["b"]})");
+  const std::string semicolon =
+      Write("ratings.csv", "user;item;rating;year\n1;31;1;1999\n2;7;0;2003\n");
+  const std::string csv_schema = Write("ratings.json", R"({"format": "csv", "header": true,
+      "label": "rating", "dense": [{"column": "year", "transform": "standardize"}],
+      "sparse": ["user", "item"]})");
+  const std::string semicolon_rows = Write("rows.csv", "1;31;1;1999\n2;7;0;2003\n");
+  const std::string by_columns = Write("columns.json", R"({"format": "csv",
+      "columns": ["user", "item", "rating", "year"], "label": "rating", "dense": ["year"],
+      "sparse": ["user", "item"]})");
   struct Case {
     std::vector<std::string> args;
     std::vector<std::string> says;
   };
   const std::vector<Case> cases = {
-      {{"--train_data=" + comma}, {"comma.tsv", "line 1", "--field_sep=comma"}},
+      {{"--train_data=" + comma}, {"comma.tsv:1: 1 field", "--field_sep=comma"}},
       {{"--train_data=" + empty}, {"--train_data", "no data", "empty.tsv"}},
       {{"--train_data=" + header_only, "--schema=" + Write("h.json", R"({"format": "csv",
           "header": true, "label": "label", "dense": ["a"], "sparse": ["b"]})")},
@@ -241,6 +250,13 @@ TEST_F(OwnData, BadInputsFailBeforeTrainingNamingFileAndColumn) {
       {{"--train_data=" + header_only, "--schema=" + bad_schema},
        {"typo.json", "dense[0]", "no column \"aa\"", "did you mean \"a\""}},
       {{"--train_data=" + data.train, "--eval_data=" + comma}, {"--eval_data", "comma.tsv"}},
+      // Semicolons where the schema says CSV: named from the header, or the first line.
+      {{"--train_data=" + semicolon, "--schema=" + csv_schema},
+       {"ratings.csv", "no column \"rating\"", "the file seems to be separated by ';' (set "
+        "\"separator\": \"semicolon\" in the schema)"}},
+      {{"--train_data=" + semicolon_rows, "--schema=" + by_columns},
+       {"rows.csv:1: 1 field, the schema expects 4; the file seems to be separated by ';' (set "
+        "\"separator\": \"semicolon\" in the schema); the line: \"1;31;1;1999\""}},
   };
   for (const Case& c : cases) {
     std::string out;

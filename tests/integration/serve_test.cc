@@ -3,10 +3,14 @@
 // for the same rows (text with and without the label column, JSON rows); a
 // new version written to the folder is taken up; a corrupt one is refused
 // and the old one kept; bad requests get 400 with the row and column; a
-// server started before any model exists answers 503 until one appears.
+// server started before any model exists is live (/healthz) but not ready
+// (/readyz 503) until one appears; a row lacking a standardized column
+// scores with its training mean and the answer says so.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -64,22 +68,24 @@ class Serve : public ::testing::Test {
     ASSERT_EQ(p.Wait(absl::Seconds(120)), 0) << p.Log();
   }
 
-  // Starts `pstrain serve` on `model_dir`; returns when it listens.
-  void StartServe(const std::string& model_dir) {
+  // Starts `pstrain serve` on `model_dir`; returns when it listens and,
+  // with `ready`, when its model is loaded (/readyz 200).
+  void StartServe(const std::string& model_dir, bool ready = true,
+                  std::vector<std::string> flags = {}) {
     port_ = FreePort();
-    serve_ = std::make_unique<TestProcess>(
-        BinDir() + "/pstrain",
-        std::vector<std::string>{"serve", "--model_dir=" + model_dir, absl::StrCat("--port=", port_),
-                                 "--poll_secs=0.2", "--max_request_rows=100"},
-        dir_ + "/serve.log");
+    std::vector<std::string> args = {"serve", "--model_dir=" + model_dir,
+                                     absl::StrCat("--port=", port_), "--poll_secs=0.2",
+                                     "--max_request_rows=100"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    serve_ = std::make_unique<TestProcess>(BinDir() + "/pstrain", args, dir_ + "/serve.log");
     const absl::Time give_up = absl::Now() + absl::Seconds(30);
     while (absl::Now() < give_up) {
       httplib::Client c("127.0.0.1", port_);
-      if (c.Get("/healthz")) return;
+      if (httplib::Result r = c.Get(ready ? "/readyz" : "/healthz"); r && r->status == 200) return;
       ASSERT_TRUE(serve_->running()) << serve_->Log();
       absl::SleepFor(absl::Milliseconds(50));
     }
-    FAIL() << "serve did not listen: " << serve_->Log();
+    FAIL() << "serve did not listen" << (ready ? " with a model" : "") << ": " << serve_->Log();
   }
 
   httplib::Result Post(const std::string& body, const std::string& type = "text/plain") {
@@ -99,12 +105,13 @@ class Serve : public ::testing::Test {
     return j["probabilities"].get<std::vector<double>>();
   }
 
-  std::string Healthz(int* status) {
+  std::string Get(const std::string& path, int* status) {
     httplib::Client c("127.0.0.1", port_);
-    httplib::Result r = c.Get("/healthz");
+    httplib::Result r = c.Get(path);
     *status = r ? r->status : -1;
     return r ? r->body : "";
   }
+  std::string Healthz(int* status) { return Get("/healthz", status); }
 
   // Waits until /healthz names a version other than `old`; returns its body.
   std::string WaitForVersionOtherThan(const std::string& old, absl::Duration timeout) {
@@ -113,7 +120,7 @@ class Serve : public ::testing::Test {
     while (absl::Now() < give_up) {
       int status;
       body = Healthz(&status);
-      if (status == 200 && body != old) return body;
+      if (status == 200 && body != old && StepOf(body) >= 0) return body;
       absl::SleepFor(absl::Milliseconds(50));
     }
     return body;
@@ -262,12 +269,14 @@ TEST_F(Serve, TakesUpANewVersionAndRefusesACorruptOne) {
   EXPECT_THAT(m->body, HasSubstr("pstrain_serve_model_loads_total{result=\"ok\"} 2"));
 }
 
-TEST_F(Serve, AnswersUnavailableUntilTheFirstModelExists) {
+TEST_F(Serve, IsLiveButNotReadyUntilTheFirstModelExists) {
   const std::string model = dir_ + "/model";
   fs::create_directories(model);
-  StartServe(model);
+  StartServe(model, /*ready=*/false);
   int status;
   EXPECT_THAT(Healthz(&status), HasSubstr("no model yet"));
+  EXPECT_EQ(status, 200);
+  EXPECT_THAT(Get("/readyz", &status), HasSubstr("no model in " + model + " yet"));
   EXPECT_EQ(status, 503);
   httplib::Result r = Post(rows_);
   ASSERT_TRUE(r);
@@ -278,7 +287,121 @@ TEST_F(Serve, AnswersUnavailableUntilTheFirstModelExists) {
   fs::remove(model);
   fs::rename(staged, model);
   EXPECT_THAT(WaitForVersionOtherThan("", absl::Seconds(10)), HasSubstr("ok: serving version"));
+  EXPECT_THAT(Get("/readyz", &status), HasSubstr("\"ready\":true"));
+  EXPECT_EQ(status, 200);
   EXPECT_EQ(Scores(rows_).size(), static_cast<size_t>(kRows));
+}
+
+TEST_F(Serve, ListensBeforeItsModelLoadsAndWaitsForAFolderOnlyWhenAsked) {
+  const std::string model = dir_ + "/later";
+  // A folder that does not exist: refused at once, naming the flag.
+  TestProcess refused(BinDir() + "/pstrain",
+                      {"serve", "--model_dir=" + model, absl::StrCat("--port=", FreePort())},
+                      dir_ + "/refused.log");
+  EXPECT_EQ(refused.Wait(absl::Seconds(10)), 2) << refused.Log();
+  EXPECT_THAT(refused.Log(), HasSubstr("--model_dir=" + model + ": no such folder"));
+
+  StartServe(model, /*ready=*/false, {"--wait_for_model"});
+  int status;
+  EXPECT_THAT(Healthz(&status), HasSubstr("ok: no model yet"));
+  EXPECT_EQ(status, 200);
+  json not_ready = json::parse(Get("/readyz", &status), nullptr, false);
+  EXPECT_EQ(status, 503);
+  EXPECT_EQ(not_ready.value("ready", true), false) << not_ready;
+  EXPECT_THAT(not_ready.value("reason", ""), HasSubstr(model + " does not exist yet"));
+
+  const std::string staged = dir_ + "/staged";
+  Train(staged, 1);
+  fs::rename(staged, model);
+  json ready;
+  for (const absl::Time give_up = absl::Now() + absl::Seconds(10); absl::Now() < give_up;) {
+    ready = json::parse(Get("/readyz", &status), nullptr, false);
+    if (status == 200) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(status, 200) << ready;
+  EXPECT_EQ(ready.value("ready", false), true) << ready;
+  EXPECT_GT(ready.value("model_step", int64_t{0}), 0) << ready;
+  EXPECT_THAT(serve_->Log(), HasSubstr("waiting for a model: " + model + " does not exist yet"));
+  EXPECT_EQ(Scores(rows_).size(), static_cast<size_t>(kRows));
+}
+
+// Ratings with a standardized year (mean about 1995) and two categorical
+// columns; the label follows the year.
+std::string WriteRatings(const std::string& dir, int rows) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> year(1995, 12);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::string text = "user,item,rating,year\n";
+  for (int r = 0; r < rows; ++r) {
+    const int y = static_cast<int>(year(rng)), user = 1 + r % 50, item = 1 + (r * 7) % 200;
+    const double p = 1 / (1 + std::exp(-((y - 1995) / 12.0 + (user % 5 - 2) * 0.5)));
+    absl::StrAppend(&text, user, ",", item, ",", unit(rng) < p ? 1 : 0, ",", y, "\n");
+  }
+  std::ofstream(dir + "/ratings.csv") << text;
+  std::ofstream(dir + "/ratings.json")
+      << R"({"format": "csv", "header": true, "label": "rating",
+             "dense": [{"column": "year", "transform": "standardize"}],
+             "sparse": ["user", "item"]})";
+  return dir + "/ratings.csv";
+}
+
+TEST_F(Serve, ARowLackingAStandardizedColumnScoresWithItsTrainingMeanAndSaysSo) {
+  const std::string data = WriteRatings(dir_, 4000), model = dir_ + "/ratings-model";
+  TestProcess train(BinDir() + "/pstrain",
+                    {"train", "--schema=" + dir_ + "/ratings.json", "--train_data=" + data,
+                     "--save_model=" + model, "--batch_size=256", "--epochs=2"},
+                    dir_ + "/ratings-train.log");
+  ASSERT_EQ(train.Wait(absl::Seconds(120)), 0) << train.Log();
+  const json dense = json::parse(ReadFile(model + "/model.json"))["model"]["schema"]["dense"][0];
+  EXPECT_EQ(dense["missing"], "mean") << dense;
+  const double mean = dense["mean"].get<double>();
+  EXPECT_NEAR(mean, 1995, 2);
+  StartServe(model);
+
+  auto answer = [&](const std::string& body, const std::string& type) {
+    httplib::Result r = Post(body, type);
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r ? r->status : -1, 200) << (r ? r->body : "");
+    return r ? json::parse(r->body, nullptr, false) : json();
+  };
+  const json lacking = answer(R"({"rows": [{"user": "3", "item": "17"}]})", "application/json");
+  ASSERT_TRUE(lacking.contains("warnings")) << lacking;
+  EXPECT_EQ(lacking["warnings"],
+            json::array({"column \"year\" is missing in 1 of 1 row: scored with its training mean"}));
+  const json at_mean = answer(json{{"rows", {{{"user", "3"}, {"item", "17"}, {"year", mean}}}}}.dump(),
+                              "application/json");
+  EXPECT_FALSE(at_mean.contains("warnings")) << at_mean;
+  EXPECT_EQ(lacking["probabilities"], at_mean["probabilities"]);
+  const json year_zero = answer(R"({"rows": [{"user": "3", "item": "17", "year": 0}]})",
+                                "application/json");
+  EXPECT_GT(std::abs(year_zero["probabilities"][0].get<double>() -
+                     at_mean["probabilities"][0].get<double>()),
+            0.01)
+      << "year 0 is far from every year seen in training";
+  // As text, with NA or an empty field, with the label and without.
+  const json text = answer("3,17,1,NA\n3,17,\n", "text/plain");
+  EXPECT_EQ(text["warnings"], json::array({"column \"year\" is missing in 2 of 2 rows: scored "
+                                           "with its training mean"}));
+  ASSERT_EQ(text["probabilities"].size(), 2u);
+  for (const json& p : text["probabilities"]) {
+    EXPECT_NEAR(p.get<double>(), at_mean["probabilities"][0].get<double>(), 1e-6);
+  }
+
+  // What stays a 400, naming the column.
+  httplib::Result r = Post(R"({"rows": [{"user": "3", "itm": "17"}]})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("unknown column \\\"itm\\\""));
+  r = Post(R"({"rows": [{"user": "3", "year": "old"}]})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("column \\\"year\\\": not a number"));
+  r = Post("3,17\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("row 1: 2 columns, want 4 (or 3 without the label): no value "
+                                 "for column \\\"rating\\\" on (\\\"year\\\" on, without the label)"));
 }
 
 // A job that exports every few steps feeds a server started before it:
@@ -287,7 +410,7 @@ TEST_F(Serve, AnswersUnavailableUntilTheFirstModelExists) {
 TEST_F(Serve, FollowsAJobThatExportsEveryFewSteps) {
   const std::string model = dir_ + "/model";
   fs::create_directories(model);
-  StartServe(model);
+  StartServe(model, /*ready=*/false);
   TestProcess job(BinDir() + "/pstrain",
                   {"local", "--servers=1", "--workers=1", "--train_data=" + data_.train,
                    "--epochs=4", "--batch_size=256", "--export_every_steps=10",

@@ -5,8 +5,10 @@
 #include <random>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/worker/random_model.h"
+#include "worker/data/missing_values.h"
 #include "worker/data/synthetic.h"
 #include "worker/predictor.h"
 
@@ -140,6 +142,64 @@ TEST_F(ModelIoTest, PredictFileWritesOneProbabilityPerRowDeterministically) {
   auto again = PredictFile(po);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->metrics.auc, r->metrics.auc);
+}
+
+TEST_F(ModelIoTest, MissingTokensAreRecordedAndAModelSavedBeforeThemReadsNone) {
+  SavedModel m = RandomModel();
+  ASSERT_TRUE(WriteModel(dir_, m).ok());
+  absl::StatusOr<SavedModel> back = ReadModel(dir_.string());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->schema.missing_tokens, DefaultMissingTokens());
+  // The same manifest without the key, as models were saved before it.
+  const std::string path = (dir_ / "model.json").string();
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(path));
+  ASSERT_TRUE(manifest["model"].contains("missing_values"));
+  manifest["model"].erase("missing_values");
+  std::ofstream(path) << manifest.dump(2);
+  back = ReadModel(dir_.string());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->schema.missing_tokens.empty()) << "NA stays a token, as it was trained";
+}
+
+TEST_F(ModelIoTest, PredictFileMarksBadLinesInPlaceOrFailsAtTheFirst) {
+  SavedModel m = RandomModel();
+  ASSERT_TRUE(WriteModel(dir_ / "model", m).ok());
+  SyntheticOptions so;
+  so.rows = 50;
+  const std::string data = (dir_ / "data.tsv").string();
+  ASSERT_TRUE(WriteSynthetic(so, data).ok());
+  std::string text;
+  {
+    std::ifstream in(data);
+    std::string line;
+    for (int i = 1; std::getline(in, line); ++i) {
+      text += (i == 20 ? "1\t2\t3" : line) + "\n";
+      if (i == 30) text += "\n";  // a blank line after line 30
+    }
+  }
+  std::ofstream(data) << text;
+  PredictOptions po;
+  po.model_dir = (dir_ / "model").string();
+  po.data = {data};
+  po.out = (dir_ / "scores.txt").string();
+  po.batch_size = 8;
+  absl::StatusOr<PredictResult> r = PredictFile(po);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rows, 49);
+  EXPECT_EQ(r->bad_lines, 1);
+  EXPECT_EQ(r->blank_lines, 1);
+  EXPECT_EQ(r->first_bad.rfind(data + ":20: 3 fields", 0), 0u) << r->first_bad;
+  std::ifstream in(po.out);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 51u) << "one line per input line";
+  EXPECT_EQ(lines[19], "\t3 fields, the Criteo layout expects 40");
+  EXPECT_EQ(lines[30], "\tblank line");
+  EXPECT_NE(lines[18].find('.'), std::string::npos);
+  po.on_bad_line = OnBadLine::kFail;
+  r = PredictFile(po);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find(data + ":20: 3 fields"), std::string::npos) << r.status();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "worker/data/separator_sniff.h"
 
 namespace pstrain::worker {
 namespace {
@@ -138,23 +139,7 @@ absl::StatusOr<CriteoParser> CriteoParser::Create(const Schema& schema) {
 absl::Status CriteoParser::ColumnCountError(std::string_view line) const {
   size_t columns = 1;
   for (char c : line) columns += (c == schema_.field_sep);
-  const size_t want = static_cast<size_t>(NumColumns(schema_));
-  // Another separator that would give the expected count is most likely it.
-  std::string hint;
-  for (auto [sep, flag] : {std::pair{',', "comma"}, std::pair{'\t', "tab"}, std::pair{';', ";"},
-                           std::pair{'|', "|"}}) {
-    if (sep == schema_.field_sep) continue;
-    size_t n = 1;
-    for (char c : line) n += (c == sep);
-    if (n == want || (columns == 1 && n > want / 2)) {
-      hint = absl::StrCat(" (separated by '", sep == '\t' ? "\\t" : std::string(1, sep),
-                          "'? --field_sep=", flag, ", or describe the columns with --schema)");
-      break;
-    }
-  }
-  return absl::InvalidArgumentError(absl::StrCat("wrong number of columns: ", columns,
-                                                 ", want ", want, " in \"", Snippet(line), "\"",
-                                                 hint));
+  return absl::InvalidArgumentError(ColumnCountReason(schema_, line, columns));
 }
 
 absl::Status CriteoParser::CheckHeader(std::string_view line) const {
@@ -163,21 +148,29 @@ absl::Status CriteoParser::CheckHeader(std::string_view line) const {
   std::vector<std::string_view> names;
   SplitColumns(line, schema_.field_sep, &names);
   const size_t want = schema_.column_names.size();
+  std::string hint;  // one column where the schema has more: another separator?
+  if (names.size() == 1 && want > 1) {
+    if (const char sep = SniffSeparator(line, schema_.field_sep, want); sep != 0) {
+      hint = absl::StrCat("; the file seems to be separated by ", SeparatorName(sep), " (",
+                          SeparatorAdvice(schema_, sep), ")");
+    }
+  }
   for (size_t c = 0; c < std::min(names.size(), want); ++c) {
     if (names[c] != schema_.column_names[c]) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the header's column ", c, " is \"", Snippet(names[c]), "\", the schema's is \"",
-          schema_.column_names[c], "\""));
+          schema_.column_names[c], "\"", hint));
     }
   }
   if (names.size() != want) {
     return absl::InvalidArgumentError(absl::StrCat("the header has ", names.size(),
-                                                   " columns, the schema ", want));
+                                                   " columns, the schema ", want, hint));
   }
   return absl::OkStatus();
 }
 
-CriteoParser::CriteoParser(const Schema& schema) : schema_(schema) {
+CriteoParser::CriteoParser(const Schema& schema)
+    : schema_(schema), missing_(schema.missing_tokens) {
   if (!schema_.custom) return;
   roles_.assign(schema_.num_columns, Role{Role::kIgnore});
   roles_[schema_.label.column] =
@@ -192,7 +185,7 @@ CriteoParser::CriteoParser(const Schema& schema) : schema_(schema) {
     }
     roles_[d.column] = Role{Role::kDense, path == IntegerPath::kLog1pClamp, static_cast<uint32_t>(j)};
     integer_path_.push_back(path);
-    missing_value_.push_back(ApplyTransform(d, d.missing));
+    missing_value_.push_back(MissingValue(d));
   }
   // One pass over the line appends the ids in field order when the fields'
   // columns come in that order.
@@ -206,9 +199,7 @@ CriteoParser::CriteoParser(const Schema& schema) : schema_(schema) {
 }
 
 absl::Status CriteoParser::CustomColumnCountError(std::string_view line, size_t columns) const {
-  return absl::InvalidArgumentError(absl::StrCat("wrong number of columns: ", columns, ", want ",
-                                                 schema_.num_columns, " in \"", Snippet(line),
-                                                 "\""));
+  return absl::InvalidArgumentError(ColumnCountReason(schema_, line, columns));
 }
 
 inline absl::Status CriteoParser::CustomLabel(std::string_view t, ParsedRow* row) const {
@@ -251,36 +242,48 @@ inline absl::Status CriteoParser::CustomDense(int j, std::string_view t, ParsedR
     }
   }
   double v;
-  if (!ParseNumber(t, d.missing, &v)) {
+  if (missing_.Contains(t)) {
+    row->dense[j] = missing_value_[j];
+    return absl::OkStatus();
+  }
+  // NaN for a field of spaces (too many for Contains): missing too.
+  if (!ParseNumber(t, std::numeric_limits<double>::quiet_NaN(), &v)) {
     return absl::InvalidArgumentError(absl::StrCat("column ", ColumnName(schema_, d.column),
                                                    ": not a number: \"", Snippet(t), "\""));
   }
-  row->dense[j] = ApplyTransform(d, v);
+  row->dense[j] = std::isnan(v) ? missing_value_[j] : ApplyTransform(d, v);
   return absl::OkStatus();
+}
+
+void CriteoParser::AppendIds(int f, std::string_view t, uint64_t buckets, char multi_hot_sep,
+                             ParsedRow* row) const {
+  if (multi_hot_sep == 0) {
+    row->ids.push_back(FeatureId(f, missing_.Contains(t) ? std::string_view() : t, buckets));
+    return;
+  }
+  const size_t before = row->ids.size();
+  const char* const e = t.data() + t.size();
+  for (const char* q = t.data(); q < e;) {
+    const char* qe = TokenEnd(q, e, multi_hot_sep);
+    const std::string_view token(q, qe - q);
+    if (!missing_.Contains(token)) row->ids.push_back(FeatureId(f, token, buckets));
+    q = qe + 1;
+  }
+  if (row->ids.size() == before) row->ids.push_back(MissingId(f, buckets));
 }
 
 inline void CriteoParser::CustomSparse(int f, std::string_view t, ParsedRow* row) const {
   const SparseColumn& c = schema_.sparse[f];
-  if (c.multi_hot_sep == 0) {
-    row->ids.push_back(FeatureId(f, t, c.hash_buckets));
-  } else {
-    const size_t before = row->ids.size();
-    const char* const e = t.data() + t.size();
-    for (const char* q = t.data(); q < e;) {
-      const char* qe = TokenEnd(q, e, c.multi_hot_sep);
-      if (qe > q) row->ids.push_back(FeatureId(f, std::string_view(q, qe - q), c.hash_buckets));
-      q = qe + 1;
-    }
-    if (row->ids.size() == before) row->ids.push_back(MissingId(f, c.hash_buckets));
-  }
+  AppendIds(f, t, c.hash_buckets, c.multi_hot_sep, row);
   row->field_end[f] = static_cast<uint32_t>(row->ids.size());
 }
 
-inline bool CriteoParser::FastColumn(const Role& role, std::string_view t, ParsedRow* row) {
+inline bool CriteoParser::FastColumn(const Role& role, std::string_view t, ParsedRow* row) const {
   if (!role.fast) return false;
   switch (role.kind) {
     case Role::kSparse:
-      row->ids.push_back(FeatureId(static_cast<int>(role.index), t, role.buckets));
+      row->ids.push_back(FeatureId(static_cast<int>(role.index),
+                                   missing_.Contains(t) ? std::string_view() : t, role.buckets));
       row->field_end[role.index] = static_cast<uint32_t>(row->ids.size());
       return true;
     case Role::kDense: {
@@ -358,6 +361,36 @@ absl::Status CriteoParser::ParseCustom(std::string_view line, ParsedRow* row) co
   return absl::OkStatus();
 }
 
+void CriteoParser::MissingColumns(std::string_view line, std::vector<std::string_view>* scratch,
+                                  std::vector<int>* columns) const {
+  columns->clear();
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  SplitColumns(line, schema_.field_sep, scratch);
+  auto missing = [&](std::string_view t, char multi_hot_sep) {
+    if (multi_hot_sep == 0) return missing_.Contains(t);
+    const char* const e = t.data() + t.size();
+    for (const char* q = t.data(); q < e;) {
+      const char* qe = TokenEnd(q, e, multi_hot_sep);
+      if (!missing_.Contains(std::string_view(q, qe - q))) return false;
+      q = qe + 1;
+    }
+    return true;
+  };
+  const int n = std::min(static_cast<int>(scratch->size()), NumColumns(schema_));
+  for (int c = 0; c < n; ++c) {
+    char multi_hot_sep = 0;
+    if (schema_.custom) {
+      const Role& role = roles_[c];
+      if (role.kind != Role::kDense && role.kind != Role::kSparse) continue;
+      if (role.kind == Role::kSparse) multi_hot_sep = schema_.sparse[role.index].multi_hot_sep;
+    } else {
+      if (c == 0) continue;  // the label
+      if (c > schema_.num_dense) multi_hot_sep = schema_.multi_hot_sep;
+    }
+    if (missing((*scratch)[c], multi_hot_sep)) columns->push_back(c);
+  }
+}
+
 absl::Status CriteoParser::Parse(std::string_view line, ParsedRow* row) const {
   if (line.size() > schema_.max_line_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("line of ", line.size(),
@@ -396,12 +429,15 @@ absl::Status CriteoParser::Parse(std::string_view line, ParsedRow* row) const {
     e = column_end(1 + j);
     if (e == nullptr) return ColumnCountError(line);
     int64_t v;
-    if (!ParseInt64(std::string_view(p, e - p), &v)) {
+    const std::string_view t(p, e - p);
+    if (ParseInt64(t, &v)) {
+      row->dense[j] = DenseTransform(v);
+    } else if (missing_.Contains(t)) {
+      row->dense[j] = 0.0f;  // log(1 + 0)
+    } else {
       return absl::InvalidArgumentError(absl::StrCat("column ", ColumnName(schema_, 1 + j),
-                                                     ": not an integer: \"",
-                                                     Snippet(std::string_view(p, e - p)), "\""));
+                                                     ": not an integer: \"", Snippet(t), "\""));
     }
-    row->dense[j] = DenseTransform(v);
     p = e + (e < end);
   }
 
@@ -412,16 +448,11 @@ absl::Status CriteoParser::Parse(std::string_view line, ParsedRow* row) const {
   for (int f = 0; f < num_sparse; ++f) {
     e = column_end(1 + num_dense + f);
     if (e == nullptr) return ColumnCountError(line);
-    if (multi == 0) {
-      row->ids.push_back(FeatureId(f, std::string_view(p, e - p), buckets));
+    const std::string_view t(p, e - p);
+    if (multi == 0) {  // the common case, inline
+      row->ids.push_back(FeatureId(f, missing_.Contains(t) ? std::string_view() : t, buckets));
     } else {
-      size_t before = row->ids.size();
-      for (const char* q = p; q < e;) {
-        const char* qe = TokenEnd(q, e, multi);
-        if (qe > q) row->ids.push_back(FeatureId(f, std::string_view(q, qe - q), buckets));
-        q = qe + 1;
-      }
-      if (row->ids.size() == before) row->ids.push_back(MissingId(f, buckets));
+      AppendIds(f, t, buckets, multi, row);
     }
     row->field_end[f] = static_cast<uint32_t>(row->ids.size());
     p = e + (e < end);

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "worker/data/missing_values.h"
 #include "worker/data/schema.h"
 
 namespace pstrain::worker {
@@ -48,6 +49,13 @@ class CriteoParser {
   // column that differs. OK when the schema has no names.
   absl::Status CheckHeader(std::string_view line) const;
 
+  // The columns (0-based, in the line) of the dense and categorical fields
+  // that `line` leaves missing (empty, or a missing token; a multi-hot
+  // field with no token), in column order. For a line Parse() took;
+  // `*scratch` is reused.
+  void MissingColumns(std::string_view line, std::vector<std::string_view>* scratch,
+                      std::vector<int>* columns) const;
+
   const Schema& schema() const { return schema_; }
 
  private:
@@ -71,18 +79,22 @@ class CriteoParser {
   absl::Status ParseCustom(std::string_view line, ParsedRow* row) const;
   // The common cases of a column, inline; false: not one (CustomColumn
   // parses it, or says what is wrong).
-  static bool FastColumn(const Role& role, std::string_view token, ParsedRow* row);
+  bool FastColumn(const Role& role, std::string_view token, ParsedRow* row) const;
   absl::Status CustomColumn(int column, std::string_view token, ParsedRow* row) const;
   absl::Status CustomLabel(std::string_view token, ParsedRow* row) const;
   absl::Status CustomDense(int field, std::string_view token, ParsedRow* row) const;
   void CustomSparse(int field, std::string_view token, ParsedRow* row) const;
   absl::Status CustomColumnCountError(std::string_view line, size_t columns) const;
   absl::Status ColumnCountError(std::string_view line) const;
+  // The ids of one categorical field's token (a multi-hot one's tokens).
+  void AppendIds(int field, std::string_view token, uint64_t buckets, char multi_hot_sep,
+                 ParsedRow* row) const;
 
   Schema schema_;
   std::vector<Role> roles_;  // custom layout: [num_columns]
   std::vector<IntegerPath> integer_path_;  // [num_dense]
-  std::vector<float> missing_value_;       // [num_dense]: an empty value, transformed
+  std::vector<float> missing_value_;       // [num_dense]: MissingValue(), transformed
+  MissingTokens missing_;
   bool sparse_in_order_ = true;
 };
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "worker/data/bad_line.h"
 #include "worker/data/criteo_parser.h"
 #include "worker/data/file_set.h"
 #include "worker/data/line_reader.h"
@@ -19,7 +20,7 @@ absl::Status CheckFile(const InputFile& file, const CriteoParser& parser,
   PS_RETURN_IF_ERROR(reader.Open(file, 0, file.size));
   ParsedRow row;
   int checked = 0, bad = 0;
-  std::string first_error;
+  std::string first_error;  // FILE:LINE: reason; the line: "..."
   LineReader::Line line;
   while (checked < options.lines_to_check) {
     PS_ASSIGN_OR_RETURN(bool more, reader.Next(&line));  // DataLoss: undecodable
@@ -27,7 +28,10 @@ absl::Status CheckFile(const InputFile& file, const CriteoParser& parser,
     if (line.offset == 0 && parser.schema().header) {
       absl::Status st = line.overlong ? absl::InvalidArgumentError("the header is too long")
                                       : parser.CheckHeader(line.text);
-      if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(file.path, ":1: ", st.message()));
+      if (!st.ok()) {
+        return absl::InvalidArgumentError(
+            BadLineMessage(absl::StrCat(file.path, ":1"), st.message(), line.text));
+      }
       continue;
     }
     if (!line.overlong && (line.text.empty() || line.text == "\r")) continue;
@@ -37,14 +41,16 @@ absl::Status CheckFile(const InputFile& file, const CriteoParser& parser,
     if (!st.ok()) {
       ++bad;
       if (first_error.empty()) {
-        first_error = absl::StrCat("line ", line.index + 1, ": ", st.message());
+        // The reader starts at the file's first byte: index + 1 is the line number.
+        first_error = BadLineMessage(absl::StrCat(file.path, ":", line.index + 1), st.message(),
+                                     line.text);
       }
     }
   }
   *lines += checked;
   if (checked > 0 && 2 * bad > checked) {
-    return absl::InvalidArgumentError(absl::StrCat(file.path, ": ", bad, " of its first ", checked,
-                                                   " lines do not parse; ", first_error));
+    return absl::InvalidArgumentError(absl::StrCat(first_error, " (", bad, " of its first ",
+                                                   checked, " lines do not parse)"));
   }
   return absl::OkStatus();
 }

@@ -20,7 +20,9 @@ struct DataCheckOptions {
 // empty, and at least half of the first `lines_to_check` lines of each file
 // parse with `schema` (a header line or a stray bad line is skipped later,
 // as the readers do). Otherwise InvalidArgument (NotFound for a pattern
-// that matches nothing) naming the flag, the file and the first bad line.
+// that matches nothing) naming the flag and the first bad line as
+// FILE:LINE, its reason (with the separator the file seems to use when a
+// line is one field and the layout has more) and the line quoted.
 // Compressed files (gzip, zstd) are decompressed as the readers do; one
 // whose first lines cannot be decoded (corrupt, truncated) is DataLoss
 // naming the flag, the file and the decoder's reason.

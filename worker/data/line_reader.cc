@@ -177,18 +177,42 @@ absl::StatusOr<bool> LineReader::Next(Line* line) {
 
 absl::StatusOr<int64_t> LineReader::LineNumber(const Line& line) {
   if (lines_before_range_ < 0) {
-    int64_t count = 0;
-    std::vector<char> chunk(size_t{1} << 20);
-    for (uint64_t off = 0; off < first_line_offset_;) {
-      size_t want = static_cast<size_t>(std::min<uint64_t>(chunk.size(), first_line_offset_ - off));
-      PS_ASSIGN_OR_RETURN(size_t got, PreadFull(fd_, chunk.data(), want, off, path_));
-      if (got == 0) break;
-      count += std::count(chunk.data(), chunk.data() + got, '\n');
-      off += got;
-    }
-    lines_before_range_ = count;
+    PS_ASSIGN_OR_RETURN(lines_before_range_, LinesBefore(path_, first_line_offset_));
   }
   return lines_before_range_ + line.index + 1;
+}
+
+uint64_t LineReader::MaxLinesLeft() const {
+  if (done_) return 0;
+  if (decompressor_ != nullptr) return std::numeric_limits<uint64_t>::max();
+  const uint64_t bytes = end_ > head_offset_ ? end_ - head_offset_ : 0;
+  return bytes / 2 + 2;  // the last may be one byte without its newline
+}
+
+absl::StatusOr<int64_t> LinesBefore(const std::string& path, uint64_t offset) {
+  if (offset == 0) return 0;
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+  int64_t count = 0;
+  std::vector<char> chunk(size_t{1} << 20);
+  absl::Status status;
+  for (uint64_t off = 0; off < offset;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(chunk.size(), offset - off));
+    absl::StatusOr<size_t> got = PreadFull(fd, chunk.data(), want, off, path);
+    if (!got.ok()) {
+      status = got.status();
+      break;
+    }
+    if (*got == 0) break;
+    count += std::count(chunk.data(), chunk.data() + *got, '\n');
+    off += *got;
+  }
+  ::close(fd);
+  if (!status.ok()) return status;
+  return count;
 }
 
 }  // namespace pstrain::worker

@@ -30,6 +30,10 @@
 
 namespace pstrain::worker {
 
+// The number of lines before offset `offset` of the plain file `path`
+// (its '\n' bytes there): 0 at offset 0 without opening the file.
+absl::StatusOr<int64_t> LinesBefore(const std::string& path, uint64_t offset);
+
 class LineReader {
  public:
   struct Line {
@@ -64,6 +68,14 @@ class LineReader {
   // to the range's first line the first time it is called for a range (no
   // scan for a compressed file, whose range starts at its first line).
   absl::StatusOr<int64_t> LineNumber(const Line& line);
+
+  // Offset of the range's first line (final once Next() returned a line):
+  // with Line::index, a line's place, for LinesBefore() later.
+  uint64_t first_line_offset() const { return first_line_offset_; }
+
+  // At least the number of lines Next() may still return (blank ones
+  // aside): each takes two bytes or more. UINT64_MAX for a compressed file.
+  uint64_t MaxLinesLeft() const;
 
   const std::string& path() const { return path_; }
   // Bytes read from files since construction (compressed bytes for a

@@ -94,6 +94,12 @@ float ApplyTransform(const DenseColumn& c, double x) {
   return static_cast<float>(x);
 }
 
+float MissingValue(const DenseColumn& c) {
+  if (c.missing_given) return ApplyTransform(c, c.missing);
+  if (c.transform == Transform::kStandardize) return 0.0f;
+  return ApplyTransform(c, 0.0);
+}
+
 absl::Status ValidateSchema(const Schema& schema) {
   if (schema.num_dense < 0 || schema.num_sparse < 0) {
     return absl::InvalidArgumentError(absl::StrCat("schema: negative field count (num_dense=",
@@ -115,6 +121,8 @@ absl::Status ValidateSchema(const Schema& schema) {
                                                    ")"));
   }
   if (schema.custom) PS_RETURN_IF_ERROR(ValidateColumns(schema));
+  PS_RETURN_IF_ERROR(
+      Annotate(ValidateMissingTokens(schema.missing_tokens, schema.field_sep), "schema"));
   if (schema.max_line_bytes < 16 || schema.max_line_bytes > (size_t{1} << 30)) {
     return absl::InvalidArgumentError(
         absl::StrCat("schema: max_line_bytes ", schema.max_line_bytes,

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "common/hash.h"
+#include "worker/data/missing_values.h"
 
 namespace pstrain::worker {
 
@@ -49,7 +50,10 @@ struct DenseColumn {
   double clip_hi = std::numeric_limits<double>::infinity();
   double mean = 0, stddev = 1;  // kStandardize: given, or from a first pass
   bool has_stats = false;       // kStandardize: mean and stddev are known
-  double missing = 0;           // the value of an empty token
+  // The raw value of a missing field (missing_values.h) when the schema
+  // gives one (`missing_given`); else MissingValue()'s default.
+  double missing = 0;
+  bool missing_given = false;
 };
 
 struct SparseColumn {
@@ -72,6 +76,10 @@ struct Schema {
   uint64_t hash_buckets = 0;
   // Longer lines are bad lines (InvalidArgument), never buffered whole.
   size_t max_line_bytes = size_t{1} << 20;
+  // Besides the empty field, the tokens that mean "no value" in a dense or
+  // categorical field (missing_values.h). A model saved before they existed
+  // reads with none.
+  std::vector<std::string> missing_tokens = DefaultMissingTokens();
   // The first line of every file is a header: skipped, and when
   // column_names are known, checked against them (a mismatch is an error).
   bool header = false;
@@ -146,5 +154,10 @@ inline float DenseTransform(int64_t x) {
 
 // Column `c`'s transform of the value `x` (clip, then the transform).
 float ApplyTransform(const DenseColumn& c, double x);
+
+// The value column `c` takes for a missing field, transformed: its
+// `missing` when given; else 0 for a standardized column (its training
+// mean); else the transform of 0.
+float MissingValue(const DenseColumn& c);
 
 }  // namespace pstrain::worker

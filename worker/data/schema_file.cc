@@ -14,6 +14,7 @@
 #include "worker/data/criteo_parser.h"
 #include "worker/data/file_set.h"
 #include "worker/data/line_reader.h"
+#include "worker/data/separator_sniff.h"
 
 namespace pstrain::worker {
 namespace {
@@ -23,7 +24,7 @@ using nlohmann::json;
 constexpr const char* kKeys[] = {"separator", "header",  "columns",       "num_columns",
                                  "label",     "dense",   "sparse",        "ignore",
                                  "weight",    "hash_buckets", "embedding_dim", "dense_transform",
-                                 "max_line_bytes", "stats_rows", "format"};
+                                 "max_line_bytes", "stats_rows", "format", "missing_values"};
 constexpr const char* kDenseKeys[] = {"column", "transform", "clip", "mean", "stddev", "missing"};
 constexpr const char* kSparseKeys[] = {"column", "hash_buckets", "multi_hot", "pooling",
                                        "embedding_dim"};
@@ -62,9 +63,14 @@ std::string DidYouMean(const std::string& name, const Names& names) {
 // The parse of one schema file, with its errors' prefix.
 class Resolver {
  public:
+  // `saved`: the schema a saved model records (SchemaJson), where a key
+  // that models saved before it existed lack means what it meant then.
   Resolver(std::string source, const std::vector<std::string>& data_patterns,
-           uint64_t default_buckets)
-      : source_(std::move(source)), patterns_(data_patterns), default_buckets_(default_buckets) {}
+           uint64_t default_buckets, bool saved)
+      : source_(std::move(source)),
+        patterns_(data_patterns),
+        default_buckets_(default_buckets),
+        saved_(saved) {}
 
   absl::StatusOr<SchemaFile> Run(const json& j);
 
@@ -83,10 +89,16 @@ class Resolver {
   absl::Status Sparse(const json& v, size_t i);
   absl::StatusOr<Transform> TransformOf(const json& v, const std::string& where) const;
   absl::StatusOr<double> Number(const json& v, const std::string& where) const;
+  absl::Status DenseMissing(const json& v, const std::string& where, DenseColumn* d) const;
+  absl::Status MissingValues(const json& j);
+  // Appended to "no column" errors: the separator the header seems to use.
+  std::string HeaderHint() const;
 
   std::string source_;
   const std::vector<std::string>& patterns_;
   uint64_t default_buckets_;
+  const bool saved_;
+  std::string header_line_;  // the header the names came from ("" none)
   Schema s_;
   std::string names_from_;  // where the names came from, for messages
   int max_index_ = -1;
@@ -150,6 +162,7 @@ absl::Status Resolver::Names(const json& j) {
   SplitColumns(text, s_.field_sep, &cols);
   for (std::string_view c : cols) s_.column_names.emplace_back(c);
   names_from_ = absl::StrCat("the header of ", first.path);
+  header_line_ = std::string(text);
   return absl::OkStatus();
 }
 
@@ -161,7 +174,7 @@ absl::StatusOr<int> Resolver::Column(const json& ref, const std::string& where) 
     index = static_cast<int>(v);
     if (!s_.column_names.empty() && index >= static_cast<int>(s_.column_names.size())) {
       return Bad(where, ": column index ", index, " but ", names_from_, " has ",
-                 s_.column_names.size(), " columns");
+                 s_.column_names.size(), " columns", HeaderHint());
     }
   } else if (ref.is_string()) {
     std::string name = ref.get<std::string>();
@@ -173,7 +186,7 @@ absl::StatusOr<int> Resolver::Column(const json& ref, const std::string& where) 
     auto it = std::find(s_.column_names.begin(), s_.column_names.end(), name);
     if (it == s_.column_names.end()) {
       return Bad(where, ": no column \"", name, "\" in ", names_from_,
-                 DidYouMean(name, s_.column_names));
+                 DidYouMean(name, s_.column_names), HeaderHint());
     }
     index = static_cast<int>(it - s_.column_names.begin());
   } else {
@@ -251,6 +264,55 @@ absl::StatusOr<Transform> Resolver::TransformOf(const json& v, const std::string
              " (none, log1p, log1p_clamp, standardize)");
 }
 
+absl::Status Resolver::DenseMissing(const json& v, const std::string& where,
+                                    DenseColumn* d) const {
+  const bool standardize = d->transform == Transform::kStandardize;
+  if (!v.contains("missing")) {
+    // A model saved before the default became the mean read a missing
+    // value of a standardized column as raw 0: it still does.
+    d->missing_given = saved_ && standardize;
+    d->missing = 0;
+    return absl::OkStatus();
+  }
+  const json& m = v["missing"];
+  if (m.is_string() && m.get<std::string>() == "mean") {
+    if (!standardize) {
+      return Bad(where, ".missing: \"mean\" is for \"transform\": \"standardize\" (give a number)");
+    }
+    d->missing_given = false;
+    return absl::OkStatus();
+  }
+  PS_ASSIGN_OR_RETURN(d->missing, Number(m, where + ".missing"));
+  d->missing_given = true;
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::MissingValues(const json& j) {
+  if (!j.contains("missing_values")) {
+    // Models saved before the key existed: only the empty field.
+    if (saved_) s_.missing_tokens.clear();
+    return absl::OkStatus();
+  }
+  const json& list = j["missing_values"];
+  if (!list.is_array()) return Bad("missing_values: not a list of strings");
+  s_.missing_tokens.clear();
+  for (const json& t : list) {
+    if (!t.is_string()) return Bad("missing_values: not a list of strings");
+    s_.missing_tokens.push_back(t.get<std::string>());
+  }
+  absl::Status st = ValidateMissingTokens(s_.missing_tokens, s_.field_sep);
+  return st.ok() ? st : Bad(st.message());
+}
+
+std::string Resolver::HeaderHint() const {
+  if (header_line_.empty() || s_.column_names.size() != 1) return "";
+  const char sep = SniffSeparator(header_line_, s_.field_sep, 0);
+  if (sep == 0) return "";
+  return absl::StrCat("; the header is one column, \"", header_line_.substr(0, 80),
+                      header_line_.size() > 80 ? "..." : "", "\": the file seems to be separated by ",
+                      SeparatorName(sep), " (", SeparatorAdvice(s_, sep), ")");
+}
+
 absl::Status Resolver::Dense(const json& v, size_t i, Transform default_transform) {
   const std::string where = absl::StrCat("dense[", i, "]");
   DenseColumn d;
@@ -273,9 +335,7 @@ absl::Status Resolver::Dense(const json& v, size_t i, Transform default_transfor
       PS_ASSIGN_OR_RETURN(d.clip_hi, bound(c[1], std::numeric_limits<double>::infinity()));
       if (!(d.clip_lo <= d.clip_hi)) return Bad(where, ".clip: low above high");
     }
-    if (v.contains("missing")) {
-      PS_ASSIGN_OR_RETURN(d.missing, Number(v["missing"], where + ".missing"));
-    }
+    PS_RETURN_IF_ERROR(DenseMissing(v, where, &d));
     if (v.contains("mean") != v.contains("stddev")) {
       return Bad(where, ": \"mean\" and \"stddev\" go together");
     }
@@ -290,6 +350,7 @@ absl::Status Resolver::Dense(const json& v, size_t i, Transform default_transfor
     }
   } else {
     PS_ASSIGN_OR_RETURN(d.column, Column(v, where));
+    PS_RETURN_IF_ERROR(DenseMissing(json::object(), where, &d));
   }
   d.name = d.column < static_cast<int>(s_.column_names.size()) ? s_.column_names[d.column]
                                                                : absl::StrCat(d.column);
@@ -387,6 +448,7 @@ absl::StatusOr<SchemaFile> Resolver::Run(const json& j) {
     }
     out.stats_rows = j["stats_rows"].get<int64_t>();
   }
+  PS_RETURN_IF_ERROR(MissingValues(j));
   if (j.contains("weight")) {
     return Bad("weight: weight columns are not built yet (every row weighs 1); leave the "
                "column out with \"ignore\"");
@@ -476,7 +538,7 @@ absl::StatusOr<SchemaFile> ParseSchemaJson(const std::string& text, const std::s
     }
     return absl::InvalidArgumentError(absl::StrCat("schema ", source, ": not JSON"));
   }
-  return Resolver(source, data_patterns, default_buckets).Run(j);
+  return Resolver(source, data_patterns, default_buckets, /*saved=*/false).Run(j);
 }
 
 absl::StatusOr<SchemaFile> LoadSchemaFile(const std::string& path,
@@ -489,61 +551,8 @@ absl::StatusOr<SchemaFile> LoadSchemaFile(const std::string& path,
   return ParseSchemaJson(text.str(), path, data_patterns, default_buckets);
 }
 
-const char* TransformName(Transform t) {
-  switch (t) {
-    case Transform::kNone: return "none";
-    case Transform::kLog1p: return "log1p";
-    case Transform::kLog1pClamp: return "log1p_clamp";
-    case Transform::kStandardize: return "standardize";
-  }
-  return "none";
-}
-
-const char* PoolingName(BagPooling p) { return p == BagPooling::kMean ? "mean" : "sum"; }
-
-json SchemaJson(const Schema& s) {
-  static const char* kOps[] = {"", ">", ">=", "<", "<=", "==", "!="};
-  json label = {{"column", s.label.column}};
-  if (s.label.op != LabelColumn::Op::kBinary) {
-    label["op"] = kOps[static_cast<int>(s.label.op)];
-    label["threshold"] = s.label.threshold;
-  }
-  json dense = json::array();
-  for (const DenseColumn& d : s.dense) {
-    json e = {{"column", d.column}, {"transform", TransformName(d.transform)}};
-    auto bound = [](double b) { return std::isfinite(b) ? json(b) : json(nullptr); };
-    if (std::isfinite(d.clip_lo) || std::isfinite(d.clip_hi)) {
-      e["clip"] = json::array({bound(d.clip_lo), bound(d.clip_hi)});
-    }
-    if (d.missing != 0) e["missing"] = d.missing;
-    if (d.transform == Transform::kStandardize && d.has_stats) {
-      e["mean"] = d.mean;
-      e["stddev"] = d.stddev;
-    }
-    dense.push_back(std::move(e));
-  }
-  json sparse = json::array();
-  for (const SparseColumn& c : s.sparse) {
-    json e = {{"column", c.column}, {"hash_buckets", c.hash_buckets},
-              {"pooling", PoolingName(c.pooling)}};
-    if (c.multi_hot_sep != 0) e["multi_hot"] = std::string(1, c.multi_hot_sep);
-    if (c.embedding_dim > 0) e["embedding_dim"] = c.embedding_dim;
-    sparse.push_back(std::move(e));
-  }
-  json out = {{"separator", std::string(1, s.field_sep)},
-              {"header", s.header},
-              {"num_columns", s.num_columns},
-              {"label", label},
-              {"dense", dense},
-              {"sparse", sparse},
-              {"max_line_bytes", s.max_line_bytes},
-              {"ignore", "rest"}};
-  if (!s.column_names.empty()) out["columns"] = s.column_names;
-  return out;
-}
-
 absl::StatusOr<Schema> SchemaFromJson(const json& j, const std::string& source) {
-  PS_ASSIGN_OR_RETURN(SchemaFile f, Resolver(source, {}, 0).Run(j));
+  PS_ASSIGN_OR_RETURN(SchemaFile f, Resolver(source, {}, 0, /*saved=*/true).Run(j));
   return std::move(f.schema);
 }
 

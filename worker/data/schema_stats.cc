@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,9 +22,14 @@ absl::Status ComputeDenseStats(const std::vector<std::string>& patterns, int64_t
     if (d.transform == Transform::kStandardize && !d.has_stats) need.push_back(static_cast<int>(j));
   }
   if (need.empty()) return absl::OkStatus();
-  // The raw (clipped) values: the same schema without the transforms.
+  // The raw (clipped) values: the same schema without the transforms, a
+  // missing value NaN: the statistics are those of the values present.
   Schema raw = *schema;
-  for (DenseColumn& d : raw.dense) d.transform = Transform::kNone;
+  for (DenseColumn& d : raw.dense) {
+    d.transform = Transform::kNone;
+    d.missing = std::numeric_limits<double>::quiet_NaN();
+    d.missing_given = true;
+  }
   PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandFilePatterns(patterns));
   std::vector<FileRange> ranges = ShardRanges(files, 0, 1);
   ScannerOptions so;
@@ -32,6 +38,7 @@ absl::Status ComputeDenseStats(const std::vector<std::string>& patterns, int64_t
   so.max_logged_bad_lines = 0;
   PS_ASSIGN_OR_RETURN(auto scanner, ShardScanner::Create(std::move(files), std::move(ranges), so));
   std::vector<double> mean(need.size(), 0), m2(need.size(), 0);
+  std::vector<int64_t> count(need.size(), 0);
   ParsedRow row;
   int64_t n = 0;
   while (n < max_rows) {
@@ -40,8 +47,10 @@ absl::Status ComputeDenseStats(const std::vector<std::string>& patterns, int64_t
     ++n;
     for (size_t k = 0; k < need.size(); ++k) {
       double x = row.dense[need[k]];
+      if (std::isnan(x)) continue;  // missing
+      ++count[k];
       double delta = x - mean[k];
-      mean[k] += delta / static_cast<double>(n);
+      mean[k] += delta / static_cast<double>(count[k]);
       m2[k] += delta * (x - mean[k]);
     }
   }
@@ -52,7 +61,12 @@ absl::Status ComputeDenseStats(const std::vector<std::string>& patterns, int64_t
   }
   for (size_t k = 0; k < need.size(); ++k) {
     DenseColumn& d = schema->dense[need[k]];
-    double sd = n > 1 ? std::sqrt(m2[k] / static_cast<double>(n - 1)) : 0.0;
+    if (count[k] == 0) {
+      spdlog::warn("standardize: column {} has no value in the first {} rows: mean 0, stddev 1",
+                   d.name, n);
+    }
+    const int64_t c = count[k];
+    double sd = c > 1 ? std::sqrt(m2[k] / static_cast<double>(c - 1)) : 0.0;
     d.mean = mean[k];
     d.stddev = sd > 0 && std::isfinite(sd) ? sd : 1.0;
     d.has_stats = true;

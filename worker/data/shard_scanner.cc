@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "worker/data/bad_line.h"
 
 namespace pstrain::worker {
 
@@ -34,7 +36,17 @@ ShardScanner::ShardScanner(std::vector<InputFile> files, std::vector<FileRange> 
       ranges_(std::move(ranges)),
       options_(options),
       parser_(std::move(parser)),
-      reader_(options.io_buffer_bytes, options.schema.max_line_bytes) {}
+      reader_(options.io_buffer_bytes, options.schema.max_line_bytes) {
+  // Two bytes or more a line; a compressed file's lines are not bounded.
+  max_lines_from_.assign(ranges_.size() + 1, 0.0);
+  for (size_t r = ranges_.size(); r-- > 0;) {
+    const FileRange& range = ranges_[r];
+    max_lines_from_[r] = files_[range.file].compression != Compression::kNone
+                             ? std::numeric_limits<double>::infinity()
+                             : max_lines_from_[r + 1] +
+                                   static_cast<double>(range.end - range.begin) / 2 + 2;
+  }
+}
 
 void ShardScanner::Rewind() {
   reader_.Close();
@@ -47,7 +59,7 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
   while (true) {
     if (!reader_open_) {
       if (next_range_ == ranges_.size()) {
-        PS_RETURN_IF_ERROR(CheckBadFraction());
+        PS_RETURN_IF_ERROR(CheckBadFraction(0));
         return false;
       }
       const FileRange& r = ranges_[next_range_++];
@@ -79,47 +91,66 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
             : parser_.Parse(text, row);
     if (s.ok()) {
       ++good_;
-      if (good_ + bad_ == kMinLinesForBadFraction) PS_RETURN_IF_ERROR(CheckBadFraction());
       return true;
     }
     PS_RETURN_IF_ERROR(OnBadLine(line, s));
   }
 }
 
-std::string ShardScanner::Where(const LineReader::Line& line) {
-  absl::StatusOr<int64_t> n = reader_.LineNumber(line);
-  if (n.ok()) return absl::StrCat(reader_.path(), ":", *n);
-  return absl::StrCat(reader_.path(), " at byte ", line.offset);
+std::string ShardScanner::Describe(BadLine* bad) {
+  if (bad->number == 0) {
+    absl::StatusOr<int64_t> before = LinesBefore(bad->path, bad->first_line_offset);
+    if (before.ok()) bad->number = *before + bad->index + 1;
+  }
+  const std::string where = bad->number > 0
+                                ? absl::StrCat(bad->path, ":", bad->number)
+                                : absl::StrCat(bad->path, " (line ", bad->index + 1,
+                                               " of the range at byte ", bad->first_line_offset, ")");
+  return BadLineMessage(where, bad->reason, bad->text);
 }
 
 absl::Status ShardScanner::OnBadLine(const LineReader::Line& line, const absl::Status& why) {
   ++bad_;
-  const bool log = logged_ < options_.max_logged_bad_lines;
-  const int64_t total = good_ + bad_;
-  const bool fails = total >= kMinLinesForBadFraction &&
-                     static_cast<double>(bad_) > options_.max_bad_lines_fraction * total;
-  if (log || fails) {
-    last_bad_ = absl::StrCat(Where(line), ": ", why.message());
-  } else {
-    last_bad_ = absl::StrCat(reader_.path(), " at byte ", line.offset, ": ", why.message());
-  }
-  if (log) {
+  // Assigned in place: a run of bad lines allocates nothing.
+  latest_.path.assign(reader_.path());
+  latest_.first_line_offset = reader_.first_line_offset();
+  latest_.index = line.index;
+  latest_.number = 0;
+  latest_.reason.assign(why.message().data(), why.message().size());
+  // Enough bytes for the quote's characters, and one more to show the cut.
+  const std::string_view text = line.text.substr(0, 4 * kQuotedLineChars + 1);
+  latest_.text.assign(text.data(), text.size());
+  if (logged_ < options_.max_logged_bad_lines) {
     ++logged_;
-    spdlog::warn("skipping bad line {}{}", last_bad_,
+    if (absl::StatusOr<int64_t> n = reader_.LineNumber(line); n.ok()) latest_.number = *n;
+    spdlog::warn("skipping bad line {}{}", Describe(&latest_),
                  logged_ == options_.max_logged_bad_lines ? " (further bad lines not logged)"
                                                           : "");
   }
-  return fails ? CheckBadFraction() : absl::OkStatus();
+  const double left = MaxLinesLeft();
+  return left >= options_.early_judgement_min_lines ? CheckBadFraction(left) : absl::OkStatus();
 }
 
-absl::Status ShardScanner::CheckBadFraction() const {
+double ShardScanner::MaxLinesLeft() const {
+  const double in_range = reader_open_ ? static_cast<double>(reader_.MaxLinesLeft()) : 0.0;
+  return in_range + max_lines_from_[next_range_];
+}
+
+absl::Status ShardScanner::CheckBadFraction(double lines_left) {
   const int64_t total = good_ + bad_;
-  if (bad_ == 0 || static_cast<double>(bad_) <= options_.max_bad_lines_fraction * total) {
+  const double limit = options_.max_bad_lines_fraction;
+  if (bad_ == 0 || static_cast<double>(bad_) <= limit * (static_cast<double>(total) + lines_left)) {
     return absl::OkStatus();
   }
+  if (lines_left > 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "too many bad lines: %d of the %d lines read so far (%.2f%%), more than "
+        "max_bad_lines_fraction %g of all the lines the rest could hold; the latest: %s",
+        bad_, total, 100.0 * bad_ / total, limit, Describe(&latest_)));
+  }
   return absl::InvalidArgumentError(absl::StrFormat(
-      "too many bad lines: %d of %d (%.2f%%) exceed max_bad_lines_fraction %g; latest: %s", bad_,
-      total, 100.0 * bad_ / total, options_.max_bad_lines_fraction, last_bad_));
+      "too many bad lines: %d of %d (%.2f%%) exceed max_bad_lines_fraction %g; the latest: %s",
+      bad_, total, 100.0 * bad_ / total, limit, Describe(&latest_)));
 }
 
 }  // namespace pstrain::worker

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -21,13 +22,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// JSON text of `j`; bytes of user data that are not UTF-8 become U+FFFD.
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 http::HttpResponse JsonError(int status, absl::string_view message) {
   http::HttpResponse r;
   r.status = status;
   r.content_type = "application/json";
-  r.body = nlohmann::json{{"error", std::string(message)}}.dump() + "\n";
+  r.body = Dump(nlohmann::json{{"error", std::string(message)}}) + "\n";
   return r;
 }
+
+// How often a server still waiting for its first model says so.
+constexpr absl::Duration kWaitLogEvery = absl::Seconds(5);
 
 int HttpCode(const absl::Status& s) {
   switch (s.code()) {
@@ -56,11 +65,18 @@ ModelServer::ModelServer(ServeOptions options) : options_(std::move(options)) {}
 
 absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(ServeOptions options) {
   if (options.model_dir.empty()) return absl::InvalidArgumentError("no model folder given");
+  std::error_code ec;
+  if (!options.wait_for_model && !std::filesystem::exists(options.model_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("model folder ", options.model_dir, " does not exist"));
+  }
   std::unique_ptr<ModelServer> s(new ModelServer(std::move(options)));
   s->RegisterMetrics();
-  // A model there at the start must load: its error is the answer.
-  // (Replaced while read: the watcher loads the new one.)
-  if (absl::Status st = s->CheckForNewVersion(); !st.ok() && !absl::IsUnavailable(st)) return st;
+  {
+    absl::MutexLock lock(&s->mu_);
+    s->not_ready_ = absl::StrCat("loading the model in ", s->options_.model_dir);
+  }
+  // Listen first: /healthz answers while a large model loads, /readyz says
+  // when it is loaded.
   http::HttpServerOptions ho;
   ho.host = s->options_.host;
   ho.port = s->options_.port;
@@ -70,6 +86,7 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(ServeOptions opt
   ModelServer* self = s.get();
   s->http_->RoutePost("/predict", [self](const http::HttpRequest& r) { return self->Predict(r); });
   s->http_->Route("/healthz", [self](const http::HttpRequest&) { return self->Healthz(); });
+  s->http_->Route("/readyz", [self](const http::HttpRequest&) { return self->Readyz(); });
   s->http_->Route("/metrics", [self](const http::HttpRequest&) {
     http::HttpResponse r;
     r.content_type = std::string(metrics::Registry::kContentType);
@@ -77,6 +94,14 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(ServeOptions opt
     return r;
   });
   PS_RETURN_IF_ERROR(s->http_->Start());
+  spdlog::info("listening on {}: /healthz answers now, /readyz once a model from {} is loaded",
+               s->http_->url(), s->options_.model_dir);
+  // A model there at the start must load: its error is the answer.
+  // (Replaced while read: the watcher loads the new one.)
+  if (absl::Status st = s->CheckForNewVersion(); !st.ok() && !absl::IsUnavailable(st)) {
+    s->Stop();
+    return st;
+  }
   s->watcher_ = std::thread([self] { self->Watch(); });
   return s;
 }
@@ -132,13 +157,19 @@ absl::Status ModelServer::CheckForNewVersion() {
   absl::Time mtime;
   const std::string signature = Signature(manifest, &mtime);
   if (signature.empty()) {
-    if (!waiting_logged_ && current() == nullptr) {
-      spdlog::info("waiting for a model in {} (no model.json yet)", options_.model_dir);
-      waiting_logged_ = true;
+    if (current() == nullptr) {
+      std::error_code ec;
+      SetNotReady(std::filesystem::is_directory(options_.model_dir, ec)
+                      ? absl::StrCat("no model in ", options_.model_dir, " yet (no model.json)")
+                      : absl::StrCat(options_.model_dir, " does not exist yet"),
+                  /*log=*/true);
     }
     return absl::OkStatus();
   }
   if (signature == loaded_signature_ || signature == failed_signature_) return absl::OkStatus();
+  if (current() == nullptr) {
+    SetNotReady(absl::StrCat("loading the model in ", options_.model_dir), /*log=*/false);
+  }
   const absl::Time t0 = absl::Now();
   absl::StatusOr<std::shared_ptr<LoadedModel>> model = LoadedModel::Load(options_.model_dir);
   absl::StatusOr<RequestRows> rows =
@@ -152,6 +183,11 @@ absl::Status ModelServer::CheckForNewVersion() {
                  old ? absl::StrCat("; still serving version ", old->model->version(), " (step ",
                                     old->model->step(), ")")
                      : std::string("; no version to serve yet"));
+    if (!old) {
+      SetNotReady(absl::StrCat("the model in ", options_.model_dir,
+                               " did not load: ", rows.status().message()),
+                  /*log=*/false);
+    }
     return rows.status();
   }
   Publish(*std::move(model), *std::move(rows), mtime);
@@ -218,6 +254,7 @@ absl::Status ModelServer::CheckVersionedFolder() {
   }
   const absl::Time t0 = absl::Now();
   std::shared_ptr<const ServedVersion> old = current();
+  if (!old) SetNotReady(absl::StrCat("loading the model in ", dir), /*log=*/false);
   auto refuse = [&](const absl::Status& why) {
     loads_->Get({"failed"})->Inc();
     if (!absl::IsUnavailable(why) && !absl::IsNotFound(why)) failed_signature_ = signature;
@@ -225,6 +262,7 @@ absl::Status ModelServer::CheckVersionedFolder() {
                  old ? absl::StrCat("; still serving version ", old->model->version(), " (step ",
                                     old->model->step(), ")")
                      : std::string("; no version to serve yet"));
+    if (!old) SetNotReady(absl::StrCat("the model in ", dir, " did not load: ", why.message()), false);
     return why;
   };
   absl::StatusOr<uint64_t> seq = ReadLatest(dir);
@@ -284,16 +322,42 @@ void ModelServer::Watch() {
   }
 }
 
+void ModelServer::SetNotReady(std::string reason, bool log) {
+  if (log && absl::Now() - waiting_logged_ >= kWaitLogEvery) {
+    spdlog::info("waiting for a model: {}", reason);
+    waiting_logged_ = absl::Now();
+  }
+  absl::MutexLock lock(&mu_);
+  not_ready_ = std::move(reason);
+}
+
 http::HttpResponse ModelServer::Healthz() const {
   std::shared_ptr<const ServedVersion> v = current();
   http::HttpResponse r;
   if (!v) {
-    r.status = 503;
-    r.body = absl::StrCat("no model yet: waiting for ", options_.model_dir, "\n");
+    absl::MutexLock lock(&mu_);
+    r.body = absl::StrCat("ok: no model yet: ", not_ready_, "\n");
     return r;
   }
   r.body = absl::StrCat("ok: serving version ", v->model->version(), " (step ", v->model->step(),
                         ")\n");
+  return r;
+}
+
+http::HttpResponse ModelServer::Readyz() const {
+  std::shared_ptr<const ServedVersion> v = current();
+  http::HttpResponse r;
+  r.content_type = "application/json";
+  if (!v) {
+    absl::MutexLock lock(&mu_);
+    r.status = 503;
+    r.body = Dump(nlohmann::json{{"ready", false}, {"reason", not_ready_}}) + "\n";
+    return r;
+  }
+  r.body = Dump(nlohmann::json{{"ready", true},
+                               {"model_version", v->model->version()},
+                               {"model_step", v->model->step()}}) +
+           "\n";
   return r;
 }
 
@@ -312,15 +376,16 @@ http::HttpResponse ModelServer::Predict(const http::HttpRequest& request) {
   size_t first = body.find_first_not_of(" \t\r\n");
   const bool json = absl::StrContains(request.content_type, "json") ||
                     (first != std::string_view::npos && body[first] == '{');
-  absl::StatusOr<std::shared_ptr<const Batch>> batch =
+  absl::StatusOr<RequestBatch> rows =
       json ? v->rows->ParseJson(body, options_.max_request_rows)
            : v->rows->ParseText(body, options_.max_request_rows);
-  if (!batch.ok()) return answer(JsonError(HttpCode(batch.status()), batch.status().message()));
+  if (!rows.ok()) return answer(JsonError(HttpCode(rows.status()), rows.status().message()));
+  const Batch& batch = *rows->batch;
 
   absl::StatusOr<std::unique_ptr<ScoreScratch>> scratch = v->model->AcquireScratch();
   if (!scratch.ok()) return answer(JsonError(500, scratch.status().message()));
   std::vector<float> probs;
-  absl::Status s = v->model->Score(**batch, scratch->get(), &probs);
+  absl::Status s = v->model->Score(batch, scratch->get(), &probs);
   v->model->ReleaseScratch(*std::move(scratch));
   if (!s.ok()) return answer(JsonError(HttpCode(s), s.message()));
   rows_->Inc(static_cast<double>(probs.size()));
@@ -337,7 +402,11 @@ http::HttpResponse ModelServer::Predict(const http::HttpRequest& request) {
     auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), probs[i]);
     out.append(buf, ec == std::errc() ? end : buf);
   }
-  out += "]}\n";
+  out += ']';
+  if (!rows->warnings.empty()) {
+    absl::StrAppend(&out, ",\"warnings\":", Dump(nlohmann::json(rows->warnings)));
+  }
+  out += "}\n";
   return answer(std::move(r));
 }
 

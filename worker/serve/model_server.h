@@ -4,8 +4,12 @@
 //   POST /predict   rows as text (the training data's layout, label column
 //                   optional) or JSON (worker/serve/request_rows.h);
 //                   answers {"model_version", "model_step", "probabilities"}
-//                   or a 4xx/5xx with {"error": reason}.
-//   GET  /healthz   200 with the version served; 503 while no model is loaded.
+//                   (and "warnings" naming the columns rows lacked), or a
+//                   4xx/5xx with {"error": reason}.
+//   GET  /healthz   200 once the port is bound (liveness), with the version
+//                   served if there is one.
+//   GET  /readyz    200 with the version once a model is loaded; 503 with
+//                   {"ready": false, "reason"} before (readiness).
 //   GET  /metrics   requests by code, rows, latency histogram, the version,
 //                   its step and the seconds since it was exported.
 //
@@ -40,6 +44,9 @@ namespace pstrain::worker {
 
 struct ServeOptions {
   std::string model_dir;
+  // false: a model_dir that does not exist is an error (NotFound) at Start;
+  // true: wait for it to appear (logged every few seconds).
+  bool wait_for_model = false;
   std::string host = "127.0.0.1";
   int port = 0;  // 0: any free port
   int threads = 4;
@@ -57,8 +64,10 @@ struct ServedVersion {
 
 class ModelServer {
  public:
-  // Loads the model when DIR holds one (an error if it cannot be read: the
-  // file and why), else waits for one; then listens.
+  // Listens (/healthz answers at once, /readyz 503), then loads the model
+  // when DIR holds one (an error if it cannot be read: the file and why),
+  // else waits for one. NotFound when DIR does not exist and
+  // !wait_for_model; the port's error when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<ModelServer>> Start(ServeOptions options);
   ~ModelServer();
   ModelServer(const ModelServer&) = delete;
@@ -78,7 +87,11 @@ class ModelServer {
   explicit ModelServer(ServeOptions options);
   http::HttpResponse Predict(const http::HttpRequest& request);
   http::HttpResponse Healthz() const;
+  http::HttpResponse Readyz() const;
   void Watch();
+  // Why no version is served yet (for /readyz, /healthz), and a log line
+  // saying so every few seconds while it stays so.
+  void SetNotReady(std::string reason, bool log) ABSL_EXCLUSIVE_LOCKS_REQUIRED(check_mu_);
   void RegisterMetrics();
 
   ServeOptions options_;
@@ -89,6 +102,7 @@ class ModelServer {
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const ServedVersion> current_ ABSL_GUARDED_BY(mu_);
+  std::string not_ready_ ABSL_GUARDED_BY(mu_);  // why current_ is null
 
   // A versioned export folder (worker/model_versions.h): the deltas after
   // the version served are applied to the standby copy (the previous
@@ -108,7 +122,7 @@ class ModelServer {
   std::vector<std::shared_ptr<const SavedModel>> standby_behind_ ABSL_GUARDED_BY(check_mu_);
   std::string loaded_signature_ ABSL_GUARDED_BY(check_mu_);  // model.json's inode, mtime, size
   std::string failed_signature_ ABSL_GUARDED_BY(check_mu_);
-  bool waiting_logged_ ABSL_GUARDED_BY(check_mu_) = false;
+  absl::Time waiting_logged_ ABSL_GUARDED_BY(check_mu_) = absl::InfinitePast();
 
   metrics::Family<metrics::Counter>* requests_ = nullptr;  // by code
   metrics::Counter* rows_ = nullptr;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "worker/data/batch_builder.h"
+#include "worker/data/separator_sniff.h"
 
 namespace pstrain::worker {
 namespace {
@@ -85,13 +86,63 @@ absl::StatusOr<RequestRows> RequestRows::Create(const Schema& schema) {
     for (int j = 1; j <= schema.num_dense; ++j) r.names_[j] = absl::StrCat("I", j);
     for (int f = 1; f <= schema.num_sparse; ++f) r.names_[schema.num_dense + f] = absl::StrCat("C", f);
   }
+  r.scored_with_.assign(r.num_columns_, "its missing-value id");
+  if (schema.custom) {
+    for (const DenseColumn& d : schema.dense) {
+      r.scored_with_[d.column] =
+          d.missing_given ? absl::StrCat("its missing value ", d.missing)
+          : d.transform == Transform::kStandardize ? std::string("its training mean")
+                                                   : std::string("0");
+    }
+  } else {
+    for (int j = 1; j <= schema.num_dense; ++j) r.scored_with_[j] = "0";
+  }
   return r;
 }
 
 RequestRows::RequestRows(CriteoParser parser) : parser_(std::move(parser)) {}
 
+std::string RequestRows::TooFewHint(std::string_view line, size_t columns) const {
+  const Schema& schema = parser_.schema();
+  if (columns == 1) {
+    if (const char sep = SniffSeparator(line, schema.field_sep, num_columns_); sep != 0) {
+      return absl::StrCat(": the row seems to be separated by ", SeparatorName(sep),
+                          ", the model reads ", SeparatorName(schema.field_sep));
+    }
+  }
+  if (columns + 1 >= static_cast<size_t>(num_columns_)) return "";
+  // The first column with no value, read with the label and without it.
+  const auto name = [&](size_t c) {
+    return names_[c].empty() ? absl::StrCat(c) : absl::StrCat("\"", names_[c], "\"");
+  };
+  const size_t with = columns;
+  size_t without = columns;
+  for (size_t c = 0, seen = 0; c < static_cast<size_t>(num_columns_); ++c) {
+    if (static_cast<int>(c) == label_column_) continue;
+    if (seen++ == columns) {
+      without = c;
+      break;
+    }
+  }
+  if (with == without) return absl::StrCat(": no value for column ", name(with), " on");
+  return absl::StrCat(": no value for column ", name(with), " on (", name(without),
+                      " on, without the label)");
+}
+
+std::vector<std::string> RequestRows::Warnings(const Lacking& lacking, int rows) const {
+  std::vector<std::string> out;
+  for (int c = 0; c < num_columns_; ++c) {
+    const int n = lacking.rows[c];
+    if (n == 0) continue;
+    out.push_back(absl::StrCat("column \"", names_[c], "\" is missing in ", n, " of ", rows,
+                               rows == 1 ? " row" : " rows", ": scored with ", scored_with_[c]));
+  }
+  return out;
+}
+
 absl::Status RequestRows::AddLine(std::string_view line, int row, ParsedRow* parsed,
-                                  std::string* with_label, BatchBuilder* builder) const {
+                                  std::string* with_label, BatchBuilder* builder,
+                                  Lacking* lacking) const {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const char sep = parser_.schema().field_sep;
   std::vector<std::string_view>& cols = parsed->columns;
@@ -111,22 +162,26 @@ absl::Status RequestRows::AddLine(std::string_view line, int row, ParsedRow* par
   }
   if (absl::Status s = parser_.Parse(text, parsed); !s.ok()) {
     if (text == line && static_cast<int>(cols.size()) != num_columns_) {
-      return absl::InvalidArgumentError(absl::StrCat("row ", row, ": ", cols.size(), " columns, want ",
-                                                     num_columns_, " (or ", num_columns_ - 1,
-                                                     " without the label)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "row ", row, ": ", cols.size(), cols.size() == 1 ? " column" : " columns", ", want ",
+          num_columns_, " (or ", num_columns_ - 1, " without the label)",
+          TooFewHint(line, cols.size())));
     }
     return RowError(row, s);
   }
   if (!builder->Append(*parsed)) {
     return absl::InvalidArgumentError(absl::StrCat("row ", row, ": the request is too large"));
   }
+  parser_.MissingColumns(text, &lacking->split, &lacking->columns);
+  for (int c : lacking->columns) ++lacking->rows[c];
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const Batch>> RequestRows::ParseText(std::string_view body,
-                                                                     int max_rows) const {
+absl::StatusOr<RequestBatch> RequestRows::ParseText(std::string_view body, int max_rows) const {
   const Schema& schema = parser_.schema();
   BatchBuilder builder(schema.num_dense, schema.num_sparse);
+  Lacking lacking;
+  lacking.rows.assign(num_columns_, 0);
   ParsedRow parsed;
   std::string with_label;
   int row = 0;
@@ -144,14 +199,13 @@ absl::StatusOr<std::shared_ptr<const Batch>> RequestRows::ParseText(std::string_
       return absl::InvalidArgumentError(
           absl::StrCat("more than ", max_rows, " rows in one request (--max_request_rows)"));
     }
-    PS_RETURN_IF_ERROR(AddLine(line, row, &parsed, &with_label, &builder));
+    PS_RETURN_IF_ERROR(AddLine(line, row, &parsed, &with_label, &builder, &lacking));
   }
   if (row == 0) return absl::InvalidArgumentError("no rows in the request");
-  return builder.Finish();
+  return RequestBatch{builder.Finish(), Warnings(lacking, row)};
 }
 
-absl::StatusOr<std::shared_ptr<const Batch>> RequestRows::ParseJson(std::string_view body,
-                                                                     int max_rows) const {
+absl::StatusOr<RequestBatch> RequestRows::ParseJson(std::string_view body, int max_rows) const {
   json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("the request is not valid JSON");
   if (!doc.is_object() || (!doc.contains("rows") && !doc.contains("lines"))) {
@@ -161,6 +215,8 @@ absl::StatusOr<std::shared_ptr<const Batch>> RequestRows::ParseJson(std::string_
   }
   const Schema& schema = parser_.schema();
   BatchBuilder builder(schema.num_dense, schema.num_sparse);
+  Lacking lacking;
+  lacking.rows.assign(num_columns_, 0);
   ParsedRow parsed;
   std::string with_label;
   const bool lines = doc.contains("lines");
@@ -184,7 +240,7 @@ absl::StatusOr<std::shared_ptr<const Batch>> RequestRows::ParseJson(std::string_
       if (text.find('\n') != std::string::npos) {
         return absl::InvalidArgumentError(absl::StrCat("row ", row, ": holds a line break"));
       }
-      PS_RETURN_IF_ERROR(AddLine(text, row, &parsed, &with_label, &builder));
+      PS_RETURN_IF_ERROR(AddLine(text, row, &parsed, &with_label, &builder, &lacking));
       continue;
     }
     if (!r.is_object()) return absl::InvalidArgumentError(absl::StrCat("row ", row, ": not an object"));
@@ -218,9 +274,9 @@ absl::StatusOr<std::shared_ptr<const Batch>> RequestRows::ParseJson(std::string_
         }
       }
     }
-    PS_RETURN_IF_ERROR(AddLine(line, row, &parsed, &with_label, &builder));
+    PS_RETURN_IF_ERROR(AddLine(line, row, &parsed, &with_label, &builder, &lacking));
   }
-  return builder.Finish();
+  return RequestBatch{builder.Finish(), Warnings(lacking, row)};
 }
 
 }  // namespace pstrain::worker
