@@ -125,9 +125,10 @@ absl::Status RunPredict(const std::vector<std::string>& argv) {
   }
   absl::StatusOr<worker::PredictResult> r = worker::PredictFile(o);
   if (!r.ok()) return IsBadInput(r.status()) ? WithExitCode(r.status(), 2) : r.status();
-  std::printf("scored %lld rows in %.1f s: AUC %.4f, logloss %.4f, accuracy %.4f%s%s\n",
+  std::printf("scored %lld rows in %.1f s: AUC %.4f, logloss %.4f, NE %.4f, calibration %.3f%s%s\n",
               static_cast<long long>(r->rows), r->seconds, r->metrics.auc, r->metrics.logloss,
-              r->metrics.accuracy, o.out.empty() ? "" : "; scores in ", o.out.c_str());
+              r->metrics.normalized_entropy, r->metrics.calibration,
+              o.out.empty() ? "" : "; scores in ", o.out.c_str());
   if (r->bad_lines > 0) {
     std::printf("%lld bad line%s: an empty prediction and the reason each%s; the first: %s\n",
                 static_cast<long long>(r->bad_lines), r->bad_lines == 1 ? "" : "s",

@@ -90,6 +90,7 @@ absl::StatusOr<bool> AskRejoin(WorkerSession& session, proto::TableLayout* layou
       layout->checkpoint_step = -1;
       layout->positions = {rejoin->position};
       train->samples_before = rejoin->samples;
+      train->readmitted = true;
       spdlog::info("worker {} re-admitted: it trains from step {}, its shard from epoch {} row {} "
                    "({} samples trained before it was dropped)",
                    session.rank(), rejoin->step, rejoin->position.epoch, rejoin->position.rows,

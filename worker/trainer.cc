@@ -194,6 +194,10 @@ absl::Status Trainer::StartAt() {
   eval_round_ = schedule_.FirstRound(clock_, position_.epoch);
   first_round_ = eval_round_;
   next_collect_ = eval_round_;
+  if (options_.readmitted) {
+    PS_RETURN_IF_ERROR(coordinator_->StoreSet(absl::StrCat("resumed/", rank_),
+                                              Buffer::FromString(std::to_string(clock_))));
+  }
   if (position_.finished) {
     spdlog::info("this worker had finished training before the checkpoint");
     return absl::OkStatus();

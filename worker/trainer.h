@@ -115,6 +115,10 @@ struct TrainOptions {
   // A re-admitted worker: samples its rank trained in the process that was
   // dropped, counted in the job's summary.
   uint64_t samples_before = 0;
+  // A worker re-admitted after it was dropped (elastic): it says at which
+  // step it resumes ("resumed/<rank>"), so that the lead scores its share of
+  // a round it was dropped across instead of waiting for its part.
+  bool readmitted = false;
   // Waits on the other workers (both trainers). The longest a worker done
   // training waits for the slowest one: finishing times differ by what an
   // adopter trains of a dead worker's shard; a day bounds any job we run.

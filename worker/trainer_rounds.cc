@@ -457,6 +457,20 @@ absl::StatusOr<std::optional<Buffer>> Trainer::FromWorker(const std::string& key
       }
       return std::optional<Buffer>();
     }
+    // Worker w was dropped and re-admitted past this round: it will not
+    // score it, so its share is scored here.
+    if (!final_round && score_here != nullptr && clock >= 0) {
+      auto resumed = coordinator_->StoreGet(absl::StrCat("resumed/", w), absl::ZeroDuration());
+      int64_t at = -1;
+      if (resumed.ok() &&
+          absl::SimpleAtoi(std::string(reinterpret_cast<const char*>(resumed->data()), resumed->size()), &at) &&
+          at > clock) {
+        auto last = coordinator_->StoreGet(key + std::to_string(w), absl::ZeroDuration());
+        if (last.ok()) return std::optional<Buffer>(*std::move(last));
+        *score_here = true;
+        return std::optional<Buffer>();
+      }
+    }
     if (log.Due()) {
       spdlog::info("the evaluation at step {} waits for worker {}'s part ({:.0f} s so far): it has "
                    "not reached that round yet",

@@ -276,5 +276,47 @@ TEST_F(EvalRoundsTest, AWorkerKilledMidRunLeavesNoRoundWaiting) {
   EXPECT_EQ(rows.back(), kEvalRows) << launcher.Log();  // the final one: every row, worker 2's by its adopter
 }
 
+// An elastic worker killed and restarted at once (re-admitted a step or so
+// later), with a round every few steps: a round it was dropped across is
+// scored for it by the lead instead of waited for.
+TEST_F(EvalRoundsTest, AWorkerRestartedAcrossARoundLeavesNoRoundWaiting) {
+  const std::string metrics = *dir_ + "/restarted.jsonl";
+  std::vector<std::string> args = {"local", "--servers=1", "--workers=3", "--model=wide_deep",
+                                   "--batch_size=64", "--epochs=2", "--consistency=bsp",
+                                   "--train_data=" + *dir_ + "/lead-short/1.tsv",
+                                   // A larger eval set: a round takes far longer than its
+                                   // steps, so the kill lands while worker 2 scores its part.
+                                   "--eval_data=" + *dir_ + "/lead-short/1.tsv", "--metrics_out=" + metrics,
+                                   "--eval_every_steps=3", "--elastic_workers", "--restart_failed",
+                                   "--heartbeat_interval=0.2", "--worker_timeout=20",
+                                   "--log_every_secs=1000", "--timeout=120"};
+  const absl::Time t0 = absl::Now();
+  TestProcess launcher(BinDir() + "/pstrain", args, *dir_ + "/restarted.log");
+  absl::Time until = absl::Now() + absl::Seconds(30);
+  while (launcher.Log().find("eval at step 9") == std::string::npos && absl::Now() < until &&
+         launcher.running()) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  std::smatch m;
+  const std::string log = launcher.Log();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("worker 2 joined from [^ ]+ \\(host [^,]+, pid ([0-9]+)\\)")))
+      << log;
+  // A round takes far longer than its 3 steps: the kill most likely lands
+  // while worker 2 scores its part of a round (without the lead scoring it
+  // when it comes back a step later, that round waited for it for good).
+  absl::SleepFor(absl::Milliseconds(30));
+  ASSERT_EQ(kill(static_cast<pid_t>(std::stoll(m[1])), SIGKILL), 0);
+  ASSERT_EQ(launcher.Wait(absl::Seconds(60)), 0) << launcher.Log();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  std::printf("elastic, worker 2 killed and restarted: %.1f s\n", seconds);
+  EXPECT_LT(seconds, 30) << launcher.Log();
+  const std::string out = launcher.Log();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("worker 2 re-admitted at step ([0-9]+)"))) << out;
+  std::printf("re-admitted at step %s\n", m[1].str().c_str());
+  const std::vector<int64_t> rows = EvalRows(metrics);
+  ASSERT_GE(rows.size(), 3u) << out;
+  for (int64_t r : rows) EXPECT_EQ(r, 10000) << out;
+}
+
 }  // namespace
 }  // namespace pstrain::testing

@@ -272,12 +272,14 @@ TEST_F(Recovery, WorkerKilledUnderBspIsDroppedAndItsRowsAreTrainedByAnother) {
 }
 
 
-// An elastic BSP job with 3 workers: its arguments, and the launcher's.
+// An elastic BSP job with 3 workers, evaluated every 100 steps (rounds
+// while a worker is dropped, adopted or re-admitted): its arguments, and
+// the launcher's.
 std::vector<std::string> ElasticArgs(const Job& j, const std::string& name) {
   return {"local", "--servers=2", "--workers=3", "--model=dlrm", "--consistency=bsp",
           "--batch_size=128", "--train_data=" + j.train, "--eval_data=" + j.eval,
-          "--metrics_out=" + j.dir + "/" + name + ".jsonl", "--elastic_workers",
-          "--heartbeat_interval=0.2", "--worker_timeout=2", "--timeout=240"};
+          "--metrics_out=" + j.dir + "/" + name + ".jsonl", "--eval_every_steps=100",
+          "--elastic_workers", "--heartbeat_interval=0.2", "--worker_timeout=2", "--timeout=240"};
 }
 
 // Waits up to `timeout` for `text` in `p`'s log.
@@ -358,7 +360,7 @@ std::unique_ptr<TestProcess> StartWorker2(const Job& j, TestProcess& launcher, c
       "pstrain_worker",
       std::vector<std::string>{"--coordinator=" + m[1].str(), "--bind=tcp://127.0.0.1:0", "--rank=2",
                                "--model=dlrm", "--batch_size=128", "--train_data=" + j.train,
-                               "--eval_data=" + j.eval},
+                               "--eval_data=" + j.eval, "--eval_every_steps=100"},
       log);
 }
 
