@@ -46,24 +46,6 @@ const char* Name(Layout l) {
   return "?";
 }
 
-int64_t ShardRows(const std::string& pattern, int shard) {
-  worker::ReaderOptions ro;
-  ro.patterns = {pattern};
-  ro.shard_index = shard;
-  ro.num_shards = 2;
-  auto reader = worker::DataReader::Open(ro);
-  EXPECT_TRUE(reader.ok()) << reader.status();
-  if (!reader.ok()) return -1;
-  int64_t rows = 0;
-  while (true) {
-    auto b = (*reader)->Next();
-    EXPECT_TRUE(b.ok()) << b.status();
-    if (!b.ok() || !*b) break;
-    rows += (*b)->size;
-  }
-  return rows;
-}
-
 // Writes `rows` synthetic rows from row `first` to `path`, gzipped when
 // `gzip`.
 void Write(const std::string& path, int64_t first, int64_t rows, bool gzip) {
@@ -165,15 +147,15 @@ class EvalRoundsTest : public ::testing::Test {
 std::string* EvalRoundsTest::dir_ = nullptr;
 
 TEST_F(EvalRoundsTest, TheLayoutsGiveTheWorkersTheShardsTheTestsNeed) {
-  const int64_t s0 = ShardRows(Data(Layout::kLeadShort), 0), s1 = ShardRows(Data(Layout::kLeadShort), 1);
+  const int64_t s0 = ShardRows(Data(Layout::kLeadShort), 0, 2), s1 = ShardRows(Data(Layout::kLeadShort), 1, 2);
   std::printf("lead-short: worker 0 %lld rows, worker 1 %lld\n", static_cast<long long>(s0),
               static_cast<long long>(s1));
   EXPECT_GT(s1, 3 * s0 / 2) << "lead-short: worker 0 " << s0 << " rows, worker 1 " << s1;
-  const int64_t l0 = ShardRows(Data(Layout::kLeadLong), 0), l1 = ShardRows(Data(Layout::kLeadLong), 1);
+  const int64_t l0 = ShardRows(Data(Layout::kLeadLong), 0, 2), l1 = ShardRows(Data(Layout::kLeadLong), 1, 2);
   std::printf("lead-long: worker 0 %lld rows, worker 1 %lld\n", static_cast<long long>(l0),
               static_cast<long long>(l1));
   EXPECT_GT(l0, 3 * l1 / 2) << "lead-long: worker 0 " << l0 << " rows, worker 1 " << l1;
-  EXPECT_EQ(ShardRows(Data(Layout::kNoRows), 1), 0);
+  EXPECT_EQ(ShardRows(Data(Layout::kNoRows), 1, 2), 0);
 }
 
 struct Case {

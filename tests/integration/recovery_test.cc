@@ -218,25 +218,6 @@ TEST_F(Recovery, ServerFrozenPastTheHeartbeatTimeoutRollsBackAndTheJobFinishes) 
   EXPECT_GT(auc, 0.65) << log;
 }
 
-// Rows of shard `shard` of `num_shards` of `path`, as a worker's reader sees them.
-int64_t ShardRows(const std::string& path, int shard, int num_shards) {
-  worker::ReaderOptions ro;
-  ro.patterns = {path};
-  ro.shard_index = shard;
-  ro.num_shards = num_shards;
-  auto reader = worker::DataReader::Open(ro);
-  EXPECT_TRUE(reader.ok()) << reader.status();
-  if (!reader.ok()) return -1;
-  int64_t rows = 0;
-  while (true) {
-    auto b = (*reader)->Next();
-    EXPECT_TRUE(b.ok()) << b.status();
-    if (!b.ok() || !*b) break;
-    rows += (*b)->size;
-  }
-  return rows;
-}
-
 TEST_F(Recovery, WorkerKilledUnderBspIsDroppedAndItsRowsAreTrainedByAnother) {
   std::vector<std::string> args = {
       "local", "--servers=2", "--workers=3", "--model=dlrm", "--consistency=bsp", "--batch_size=128",

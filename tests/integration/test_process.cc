@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "worker/data/reader.h"
 #include "worker/data/synthetic.h"
 
 namespace pstrain::testing {
@@ -156,6 +157,24 @@ int RunPstrain(const std::vector<std::string>& args, const std::string& log_path
   *out = p.Log();
   if (code != 0) std::printf("--- %s: exit %d\n%s", log_path.c_str(), code, out->c_str());
   return code;
+}
+
+int64_t ShardRows(const std::string& pattern, int shard, int num_shards) {
+  worker::ReaderOptions ro;
+  ro.patterns = {pattern};
+  ro.shard_index = shard;
+  ro.num_shards = num_shards;
+  auto reader = worker::DataReader::Open(ro);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return -1;
+  int64_t rows = 0;
+  while (true) {
+    auto b = (*reader)->Next();
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok() || !*b) break;
+    rows += (*b)->size;
+  }
+  return rows;
 }
 
 }  // namespace pstrain::testing

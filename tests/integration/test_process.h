@@ -67,4 +67,8 @@ struct TrainEval {
 TrainEval WriteTrainEval(const std::string& dir, uint64_t seed, int64_t train_rows,
                          int64_t eval_rows);
 
+// Rows of shard `shard` of `num_shards` of `pattern` (a path or glob), as a
+// worker's reader sees them (-1, with a test failure, when it cannot read).
+int64_t ShardRows(const std::string& pattern, int shard, int num_shards);
+
 }  // namespace pstrain::testing
