@@ -1,20 +1,13 @@
 #include "server/ps/tables/sparse_table.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 
-#ifdef __F16C__
-#include <immintrin.h>
-#endif
-
 #include "absl/strings/str_cat.h"
-#include "common/half.h"
 #include "common/hash.h"
 #include "common/optim/finite.h"
 #include "common/status.h"
-#include "server/ps/tables/row_footprint.h"
 
 namespace pstrain::server {
 namespace {
@@ -34,6 +27,8 @@ void FreeVector(std::vector<T>& v) {
 
 }  // namespace
 
+const TierCounters SparseTable::kNoTier{};
+
 absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Create(const TableSpec& spec,
                                                                   Options options) {
   std::string what = absl::StrCat("sparse table '", spec.name, "' (id ", spec.id, ")");
@@ -48,30 +43,18 @@ absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Create(const TableSpec
   if (!optimizer.ok()) return Annotate(optimizer.status(), what);
   auto initializer = optim::Initializer::Create(spec.init, spec.id);
   if (!initializer.ok()) return Annotate(initializer.status(), what);
-  const AdmissionConfig& a = spec.admission;
-  if (a.min_count < 1 || a.min_count > CountMinSketch::kMaxCount) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": min_count ", a.min_count,
-                                                   " is outside [1, ", CountMinSketch::kMaxCount,
-                                                   "]"));
-  }
-  if (!(a.admit_probability > 0.0f && a.admit_probability <= 1.0f)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": admit_probability ", a.admit_probability, " is outside (0, 1]"));
-  }
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<AdmissionFilter> admission, AdmissionFilter::Create(spec));
   if (spec.dtype != RowDtype::kFloat32 && spec.dtype != RowDtype::kFloat16 &&
       spec.dtype != RowDtype::kBfloat16) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": unknown dtype ", static_cast<int>(spec.dtype)));
   }
   const EvictionConfig& e = spec.eviction;
-  if (e.policy != EvictPolicy::kLru && e.policy != EvictPolicy::kLfu) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": unknown eviction policy ",
-                                                   static_cast<int>(e.policy)));
-  }
-  if (e.ttl_steps > kMaxTtlSteps) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ttl_steps ", e.ttl_steps,
-                                                   " is above ", kMaxTtlSteps));
-  }
+  options.max_rows = std::min(options.max_rows, kMaxRows);
+  if (options.evict_capacity == 0) options.evict_capacity = e.max_rows;
+  options.evict_capacity = std::min<uint64_t>(options.evict_capacity, kMaxRows);
+  PS_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<EvictionPolicy>> eviction,
+                      EvictionPolicy::Create(spec, options.evict_capacity));
   if (options.tier != nullptr) {
     if (e.enabled()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -82,162 +65,82 @@ absl::StatusOr<std::unique_ptr<SparseTable>> SparseTable::Create(const TableSpec
       return absl::InvalidArgumentError(absl::StrCat(what, ": a disk tier needs a RAM capacity"));
     }
   }
-  options.max_rows = std::min(options.max_rows, kMaxRows);
-  if (options.evict_capacity == 0) options.evict_capacity = e.max_rows;
-  options.evict_capacity = std::min<uint64_t>(options.evict_capacity, kMaxRows);
   return std::unique_ptr<SparseTable>(
-      new SparseTable(spec, options, *std::move(optimizer), *std::move(initializer)));
+      new SparseTable(spec, options, *std::move(optimizer), *std::move(initializer),
+                      std::move(admission), std::move(eviction)));
 }
 
 SparseTable::SparseTable(const TableSpec& spec, Options options,
                          std::unique_ptr<optim::Optimizer> optimizer,
-                         optim::Initializer initializer)
+                         optim::Initializer initializer,
+                         std::unique_ptr<AdmissionFilter> admission,
+                         std::vector<std::unique_ptr<EvictionPolicy>> eviction)
     : spec_(spec),
       options_(options),
-      dim_(spec.dim),
-      state_floats_(optimizer->StateFloats(spec.dim)),
-      has_step_(optimizer->uses_step()),
       optimizer_(std::move(optimizer)),
       initializer_(std::move(initializer)),
-      compact_(spec.dtype != RowDtype::kFloat32),
-      value_floats_(compact_ ? (dim_ + 1) / 2 : dim_),
-      arena_(RowStrideFloats(spec, *optimizer_, spec.eviction.enabled() || options.tier)),
-      evicts_(spec.eviction.enabled() || options.tier),
-      pushes_create_(spec.zero_untrained || spec.admission.enabled() || evicts_),
-      meta_offset_(value_floats_ + state_floats_ + (has_step_ ? 1 : 0)),
+      layout_(spec, *optimizer_, /*meta=*/spec.eviction.enabled() || options.tier),
+      store_(layout_),
+      admission_(std::move(admission)),
+      eviction_(std::move(eviction)),
+      tracks_use_(spec.eviction.enabled() || options.tier),
+      pushes_create_(spec.zero_untrained || !admission_->admits_all() || tracks_use_),
       evict_capacity_(options.tier                   ? options.ram_capacity
                       : spec.eviction.max_rows > 0 ? options.evict_capacity
                                                    : 0),
-      sample_state_(Mix64(spec.id + 1) | 1),
-      tier_(options.tier),
-      memo_pulls_(!evicts_ && !pushes_create_ && options.tier == nullptr) {
-  if (spec.admission.enabled()) {
-    sketch_ = std::make_unique<CountMinSketch>(
-        CountMinSketch::WidthForBudget(spec.admission.sketch_bytes));
-  }
-}
-
-void SparseTable::LoadValues(const float* row, float* out) const {
-  const uint16_t* v = reinterpret_cast<const uint16_t*>(row);
-  if (spec_.dtype == RowDtype::kFloat16) {
-    size_t c = 0;
-#ifdef __F16C__
-    for (; c + 8 <= dim_; c += 8) {
-      _mm256_storeu_ps(out + c,
-                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + c))));
-    }
-#endif
-    for (; c < dim_; ++c) out[c] = HalfToFloat(v[c]);
-  } else {
-    for (size_t c = 0; c < dim_; ++c) out[c] = Bfloat16ToFloat(v[c]);
-  }
-}
-
-void SparseTable::StoreValues(float* row, const float* in, uint64_t noise_seed, bool stochastic) {
-  uint16_t* v = reinterpret_cast<uint16_t*>(row);
-  if (!stochastic) {
-    for (size_t c = 0; c < dim_; ++c) {
-      v[c] = spec_.dtype == RowDtype::kFloat16 ? FloatToHalf(in[c]) : FloatToBfloat16(in[c]);
-    }
-    return;
-  }
-  // 16 noise bits per value, four values per 64-bit draw; fp16 drops 13
-  // bits of an fp32 mantissa, bf16 16: the noise is cut to the bits dropped.
-  uint32_t noise[4];
-  auto draw = [&](size_t c) {
-    const uint64_t n = Mix64(noise_seed + c);
-    for (int k = 0; k < 4; ++k) noise[k] = static_cast<uint32_t>(n >> (16 * k)) & 0xffffu;
-  };
-  if (spec_.dtype == RowDtype::kBfloat16) {
-    for (size_t c = 0; c < dim_; ++c) {
-      if (c % 4 == 0) draw(c);
-      v[c] = FloatToBfloat16(in[c], true, noise[c % 4]);
-    }
-    return;
-  }
-  size_t c = 0;
-#ifdef __F16C__
-  // Noise added below the 13 bits fp16 keeps, then truncation: stochastic
-  // rounding for values in fp16's normal range (below 2^-14 the dropped
-  // bits are more than 13 and the rounding leans towards zero by less
-  // than 2^-24).
-  for (; c + 8 <= dim_; c += 8) {
-    alignas(32) uint32_t lanes[8];
-    draw(c);
-    for (int k = 0; k < 4; ++k) lanes[k] = noise[k] >> 3;
-    draw(c + 4);
-    for (int k = 0; k < 4; ++k) lanes[4 + k] = noise[k] >> 3;
-    const __m256i bits = _mm256_add_epi32(_mm256_castps_si256(_mm256_loadu_ps(in + c)),
-                                          _mm256_load_si256(reinterpret_cast<__m256i*>(lanes)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(v + c),
-                     _mm256_cvtps_ph(_mm256_castsi256_ps(bits), _MM_FROUND_TO_ZERO));
-  }
-#endif
-  for (; c < dim_; ++c) {
-    if (c % 4 == 0) draw(c);
-    v[c] = FloatToHalf(in[c], true, noise[c % 4] >> 3);
-  }
-}
+      tier_(options.tier ? std::make_unique<TableTier>(options.tier, spec, layout_,
+                                                       options.ram_capacity, options.ram_row_cost)
+                         : nullptr),
+      memo_pulls_(!tracks_use_ && !pushes_create_ && options.tier == nullptr) {}
 
 uint32_t SparseTable::CreateRow(uint64_t id) {
-  uint32_t r = arena_.Append();
-  float* row = arena_.row(r);
-  if (compact_) {
-    values_.resize(dim_);
-    initializer_.FillRow(id, values_.data(), dim_);
-    StoreValues(row, values_.data(), /*noise_seed=*/0, /*stochastic=*/false);
+  const uint32_t r = store_.Add(id);
+  float* row = store_.row(r);
+  const size_t dim = layout_.dim();
+  if (layout_.compact()) {
+    values_.resize(dim);
+    initializer_.FillRow(id, values_.data(), dim);
+    layout_.StoreValues(row, values_.data(), /*noise_seed=*/0, /*stochastic=*/false);
   } else {
-    initializer_.FillRow(id, row, dim_);
+    initializer_.FillRow(id, row, dim);
   }
-  if (state_floats_ > 0) optimizer_->InitState(row + value_floats_, dim_, dim_);
-  if (has_step_) std::memset(row + value_floats_ + state_floats_, 0, sizeof(float));
-  if (evicts_) {
-    uint32_t* m = Meta(r);
+  if (layout_.state_floats() > 0) optimizer_->InitState(layout_.state(row), dim, dim);
+  if (layout_.has_step()) layout_.set_step(row, 0);
+  if (tracks_use_) {
+    uint32_t* m = store_.meta(r);
     m[0] = static_cast<uint32_t>(clock_);
-    m[1] = tier_ ? kDirty : 0;
+    m[1] = tier_ ? RowMeta::kDirty : 0;
   }
-  if (tier_) ++ram_fresh_;
-  index_.Insert(id, r);
+  if (tier_) tier_->OnRowCreated();
   return r;
+}
+
+absl::Status SparseTable::RowLimit(uint64_t id) const {
+  if (store_.size() < options_.max_rows && !store_.full()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("sparse table '", spec_.name, "': cannot create row for id ", id,
+                   ", the shard holds its limit of ", options_.max_rows, " rows"));
 }
 
 absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* rows,
                                       bool create, bool pull) {
   const size_t n = ids.size();
   if (tier_) {
-    miss_pos_.clear();
-    disk_of_.clear();
-    for (size_t i = 0; i < n; ++i) {
-      if (i + kIndexPrefetch < n) index_.Prefetch(ids[i + kIndexPrefetch]);
-      rows[i] = index_.Find(ids[i]);
-      if (rows[i] == RowIndex::kNoRow) {
-        miss_pos_.push_back(static_cast<uint32_t>(i));
-      } else {
-        // Used now: for LRU the clock, for LFU one more use.
-        uint32_t* m = Meta(rows[i]);
-        m[0] = static_cast<uint32_t>(clock_);
-        if ((m[1] & kCountMask) != kCountMask) ++m[1];
-      }
-    }
-    if (miss_pos_.empty()) return absl::OkStatus();
-    PS_RETURN_IF_ERROR(MarkFatal(PromoteRows(ids, rows, pull)));
-    if (!create) return absl::OkStatus();
+    PS_ASSIGN_OR_RETURN(const bool missed,
+                        tier_->Lookup(ids, rows, pull, store_, static_cast<uint32_t>(clock_)));
+    if (!missed || !create) return absl::OkStatus();
   }
   for (size_t i = 0; i < n; ++i) {
     uint32_t r;
     if (tier_) {
       r = rows[i];
-      if (r == RowIndex::kNoRow) r = index_.Find(ids[i]);  // created for an earlier duplicate
+      if (r == RowStore::kNoRow) r = store_.Find(ids[i]);  // created for an earlier duplicate
     } else {
-      if (i + kIndexPrefetch < n) index_.Prefetch(ids[i + kIndexPrefetch]);
-      r = index_.Find(ids[i]);
+      if (i + kIndexPrefetch < n) store_.Prefetch(ids[i + kIndexPrefetch]);
+      r = store_.Find(ids[i]);
     }
-    if (r == RowIndex::kNoRow && create && !OnDiskOnly(i)) {
-      if (arena_.size() >= options_.max_rows || arena_.full()) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("sparse table '", spec_.name, "': cannot create row for id ", ids[i],
-                         ", the shard holds its limit of ", options_.max_rows, " rows"));
-      }
+    if (r == RowStore::kNoRow && create && !OnDiskOnly(i)) {
+      PS_RETURN_IF_ERROR(RowLimit(ids[i]));
       r = CreateRow(ids[i]);
     }
     rows[i] = r;
@@ -247,6 +150,7 @@ absl::Status SparseTable::ResolveRows(std::span<const uint64_t> ids, uint32_t* r
 
 absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
   if (tier_) ++clock_;
+  const size_t dim = layout_.dim();
   rows_.resize(std::min(ids.size(), kPullBlock));
   if (memo_pulls_) pull_memo_.Begin(ids);
   absl::Status status;
@@ -257,27 +161,27 @@ absl::Status SparseTable::Pull(std::span<const uint64_t> ids, float* out) {
                          /*pull=*/true);
     if (!status.ok()) break;
     if (memo_pulls_) pull_memo_.Record(begin, rows_.data(), n);
-    float* dst = out + begin * dim_;
+    float* dst = out + begin * dim;
     for (size_t i = 0; i < n; ++i) {
-      if (i + kRowPrefetch < n && rows_[i + kRowPrefetch] != RowIndex::kNoRow) {
-        arena_.Prefetch(rows_[i + kRowPrefetch]);
+      if (i + kRowPrefetch < n && rows_[i + kRowPrefetch] != RowStore::kNoRow) {
+        store_.PrefetchRow(rows_[i + kRowPrefetch]);
       }
-      if (rows_[i] == RowIndex::kNoRow) {
+      if (rows_[i] == RowStore::kNoRow) {
         if (OnDiskOnly(i)) {  // read from disk, not brought into RAM
-          if (compact_) {
-            LoadValues(DiskRow(i), dst + i * dim_);
+          if (layout_.compact()) {
+            layout_.LoadValues(tier_->DiskRow(i), dst + i * dim);
           } else {
-            std::memcpy(dst + i * dim_, DiskRow(i), dim_ * sizeof(float));
+            std::memcpy(dst + i * dim, tier_->DiskRow(i), dim * sizeof(float));
           }
         } else if (pushes_create_) {
-          std::memset(dst + i * dim_, 0, dim_ * sizeof(float));
+          std::memset(dst + i * dim, 0, dim * sizeof(float));
         } else {
-          initializer_.FillRow(ids[begin + i], dst + i * dim_, dim_);  // what CreateRow stores
+          initializer_.FillRow(ids[begin + i], dst + i * dim, dim);  // what CreateRow stores
         }
-      } else if (compact_) {
-        LoadValues(arena_.row(rows_[i]), dst + i * dim_);
+      } else if (layout_.compact()) {
+        layout_.LoadValues(store_.row(rows_[i]), dst + i * dim);
       } else {
-        std::memcpy(dst + i * dim_, arena_.row(rows_[i]), dim_ * sizeof(float));
+        std::memcpy(dst + i * dim, store_.row(rows_[i]), dim * sizeof(float));
       }
     }
   }
@@ -293,91 +197,61 @@ absl::Status SparseTable::CheckGradients(std::span<const uint64_t> ids, const fl
     return absl::InvalidArgumentError(absl::StrCat("sparse table '", spec_.name,
                                                    "': non-finite gradient scale ", scale));
   }
-  const size_t total = ids.size() * dim_;
+  const size_t dim = layout_.dim();
+  const size_t total = ids.size() * dim;
   const size_t bad = optim::FindNonFinite(grads, total);
   if (bad == total) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "sparse table '", spec_.name, "': non-finite gradient ", grads[bad], " for id ",
-      ids[bad / dim_], " (element ", bad % dim_, ")"));
-}
-
-bool SparseTable::MergeDuplicates(std::span<const uint64_t> ids, const float* grads) {
-  const size_t n = ids.size();
-  if (n < 2) return false;
-  const size_t capacity = std::bit_ceil(2 * n);
-  const size_t mask = capacity - 1;
-  dedup_keys_.resize(capacity);
-  dedup_pos_.assign(capacity, RowIndex::kNoRow);
-  occurrence_.resize(n);
-  unique_ids_.clear();
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t id = ids[i];
-    size_t pos = Mix64(id) & mask;
-    while (dedup_pos_[pos] != RowIndex::kNoRow && dedup_keys_[pos] != id) pos = (pos + 1) & mask;
-    if (dedup_pos_[pos] == RowIndex::kNoRow) {
-      dedup_keys_[pos] = id;
-      dedup_pos_[pos] = static_cast<uint32_t>(unique_ids_.size());
-      unique_ids_.push_back(id);
-    }
-    occurrence_[i] = dedup_pos_[pos];
-  }
-  if (unique_ids_.size() == n) return false;
-  // Sums in request order, so the result does not depend on hashing.
-  merged_.assign(unique_ids_.size() * dim_, 0.0f);
-  for (size_t i = 0; i < n; ++i) {
-    float* dst = merged_.data() + occurrence_[i] * dim_;
-    const float* src = grads + i * dim_;
-    for (size_t c = 0; c < dim_; ++c) dst[c] += src[c];
-  }
-  return true;
+      ids[bad / dim], " (element ", bad % dim, ")"));
 }
 
 void SparseTable::ApplyRows(const uint32_t* rows, size_t n, const float* grads, float scale,
                             float lr_scale) {
+  const size_t dim = layout_.dim();
   optim::UpdateArgs args;
-  args.state_stride = dim_;
-  args.n = dim_;
+  args.state_stride = dim;
+  args.n = dim;
   args.scale = scale;
   args.lr_scale = lr_scale;
   for (size_t i = 0; i < n; ++i) {
-    const bool on_disk = rows[i] == RowIndex::kNoRow && OnDiskOnly(i);
-    if (rows[i] == RowIndex::kNoRow && !on_disk) continue;  // refused by admission
-    if (i + kRowPrefetch < n && rows[i + kRowPrefetch] != RowIndex::kNoRow) {
-      arena_.Prefetch<true>(rows[i + kRowPrefetch]);
+    const bool on_disk = rows[i] == RowStore::kNoRow && OnDiskOnly(i);
+    if (rows[i] == RowStore::kNoRow && !on_disk) continue;  // refused by admission
+    if (i + kRowPrefetch < n && rows[i + kRowPrefetch] != RowStore::kNoRow) {
+      store_.PrefetchRow<true>(rows[i + kRowPrefetch]);
     }
-    float* row = on_disk ? DiskRow(i) : arena_.row(rows[i]);
+    float* row = on_disk ? tier_->DiskRow(i) : store_.row(rows[i]);
     float* weights = row;
-    if (compact_) {
-      values_.resize(dim_);
-      LoadValues(row, values_.data());
+    if (layout_.compact()) {
+      values_.resize(dim);
+      layout_.LoadValues(row, values_.data());
       weights = values_.data();
     }
     args.weights_in = weights;
     args.weights_out = weights;
-    args.state = row + value_floats_;
-    args.grads = grads + i * dim_;
-    if (has_step_) {
-      uint32_t step;
-      std::memcpy(&step, row + value_floats_ + state_floats_, sizeof(step));
+    args.state = layout_.state(row);
+    args.grads = grads + i * dim;
+    if (layout_.has_step()) {
+      uint32_t step = layout_.step(row);
       if (step != UINT32_MAX) ++step;
-      std::memcpy(row + value_floats_ + state_floats_, &step, sizeof(step));
+      layout_.set_step(row, step);
       args.step = step;
     }
     optimizer_->Apply(args);
-    if (compact_) {
+    if (layout_.compact()) {
       // Rounding noise from the row and the update's ordinal: reproducible
       // run to run, independent between rows and updates.
-      const uint64_t seed = on_disk ? Mix64(Mix64(disk_of_[i] + 1) ^ updates_)
+      const uint64_t seed = on_disk ? Mix64(Mix64(tier_->DiskRowNumber(i) + 1) ^ updates_)
                                     : Mix64(uint64_t{rows[i]} << 32 ^ updates_);
-      StoreValues(row, weights, seed, /*stochastic=*/true);
+      layout_.StoreValues(row, weights, seed, /*stochastic=*/true);
     }
     if (on_disk) {
       // Written back to its slot after the loop: clean, current on disk.
-      uint32_t* m = reinterpret_cast<uint32_t*>(row + meta_offset_);
-      TouchMeta(m);
-      m[1] &= ~kDirty;
-    } else if (evicts_) {
-      TouchRow(rows[i]);
+      uint32_t* m = layout_.meta(row);
+      RowMeta::Touch(m, static_cast<uint32_t>(clock_));
+      m[1] &= ~RowMeta::kDirty;
+    } else if (tracks_use_) {
+      RowMeta::Touch(store_.meta(rows[i]), static_cast<uint32_t>(clock_));
     }
   }
 }
@@ -386,7 +260,7 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
                                float lr_scale, int64_t step) {
   PS_RETURN_IF_ERROR(CheckGradients(ids, grads, scale));
   ++updates_;
-  if (evicts_) {
+  if (tracks_use_) {
     // With a disk tier the clock counts requests (pulls too): recency of use.
     if (step >= 0 && !tier_) {
       AdvanceClock(static_cast<uint64_t>(step));
@@ -396,10 +270,10 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
   }
   std::span<const uint64_t> unique = ids;
   const float* unique_grads = grads;
-  const bool merged = MergeDuplicates(ids, grads);
+  const bool merged = merger_.Merge(ids, grads, layout_.dim());
   if (merged) {
-    unique = unique_ids_;
-    unique_grads = merged_.data();
+    unique = merger_.unique();
+    unique_grads = merger_.sums();
     absl::Status sum_ok = CheckGradients(unique, unique_grads, scale);
     if (!sum_ok.ok()) {
       TrimScratch();
@@ -411,41 +285,28 @@ absl::Status SparseTable::Push(std::span<const uint64_t> ids, const float* grads
   absl::Status status;
   if (rows == nullptr) {
     rows_.resize(unique.size());
-    status = sketch_ ? AdmitRows(unique, merged ? ids.size() : 0, rows_.data())
-                     : ResolveRows(unique, rows_.data());
+    status = admission_->admits_all()
+                 ? ResolveRows(unique, rows_.data())
+                 : AdmitRows(unique, merged ? ids.size() : 0, rows_.data());
     rows = rows_.data();
   }
   if (status.ok()) {
     ApplyRows(rows, unique.size(), unique_grads, scale, lr_scale);
     if (changes_.tracking()) {
       for (size_t i = 0; i < unique.size(); ++i) {
-        if (rows[i] != RowIndex::kNoRow || OnDiskOnly(i)) changes_.Changed(unique[i]);
+        if (rows[i] != RowStore::kNoRow || OnDiskOnly(i)) changes_.Changed(unique[i]);
       }
     }
-    if (!disk_of_.empty()) status = WriteBackDiskRows(unique);
+    if (tier_ && tier_->used_disk_rows()) status = tier_->WriteBack(unique);
   }
   // The sweep looks at a few slots per pushed row: a whole pass over the
   // index takes about as many pushes as rows live, whatever the table size.
-  if (evicts_) {
-    absl::Status after = AfterRequest(4 * unique.size() + 64);
+  if (tracks_use_) {
+    absl::Status after = Evict(4 * unique.size() + 64);
     if (status.ok()) status = after;
   }
   TrimScratch();
   return status;
-}
-
-bool SparseTable::AdmitOne(uint64_t id, uint32_t occurrences) {
-  const AdmissionConfig& a = spec_.admission;
-  const bool coin = a.admit_probability < 1.0f;
-  // min_count 1 with a coin: the coin alone decides.
-  const uint32_t threshold = a.min_count > 1 ? a.min_count : (coin ? UINT32_MAX : 1);
-  for (uint32_t k = 0; k < occurrences; ++k) {
-    const uint16_t count = sketch_->Add(id);
-    if (count >= threshold) return true;
-    // Deterministic per (table, id, occurrence): runs are reproducible.
-    if (coin && UnitFloat(Mix64(Mix64(id ^ spec_.id) + count)) < a.admit_probability) return true;
-  }
-  return false;
 }
 
 absl::Status SparseTable::AdmitRows(std::span<const uint64_t> unique, size_t raw_count,
@@ -453,19 +314,15 @@ absl::Status SparseTable::AdmitRows(std::span<const uint64_t> unique, size_t raw
   PS_RETURN_IF_ERROR(ResolveRows(unique, rows, /*create=*/false));
   // Occurrences of each unique id in the push (duplicates each count).
   multiplicity_.assign(raw_count > 0 ? unique.size() : 0, 0);
-  for (size_t i = 0; i < raw_count; ++i) ++multiplicity_[occurrence_[i]];
+  for (size_t i = 0; i < raw_count; ++i) ++multiplicity_[merger_.occurrence(i)];
   uint64_t refused = 0;
   for (size_t i = 0; i < unique.size(); ++i) {
-    if (rows[i] != RowIndex::kNoRow || OnDiskOnly(i)) continue;  // in RAM, or on disk
-    if (!AdmitOne(unique[i], raw_count > 0 ? multiplicity_[i] : 1)) {
+    if (rows[i] != RowStore::kNoRow || OnDiskOnly(i)) continue;  // in RAM, or on disk
+    if (!admission_->Admit(unique[i], raw_count > 0 ? multiplicity_[i] : 1)) {
       ++refused;
       continue;
     }
-    if (arena_.size() >= options_.max_rows || arena_.full()) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("sparse table '", spec_.name, "': cannot create row for id ", unique[i],
-                       ", the shard holds its limit of ", options_.max_rows, " rows"));
-    }
+    PS_RETURN_IF_ERROR(RowLimit(unique[i]));
     rows[i] = CreateRow(unique[i]);
     ++admission_stats_.admitted;
   }
@@ -474,59 +331,118 @@ absl::Status SparseTable::AdmitRows(std::span<const uint64_t> unique, size_t raw
   return absl::OkStatus();
 }
 
-absl::Status SparseTable::Clear() {
-  if (tier_) {
-    PS_RETURN_IF_ERROR(tier_->Clear(spec_.id));
-    disk_rows_ = 0;
-    ram_fresh_ = 0;
+absl::Status SparseTable::Evict(size_t sweep_budget) {
+  const uint32_t now = static_cast<uint32_t>(clock_);
+  if (tier_) return tier_->Spill(store_, now);
+  for (const std::unique_ptr<EvictionPolicy>& policy : eviction_) {
+    policy->Evict(
+        store_, now, sweep_budget,
+        [this](size_t slot) { changes_.Removed(store_.RemoveAt(slot)); }, &eviction_stats_);
   }
-  index_.Clear();
-  arena_.Clear();
+  return absl::OkStatus();
+}
+
+SparseRow SparseTable::View(uint64_t id, const float* row) const {
+  SparseRow view;
+  view.id = id;
+  if (layout_.compact()) {
+    view_values_.resize(layout_.dim());
+    layout_.LoadValues(row, view_values_.data());
+    view.values = {view_values_.data(), layout_.dim()};
+  } else {
+    view.values = {row, layout_.dim()};
+  }
+  view.state = {layout_.state(row), layout_.state_floats()};
+  view.step = layout_.step(row);
+  return view;
+}
+
+absl::Status SparseTable::ForEachRow(absl::FunctionRef<void(const SparseRow&)> fn) const {
+  store_.ForEach([&](uint64_t id, uint32_t r) { fn(View(id, store_.row(r))); });
+  if (!tier_) return absl::OkStatus();
+  // Then the rows only on disk.
+  return tier_->ForEachDiskRow(store_,
+                               [&](uint64_t id, const float* row) { fn(View(id, row)); });
+}
+
+absl::Status SparseTable::InsertRow(uint64_t id, std::span<const float> values,
+                                    std::span<const float> state, uint32_t step) {
+  if (values.size() != layout_.dim() || state.size() != layout_.state_floats()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparse table '", spec_.name, "': row ", id, " has ", values.size(), " values and ",
+        state.size(), " state floats, want ", layout_.dim(), " and ", layout_.state_floats()));
+  }
+  const uint32_t now = static_cast<uint32_t>(clock_);
+  uint32_t r;
+  if (tier_) {
+    // A restore: ids are unique across a checkpoint's files and the table
+    // starts empty, so the disk holds none of them (no lookup per row).
+    r = store_.Find(id);
+    if (r == RowStore::kNoRow && store_.size() >= tier_->RamCapacity()) {
+      // RAM is full: the row goes straight to the tier.
+      if (tier_->InsertRestored(id, values, state, step, now)) return FinishRestore();
+      return absl::OkStatus();
+    }
+    if (r == RowStore::kNoRow) {
+      if (store_.full()) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("sparse table '", spec_.name, "': the RAM rows are full"));
+      }
+      r = CreateRow(id);
+    }
+  } else {
+    PS_RETURN_IF_ERROR(ResolveRows({&id, 1}, &r));
+  }
+  layout_.Write(store_.row(r), values, state, step);
+  if (tracks_use_) {
+    uint32_t* m = store_.meta(r);
+    m[0] = now;
+    m[1] = tier_ ? 1 | RowMeta::kDirty | (m[1] & RowMeta::kOnDisk) : 1;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseTable::FinishRestore() {
+  if (!tier_) return absl::OkStatus();
+  return tier_->FinishRestore(store_, static_cast<uint32_t>(clock_));
+}
+
+absl::Status SparseTable::Clear() {
+  if (tier_) PS_RETURN_IF_ERROR(tier_->Clear());
+  store_.Clear();
   pull_memo_.Clear();
+  merger_.Free();
   FreeVector(rows_);
-  FreeVector(unique_ids_);
-  FreeVector(merged_);
-  FreeVector(occurrence_);
-  FreeVector(dedup_keys_);
-  FreeVector(dedup_pos_);
   FreeVector(multiplicity_);
   FreeVector(view_values_);
-  if (sketch_) sketch_->Clear();
+  admission_->Clear();
   return absl::OkStatus();
 }
 
 void SparseTable::TrimScratch() {
   if (rows_.capacity() > kMaxRetainedIds) FreeVector(rows_);
-  if (unique_ids_.capacity() > kMaxRetainedIds) FreeVector(unique_ids_);
-  if (occurrence_.capacity() > kMaxRetainedIds) FreeVector(occurrence_);
   if (multiplicity_.capacity() > kMaxRetainedIds) FreeVector(multiplicity_);
-  if (merged_.capacity() > kMaxRetainedIds * dim_) FreeVector(merged_);
-  if (dedup_keys_.capacity() > 2 * kMaxRetainedIds) {
-    FreeVector(dedup_keys_);
-    FreeVector(dedup_pos_);
-  }
+  merger_.Trim(kMaxRetainedIds, layout_.dim());
 }
 
 size_t SparseTable::ScratchBytes() const {
-  return rows_.capacity() * sizeof(uint32_t) + unique_ids_.capacity() * sizeof(uint64_t) +
-         merged_.capacity() * sizeof(float) + occurrence_.capacity() * sizeof(uint32_t) +
-         dedup_keys_.capacity() * sizeof(uint64_t) + dedup_pos_.capacity() * sizeof(uint32_t) +
+  return rows_.capacity() * sizeof(uint32_t) + merger_.bytes() +
          multiplicity_.capacity() * sizeof(uint32_t) + pull_memo_.bytes();
 }
 
 MemoryStats SparseTable::memory_stats() const {
   MemoryStats stats;
-  stats.rows = arena_.size();
-  stats.value_bytes = stats.rows * value_floats_ * sizeof(float);
-  stats.state_bytes = stats.rows * (arena_.stride() - value_floats_) * sizeof(float);
-  stats.index_bytes = index_.bytes();
+  stats.rows = store_.size();
+  stats.value_bytes = stats.rows * layout_.value_floats() * sizeof(float);
+  stats.state_bytes = stats.rows * (layout_.stride() - layout_.value_floats()) * sizeof(float);
+  stats.index_bytes = store_.index_bytes();
   stats.scratch_bytes = ScratchBytes();
-  stats.sketch_bytes = sketch_ ? sketch_->bytes() : 0;
-  stats.ram_rows = arena_.size();
-  stats.disk_rows = disk_rows_;
+  stats.sketch_bytes = admission_->bytes();
+  stats.ram_rows = store_.size();
+  stats.disk_rows = tier_ ? tier_->disk_rows() : 0;
   if (tier_) stats.rows = size();
-  stats.total_bytes = arena_.bytes() + stats.index_bytes + stats.scratch_bytes +
-                      stats.sketch_bytes + sizeof(*this);
+  stats.total_bytes = store_.arena_bytes() + stats.index_bytes + stats.scratch_bytes +
+                      stats.sketch_bytes + sizeof(*this) + (tier_ ? sizeof(TableTier) : 0);
   return stats;
 }
 
