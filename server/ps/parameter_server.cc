@@ -12,7 +12,6 @@
 
 namespace pstrain::server {
 
-using proto::Consistency;
 using proto::Decoded;
 using proto::MsgType;
 using proto::Role;
@@ -183,9 +182,7 @@ void ParameterServer::OnCreateTables(const Decoded& d, const RpcRequest& req) {
   ++generation_;
   metrics_->OnTablesCreated(
       store_->layout(), [this](uint32_t t) { return store_->holds(t); }, options_.tier.enabled());
-  pushed_.assign(std::max(layout->num_workers, 1), 0);
-  retired_.assign(pushed_.size(), false);
-  applied_ = 0;
+  policy_ = ConsistencyPolicy::Create(*layout);
   size_t dense = 0, sparse = 0;
   for (const auto& t : layout->tables) (t.kind == TableKind::kDense ? dense : sparse)++;
   if (store_->threads() > 1) {
@@ -210,12 +207,7 @@ void ParameterServer::FinishRestore(const RpcRequest& req, const proto::TableLay
     return ReplyError(req, st);
   }
   // The workers resume from their checkpointed clocks.
-  for (const proto::WorkerPosition& p : layout.positions) {
-    if (p.rank < 0 || p.rank >= static_cast<int32_t>(pushed_.size())) continue;
-    pushed_[p.rank] = p.clock;
-    retired_[p.rank] = p.finished;
-  }
-  applied_ = std::max<int64_t>(0, layout.restored_step);
+  policy_->Restore(layout.positions, layout.restored_step);
   spdlog::info("server {}: restored step {} from {} shard files in {:.2f}s", rank_,
                layout.restored_step, files, absl::ToDoubleSeconds(absl::Now() - t0));
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
@@ -309,8 +301,7 @@ std::vector<TableStats> ParameterServer::CurrentStats() {
 }
 
 absl::Status ParameterServer::CheckWorker(const proto::Header& h) const {
-  if (h.sender_role != Role::kWorker || h.sender_rank < 0 ||
-      h.sender_rank >= static_cast<int32_t>(pushed_.size())) {
+  if (h.sender_role != Role::kWorker || !policy_->is_worker(h.sender_rank)) {
     return absl::InvalidArgumentError(absl::StrCat("request from ", proto::RoleName(h.sender_role),
                                                    " ", h.sender_rank, ", not a known worker"));
   }
@@ -322,37 +313,12 @@ absl::Status ParameterServer::CheckWorker(const proto::Header& h) const {
   return absl::OkStatus();
 }
 
-bool ParameterServer::PullReady(int64_t clock) const {
-  switch (store_->layout().consistency) {
-    case Consistency::kAsp:
-      return true;
-    case Consistency::kBsp:
-      return applied_ >= clock;
-    case Consistency::kSsp:
-      return SlowestActiveClock() >= clock - store_->layout().staleness;
-  }
-  return true;
-}
-
-int64_t ParameterServer::SlowestActiveClock() const {
-  int64_t slowest = INT64_MAX;
-  for (size_t w = 0; w < pushed_.size(); ++w) {
-    if (!retired_[w]) slowest = std::min(slowest, pushed_[w]);
-  }
-  return slowest;
-}
-
-void ParameterServer::MaybeCompleteBspStep() {
-  if (!ApplyReadmissions()) return;  // elastic workers (parameter_server_workers.cc)
-  if (pushers_this_step_ == 0) return;
-  for (size_t w = 0; w < pushed_.size(); ++w) {
-    if (!retired_[w] && pushed_[w] <= applied_) return;  // still owes this step
-  }
-  pushers_this_step_ = 0;
-  store_->BspApply(applied_, [this, step = applied_](absl::Status st) {
+void ParameterServer::MaybeCompleteStep() {
+  const std::optional<int64_t> step = policy_->CompleteStep(store_->layout().epoch);
+  if (!step) return;
+  store_->BspApply(*step, [this, step = *step](absl::Status st) {
     if (!st.ok()) spdlog::error("server {}: applying step {} failed: {}", rank_, step, st.ToString());
   });
-  ++applied_;
   metrics_->OnBspStepApplied();
   ReleaseParkedPulls();
 }
@@ -390,7 +356,7 @@ void ParameterServer::OnPull(Decoded&& d, RpcRequest&& req) {
   std::shared_ptr<KvCall> call = StartKvCall(std::move(d), std::move(req), /*is_push=*/false, &body);
   if (!call) return;
   int64_t clock = call->decoded.header().step;
-  if (!PullReady(clock)) {
+  if (!policy_->PullReady(clock)) {
     parked_count_.fetch_add(1, std::memory_order_relaxed);
     parked_.push_back(ParkedPull{clock, std::move(call)});
     return;
@@ -406,7 +372,7 @@ void ParameterServer::ServePull(std::shared_ptr<KvCall> pull) {
     h.type = MsgType::kReply;
     h.sender_role = Role::kServer;
     h.sender_rank = rank_;
-    h.step = applied_;
+    h.step = policy_->applied();
     std::vector<proto::DType> types(values->size(), proto::DType::kF32);
     pulls_.fetch_add(1, std::memory_order_relaxed);
     metrics_->set_request_start(pull->arrived_ns);
@@ -419,7 +385,9 @@ void ParameterServer::ReleaseParkedPulls() {
   if (parked_.empty()) return;
   std::vector<ParkedPull> still;
   std::vector<ParkedPull> ready;
-  for (ParkedPull& p : parked_) (PullReady(p.clock) ? ready : still).push_back(std::move(p));
+  for (ParkedPull& p : parked_) {
+    (policy_->PullReady(p.clock) ? ready : still).push_back(std::move(p));
+  }
   parked_.swap(still);
   for (ParkedPull& p : ready) ServePull(std::move(p.pull));
 }
@@ -446,8 +414,8 @@ void ParameterServer::OnPush(Decoded&& d, RpcRequest&& req) {
   // its table refuses a non-finite gradient by itself and stays unchanged
   // (one pass less over the gradients). Summed (BSP) parts are checked
   // before they are added; executor threads each refuse only their part.
-  Consistency mode = store_->layout().consistency;
-  const bool table_checks = parts.size() == 1 && mode != Consistency::kBsp && store_->threads() == 1;
+  const bool sums = policy_->sums_pushes();
+  const bool table_checks = parts.size() == 1 && !sums && store_->threads() == 1;
   for (size_t k = 0; !table_checks && k < parts.size(); ++k) {
     const KvOp& op = parts[k];
     size_t bad = optim::FindNonFinite(op.values.data(), op.values.size());
@@ -459,51 +427,43 @@ void ParameterServer::OnPush(Decoded&& d, RpcRequest&& req) {
                                  "; push refused, table unchanged")));
     }
   }
-  const int w = call->decoded.header().sender_rank;
-  const int64_t clock = call->decoded.header().step;
-  const bool retire = body->retire;
-  if (mode == Consistency::kBsp) {
-    bool counts = !parts.empty() || body->num_samples > 0 || !retire;
-    if (counts && (clock != applied_ || pushed_[w] != clock)) {
-      return ReplyError(call->request, absl::FailedPreconditionError(absl::StrCat(
-                                 "BSP push from worker ", w, " for step ", clock, " while step ",
-                                 applied_, " is open and it has pushed ", pushed_[w], " times")));
-    }
-    if (partial) {
-      // Summed now; the step's last piece carries the samples and counts.
-      store_->BspAdd(parts, 0, call, [this, call](absl::Status st) {
-        if (!st.ok()) return ReplyError(call->request, st);
-        metrics_->set_request_start(call->arrived_ns);
-        metrics_->OnPushApplied(call->ops, /*applied_now=*/false);
-        node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
-      });
-      return;
-    }
-    if (counts) {
-      pushed_[w] = clock + 1;
-      ++pushers_this_step_;
-    }
-    if (retire) retired_[w] = true;
-    pushes_.fetch_add(1, std::memory_order_relaxed);
+  ConsistencyPolicy::Push push;
+  push.worker = call->decoded.header().sender_rank;
+  push.clock = call->decoded.header().step;
+  push.has_parts = !parts.empty();
+  push.has_samples = body->num_samples > 0;
+  push.retire = body->retire;
+  if (sums) {
+    // BSP: the push is summed now and applied with its step; the clocks
+    // move on arrival.
+    if (absl::Status st = policy_->CheckPush(push); !st.ok()) return ReplyError(call->request, st);
     auto reply = [this, call](absl::Status st) {
       if (!st.ok()) return ReplyError(call->request, st);
       metrics_->set_request_start(call->arrived_ns);
       metrics_->OnPushApplied(call->ops, /*applied_now=*/false);
       node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
     };
+    if (partial) {
+      // Summed now; the step's last piece carries the samples and counts.
+      store_->BspAdd(parts, 0, call, std::move(reply));
+      return;
+    }
+    const bool counts = BspPolicy::Counts(push);
+    const bool release = policy_->OnPush(push);
+    pushes_.fetch_add(1, std::memory_order_relaxed);
     // Summed before the step is applied: each part runs its queue in order.
     if (counts) {
       store_->BspAdd(parts, body->num_samples, call, std::move(reply));
     } else {
       reply(absl::OkStatus());
     }
-    MaybeCompleteBspStep();
-    if (retire) ReleaseParkedPulls();
+    MaybeCompleteStep();
+    if (release) ReleaseParkedPulls();
     return;
   }
   // ASP/SSP: the clock moves once the push is applied, so the pulls it
   // releases read it.
-  auto done = [this, call, w, clock, retire, partial, mode, generation = generation_](absl::Status st) {
+  auto done = [this, call, push, partial, generation = generation_](absl::Status st) {
     if (!st.ok()) return ReplyError(call->request, st);
     if (generation != generation_) {
       return ReplyError(call->request, absl::AbortedError("the tables were replaced meanwhile"));
@@ -511,14 +471,14 @@ void ParameterServer::OnPush(Decoded&& d, RpcRequest&& req) {
     metrics_->set_request_start(call->arrived_ns);
     metrics_->OnPushApplied(call->ops, /*applied_now=*/true);
     if (partial) return node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
-    if (!call->ops.empty() || !retire) pushed_[w] = std::max(pushed_[w], clock + 1);
-    if (retire) retired_[w] = true;
+    const bool release = policy_->OnPush(push);
     pushes_.fetch_add(1, std::memory_order_relaxed);
     node_->Reply(call->request, proto::EncodeOk(Role::kServer, rank_));
-    if (mode == Consistency::kSsp || retire) ReleaseParkedPulls();
+    if (release) ReleaseParkedPulls();
   };
   if (parts.empty()) return done(absl::OkStatus());
-  store_->Push(parts, 1.0f / static_cast<float>(body->num_samples), clock, call, std::move(done));
+  store_->Push(parts, 1.0f / static_cast<float>(body->num_samples), push.clock, call,
+               std::move(done));
 }
 
 void ParameterServer::OnDumpRows(const Decoded& d, const RpcRequest& req) {

@@ -3,16 +3,18 @@
 // pushes under the job's consistency model, and stops when the coordinator
 // says so (or exits with an error when the coordinator is gone).
 //
-// Consistency (clock = the number of pushes a worker has made):
-//   ASP: pushes apply on arrival; pulls never wait.
-//   BSP: the pushes of all workers for step t are summed and applied once;
-//        a pull for step t waits until steps < t are applied.
-//   SSP(s): pushes apply on arrival; a pull at clock c waits until every
-//        worker has pushed at least c - s times.
-// Waiting pulls are parked, never blocking a thread.
+// It does the I/O and the dispatch; the rules are others':
+//   - the consistency model (ASP, BSP, SSP) is a ConsistencyPolicy
+//     (consistency_policy.h), made with the tables: it says when a pull is
+//     ready, what a push does to the workers' clocks, when a BSP step is
+//     complete, and how workers retire and come back. The server parks the
+//     pulls that are not ready (never blocking a thread) and asks again
+//     when clocks move;
+//   - the tables, and the BspAggregator that sums a BSP step's pushes,
+//     belong to the ShardSet (shard_set.h).
 //
 // Threading: requests are handled on the RPC node's I/O thread, which keeps
-// the consistency state (clocks, parked pulls). The tables belong to the
+// the consistency policy and the parked pulls. The tables belong to the
 // ShardSet: on the I/O thread itself with one server thread, or split among
 // --server_threads executor threads that each own part of the rows (no
 // locks on the hot path either way). Run() and RequestStop() may be called
@@ -20,7 +22,6 @@
 #pragma once
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <string>
 #include <functional>
@@ -31,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cluster/coordinator_client.h"
 #include "common/rpc.h"
+#include "server/ps/consistency_policy.h"
 #include "server/ps/server_metrics.h"
 #include "server/ps/shard_set.h"
 
@@ -121,21 +123,11 @@ class ParameterServer {
   // Elastic workers (parameter_server_workers.cc): a dropped worker is
   // retired (kRetireWorker) and, when it comes back, re-admitted from a step
   // the coordinator picks (kReadmitWorker: prepare, then commit).
-  struct Readmission {  // prepared, not committed yet
-    int64_t hold = 0;    // complete no BSP step >= hold until the commit
-    uint64_t epoch = 0;  // the cluster epoch it was made in (a rollback voids it)
-  };
   void OnRetireWorker(const proto::Decoded& d, const RpcRequest& req);
   void OnReadmitWorker(const proto::Decoded& d, const RpcRequest& req);
-  // Called first in MaybeCompleteBspStep: false while a prepared
-  // re-admission holds the open step.
-  bool ApplyReadmissions();
-  std::map<int32_t, Readmission> readmissions_;  // by worker rank (I/O thread)
-  bool PullReady(int64_t clock) const;
-  // BSP: applies the open step once every active worker has pushed it.
-  void MaybeCompleteBspStep();
-  // The smallest clock among workers still training (SSP), or INT64_MAX.
-  int64_t SlowestActiveClock() const;
+  // BSP: applies the open step when the policy closes it (every active
+  // worker pushed it), then serves the pulls that waited for it.
+  void MaybeCompleteStep();
   void ServePull(std::shared_ptr<KvCall> pull);
   // Checks and validates a pull or push and moves it into a call; null
   // after replying with the error.
@@ -162,11 +154,10 @@ class ParameterServer {
   // Bumped whenever store_ is replaced or dropped: work that finishes on
   // the executors after that changes no consistency state.
   uint64_t generation_ = 0;
-  std::vector<int64_t> pushed_;  // per worker: pushes received (its clock)
-  std::vector<bool> retired_;    // per worker: finished, no longer waited for
-  int64_t applied_ = 0;          // BSP: steps applied
-  int pushers_this_step_ = 0;    // BSP: pushes summed for step applied_
-  std::vector<ParkedPull> parked_;
+  // The consistency rules and the workers' clocks, made with the tables
+  // (kept when they are dropped for a recovery); null before.
+  std::unique_ptr<ConsistencyPolicy> policy_;
+  std::vector<ParkedPull> parked_;  // pulls the policy does not serve yet
   // Checkpoint writes and restores run on saver_, off the I/O thread, so
   // that heartbeats and pings go on however long they take; requests that
   // touch the tables wait in deferred_ until it is done (I/O thread state).

@@ -28,12 +28,12 @@ std::string ParameterServer::metrics_url() const {
 proto::Heartbeat ParameterServer::HeartbeatBody() {
   proto::Heartbeat hb;
   // The server's step: steps applied (BSP), or the newest worker clock.
-  hb.step = applied_;
-  if (store_ && store_->layout().consistency != proto::Consistency::kBsp) {
-    for (int64_t c : pushed_) hb.step = std::max(hb.step, c);
-  }
+  static const std::vector<int64_t> kNoClocks;
+  static const std::vector<bool> kNoWorkers;
+  hb.step = !policy_ ? 0 : store_ ? policy_->ServerStep() : policy_->applied();
   std::vector<TableStats> stats = CurrentStats();
-  metrics_->Sample(store_ ? &stats : nullptr, pushed_, retired_, parked_.size(), &hb);
+  metrics_->Sample(store_ ? &stats : nullptr, policy_ ? policy_->clocks() : kNoClocks,
+                   policy_ ? policy_->retired() : kNoWorkers, parked_.size(), &hb);
   return hb;
 }
 

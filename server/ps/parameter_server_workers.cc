@@ -1,5 +1,7 @@
 // The server's part of elastic workers: retiring a dropped worker and
-// re-admitting it when it comes back.
+// re-admitting it when it comes back. The coordinator's requests are
+// handled here; the rules (proposals, the hold, clocks) are the
+// ConsistencyPolicy's (consistency_policy.h).
 //
 // Retired, a worker is no longer waited for: BSP steps complete without its
 // push, SSP bounds ignore its clock. Re-admission has two phases, driven by
@@ -13,7 +15,7 @@
 //            past it), so a server one step behind completes its open step
 //            without it, as it would have; step C and later wait for it.
 // The worker's first push is for step C and is sent only after every server
-// confirmed the commit, so the check in OnPush (clock == applied, pushed ==
+// confirmed the commit, so BspPolicy::CheckPush (clock == applied, pushed ==
 // clock) accepts it; if it has nothing to train, its retiring push retires
 // it again for good. Under SSP and ASP there is no step to agree on: its
 // clock restarts at C = the largest slowest-active clock over the servers
@@ -26,7 +28,6 @@
 
 namespace pstrain::server {
 
-using proto::Consistency;
 using proto::Decoded;
 using proto::MsgType;
 using proto::ReadmitPhase;
@@ -38,16 +39,16 @@ void ParameterServer::OnRetireWorker(const Decoded& d, const RpcRequest& req) {
   }
   auto body = d.body<proto::RetireWorker>();
   if (!body.ok()) return ReplyError(req, body.status());
-  if (body->rank < 0 || body->rank >= static_cast<int32_t>(retired_.size())) {
+  if (!policy_ || !policy_->is_worker(body->rank)) {
     return ReplyError(req, absl::InvalidArgumentError(absl::StrCat("no worker ", body->rank)));
   }
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
   // Dropped again before it rejoined: nothing left to wait for.
-  const bool was_readmitting = readmissions_.erase(body->rank) > 0;
-  if (!store_ || (retired_[body->rank] && !was_readmitting)) return;
-  retired_[body->rank] = true;
+  const bool was_readmitting = policy_->DropReadmission(body->rank);
+  if (!store_ || (policy_->is_retired(body->rank) && !was_readmitting)) return;
+  policy_->Retire(body->rank);
   spdlog::warn("server {}: worker {} is gone; steps no longer wait for it", rank_, body->rank);
-  if (store_->layout().consistency == Consistency::kBsp) MaybeCompleteBspStep();
+  MaybeCompleteStep();
   ReleaseParkedPulls();
 }
 
@@ -58,30 +59,17 @@ void ParameterServer::OnReadmitWorker(const Decoded& d, const RpcRequest& req) {
   auto body = d.body<proto::ReadmitWorker>();
   if (!body.ok()) return ReplyError(req, body.status());
   const int32_t w = body->rank;
-  if (w < 0 || w >= static_cast<int32_t>(retired_.size())) {
+  if (!policy_ || !policy_->is_worker(w)) {
     return ReplyError(req, absl::InvalidArgumentError(absl::StrCat("no worker ", w)));
   }
   if (!store_) return ReplyError(req, absl::AbortedError("no tables (not created yet, or recovering)"));
-  const Consistency mode = store_->layout().consistency;
   const uint64_t epoch = store_->layout().epoch;
   if (body->phase == ReadmitPhase::kPrepare) {
-    if (!retired_[w]) {
+    if (!policy_->is_retired(w)) {
       return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
                                  "worker ", w, " is not retired on server ", rank_)));
     }
-    int64_t proposal = 0;
-    if (mode == Consistency::kBsp) {
-      // A step somebody pushed may still complete without it; none after.
-      proposal = pushers_this_step_ == 0 ? applied_ : applied_ + 1;
-      readmissions_[w] = Readmission{proposal, epoch};
-    } else {
-      int64_t slowest = SlowestActiveClock();
-      if (slowest == INT64_MAX) {  // nobody else trains: any clock will do
-        slowest = 0;
-        for (int64_t c : pushed_) slowest = std::max(slowest, c);
-      }
-      proposal = slowest;
-    }
+    const int64_t proposal = policy_->PrepareReadmission(w, epoch);
     proto::Header h;
     h.type = MsgType::kReply;
     h.sender_role = Role::kServer;
@@ -93,54 +81,25 @@ void ParameterServer::OnReadmitWorker(const Decoded& d, const RpcRequest& req) {
     return ReplyError(req, absl::InvalidArgumentError("unknown re-admission phase"));
   }
   if (body->step < 0) {  // cancelled: the worker stays retired
-    readmissions_.erase(w);
+    policy_->DropReadmission(w);
     node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
-    if (mode == Consistency::kBsp) MaybeCompleteBspStep();
+    MaybeCompleteStep();
     ReleaseParkedPulls();
     return;
   }
-  if (mode == Consistency::kBsp) {
-    auto it = readmissions_.find(w);
-    if (it == readmissions_.end() || it->second.epoch != epoch || body->step < applied_) {
-      // Without the hold this server may have passed the step: refuse
-      // rather than wait for a push that can never be accepted.
-      readmissions_.erase(w);
-      return ReplyError(req, absl::FailedPreconditionError(absl::StrCat(
-                                 "server ", rank_, " cannot take worker ", w, " back at step ",
-                                 body->step, ": not prepared (or rolled back since) at step ",
-                                 applied_)));
-    }
-    readmissions_.erase(it);
-    pushed_[w] = body->step;  // steps before it do not wait for it; its first push is for it
-    retired_[w] = false;
+  const int64_t open = policy_->applied();
+  if (absl::Status st = policy_->CommitReadmission(w, body->step, epoch); !st.ok()) {
+    return ReplyError(req, absl::Status(st.code(), absl::StrCat("server ", rank_, " ", st.message())));
+  }
+  if (policy_->sums_pushes()) {
     spdlog::info("server {}: worker {} re-admitted: steps from {} wait for it (step {} open)", rank_,
-                 w, body->step, applied_);
-    node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
-    MaybeCompleteBspStep();  // the hold is lifted
-    ReleaseParkedPulls();
-    return;
+                 w, body->step, open);
+  } else {
+    spdlog::info("server {}: worker {} re-admitted at clock {}", rank_, w, policy_->clocks()[w]);
   }
-  int64_t slowest = SlowestActiveClock();
-  pushed_[w] = slowest == INT64_MAX ? body->step : std::max(body->step, slowest);
-  retired_[w] = false;
-  readmissions_.erase(w);
-  spdlog::info("server {}: worker {} re-admitted at clock {}", rank_, w, pushed_[w]);
   node_->Reply(req, proto::EncodeOk(Role::kServer, rank_));
+  MaybeCompleteStep();  // BSP: the hold is lifted
   ReleaseParkedPulls();
-}
-
-bool ParameterServer::ApplyReadmissions() {
-  bool held = false;
-  const uint64_t epoch = store_ ? store_->layout().epoch : 0;
-  for (auto it = readmissions_.begin(); it != readmissions_.end();) {
-    if (!store_ || it->second.epoch != epoch) {  // the cluster rolled back: clocks were reset
-      it = readmissions_.erase(it);
-      continue;
-    }
-    if (applied_ >= it->second.hold) held = true;
-    ++it;
-  }
-  return !held;
 }
 
 }  // namespace pstrain::server
