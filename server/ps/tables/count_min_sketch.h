@@ -1,5 +1,5 @@
 // CountMinSketch: bounded occurrence counts of 64-bit ids, for feature
-// admission (SparseTable's min_count). kRows rows of `width` 16-bit
+// admission (SketchAdmission's min_count, admission_filter.h). kRows rows of `width` 16-bit
 // saturating counters; an id's count is the minimum of its kRows counters,
 // so it never undercounts (it may overcount when ids collide). Updates are
 // conservative (only the counters at the minimum grow), which keeps the

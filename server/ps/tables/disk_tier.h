@@ -1,10 +1,11 @@
 // DiskTier: the on-disk rows of one server part's sparse tables (the part
-// that one owner thread holds), for tables larger than the
-// server's RAM (--server_memory_budget). A SparseTable with a tier keeps
-// its hot rows in RAM and the rest here: rows it drops for its RAM capacity
-// are written back (only those changed since they were read), and a
-// request for a row that is not in RAM reads it here in one batched
-// lookup per request and keeps it in RAM from then on.
+// that one owner thread holds), for tables larger than the server's RAM
+// (--server_memory_budget). A SparseTable with a tier keeps its hot rows in
+// RAM and the rest here, through its TableTier (table_tier.h): rows it drops
+// for its RAM capacity are written back (only those changed since they were
+// read), and a request for a row that is not in RAM reads it here in one
+// batched lookup per request (and brings it into RAM once it is used
+// enough).
 //
 // Two stores: slots (the default; server/ps/tables/slot_store.h: fixed-size
 // slots in memory-mapped files and an in-RAM id index, a miss is a copy

@@ -1,4 +1,4 @@
-// RowArena: fixed-stride rows of floats for a SparseTable.
+// RowArena: fixed-stride rows of floats for a SparseTable's RowStore.
 //
 // Rows live in 2 MiB chunks backed by huge pages (see PageBuffer); a chunk
 // holds R = floor(2 MiB / row bytes) rows, so little more than one row's
@@ -15,7 +15,7 @@
 // most 2 MiB) until it is full size, so that small tables stay small. Row
 // pointers are therefore valid only until the next Append().
 //
-// Not thread-safe: owned by one SparseTable, used from its owner thread.
+// Not thread-safe: owned by one RowStore, used from its table's owner thread.
 #pragma once
 
 #include <algorithm>

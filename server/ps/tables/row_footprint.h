@@ -1,7 +1,7 @@
 // RowFootprint: the RAM one row of a SparseTable takes, from the layout the
-// table itself uses (sparse_table.h: values, optimizer state, Adam's step
-// count, eviction metadata, in 2 MiB arena chunks, plus an index slot).
-// SparseTable sizes its arena with RowStrideFloats; `pstrain plan
+// table itself uses (row_layout.h: values, optimizer state, Adam's step
+// count, eviction metadata; row_store.h: in 2 MiB arena chunks, plus an
+// index slot). RowLayout sizes its rows with RowStrideFloats; `pstrain plan
 // --server_memory` sizes servers with RowFootprintOf, and
 // tests/server/ps/row_footprint_test.cc holds it against real tables.
 // Pure functions; thread-safe.

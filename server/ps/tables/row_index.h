@@ -1,4 +1,4 @@
-// RowIndex: the id -> row-number map of a SparseTable.
+// RowIndex: the id -> row-number map of a SparseTable's RowStore.
 //
 // Open addressing with linear probing over one array of packed 12-byte slots
 // (8-byte id, 4-byte row number), so a probe usually touches one cache line.
@@ -11,7 +11,7 @@
 // tombstones), so lookups stay as short as before; the array never shrinks
 // but Clear() frees it.
 //
-// Not thread-safe: owned by one SparseTable, used from its owner thread.
+// Not thread-safe: owned by one RowStore, used from its table's owner thread.
 #pragma once
 
 #include <cstddef>
