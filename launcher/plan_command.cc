@@ -406,7 +406,7 @@ absl::StatusOr<HostsPlanRequest> ParseHostsRequest(const FlagSet& flags,
   PlanInputs in;
   worker::WorkerOptions worker;
   PS_RETURN_IF_ERROR(TakeModel(rest, flags, &in, &worker));
-  h.mode = worker.mode;
+  h.mode = TrainModeName(worker.mode);
   h.allreduce_ring = worker.allreduce_algorithm == "ring";
   // The trials' default (bsp) is not the hosts plan's: asp unless given.
   if (flags.IsSet("consistency")) h.consistency = flags.Get("consistency");
@@ -487,7 +487,7 @@ absl::Status RunMemoryPlan(const FlagSet& flags, const std::vector<Arg>& rest) {
   std::vector<TableRows> rows(tables.size());
   for (TableSpec& t : tables) {
     if (t.kind == TableKind::kDense) {
-      t.on_workers = t.on_workers || worker.mode == "allreduce";
+      t.on_workers = t.on_workers || worker.mode == TrainMode::kAllreduce;
       continue;
     }
     absl::StatusOr<TableRows> r = RowsOfTable(t, buckets, expected);

@@ -336,7 +336,7 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
 // export flags already in `o`.
 // --train_stream and its options; the files a schema's statistics read
 // (--train_data's, or the stream's first complete partition's).
-absl::StatusOr<std::vector<std::string>> TakeStreamFlags(const std::string& mode, TrainOptions* t) {
+absl::StatusOr<std::vector<std::string>> TakeStreamFlags(TrainMode mode, TrainOptions* t) {
   StreamOptions& s = t->train_stream;
   s.dir = absl::GetFlag(FLAGS_train_stream);
   if (s.dir.empty()) {
@@ -348,7 +348,7 @@ absl::StatusOr<std::vector<std::string>> TakeStreamFlags(const std::string& mode
   if (!t->train_data.empty()) {
     return absl::InvalidArgumentError("--train_data and --train_stream: give one of them");
   }
-  if (mode == "pipeline") {
+  if (mode == TrainMode::kPipeline) {
     return absl::InvalidArgumentError("--train_stream is not built for --mode=pipeline");
   }
   if (absl::GetFlag(FLAGS_epochs) != 1) {
@@ -384,7 +384,7 @@ absl::Status TakeKeepBestFlags(WorkerOptions* o) {
   const bool keep_best = t.keep_best.has_value();
   const bool early_stop = t.early_stop_rounds > 0;
   if (!keep_best && !early_stop) return absl::OkStatus();
-  if (o->mode == "pipeline") {
+  if (o->mode == TrainMode::kPipeline) {
     return absl::InvalidArgumentError(
         "--keep_best and --early_stop_rounds are not supported in --mode=pipeline");
   }
@@ -423,11 +423,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   if (!(o.coordinator_timeout > absl::ZeroDuration())) {
     return absl::InvalidArgumentError("--coordinator_timeout must be positive");
   }
-  o.mode = absl::GetFlag(FLAGS_mode);
-  if (o.mode != "ps" && o.mode != "allreduce" && o.mode != "pipeline") {
-    return absl::InvalidArgumentError("--mode must be ps, allreduce or pipeline, not '" + o.mode +
-                                      "'");
-  }
+  PS_ASSIGN_OR_RETURN(o.mode, ParseTrainMode(absl::GetFlag(FLAGS_mode)));
   double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   if (!(bucket_mb > 0)) return absl::InvalidArgumentError("--bucket_mb must be positive");
   o.bucket_bytes = static_cast<size_t>(bucket_mb * (1 << 20));
@@ -511,7 +507,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   PS_ASSIGN_OR_RETURN(std::vector<std::string> schema_data, TakeStreamFlags(o.mode, &t));
   m.step_probs = !t.train_stream.dir.empty();
   PS_RETURN_IF_ERROR(SchemaFromFlags(schema_data, &t.schema, &m));
-  if (o.mode == "pipeline") {
+  if (o.mode == TrainMode::kPipeline) {
     PS_RETURN_IF_ERROR(Annotate(CheckPipelineModel(m.name), "--mode=pipeline"));
     for (const SparseColumn& c : t.schema.sparse) {
       if (c.pooling != BagPooling::kSum) {
@@ -538,7 +534,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   t.eval_every_steps = absl::GetFlag(FLAGS_eval_every_steps);
   t.eval_every_epochs = absl::GetFlag(FLAGS_eval_every_epochs);
   PS_RETURN_IF_ERROR(EvalSchedule::Check(t.eval_every_steps, t.eval_every_epochs));
-  if (t.eval_every_epochs > 0 && o.mode == "pipeline") {
+  if (t.eval_every_epochs > 0 && o.mode == TrainMode::kPipeline) {
     return absl::InvalidArgumentError("--eval_every_epochs is not built for --mode=pipeline "
                                       "(use --eval_every_steps)");
   }
