@@ -105,7 +105,10 @@ ABSL_FLAG(double, weight_decay, 0,
 ABSL_FLAG(uint64_t, seed, 1, "Seed of parameter initialization and shuffling.");
 ABSL_FLAG(std::string, device, "auto", "cpu | cuda | auto (a GPU when there is one).");
 
-ABSL_FLAG(std::string, train_data, "", "Training data: comma-separated paths or globs (Criteo TSV).");
+ABSL_FLAG(std::string, train_data, "",
+          "Training data: comma-separated paths or globs of delimited text files, plain, gzip or "
+          "zstd; in the Criteo layout (label, --dense_fields, --sparse_fields; tab-separated by "
+          "default), or in the layout --schema describes.");
 ABSL_FLAG(std::string, train_stream, "",
           "Train on a stream of partitions instead of --train_data: folders under this one "
           "holding a _SUCCESS file (e.g. DIR/2026-12-01/13/part-0.tsv.gz + _SUCCESS), taken in "
@@ -118,7 +121,9 @@ ABSL_FLAG(double, stream_poll_secs, 1, "--train_stream: seconds between looks fo
 ABSL_FLAG(double, stream_idle_secs, 0,
           "--train_stream: end the stream when no new partition completes for this long "
           "(0: wait until --stream_end or until stopped).");
-ABSL_FLAG(std::string, eval_data, "", "Held-out data evaluated at the end (and every --eval_every_steps).");
+ABSL_FLAG(std::string, eval_data, "",
+          "Held-out data evaluated at the end (and every --eval_every_steps or "
+          "--eval_every_epochs), in the layout of --train_data.");
 ABSL_FLAG(std::string, eval_meta, "", "Generator meta file of the eval data (adds the oracle AUC to the summary).");
 ABSL_FLAG(int, dense_fields, 13, "Integer (dense) columns after the label.");
 ABSL_FLAG(int, sparse_fields, 26, "Categorical columns after the dense ones.");
@@ -126,7 +131,7 @@ ABSL_FLAG(std::string, multi_hot_sep, "", "Separator of several tokens in one ca
 ABSL_FLAG(std::string, schema, "",
           "A JSON file describing the columns of your data (separator, header, label column or "
           "threshold, dense columns and their transforms, categorical columns with their hash "
-          "sizes, multi-hot separators and pooling, columns to ignore): README \"Your own data\". "
+          "sizes, multi-hot separators and pooling, columns to ignore): docs/schema.md in the repository. "
           "Empty: the Criteo layout (--format=criteo): label, --dense_fields integers, "
           "--sparse_fields categorical tokens.");
 ABSL_FLAG(std::string, format, "criteo",
