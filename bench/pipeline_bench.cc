@@ -140,7 +140,7 @@ absl::StatusOr<worker::PipelineStageResult> RunJob(const worker::WorkerOptions& 
 
 absl::Status Run(const Flags& flags) {
   worker::WorkerOptions o;
-  o.mode = "pipeline";
+  o.mode = TrainMode::kPipeline;
   worker::PipelineOptions& p = o.pipeline;
   PS_ASSIGN_OR_RETURN(p.stages, Positive(flags, "stages"));
   PS_ASSIGN_OR_RETURN(p.microbatches, Positive(flags, "microbatches"));

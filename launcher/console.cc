@@ -19,7 +19,8 @@ const std::regex& Details() {
       "|told all |server [0-9]+ serving at |server [0-9]+: [0-9]+ dense and [0-9]+ sparse tables"
       "|server [0-9]+: shutting down|server [0-9]+: table |worker [0-9]+ of [0-9]+ at "
       "|standardize: |trained [0-9]+ steps, |allreduce mode: |registered |server [0-9]+: restored "
-      "|resuming at step |checkpoint shard of step )");
+      "|resuming at step |checkpoint shard of step |stream partition .* files\\): epoch "
+      "|partition .* done here: |checkpoint at step [0-9]+: )");
   return *re;
 }
 
@@ -54,7 +55,7 @@ std::string Console::Shown(const std::string& label, std::string_view line, bool
     text = m.suffix().str();
   }
   if (level == "info" && std::regex_search(text, Details())) return "";
-  if (user_stopped_ && absl::StrContains(text, "CANCELLED")) return "";
+  if (stopping_ && absl::StrContains(text, "CANCELLED")) return "";
   if (level == "info" && absl::StartsWith(label, "worker ") && absl::StartsWith(text, "step ") &&
       absl::StrContains(text, " | ")) {
     *progress = true;

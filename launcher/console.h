@@ -5,7 +5,8 @@
 // name (a warning or error keeps its level), the lines of the cluster's own
 // life (who joined where, tables created, shut down, per-table statistics,
 // each worker's standardization and end-of-training lines) are left out,
-// and after a Ctrl-C the children's "CANCELLED" errors are too; the lead
+// and once the launcher stops the cluster (Ctrl-C, a failed process) the
+// children's "CANCELLED" errors are too; the lead
 // worker's progress lines are redrawn in place when standard output is a
 // terminal. --v=1 relays every line as the process wrote it.
 //
@@ -31,9 +32,9 @@ class Console {
   void ChildLine(const std::string& label, std::string_view line);
   // A line of the launcher's own, prefixed "[pstrain]".
   void Say(const std::string& line);
-  // The user stopped the job (Ctrl-C): the children's cancellations that
-  // follow are not news.
-  void UserStopped() { user_stopped_ = true; }
+  // The launcher stops the cluster (Ctrl-C, a failed process, a timeout):
+  // the children's cancellations that follow are not news.
+  void Stopping() { stopping_ = true; }
   // Ends a progress line drawn in place (before the launcher exits).
   void EndProgress();
 
@@ -46,7 +47,7 @@ class Console {
 
   int verbosity_ = 0;
   bool terminal_ = false;
-  bool user_stopped_ = false;
+  bool stopping_ = false;
   std::string progress_;  // the progress line drawn in place ("" : none)
 };
 

@@ -95,6 +95,8 @@ class LocalCluster {
 
 absl::Status LocalCluster::Fail(const std::string& why, int code) {
   Supervisor::Say(why);
+  // What the others say as they are stopped is not news.
+  Console::Get().Stopping();
   StopAll();
   return WithExitCode(absl::AbortedError(""), code);
 }
@@ -189,7 +191,8 @@ absl::Status LocalCluster::Start() {
     return absl::OkStatus();
   }
   Supervisor::Say(absl::StrCat("coordinator at ", endpoint, "; starting ", o_.servers,
-                               " servers and ", o_.workers, " workers"));
+                               o_.servers == 1 ? " server and " : " servers and ", o_.workers,
+                               o_.workers == 1 ? " worker" : " workers"));
   AnnounceHttpPorts(http_);
   return StartNodes(endpoint);
 }
@@ -231,7 +234,6 @@ absl::Status LocalCluster::Supervise() {
   while (sup_.AnyRunning()) {
     for (int i : sup_.Pump(kPumpInterval, g_wake_pipe[0])) PS_RETURN_IF_ERROR(OnExit(i));
     if (g_signal) {
-      Console::Get().UserStopped();
       return Fail(absl::StrCat(g_signal.load() == SIGINT ? "Ctrl-C" : absl::StrCat("signal ", g_signal.load()),
                                ": stopping the cluster"),
                   130);

@@ -165,10 +165,11 @@ absl::Status CheckWorkerArgs(std::vector<Arg> worker, const FlagSet& local, Loca
   worker.push_back(Arg{"coordinator", "tcp://127.0.0.1:1", true, ""});
   PS_ASSIGN_OR_RETURN(worker::WorkerOptions w, WorkerOptionsFromArgs(worker, other));
   o->epochs = w.train.epochs;
-  if (o->recover_workers && w.mode != "ps") {
-    return UsageError(absl::StrCat("--recover_workers is built for --mode=ps, not --mode=", w.mode));
+  if (o->recover_workers && w.mode != TrainMode::kPs) {
+    return UsageError(absl::StrCat("--recover_workers is built for --mode=ps, not --mode=",
+                                   TrainModeName(w.mode)));
   }
-  if (w.mode == "pipeline") {
+  if (w.mode == TrainMode::kPipeline) {
     const int needed = w.pipeline.stages * w.pipeline.replicas * w.pipeline.tensor_parallel;
     if (!local.IsSet("workers")) {
       o->workers = needed;

@@ -35,6 +35,7 @@
 #include "launcher/plan_hosts.h"
 #include "launcher/plan_memory.h"
 #include "launcher/worker_args.h"
+#include "worker/models/table_registry.h"
 #include "worker/trainer.h"
 
 extern char** environ;
@@ -266,7 +267,17 @@ struct PlanRequest {
 // `worker`, when given, gets all the worker flags' options.
 absl::Status TakeModel(const std::vector<Arg>& rest, const FlagSet& flags, PlanInputs* in,
                        worker::WorkerOptions* worker = nullptr) {
-  // The worker flags require --train_data; only the trials read it.
+  // The worker flags require --train_data; only the trials read it, and a
+  // --schema, whose column names and statistics come from the files.
+  const auto given = [&rest](const char* name) {
+    return std::any_of(rest.begin(), rest.end(),
+                       [name](const Arg& a) { return a.name == name && !a.value.empty(); });
+  };
+  if (given("schema") && !given("train_data")) {
+    return UsageError(
+        "--schema needs --train_data too: the schema's column names (a header line) and "
+        "statistics (standardize) come from the data files");
+  }
   std::vector<Arg> worker_args = {Arg{"train_data", "(none)", true, ""}};
   worker_args.insert(worker_args.end(), rest.begin(), rest.end());
   PS_ASSIGN_OR_RETURN(worker::WorkerOptions options,
@@ -406,7 +417,7 @@ absl::StatusOr<HostsPlanRequest> ParseHostsRequest(const FlagSet& flags,
   PlanInputs in;
   worker::WorkerOptions worker;
   PS_RETURN_IF_ERROR(TakeModel(rest, flags, &in, &worker));
-  h.mode = worker.mode;
+  h.mode = TrainModeName(worker.mode);
   h.allreduce_ring = worker.allreduce_algorithm == "ring";
   // The trials' default (bsp) is not the hosts plan's: asp unless given.
   if (flags.IsSet("consistency")) h.consistency = flags.Get("consistency");
@@ -479,15 +490,17 @@ absl::Status RunMemoryPlan(const FlagSet& flags, const std::vector<Arg>& rest) {
   // The tables as the job creates them: its optimizers, dtype, eviction.
   std::vector<TableSpec> tables = (*model)->tables();
   worker::ApplyLrSchedule(worker.train, 1, &tables);
-  std::vector<uint64_t> buckets;
+  // Each field's hash buckets under the name its tables carry (emb.carrier).
+  std::map<std::string, uint64_t> buckets;
   for (int f = 0; f < worker.train.model.num_sparse; ++f) {
-    buckets.push_back(worker.train.schema.num_sparse > f ? FieldBuckets(worker.train.schema, f)
-                                                         : worker.train.schema.hash_buckets);
+    buckets[worker::SparseFieldName(worker.train.model, f)] =
+        worker.train.schema.num_sparse > f ? FieldBuckets(worker.train.schema, f)
+                                           : worker.train.schema.hash_buckets;
   }
   std::vector<TableRows> rows(tables.size());
   for (TableSpec& t : tables) {
     if (t.kind == TableKind::kDense) {
-      t.on_workers = t.on_workers || worker.mode == "allreduce";
+      t.on_workers = t.on_workers || worker.mode == TrainMode::kAllreduce;
       continue;
     }
     absl::StatusOr<TableRows> r = RowsOfTable(t, buckets, expected);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -42,13 +43,11 @@ std::string Count(uint64_t n) {
   return out;
 }
 
-// Field f of a sparse table named "<prefix>.C<f + 1>" (worker::SparseFieldName), or -1.
-int FieldOf(const std::string& name) {
+// The field part of a sparse table's name: "carrier" of "emb.carrier",
+// "C3" of "emb.C3" (worker::SparseFieldName).
+std::string FieldOf(const std::string& name) {
   const size_t dot = name.rfind('.');
-  if (dot == std::string::npos || dot + 2 > name.size() || name[dot + 1] != 'C') return -1;
-  int f = 0;
-  if (!absl::SimpleAtoi(name.substr(dot + 2), &f) || f < 1) return -1;
-  return f - 1;
+  return dot == std::string::npos ? name : name.substr(dot + 1);
 }
 
 }  // namespace
@@ -72,12 +71,11 @@ absl::StatusOr<uint64_t> ParseRowCount(const std::string& flag, const std::strin
 }
 
 absl::StatusOr<TableRows> RowsOfTable(const TableSpec& table,
-                                      const std::vector<uint64_t>& field_buckets,
+                                      const std::map<std::string, uint64_t>& field_buckets,
                                       uint64_t expected) {
   TableRows r;
-  const int f = FieldOf(table.name);
-  if (f >= 0 && static_cast<size_t>(f) < field_buckets.size() && field_buckets[f] > 0) {
-    r = {field_buckets[f], "hash_buckets"};
+  if (auto it = field_buckets.find(FieldOf(table.name)); it != field_buckets.end() && it->second > 0) {
+    r = {it->second, "hash_buckets"};
   }
   const uint64_t max_rows = table.eviction.max_rows;
   if (max_rows > 0 && (r.rows == 0 || max_rows < r.rows)) r = {max_rows, "max_rows"};

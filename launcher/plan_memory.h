@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,11 +75,14 @@ absl::StatusOr<MemoryPlan> PlanServerMemory(const std::vector<TableSpec>& tables
                                             const std::vector<TableRows>& rows,
                                             double server_memory, double headroom);
 
-// The rows of `table` (a sparse table named "<prefix>.C<f + 1>" for field f):
-// min of the field's hash buckets and the table's eviction max_rows, those
-// that are set; `expected` (> 0) when smaller or when neither is. NotFound
-// (a usage error for the caller) when none of the three bounds it.
-absl::StatusOr<TableRows> RowsOfTable(const TableSpec& table, const std::vector<uint64_t>& field_buckets,
+// The rows of `table` (a sparse table named "<prefix>.<field>", the field
+// named as worker::SparseFieldName names it: "emb.carrier", "emb.C3"): min of
+// the field's hash buckets (`field_buckets`, by that name; 0: unbounded) and
+// the table's eviction max_rows, those that are set; `expected` (> 0) when
+// smaller or when neither is. NotFound (a usage error for the caller) when
+// none of the three bounds it.
+absl::StatusOr<TableRows> RowsOfTable(const TableSpec& table,
+                                      const std::map<std::string, uint64_t>& field_buckets,
                                       uint64_t expected);
 
 // "--rows=50M"-style counts: an integer, a decimal with k, m, g or t

@@ -21,9 +21,6 @@ rm -f "$OUT/metrics.jsonl"
 # The coordinator's dashboard (live while the job runs): DEMO_DASHBOARD_PORT
 # pins the port, DEMO_DASHBOARD_PORT=0 turns it off; default a free port.
 DASHBOARD_PORT=${DEMO_DASHBOARD_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 0)}
-if [[ $DASHBOARD_PORT != 0 ]]; then
-  echo "pstrain demo: dashboard at http://127.0.0.1:$DASHBOARD_PORT/ while the job runs"
-fi
 "$BIN/pstrain" local --servers=2 --workers=2 \
   --dashboard_port="$DASHBOARD_PORT" \
   --model=dlrm \

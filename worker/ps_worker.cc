@@ -59,7 +59,7 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModelOnDevice(ModelOptions options,
 std::vector<TableSpec> JobTables(const Model& model, const WorkerOptions& options,
                                  int num_workers) {
   std::vector<TableSpec> tables = model.tables();
-  if (options.mode == "allreduce") {
+  if (options.mode == TrainMode::kAllreduce) {
     for (TableSpec& t : tables) t.on_workers = t.kind == TableKind::kDense;
   }
   ApplyLrSchedule(options.train, num_workers, &tables);
@@ -132,7 +132,7 @@ absl::StatusOr<std::unique_ptr<ReplicaGroup>> StartReplicaGroup(
 }  // namespace
 
 absl::Status RunPsWorker(const WorkerOptions& options, const WorkerRuntime& runtime) {
-  const bool allreduce = options.mode == "allreduce";
+  const bool allreduce = options.mode == TrainMode::kAllreduce;
   PS_ASSIGN_OR_RETURN(std::unique_ptr<WorkerSession> session,
                       WorkerSession::Start(SessionOptionsFor(options, runtime)));
   spdlog::info("worker {} of {} at {}", session->rank(), session->view().num_workers,

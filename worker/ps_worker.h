@@ -11,7 +11,7 @@
 
 namespace pstrain::worker {
 
-// REQUIRES: options.mode is "ps" or "allreduce". Use RunWorker.
+// REQUIRES: options.mode is kPs or kAllreduce. Use RunWorker.
 absl::Status RunPsWorker(const WorkerOptions& options, const WorkerRuntime& runtime);
 
 }  // namespace pstrain::worker

@@ -285,8 +285,17 @@ absl::StatusOr<std::string> Trainer::WriteSummary(const TrainResult& result, con
           ? std::string("eval_auc=none eval_logloss=none")
           : absl::StrFormat("eval_auc=%.4f%s eval_logloss=%.4f eval_ne=%.4f", result.eval_auc,
                             oracle_text, result.eval_logloss, result.eval_ne);
-  std::printf("RESULT model=%s %s samples/s=%.0f wall=%.1fs\n", options_.model.name.c_str(),
-              eval_text.c_str(), rate, wall);
+  // Time spent waiting for data (a stream between partitions) is not
+  // training: the rate while busy beside the share of time waited (this
+  // worker's share, as the job's).
+  std::string busy;
+  if (result.train_seconds > 0 && result.data_seconds >= 0.05 * result.train_seconds) {
+    const double waiting = std::min(1.0, result.data_seconds / result.train_seconds);
+    busy = absl::StrFormat(" busy_samples/s=%.0f waiting_for_data=%.0f%%",
+                           waiting < 1 ? rate / (1 - waiting) : 0.0, 100 * waiting);
+  }
+  std::printf("RESULT model=%s %s samples/s=%.0f%s wall=%.1fs\n", options_.model.name.c_str(),
+              eval_text.c_str(), rate, busy.c_str(), wall);
   std::fflush(stdout);
   return line.str();
 }

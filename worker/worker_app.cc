@@ -76,7 +76,7 @@ absl::Status RunWorker(const WorkerOptions& options, const WorkerRuntime& runtim
   }
   WorkerOptions measured = options;
   measured.train.train_metrics = &train_metrics;
-  if (options.mode == "pipeline") return RunPipelineWorker(measured, runtime);
+  if (options.mode == TrainMode::kPipeline) return RunPipelineWorker(measured, runtime);
   return RunPsWorker(measured, runtime);
 }
 

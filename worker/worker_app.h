@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/train_mode.h"
 #include "common/transport.h"
 #include "worker/pipeline/pipeline_options.h"
 #include "worker/trainer.h"
@@ -36,7 +37,7 @@ struct WorkerOptions {
   // "ps": every table on the servers. "allreduce": dense tables replicated on
   // the workers, their gradients summed by a collective; sparse tables on the
   // servers. "pipeline": R pipelines of P stages, one worker per stage.
-  std::string mode = "ps";
+  TrainMode mode = TrainMode::kPs;
   size_t bucket_bytes = 25 << 20;   // allreduce gradient buckets
   bool overlap = true;              // allreduce buckets during the backward pass
   std::string allreduce_algorithm = "bcube";  // or "ring" (GlooOptions::Algorithm)

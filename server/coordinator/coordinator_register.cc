@@ -107,8 +107,8 @@ void Coordinator::OnRegister(const Decoded& d, const RpcRequest& req) {
       }
     }
     if (rank == 0) {
-      // The lead's role has moved on and is never handed back (README,
-      // "Worker failure"); its shard is adopted like any other.
+      // The lead's role has moved on and is never handed back
+      // (docs/checkpoints-and-recovery.md, "Worker failure"); its shard is adopted like any other.
       return ReplyError(req, NothingLeftToDo(
                                  "worker 0 was dropped and the lead role handed on; a new worker 0 "
                                  "process is not re-admitted: the job goes on without it, and "

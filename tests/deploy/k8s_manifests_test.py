@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """examples/k8s/*.yaml parse, hold the expected kinds with the expected
 apiVersions, and fit together: every PSTRAIN_* variable a container gets
-(env and envFrom ConfigMaps) is a flag of the binary its role runs (or the
+(its env, and the ConfigMaps it names in envFrom, if any: the example sets
+its flags inline) is a flag of the binary its role runs (or the
 entrypoint's own), the coordinator's server and worker counts match the
 StatefulSet and the Job, endpoints and probes name the right Service and
 ports, selectors match their pod labels. Needs no cluster.

@@ -272,7 +272,7 @@ def run_fault(stack, args, fault, baseline):
     time.sleep(args.kill_after)
     if fault == "worker":
         # Worker 1, not 0: worker 0 leads the job and is not re-admitted (its
-        # lead role moves on: README, "Worker failure"); this run checks
+        # lead role moves on: docs/checkpoints-and-recovery.md, "Worker failure"); this run checks
         # re-admission under the container's host name.
         container = stack.container_of_rank(1)
     cid = stack.containers()[container][0]

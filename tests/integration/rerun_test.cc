@@ -69,7 +69,7 @@ TEST_F(Rerun, AFinishedJobIsReportedWithoutStartingACluster) {
   EXPECT_THAT(out, HasSubstr("eval AUC 0."));
   EXPECT_THAT(out, HasSubstr("its model is in " + dir_ + "/model"));
   EXPECT_THAT(out, HasSubstr("--epochs above 1 trains it on, --new_job trains a new job from scratch"));
-  EXPECT_THAT(out, Not(HasSubstr("starting 1 servers")));
+  EXPECT_THAT(out, Not(HasSubstr("starting 1 server")));
   EXPECT_THAT(out, Not(HasSubstr("[coordinator]")));
   EXPECT_LT(seconds, 5);
 }

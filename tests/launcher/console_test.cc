@@ -50,7 +50,7 @@ TEST(Console, CancellationsAfterTheUserStoppedAreNotNews) {
   c.Configure(0, false);
   const std::string line = "[03:25:38.316] [error] server: CANCELLED: server stopped";
   EXPECT_EQ(Shown(c, "server 0", line), "[server 0] error: CANCELLED: server stopped");
-  c.UserStopped();
+  c.Stopping();
   EXPECT_EQ(Shown(c, "server 0", line), "");
 }
 

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "launcher/command.h"
@@ -121,7 +124,7 @@ TEST(PlanMemory, RowsComeFromTheBucketsMaxRowsOrTheExpectedCount) {
   t.name = "emb.C3";
   t.kind = TableKind::kSparse;
   t.dim = 16;
-  const std::vector<uint64_t> buckets = {0, 0, 5000000};
+  const std::map<std::string, uint64_t> buckets = {{"C1", 0}, {"C3", 5000000}};
   auto hashed = RowsOfTable(t, buckets, 0);
   ASSERT_TRUE(hashed.ok());
   EXPECT_EQ(hashed->rows, 5000000u);
@@ -137,6 +140,17 @@ TEST(PlanMemory, RowsComeFromTheBucketsMaxRowsOrTheExpectedCount) {
   EXPECT_NE(unbounded.status().message().find("emb.C3"), std::string::npos);
   EXPECT_NE(unbounded.status().message().find("--rows"), std::string::npos);
   EXPECT_EQ(RowsOfTable(t, {}, 7000)->rows, 7000u);
+}
+
+TEST(PlanMemory, TablesNamedAfterSchemaColumnsTakeTheirColumnsBuckets) {
+  TableSpec t;
+  t.name = "emb.carrier";
+  t.kind = TableKind::kSparse;
+  t.dim = 16;
+  auto rows = RowsOfTable(t, {{"origin", 100}, {"carrier", 2000}}, 0);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->rows, 2000u);
+  EXPECT_EQ(rows->from, "hash_buckets");
 }
 
 TEST(PlanMemory, RowCountsTakeDecimalSuffixes) {
@@ -183,6 +197,32 @@ TEST(PlanMemory, TheCommandPrintsOneJsonObjectWithTheJobsTables) {
   // 26 tables of 2 M rows x (32 + 132 + ~23) bytes = 9.7 GB over servers of 6 GiB usable.
   EXPECT_EQ(j["servers"], 2);
   EXPECT_LE(j["bytes_per_server"].get<double>(), 0.75 * 8 * kGiB);
+}
+
+TEST(PlanMemory, TheCommandSizesTheTablesOfASchemaByTheirColumnsBuckets) {
+  const std::string dir = ::testing::TempDir() + "/plan_memory_schema";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir + "/schema.json")
+        << R"({"format": "csv", "header": true, "label": "clicked", "dense": ["age"],
+              "sparse": [{"column": "carrier", "hash_buckets": 3000}, "origin"],
+              "hash_buckets": 500})";
+    std::ofstream(dir + "/rows.csv") << "clicked,age,carrier,origin\n1,31,AA,SFO\n0,45,UA,JFK\n";
+  }
+  testing::internal::CaptureStdout();
+  absl::Status st = RunPlan({"--server_memory=8GiB", "--schema=" + dir + "/schema.json",
+                             "--train_data=" + dir + "/rows.csv", "--json"});
+  const std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(st.ok()) << st;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["tables"][0]["name"], "emb.carrier");
+  EXPECT_EQ(j["tables"][0]["rows"], 3000);
+  EXPECT_EQ(j["tables"][1]["name"], "emb.origin");
+  EXPECT_EQ(j["tables"][1]["rows"], 500);
+  // Without the data the schema's columns are unknown: a usage error that says so.
+  st = RunPlan({"--server_memory=8GiB", "--schema=" + dir + "/schema.json"});
+  EXPECT_EQ(ExitCodeOf(st), 2);
+  EXPECT_NE(st.message().find("--schema needs --train_data"), std::string::npos) << st;
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ class WorkerSessionJob : public ::testing::Test {
 
   WorkerOptions Options(const std::string& mode) const {
     WorkerOptions o;
-    o.mode = mode;
+    o.mode = *ParseTrainMode(mode);
     o.connect_timeout = absl::Seconds(20);
     o.collective_timeout = absl::Seconds(30);
     TrainOptions& t = o.train;

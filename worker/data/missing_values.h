@@ -10,7 +10,7 @@
 // gives one; else the training mean for a `standardize` column (0 after the
 // transform); else 0, transformed like any value (log1p and log1p_clamp
 // give 0). A missing categorical value is the field's missing id, as an
-// empty token. README "Your own data" states it for users.
+// empty token. docs/schema.md states it for users.
 #pragma once
 
 #include <array>

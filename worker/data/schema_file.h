@@ -4,7 +4,7 @@
 // pooling, columns to ignore), resolved against the data into a Schema
 // (schema.h). The same JSON, with every column resolved, is what a saved
 // model records, so that `predict` and `serve` read their input the same way.
-// README "Your own data" is the reference of the format.
+// docs/schema.md is the reference of the format.
 #pragma once
 
 #include <cstdint>

@@ -5,12 +5,27 @@
 #include <limits>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "worker/data/bad_line.h"
 
 namespace pstrain::worker {
+namespace {
+
+// Whether `line` (a file, range and index) is reported for the first time
+// in this process. Bounded: past 10 000 lines every one counts as new.
+bool FirstReport(const std::string& line) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* seen = new absl::flat_hash_set<std::string>();
+  absl::MutexLock lock(&mu);
+  if (seen->size() >= 10000) return true;
+  return seen->insert(line).second;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ShardScanner>> ShardScanner::Create(
     std::vector<InputFile> files, std::vector<FileRange> ranges, const ScannerOptions& options) {
@@ -123,9 +138,13 @@ absl::Status ShardScanner::OnBadLine(const LineReader::Line& line, const absl::S
   if (logged_ < options_.max_logged_bad_lines) {
     ++logged_;
     if (absl::StatusOr<int64_t> n = reader_.LineNumber(line); n.ok()) latest_.number = *n;
-    spdlog::warn("skipping bad line {}{}", Describe(&latest_),
-                 logged_ == options_.max_logged_bad_lines ? " (further bad lines not logged)"
-                                                          : "");
+    // Epochs and evaluation rounds read the same lines again: a line is
+    // warned about once in a process, later again only at debug level.
+    const bool first = FirstReport(
+        absl::StrCat(latest_.path, "@", latest_.first_line_offset, "#", latest_.index));
+    spdlog::log(first ? spdlog::level::warn : spdlog::level::debug, "skipping bad line {}{}",
+                Describe(&latest_),
+                logged_ == options_.max_logged_bad_lines ? " (further bad lines not logged)" : "");
   }
   const double left = MaxLinesLeft();
   return left >= options_.early_judgement_min_lines ? CheckBadFraction(left) : absl::OkStatus();

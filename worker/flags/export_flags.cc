@@ -58,7 +58,7 @@ absl::Status TakeExportFlags(WorkerOptions* o) {
         "--export_dir and --save_model name the same folder: a versioned export folder and a "
         "model folder are different things (use two folders)");
   }
-  if (!t.export_dir.empty() && o->mode == "pipeline") {
+  if (!t.export_dir.empty() && o->mode == TrainMode::kPipeline) {
     return absl::InvalidArgumentError("--export_dir is not supported in --mode=pipeline");
   }
   if (t.export_every_steps > 0 || export_secs > 0) {
@@ -72,7 +72,7 @@ absl::Status TakeExportFlags(WorkerOptions* o) {
           flag, " exports the latest model to --save_model, --keep_best keeps the best one "
                 "there: use one of them (or export to --export_dir)"));
     }
-    if (o->mode == "pipeline") {
+    if (o->mode == TrainMode::kPipeline) {
       return absl::InvalidArgumentError(absl::StrCat(flag, " is not supported in --mode=pipeline"));
     }
   }

@@ -80,7 +80,7 @@ absl::Status TakeRegularizationFlags(WorkerOptions* o) {
   if (!(t.lr_decay_end >= 0.0f && t.lr_decay_end <= 1.0f)) {
     return absl::InvalidArgumentError("--lr_decay_end must be in [0, 1]");
   }
-  if (o->mode == "pipeline" &&
+  if (o->mode == TrainMode::kPipeline &&
       (m.dropout > 0 || !m.table_weight_decay.empty() || t.lr_decay_steps > 0)) {
     return absl::InvalidArgumentError(
         "--dropout, --table_weight_decay and --lr_decay_steps are not built for --mode=pipeline");
@@ -90,7 +90,7 @@ absl::Status TakeRegularizationFlags(WorkerOptions* o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--untrained_rows=", untrained, ": want zeros or init"));
   }
-  t.zero_untrained = untrained == "zeros" && o->mode != "pipeline";
+  t.zero_untrained = untrained == "zeros" && o->mode != TrainMode::kPipeline;
   if (!m.table_weight_decay.empty()) {
     // The names are the model's tables': build it (tables only, on the CPU)
     // so that a misspelled name fails before a cluster starts.

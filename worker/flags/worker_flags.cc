@@ -105,7 +105,10 @@ ABSL_FLAG(double, weight_decay, 0,
 ABSL_FLAG(uint64_t, seed, 1, "Seed of parameter initialization and shuffling.");
 ABSL_FLAG(std::string, device, "auto", "cpu | cuda | auto (a GPU when there is one).");
 
-ABSL_FLAG(std::string, train_data, "", "Training data: comma-separated paths or globs (Criteo TSV).");
+ABSL_FLAG(std::string, train_data, "",
+          "Training data: comma-separated paths or globs of delimited text files, plain, gzip or "
+          "zstd; in the Criteo layout (label, --dense_fields, --sparse_fields; tab-separated by "
+          "default), or in the layout --schema describes.");
 ABSL_FLAG(std::string, train_stream, "",
           "Train on a stream of partitions instead of --train_data: folders under this one "
           "holding a _SUCCESS file (e.g. DIR/2026-12-01/13/part-0.tsv.gz + _SUCCESS), taken in "
@@ -118,7 +121,9 @@ ABSL_FLAG(double, stream_poll_secs, 1, "--train_stream: seconds between looks fo
 ABSL_FLAG(double, stream_idle_secs, 0,
           "--train_stream: end the stream when no new partition completes for this long "
           "(0: wait until --stream_end or until stopped).");
-ABSL_FLAG(std::string, eval_data, "", "Held-out data evaluated at the end (and every --eval_every_steps).");
+ABSL_FLAG(std::string, eval_data, "",
+          "Held-out data evaluated at the end (and every --eval_every_steps or "
+          "--eval_every_epochs), in the layout of --train_data.");
 ABSL_FLAG(std::string, eval_meta, "", "Generator meta file of the eval data (adds the oracle AUC to the summary).");
 ABSL_FLAG(int, dense_fields, 13, "Integer (dense) columns after the label.");
 ABSL_FLAG(int, sparse_fields, 26, "Categorical columns after the dense ones.");
@@ -126,7 +131,7 @@ ABSL_FLAG(std::string, multi_hot_sep, "", "Separator of several tokens in one ca
 ABSL_FLAG(std::string, schema, "",
           "A JSON file describing the columns of your data (separator, header, label column or "
           "threshold, dense columns and their transforms, categorical columns with their hash "
-          "sizes, multi-hot separators and pooling, columns to ignore): README \"Your own data\". "
+          "sizes, multi-hot separators and pooling, columns to ignore): docs/schema.md in the repository. "
           "Empty: the Criteo layout (--format=criteo): label, --dense_fields integers, "
           "--sparse_fields categorical tokens.");
 ABSL_FLAG(std::string, format, "criteo",
@@ -336,7 +341,7 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
 // export flags already in `o`.
 // --train_stream and its options; the files a schema's statistics read
 // (--train_data's, or the stream's first complete partition's).
-absl::StatusOr<std::vector<std::string>> TakeStreamFlags(const std::string& mode, TrainOptions* t) {
+absl::StatusOr<std::vector<std::string>> TakeStreamFlags(TrainMode mode, TrainOptions* t) {
   StreamOptions& s = t->train_stream;
   s.dir = absl::GetFlag(FLAGS_train_stream);
   if (s.dir.empty()) {
@@ -348,7 +353,7 @@ absl::StatusOr<std::vector<std::string>> TakeStreamFlags(const std::string& mode
   if (!t->train_data.empty()) {
     return absl::InvalidArgumentError("--train_data and --train_stream: give one of them");
   }
-  if (mode == "pipeline") {
+  if (mode == TrainMode::kPipeline) {
     return absl::InvalidArgumentError("--train_stream is not built for --mode=pipeline");
   }
   if (absl::GetFlag(FLAGS_epochs) != 1) {
@@ -384,7 +389,7 @@ absl::Status TakeKeepBestFlags(WorkerOptions* o) {
   const bool keep_best = t.keep_best.has_value();
   const bool early_stop = t.early_stop_rounds > 0;
   if (!keep_best && !early_stop) return absl::OkStatus();
-  if (o->mode == "pipeline") {
+  if (o->mode == TrainMode::kPipeline) {
     return absl::InvalidArgumentError(
         "--keep_best and --early_stop_rounds are not supported in --mode=pipeline");
   }
@@ -423,11 +428,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   if (!(o.coordinator_timeout > absl::ZeroDuration())) {
     return absl::InvalidArgumentError("--coordinator_timeout must be positive");
   }
-  o.mode = absl::GetFlag(FLAGS_mode);
-  if (o.mode != "ps" && o.mode != "allreduce" && o.mode != "pipeline") {
-    return absl::InvalidArgumentError("--mode must be ps, allreduce or pipeline, not '" + o.mode +
-                                      "'");
-  }
+  PS_ASSIGN_OR_RETURN(o.mode, ParseTrainMode(absl::GetFlag(FLAGS_mode)));
   double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   if (!(bucket_mb > 0)) return absl::InvalidArgumentError("--bucket_mb must be positive");
   o.bucket_bytes = static_cast<size_t>(bucket_mb * (1 << 20));
@@ -511,7 +512,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   PS_ASSIGN_OR_RETURN(std::vector<std::string> schema_data, TakeStreamFlags(o.mode, &t));
   m.step_probs = !t.train_stream.dir.empty();
   PS_RETURN_IF_ERROR(SchemaFromFlags(schema_data, &t.schema, &m));
-  if (o.mode == "pipeline") {
+  if (o.mode == TrainMode::kPipeline) {
     PS_RETURN_IF_ERROR(Annotate(CheckPipelineModel(m.name), "--mode=pipeline"));
     for (const SparseColumn& c : t.schema.sparse) {
       if (c.pooling != BagPooling::kSum) {
@@ -538,7 +539,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   t.eval_every_steps = absl::GetFlag(FLAGS_eval_every_steps);
   t.eval_every_epochs = absl::GetFlag(FLAGS_eval_every_epochs);
   PS_RETURN_IF_ERROR(EvalSchedule::Check(t.eval_every_steps, t.eval_every_epochs));
-  if (t.eval_every_epochs > 0 && o.mode == "pipeline") {
+  if (t.eval_every_epochs > 0 && o.mode == TrainMode::kPipeline) {
     return absl::InvalidArgumentError("--eval_every_epochs is not built for --mode=pipeline "
                                       "(use --eval_every_steps)");
   }

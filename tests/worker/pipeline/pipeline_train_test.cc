@@ -67,7 +67,7 @@ class PipelineTrainTest : public ::testing::Test {
 
   WorkerOptions Options(const std::string& model) const {
     WorkerOptions o;
-    o.mode = "pipeline";
+    o.mode = TrainMode::kPipeline;
     TrainOptions& t = o.train;
     t.model.name = model;
     t.model.embedding_dim = 8;
