@@ -6,6 +6,8 @@ const std::vector<Command>& AllCommands() {
   static const auto* commands = new std::vector<Command>{
       {"local", "start a whole cluster (coordinator, servers, workers) on this machine",
        LocalHelp, RunLocal},
+      {"job", "show a job (a job file and flags): every field, its value and where it came from",
+       JobHelp, RunJob},
       {"gen", "write synthetic Criteo-format click data and print its oracle AUC", GenHelp, RunGen},
       {"train", "train in one process (coordinator, one server, one worker as threads)",
        TrainHelp, RunTrain},

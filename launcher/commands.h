@@ -32,6 +32,8 @@ std::string KeygenHelp();
 absl::Status RunKeygen(const std::vector<std::string>& args);
 std::string ServeHelp();
 absl::Status RunServe(const std::vector<std::string>& args);
+std::string JobHelp();
+absl::Status RunJob(const std::vector<std::string>& args);
 std::string PlanHelp();
 absl::Status RunPlan(const std::vector<std::string>& args);
 

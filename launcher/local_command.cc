@@ -106,6 +106,10 @@ absl::StatusOr<std::string> LocalCluster::StartCoordinator() {
   std::vector<std::string> args = {"--bind=tcp://127.0.0.1:0", "--endpoint_file=" + endpoint_file,
                                    absl::StrCat("--servers=", o_.servers),
                                    absl::StrCat("--workers=", o_.workers)};
+  // The resolved job, which the coordinator hands to every node that asks.
+  const std::string job_file = tmp_ + "/job.json";
+  PS_RETURN_IF_ERROR(WriteFileAtomically(job_file, o_.job_text + "\n"));
+  args.push_back("--job=" + job_file);
   args.insert(args.end(), o_.coordinator_args.begin(), o_.coordinator_args.end());
   args.insert(args.end(), o_.common_args.begin(), o_.common_args.end());
   for (const std::string& h : CoordinatorHttpArgs(http_)) args.push_back(h);

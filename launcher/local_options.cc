@@ -9,113 +9,35 @@
 #include "common/security/curve_keys.h"
 #include "common/status.h"
 #include "launcher/command.h"
+#include "launcher/job_args.h"
 #include "launcher/worker_args.h"
 #include "server/coordinator/coordinator.h"
+#include "server/coordinator/flags/coordinator_flags.h"
 #include "worker/data/data_check.h"
 #include "worker/data/partition_stream.h"
 
 namespace pstrain::launcher {
 namespace {
 
-// A coordinator flag that `pstrain local` forwards: where its value goes in
-// the coordinator's options, which CheckCoordinatorOptions then checks as
-// pstrain_coordinator will.
-using CoordinatorSetter = absl::Status (*)(const std::string& value, server::CoordinatorOptions* o);
-struct CoordinatorFlag {
-  const char* name;
-  CoordinatorSetter set;
-};
-
-bool IsTrue(const std::string& v) { return v == "true" || v == "1" || v == "yes"; }
-
-absl::Status ParseBool(const std::string& v, bool* out) {
-  if (!IsTrue(v) && v != "false" && v != "0" && v != "no") {
-    return absl::InvalidArgumentError("must be true or false");
-  }
-  *out = IsTrue(v);
-  return absl::OkStatus();
-}
-template <typename Int>
-absl::Status ParseInt(const std::string& v, Int* out) {
-  return absl::SimpleAtoi(v, out) ? absl::OkStatus() : absl::InvalidArgumentError("not an integer");
-}
-absl::Status ParseNumber(const std::string& v, double* out) {
-  return absl::SimpleAtod(v, out) ? absl::OkStatus() : absl::InvalidArgumentError("not a number");
-}
-absl::Status ParseSeconds(const std::string& v, absl::Duration* out) {
-  double seconds = 0;
-  PS_RETURN_IF_ERROR(ParseNumber(v, &seconds));
-  *out = absl::Seconds(seconds);
-  return absl::OkStatus();
-}
-
-using Options = server::CoordinatorOptions;
-constexpr CoordinatorFlag kCoordinatorFlags[] = {
-    {"consistency",
-     [](const std::string& v, Options* o) {
-       absl::StatusOr<proto::Consistency> c = server::ParseConsistency(v);
-       if (!c.ok()) return absl::InvalidArgumentError("must be asp, bsp or ssp");
-       o->consistency = *c;
-       return absl::OkStatus();
-     }},
-    {"staleness", [](const std::string& v, Options* o) { return ParseInt(v, &o->staleness); }},
-    {"heartbeat_interval",
-     [](const std::string& v, Options* o) { return ParseSeconds(v, &o->heartbeat_interval); }},
-    {"heartbeat_timeout",
-     [](const std::string& v, Options* o) { return ParseSeconds(v, &o->heartbeat_timeout); }},
-    {"join_timeout", [](const std::string& v, Options* o) { return ParseSeconds(v, &o->join_timeout); }},
-    {"dense_chunk", [](const std::string& v, Options* o) { return ParseInt(v, &o->dense_chunk_floats); }},
-    {"checkpoint_dir",
-     [](const std::string& v, Options* o) {
-       o->checkpoint.dir = v;
-       return absl::OkStatus();
-     }},
-    {"checkpoint_every_steps",
-     [](const std::string& v, Options* o) { return ParseInt(v, &o->checkpoint.every_steps); }},
-    {"checkpoint_every_secs",
-     [](const std::string& v, Options* o) { return ParseNumber(v, &o->checkpoint.every_secs); }},
-    {"keep_checkpoints", [](const std::string& v, Options* o) { return ParseInt(v, &o->checkpoint.keep); }},
-    {"restore",
-     [](const std::string& v, Options* o) {
-       o->checkpoint.restore = v;
-       return absl::OkStatus();
-     }},
-    {"recover_servers", [](const std::string& v, Options* o) { return ParseBool(v, &o->recover_servers); }},
-    {"elastic_workers", [](const std::string& v, Options* o) { return ParseBool(v, &o->elastic_workers); }},
-    {"recover_workers", [](const std::string& v, Options* o) { return ParseBool(v, &o->recover_workers); }},
-    {"worker_timeout", [](const std::string& v, Options* o) { return ParseSeconds(v, &o->worker_timeout); }},
-    {"recovery_timeout",
-     [](const std::string& v, Options* o) { return ParseSeconds(v, &o->recovery_timeout); }},
-    {"resume_timeout",
-     [](const std::string& v, Options* o) { return ParseSeconds(v, &o->resume_timeout); }},
-    {"new_job", [](const std::string& v, Options* o) { return ParseBool(v, &o->new_job); }},
-    {"continue_job", [](const std::string& v, Options* o) { return ParseBool(v, &o->continue_job); }},
-};
 // Flags forwarded to every process.
 const char* const kCommonFlags[] = {"log_level", "auth", "keys_dir"};
 
-const CoordinatorFlag* FindCoordinatorFlag(const std::string& name) {
-  for (const CoordinatorFlag& f : kCoordinatorFlags) {
-    if (name == f.name) return &f;
-  }
-  return nullptr;
+// A coordinator flag (forwarded to the coordinator, not the workers).
+bool IsCoordinatorFlag(const std::string& name) {
+  const auto& names = server::CoordinatorFlagNames();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 // The coordinator's options that the coordinator flags among `args` give,
-// checked; `o` gets --elastic_workers and whether the coordinator journals
-// the job (the launcher restarts by them).
+// checked as pstrain_coordinator checks them; `o` gets --elastic_workers
+// and whether the coordinator journals the job (the launcher restarts by
+// them).
 absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args, LocalOptions* o) {
-  server::CoordinatorOptions co;
+  std::vector<Arg> coordinator;
   for (const Arg& a : args) {
-    const CoordinatorFlag* f = FindCoordinatorFlag(a.name);
-    if (f == nullptr) continue;
-    if (absl::Status st = f->set(a.value, &co); !st.ok()) {
-      return UsageError(absl::StrCat("--", a.name, "=", a.value, ": ", st.message()));
-    }
+    if (IsCoordinatorFlag(a.name)) coordinator.push_back(a);
   }
-  if (absl::Status st = server::CheckCoordinatorOptions(co); !st.ok()) {
-    return UsageError(st.message());
-  }
+  PS_ASSIGN_OR_RETURN(server::CoordinatorOptions co, CoordinatorOptionsFromArgs(coordinator));
   o->elastic_workers = co.elastic_workers;
   o->recover_workers = co.recover_workers;
   o->journaled = !co.checkpoint.dir.empty();
@@ -139,7 +61,7 @@ absl::Status CheckData(const std::vector<std::string>& patterns, const worker::S
 std::vector<Arg> Route(const std::vector<Arg>& rest, LocalOptions* o) {
   std::vector<Arg> worker;
   for (const Arg& a : rest) {
-    if (FindCoordinatorFlag(a.name) != nullptr) {
+    if (IsCoordinatorFlag(a.name)) {
       o->coordinator_args.push_back(a.text);
       continue;
     }
@@ -278,6 +200,10 @@ FlagSet LocalFlags() {
               "Run the servers on one half of this machine's CPUs and the workers on the other "
               "(their --cpus), as if on two hosts: each reads what its I/O thread received from "
               "its own cache. Off: the scheduler places every process.")
+      .Define("job", "",
+              "A job file (JSON with comments; see docs/job-file.md and examples/jobs/): its "
+              "fields are the flags of the same names, which the flags given here override. "
+              "pstrain job show prints the resolved job.")
       .Define("help", "false", "Show this help.");
   return flags;
 }
@@ -285,7 +211,9 @@ FlagSet LocalFlags() {
 const std::vector<std::string>& ForwardedCoordinatorFlags() {
   static const auto* names = [] {
     auto* v = new std::vector<std::string>;
-    for (const CoordinatorFlag& f : kCoordinatorFlags) v->emplace_back(f.name);
+    for (const std::string& f : server::CoordinatorFlagNames()) {
+      if (f != "servers" && f != "workers") v->push_back(f);  // local's own
+    }
     for (const char* f : kCommonFlags) v->emplace_back(f);
     return v;
   }();
@@ -294,8 +222,15 @@ const std::vector<std::string>& ForwardedCoordinatorFlags() {
 
 absl::StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& argv) {
   FlagSet flags = LocalFlags();
-  PS_ASSIGN_OR_RETURN(std::vector<Arg> rest, flags.Parse(argv, /*keep_unknown=*/true));
+  absl::StatusOr<std::vector<Arg>> args = ParseArgs(argv);
+  if (!args.ok()) return UsageError(args.status().message());
+  // A job file's fields come first, as flags the command line overrides.
+  PS_ASSIGN_OR_RETURN(LauncherJob job, ExpandJob(*args));
+  absl::StatusOr<std::vector<Arg>> taken = flags.Take(job.args, /*keep_unknown=*/true);
+  if (!taken.ok()) return UsageError(taken.status().message());
+  std::vector<Arg> rest = *std::move(taken);
   LocalOptions o;
+  o.job_text = job.spec.ToJson();
   PS_RETURN_IF_ERROR(TakeLocalFlags(flags, &o));
   PS_RETURN_IF_ERROR(CheckCoordinatorArgs(rest, &o));
   std::vector<Arg> worker = Route(rest, &o);

@@ -39,6 +39,9 @@ struct LocalOptions {
   std::vector<std::string> common_args;       // every process
   std::vector<std::string> worker_args;       // workers only
   std::string metrics_out;                    // the workers' --metrics_out
+  // The job (launcher/job_args.h) as a job file's text: the coordinator
+  // hands it to every node that asks for it.
+  std::string job_text;
 };
 
 // The flags `pstrain local` defines itself (for --help).

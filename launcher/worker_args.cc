@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/process.h"
 #include "launcher/command.h"
+#include "server/coordinator/flags/coordinator_flags.h"
 #include "worker/flags/worker_flags.h"
 
 namespace pstrain::launcher {
@@ -86,6 +87,16 @@ absl::StatusOr<worker::WorkerOptions> WorkerOptionsFromArgs(
   absl::StatusOr<worker::WorkerOptions> options = worker::WorkerOptionsFromFlags();
   if (!options.ok()) return UsageError(options.status().message());
   return options;
+}
+
+absl::StatusOr<server::CoordinatorOptions> CoordinatorOptionsFromArgs(const std::vector<Arg>& args) {
+  const std::vector<std::string> no_others;
+  FlagSetter flags(no_others);
+  for (const Arg& a : args) PS_RETURN_IF_ERROR(flags.Set(a.name, a.value));
+  server::CoordinatorOptions o;
+  absl::Status st = server::CoordinatorOptionsFromFlags(&o);
+  if (!st.ok()) return UsageError(st.message());
+  return o;
 }
 
 }  // namespace pstrain::launcher

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "launcher/args.h"
+#include "server/coordinator/coordinator.h"
 #include "worker/worker_app.h"
 
 namespace pstrain::launcher {
@@ -25,6 +26,11 @@ absl::StatusOr<worker::WorkerOptions> WorkerOptionsFromArgs(
 // parser reads "true" (a bare --keep_best) instead of taking the next
 // argument as its value.
 std::string WorkerFlagText(const Arg& a);
+
+// The coordinator's options that `args` (coordinator flags) describe, as
+// pstrain_coordinator computes them (server/coordinator/flags); this
+// process's flags are left as they were. Usage errors name the flag.
+absl::StatusOr<server::CoordinatorOptions> CoordinatorOptionsFromArgs(const std::vector<Arg>& args);
 
 // The names of the worker's flags (pstrain_worker --help).
 std::vector<std::string> WorkerFlagNames();

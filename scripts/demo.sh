@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make demo: generate a train and an eval set, train the default model (dlrm)
-# on a local cluster of 2 servers and 2 workers, print one summary line.
+# make demo: generate a train and an eval set, train the demo job
+# (examples/jobs/dlrm.json: dlrm on a local cluster of 2 servers and 2
+# workers), print one summary line.
 set -euo pipefail
 BUILD=${1:-build}
 BIN=$BUILD/bin
@@ -21,12 +22,13 @@ rm -f "$OUT/metrics.jsonl"
 # The coordinator's dashboard (live while the job runs): DEMO_DASHBOARD_PORT
 # pins the port, DEMO_DASHBOARD_PORT=0 turns it off; default a free port.
 DASHBOARD_PORT=${DEMO_DASHBOARD_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 0)}
-"$BIN/pstrain" local --servers=2 --workers=2 \
+# The job is examples/jobs/dlrm.json (pstrain job show --job=... prints it);
+# the data paths follow $BUILD.
+"$BIN/pstrain" local --job="$(dirname "$0")/../examples/jobs/dlrm.json" \
   --dashboard_port="$DASHBOARD_PORT" \
-  --model=dlrm \
   --train_data="$OUT/train.tsv" --eval_data="$OUT/eval.tsv" \
   --eval_meta="$OUT/eval.tsv.meta.json" \
-  --metrics_out="$OUT/metrics.jsonl" --log_every_secs=2 "${@:2}"
+  --metrics_out="$OUT/metrics.jsonl" "${@:2}"
 
 summary=$(tail -n 1 "$OUT/metrics.jsonl")
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" <<<"$summary"; }

@@ -6,6 +6,7 @@
 #include "common/cpu_affinity.h"
 #include "common/process.h"
 #include "common/security/security_flags.h"
+#include "job/flags/job_flag.h"
 #include "worker/flags/worker_flags.h"
 #include "worker/worker_app.h"
 
@@ -25,14 +26,21 @@ int main(int argc, char** argv) {
     spdlog::warn("signal {}: stopping", sig);
     std::_Exit(128 + sig);
   });
-  auto options = pstrain::worker::WorkerOptionsFromFlags();
-  if (!options.ok()) {
-    spdlog::error("{}", options.status().ToString());
-    return 2;
-  }
   auto keys = pstrain::CurveKeysFromFlags();
   if (!keys.ok()) {
     spdlog::error("{}", keys.status().ToString());
+    return 2;
+  }
+  // The job (--job, or the coordinator's) fills the flags not given here.
+  if (auto job = pstrain::job::TakeJob(argc, argv, pstrain::job::kWorker,
+                                       pstrain::worker::JobSourceFromFlags(*keys));
+      !job.ok()) {
+    spdlog::error("{}", job.status().ToString());
+    return absl::IsUnavailable(job.status()) ? 1 : 2;
+  }
+  auto options = pstrain::worker::WorkerOptionsFromFlags();
+  if (!options.ok()) {
+    spdlog::error("{}", options.status().ToString());
     return 2;
   }
   options->curve = *keys;

@@ -4,6 +4,8 @@
 // epoch; coordinator_resume.cc: the journal and taking a job back.
 #include "server/coordinator/coordinator.h"
 
+#include "cluster/job_fetch.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -41,9 +43,7 @@ ObservabilityOptions ObservabilityFor(const CoordinatorOptions& options,
   ClusterMonitorOptions& mo = o.monitor;
   mo.num_servers = options.num_servers;
   mo.num_workers = options.num_workers;
-  mo.consistency = options.consistency == proto::Consistency::kBsp   ? "bsp"
-                   : options.consistency == proto::Consistency::kSsp ? "ssp"
-                                                                     : "asp";
+  mo.consistency = ConsistencyName(options.consistency);
   mo.staleness = options.staleness;
   mo.heartbeat_interval = options.heartbeat_interval;
   mo.heartbeat_timeout = options.heartbeat_timeout;
@@ -72,6 +72,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
       &self->store_, self->monitor());
   PS_RETURN_IF_ERROR(self->checkpoints_->LoadRestore());
   PS_RETURN_IF_ERROR(self->OpenJournal());
+  if (!self->options_.job_spec.empty()) {
+    self->store_.Set(kJobSpecKey, Buffer::FromString(std::string(self->options_.job_spec)));
+  }
   PS_RETURN_IF_ERROR(self->node_->Start([self](RpcRequest&& req) { self->Handle(std::move(req)); }));
   self->node_->transport().Post([self] { self->Tick(); });
   return c;

@@ -58,6 +58,9 @@ struct CoordinatorOptions {
   std::string advertise_host;  // host put in advertised endpoints (default: hostname)
   int num_servers = 1;
   int num_workers = 1;
+  // The job (a job file's text) handed to every node that asks for it
+  // (cluster/job_fetch.h); empty: none, each node runs on its own flags.
+  std::string job_spec;
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration heartbeat_timeout = absl::Seconds(10);
   // How long to wait for every node to join before giving up.
@@ -129,6 +132,8 @@ absl::Status ServeFinishedJob(const CoordinatorOptions& options, const JobJourna
 
 // "asp", "bsp" or "ssp" (any case); InvalidArgument naming --consistency.
 absl::StatusOr<proto::Consistency> ParseConsistency(std::string name);
+// "asp", "bsp" or "ssp".
+const char* ConsistencyName(proto::Consistency c);
 // OK when `options` describe a job the coordinator can run; InvalidArgument
 // naming the flag otherwise. pstrain_coordinator and `pstrain local` (before
 // it starts anything) both check with it.

@@ -13,6 +13,10 @@ absl::StatusOr<proto::Consistency> ParseConsistency(std::string name) {
   return absl::InvalidArgumentError("--consistency must be asp, bsp or ssp, not '" + name + "'");
 }
 
+const char* ConsistencyName(proto::Consistency c) {
+  return c == proto::Consistency::kBsp ? "bsp" : c == proto::Consistency::kSsp ? "ssp" : "asp";
+}
+
 absl::Status CheckCoordinatorOptions(const CoordinatorOptions& o) {
   if (o.staleness < 0) return absl::InvalidArgumentError("--staleness must be >= 0");
   for (int port : {o.metrics_port, o.dashboard_port}) {

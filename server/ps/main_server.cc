@@ -8,6 +8,7 @@
 #include "common/byte_size.h"
 #include "common/cpu_affinity.h"
 #include "common/process.h"
+#include "job/flags/job_flag.h"
 #include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
 #include "server/ps/parameter_server.h"
@@ -132,16 +133,25 @@ int main(int argc, char** argv) {
   pstrain::HandleTerminationSignals([](int) {
     if (auto* s = g_server.load()) s->RequestStop();
   });
-  const int threads = absl::GetFlag(FLAGS_server_threads);
-  if (threads < 1 || threads > pstrain::server::ShardSet::kMaxThreads) {
-    spdlog::error("--server_threads={}: must be in [1, {}]", threads,
-                  pstrain::server::ShardSet::kMaxThreads);
-    return 2;
-  }
   // Bad security settings are bad flags: exit 2, like the other flag errors.
   auto keys = pstrain::CurveKeysFromFlags();
   if (!keys.ok()) {
     spdlog::error("{}", keys.status().ToString());
+    return 2;
+  }
+  // The job (--job, or the coordinator's) fills the flags not given here.
+  pstrain::job::JobSourceOptions from;
+  from.coordinator = absl::GetFlag(FLAGS_coordinator);
+  from.curve = *keys;
+  from.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
+  if (auto job = pstrain::job::TakeJob(argc, argv, pstrain::job::kServer, from); !job.ok()) {
+    spdlog::error("{}", job.status().ToString());
+    return absl::IsUnavailable(job.status()) ? 1 : 2;
+  }
+  const int threads = absl::GetFlag(FLAGS_server_threads);
+  if (threads < 1 || threads > pstrain::server::ShardSet::kMaxThreads) {
+    spdlog::error("--server_threads={}: must be in [1, {}]", threads,
+                  pstrain::server::ShardSet::kMaxThreads);
     return 2;
   }
   int tier_exit = 0;

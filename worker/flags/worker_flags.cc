@@ -601,6 +601,14 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
 
 
 std::string LogLevelFlag() { return absl::GetFlag(FLAGS_log_level); }
+job::JobSourceOptions JobSourceFromFlags(const CurveKeys& curve) {
+  job::JobSourceOptions o;
+  o.coordinator = absl::GetFlag(FLAGS_coordinator);
+  o.curve = curve;
+  o.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
+  return o;
+}
+
 std::string CpusFlag() { return absl::GetFlag(FLAGS_cpus); }
 
 WorkerRuntime ProcessRuntime() {

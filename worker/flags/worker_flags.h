@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "job/flags/job_flag.h"
 #include "worker/worker_app.h"
 
 namespace pstrain::worker {
@@ -14,6 +15,8 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags();
 std::string LogLevelFlag();
 // --cpus (common/cpu_affinity.h PinProcess).
 std::string CpusFlag();
+// Where this worker asks for its job: --coordinator, --connect_timeout.
+job::JobSourceOptions JobSourceFromFlags(const CurveKeys& curve);
 // The runtime of a worker that is a process of its own (pstrain_worker,
 // `pstrain train`): ZeroMQ, and a Shutdown from the coordinator ends the
 // process at once, with 0 when the job ended well and 3 otherwise.

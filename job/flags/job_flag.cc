@@ -1,0 +1,37 @@
+#include "job/flags/job_flag.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "cluster/job_fetch.h"
+#include "common/status.h"
+#include "job/job_flags.h"
+
+ABSL_FLAG(std::string, job, "",
+          "A job file (JSON with comments: cluster, tables, model, data, train, eval, checkpoint, "
+          "export; see docs/job-file.md). Flags given as well override its fields. Without it, "
+          "a server or worker takes the job its coordinator was given.");
+
+namespace pstrain::job {
+
+std::string JobFileFlag() { return absl::GetFlag(FLAGS_job); }
+
+absl::StatusOr<JobSpec> TakeJob(int argc, char** argv, uint8_t roles, const JobSourceOptions& from) {
+  JobSpec spec;
+  if (const std::string file = JobFileFlag(); !file.empty()) {
+    PS_ASSIGN_OR_RETURN(spec, JobSpec::ReadFile(file));
+  } else if (!from.coordinator.empty()) {
+    PS_ASSIGN_OR_RETURN(std::optional<std::string> text,
+                        FetchJobSpec(from.coordinator, from.curve, from.connect_timeout));
+    if (!text) return spec;
+    PS_ASSIGN_OR_RETURN(spec, JobSpec::Parse(*text, absl::StrCat("the job of coordinator ", from.coordinator),
+                                             Source::kCoordinator));
+    spdlog::info("took the job from the coordinator at {} ({} fields set)", from.coordinator,
+                 spec.values().size());
+  }
+  PS_RETURN_IF_ERROR(ApplyToFlags(spec, roles, ExplicitFlags(argc, argv)));
+  return spec;
+}
+
+}  // namespace pstrain::job
