@@ -119,8 +119,9 @@ int main(int argc, char** argv) {
   std::string job_text;
   if (!job->empty()) {
     const auto given = pstrain::job::ExplicitFlags(argc, argv);
-    for (const pstrain::job::JobValue& v :
-         pstrain::job::ResolvedJob(*job, pstrain::job::kCoordinator, given).values()) {
+    const pstrain::job::JobSpec resolved =
+        pstrain::job::ResolvedJob(*job, pstrain::job::kCoordinator, given);
+    for (const pstrain::job::JobValue& v : resolved.values()) {
       if (v.source == pstrain::job::Source::kFlag || v.source == pstrain::job::Source::kEnvironment) {
         job->Set(*v.field, v.value, v.source, v.where);
       }
