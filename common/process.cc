@@ -48,6 +48,15 @@ bool IsProjectFlag(const absl::CommandLineFlag& flag) {
   return !absl::StrContains(flag.Filename(), "absl/");
 }
 
+namespace {
+FlagSections& Sections() {
+  static auto* sections = new FlagSections;
+  return *sections;
+}
+}  // namespace
+
+void SetFlagSections(FlagSections sections) { Sections() = std::move(sections); }
+
 std::string FlagsHelp(absl::string_view usage) {
   std::vector<const absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
@@ -55,11 +64,23 @@ std::string FlagsHelp(absl::string_view usage) {
   }
   std::sort(flags.begin(), flags.end(),
             [](const auto* a, const auto* b) { return a->Name() < b->Name(); });
-  std::string out = absl::StrCat("usage: ", usage, "\n\nflags:\n");
-  for (const absl::CommandLineFlag* f : flags) {
-    std::string def = f->DefaultValue();
-    absl::StrAppend(&out, "  --", f->Name(), " (default: ", def.empty() ? "\"\"" : def, ")\n      ",
-                    f->Help(), "\n");
+  const FlagSections& sections = Sections();
+  std::vector<std::string> order = sections.order;
+  order.push_back(sections.section_of ? sections.rest : "flags");
+  auto section_of = [&](const absl::CommandLineFlag* f) {
+    std::string s = sections.section_of ? sections.section_of(f->Name()) : "";
+    return s.empty() ? order.back() : s;
+  };
+  std::string out = absl::StrCat("usage: ", usage, "\n");
+  for (const std::string& section : order) {
+    std::string part;
+    for (const absl::CommandLineFlag* f : flags) {
+      if (section_of(f) != section) continue;
+      std::string def = f->DefaultValue();
+      absl::StrAppend(&part, "  --", f->Name(), " (default: ", def.empty() ? "\"\"" : def,
+                      ")\n      ", f->Help(), "\n");
+    }
+    if (!part.empty()) absl::StrAppend(&out, "\n", section, ":\n", part);
   }
   return out;
 }

@@ -40,6 +40,17 @@ bool IsProjectFlag(const absl::CommandLineFlag& flag);
 // help; no file names (which would be paths of the build machine).
 std::string FlagsHelp(absl::string_view usage);
 
+// How --help groups the flags: `section_of` names a flag's section ("" for
+// none), `order` lists the sections; flags of no section follow under
+// `rest`. Without it, one alphabetical list. Set once, before main (the job
+// library sets the job file's sections: job/flags/job_flag.cc).
+struct FlagSections {
+  std::vector<std::string> order;
+  std::function<std::string(absl::string_view flag)> section_of;
+  std::string rest;
+};
+void SetFlagSections(FlagSections sections);
+
 // Sets up spdlog: "[time] [level] <name>: message" on stderr, at `level`
 // (trace, debug, info, warn, error).
 void InitLogging(const std::string& name, const std::string& level);

@@ -5,6 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/job_fetch.h"
+#include "common/process.h"
 #include "common/status.h"
 #include "job/job_flags.h"
 
@@ -16,6 +17,23 @@ ABSL_FLAG(std::string, job, "",
 namespace pstrain::job {
 
 std::string JobFileFlag() { return absl::GetFlag(FLAGS_job); }
+
+namespace {
+// --help lists the flags by the job file's sections, then this process's own.
+const bool kSectionsSet = [] {
+  FlagSections s;
+  for (const std::string& section : JobSections()) s.order.push_back("job: " + section);
+  s.section_of = [](absl::string_view flag) -> std::string {
+    if (flag == "job") return "job: " + JobSections().front();
+    const JobField* f = FieldOfFlag(flag);
+    if (f == nullptr) return "";
+    return absl::StrCat("job: ", f->path.substr(0, f->path.find('.')));
+  };
+  s.rest = "this process (not part of a job)";
+  SetFlagSections(std::move(s));
+  return true;
+}();
+}  // namespace
 
 absl::StatusOr<JobSpec> TakeJob(int argc, char** argv, uint8_t roles, const JobSourceOptions& from) {
   JobSpec spec;
