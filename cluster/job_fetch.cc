@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/rpc.h"
@@ -35,10 +37,15 @@ absl::StatusOr<std::optional<std::string>> FetchJobSpec(const std::string& endpo
   h.sender_role = proto::Role::kTool;
   const absl::Time give_up = absl::Now() + std::max(connect_timeout, kAttempt);
   absl::Status last;
+  bool warned = false;
   while (absl::Now() < give_up) {
     absl::StatusOr<Message> reply = node.Call(peer, proto::Encode(h, req), absl::Now() + kAttempt).Wait();
     if (!reply.ok()) {
       last = reply.status();
+      if (!warned) {
+        spdlog::info("waiting for the coordinator at {} ...", endpoint);
+        warned = true;
+      }
       continue;  // not up yet (the call waited its second)
     }
     PS_ASSIGN_OR_RETURN(proto::Decoded d, proto::Decode(std::move(*reply)));
@@ -51,9 +58,9 @@ absl::StatusOr<std::optional<std::string>> FetchJobSpec(const std::string& endpo
     return std::optional<std::string>(std::string(reinterpret_cast<const char*>(b.data()), b.size()));
   }
   node.Stop();
-  return absl::UnavailableError(absl::StrCat("no answer from the coordinator at ", endpoint, " within ",
-                                             absl::FormatDuration(connect_timeout), " (asking for the job): ",
-                                             last.message()));
+  return absl::UnavailableError(absl::StrCat("coordinator ", endpoint, " unreachable for ",
+                                             absl::FormatDuration(connect_timeout),
+                                             " (asking for its job): ", last.message()));
 }
 
 }  // namespace pstrain

@@ -233,15 +233,12 @@ void ZmqTransport::SendRequestBatch(std::vector<OutRequest>& out, size_t begin, 
   const PeerId peer = out[begin].peer;
   Peer* p = peer >= 0 && static_cast<size_t>(peer) < peers_.size() ? peers_[peer].get() : nullptr;
   const bool in_flight = p != nullptr && p->in_flight();
-  uint64_t ids[kMaxBatch];
-  Message* msgs[kMaxBatch];
-  const size_t max_frames = static_cast<size_t>(options_.limits.max_frames);
-  size_t i = begin;
-  while (i < end) {
+  for (Batches<OutRequest> b(out, begin, end, static_cast<size_t>(options_.limits.max_frames));
+       b.Next();) {
     // One ZeroMQ message.
-    const size_t n = TakeBatch(out, i, end, max_frames, ids, msgs);
+    const size_t n = b.n;
     bool ok = p != nullptr && p->socket &&
-              SendBatchFrames(*p->socket, nullptr, EnvelopeKind::kRequest, ids, msgs, n);
+              SendBatchFrames(*p->socket, nullptr, EnvelopeKind::kRequest, b.ids, b.msgs, n);
     if (ok) {
       p->requests_sent += n;
       if (p->detached && !p->read_by_calling_guest()) {
@@ -257,10 +254,9 @@ void ZmqTransport::SendRequestBatch(std::vector<OutRequest>& out, size_t begin, 
       ReResolveSoon(peer);
       for (size_t k = 0; k < n; ++k) {
         send_failures_.fetch_add(1, std::memory_order_relaxed);
-        if (on_send_failure_) on_send_failure_(peer, ids[k], absl::UnavailableError(why));
+        if (on_send_failure_) on_send_failure_(peer, b.ids[k], absl::UnavailableError(why));
       }
     }
-    i += n;
   }
   // The failure handler may have disconnected it: look it up again.
   p = peer >= 0 && static_cast<size_t>(peer) < peers_.size() ? peers_[peer].get() : nullptr;
@@ -268,17 +264,12 @@ void ZmqTransport::SendRequestBatch(std::vector<OutRequest>& out, size_t begin, 
 }
 
 void ZmqTransport::SendResponseBatch(std::vector<OutResponse>& out, size_t begin, size_t end) {
-  uint64_t ids[kMaxBatch];
-  Message* msgs[kMaxBatch];
-  const size_t max_frames = static_cast<size_t>(options_.limits.max_frames);
-  size_t i = begin;
-  while (i < end) {
-    const size_t n = TakeBatch(out, i, end, max_frames, ids, msgs);
-    if (!router_ || !SendBatchFrames(*router_, &out[begin].route, EnvelopeKind::kResponse, ids,
-                                     msgs, n)) {
-      send_failures_.fetch_add(n, std::memory_order_relaxed);
+  for (Batches<OutResponse> b(out, begin, end, static_cast<size_t>(options_.limits.max_frames));
+       b.Next();) {
+    if (!router_ || !SendBatchFrames(*router_, &out[begin].route, EnvelopeKind::kResponse, b.ids,
+                                     b.msgs, b.n)) {
+      send_failures_.fetch_add(b.n, std::memory_order_relaxed);
     }
-    i += n;
   }
   if (!router_) return;
   if (OnIoThread()) {

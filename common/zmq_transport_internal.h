@@ -127,6 +127,28 @@ size_t TakeBatch(std::vector<Out>& out, size_t i, size_t end, size_t max_frames,
   return n;
 }
 
+// Cuts out[begin, end) into ZeroMQ messages (TakeBatch), one per Next():
+// the one loop of the request and the response paths.
+//
+//   for (Batches<Out> b(out, begin, end, max_frames); b.Next();) Send(b.ids, b.msgs, b.n);
+template <typename Out>
+struct Batches {
+  Batches(std::vector<Out>& out, size_t begin, size_t end, size_t max_frames)
+      : out(out), next(begin), end(end), max_frames(max_frames) {}
+  bool Next() {
+    if (next >= end) return false;
+    n = TakeBatch(out, next, end, max_frames, ids, msgs);
+    next += n;
+    return true;
+  }
+
+  std::vector<Out>& out;
+  size_t next, end, max_frames;
+  uint64_t ids[kMaxBatch];
+  Message* msgs[kMaxBatch];
+  size_t n = 0;
+};
+
 }  // namespace pstrain::zmq_internal
 
 namespace pstrain {

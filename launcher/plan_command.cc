@@ -417,16 +417,16 @@ absl::StatusOr<HostsPlanRequest> ParseHostsRequest(const FlagSet& flags,
   PlanInputs in;
   worker::WorkerOptions worker;
   PS_RETURN_IF_ERROR(TakeModel(rest, flags, &in, &worker));
-  h.mode = TrainModeName(worker.mode);
+  h.mode = worker.mode;
   h.allreduce_ring = worker.allreduce_algorithm == "ring";
   // The trials' default (bsp) is not the hosts plan's: asp unless given.
   if (flags.IsSet("consistency")) h.consistency = flags.Get("consistency");
   if (h.consistency != "asp" && h.consistency != "bsp" && h.consistency != "ssp") {
     return UsageError(absl::StrCat("--consistency=", h.consistency, ": expected asp, bsp or ssp"));
   }
-  if (h.mode != "ps" && h.mode != "allreduce") {
+  if (h.mode == TrainMode::kPipeline) {
     return UsageError(absl::StrCat("--hosts predicts --mode=ps and --mode=allreduce, not --mode=",
-                                   h.mode, " (pstrain plan without --hosts lists its layouts)"));
+                                   TrainModeName(h.mode), " (pstrain plan without --hosts lists its layouts)"));
   }
   h.model = in.model;
   h.batch_size = in.batch_size;

@@ -104,9 +104,9 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
   in.host_cpus = r.host_cpus;
   in.link_bytes_per_sec = r.link_bytes_per_sec;
   in.unique_per_sample = r.unique_per_sample;
-  in.allreduce = r.mode == "allreduce";
+  in.allreduce = r.mode == TrainMode::kAllreduce;
   in.ring = r.allreduce_ring;
-  in.synchronous = r.mode == "ps" && r.consistency != "asp";
+  in.synchronous = r.mode == TrainMode::kPs && r.consistency != "asp";
   in.drift_allowance = r.drift_allowance;
   in.speeds = speeds;
   for (int w : counts) {
@@ -121,7 +121,7 @@ absl::Status RunHostsPlan(const HostsPlanRequest& r) {
     return absl::OkStatus();
   }
   std::printf("%s mode%s, %s at batch %d: each host %.3g CPU, link %.3g Gbit/s each way\n",
-              r.mode.c_str(), r.mode == "ps" ? (" (" + r.consistency + ")").c_str() : "",
+              TrainModeName(r.mode), r.mode == TrainMode::kPs ? (" (" + r.consistency + ")").c_str() : "",
               r.model.name.c_str(), r.batch_size, r.host_cpus, r.link_bytes_per_sec * 8 / 1e9);
   if (in.synchronous) {
     std::printf("%s: each worker waits at the barrier, %.1f %% of its time per doubling of the "

@@ -6,13 +6,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/train_mode.h"
 #include "worker/models/model.h"
 
 namespace pstrain::launcher {
 
 struct HostsPlanRequest {
   worker::ModelOptions model;
-  std::string mode = "ps";          // or "allreduce" (the worker flag --mode)
+  TrainMode mode = TrainMode::kPs;  // or kAllreduce (the worker flag --mode)
   bool allreduce_ring = false;      // --allreduce_algorithm=ring (else bcube)
   std::string consistency = "asp";  // ps mode: asp, bsp or ssp (--consistency when given)
   int batch_size = 1024;

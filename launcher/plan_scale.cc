@@ -159,9 +159,9 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in) {
 
 absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
                                                 const std::string& model,
-                                                const std::string& mode,
+                                                TrainMode mode,
                                                 const std::string& consistency) {
-  const bool synchronous = mode == "allreduce" || consistency != "asp";
+  const bool synchronous = mode == TrainMode::kAllreduce || consistency != "asp";
   std::optional<json> one, two;
   // Runs of >= 2 workers (allreduce, BSP, SSP), the cheapest of each layout,
   // keyed by (steps of the allreduce, servers): the steps tell ring from
@@ -181,10 +181,10 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
       return absl::InvalidArgumentError(
           absl::StrCat("line ", number, " is not a JSON object (bench/scale.py prints one a line)"));
     }
-    if (j.value("bench", "") != "scale" || j.value("mode", "ps") != mode) continue;
+    if (j.value("bench", "") != "scale" || j.value("mode", "ps") != TrainModeName(mode)) continue;
     if (!rate.empty() && j.value("rate", "") != rate) continue;
     if (!model.empty() && j.value("model", model) != model) continue;
-    if (j.value("consistency", "asp") != consistency && mode == "ps") continue;
+    if (j.value("consistency", "asp") != consistency && mode == TrainMode::kPs) continue;
     marked = marked || j.value("calibration", false);
     matching.push_back(std::move(j));
   }
@@ -219,14 +219,14 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
   }
   if (!one) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "no one-host point (mode ", mode, ", workers 1, servers 1",
+        "no one-host point (mode ", TrainModeName(mode), ", workers 1, servers 1",
         rate.empty() ? "" : ", rate " + rate, model.empty() ? "" : ", model " + model,
         ") in the calibration: run bench/scale.py --calibrate",
-        mode == "ps" ? "" : " --mode=" + mode, " first"));
+        mode == TrainMode::kPs ? "" : absl::StrCat(" --mode=", TrainModeName(mode)), " first"));
   }
   // Allreduce needs them (the collective's cost); BSP without them is
   // predicted as ASP.
-  if (mode == "allreduce" && groups.empty()) {
+  if (mode == TrainMode::kAllreduce && groups.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "no point of two or more workers (mode allreduce", rate.empty() ? "" : ", rate " + rate,
         ") in the calibration: the collective's cost comes from them; run bench/scale.py "
@@ -256,7 +256,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
     // multiplied at W = 8.
     // The idle share over the peers waited for, likewise.
     // BSP and SSP: the idle share over log2 W instead (plan_scale.h).
-    const bool per_doubling = mode != "allreduce";
+    const bool per_doubling = mode != TrainMode::kAllreduce;
     double xy = 0, xx = 0, idle_xy = 0, idle_xx = 0;
     std::string layouts;
     for (const auto& [layout, line] : groups) {
@@ -273,7 +273,7 @@ absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const s
       idle_xx += peers * peers;
       absl::StrAppend(&layouts, layouts.empty() ? "" : ", ", Number(line, "workers", 0));
     }
-    if (mode == "allreduce") s.worker_cpu_per_ring = std::max(0.0, xy / xx);
+    if (mode == TrainMode::kAllreduce) s.worker_cpu_per_ring = std::max(0.0, xy / xx);
     (per_doubling ? s.worker_wait_per_doubling : s.worker_wait_per_peer) =
         std::clamp(idle_xy / idle_xx, 0.0, 0.5);
     absl::StrAppend(&s.source, ", and ", layouts, " workers");

@@ -104,6 +104,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/train_mode.h"
 #include "worker/models/model.h"
 
 namespace pstrain::launcher {
@@ -187,7 +188,7 @@ absl::StatusOr<ScalePrediction> PredictScale(const ScaleInputs& in);
 // --allreduce_algorithm=ring.
 absl::StatusOr<HostSpeeds> SpeedsFromScaleLines(const std::string& text, const std::string& rate,
                                                 const std::string& model,
-                                                const std::string& mode = "ps",
+                                                TrainMode mode = TrainMode::kPs,
                                                 const std::string& consistency = "asp");
 
 }  // namespace pstrain::launcher

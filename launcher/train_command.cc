@@ -15,6 +15,7 @@
 #include "common/security/security_flags.h"
 #include "common/zmq_transport.h"
 #include "common/status.h"
+#include "job/flags/job_flag.h"
 #include "launcher/commands.h"
 #include "server/coordinator/coordinator.h"
 #include "server/ps/parameter_server.h"
@@ -69,6 +70,10 @@ absl::Status RunTrain(const std::vector<std::string>& args) {
   ParseFlagsWithEnv(static_cast<int>(argv.size()), argv.data(), kTrainUsage);
   InitLogging("train", worker::LogLevelFlag());
   if (absl::Status st = PinProcess(worker::CpusFlag()); !st.ok()) return UsageError(st.ToString());
+  // A job file (--job) fills the worker's flags not given here.
+  if (auto job = job::TakeJob(static_cast<int>(argv.size()), argv.data(), job::kWorker, {}); !job.ok()) {
+    return UsageError(job.status().message());
+  }
   absl::StatusOr<worker::WorkerOptions> options = worker::WorkerOptionsFromFlags();
   if (!options.ok()) return UsageError(options.status().message());
   absl::StatusOr<CurveKeys> keys = CurveKeysFromFlags();

@@ -1,5 +1,7 @@
 #include "job/flags/job_flag.h"
 
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
@@ -17,6 +19,19 @@ ABSL_FLAG(std::string, job, "",
 namespace pstrain::job {
 
 std::string JobFileFlag() { return absl::GetFlag(FLAGS_job); }
+
+namespace {
+// Whether `given` sets a field `roles` read: such a node was given its job
+// (pstrain local, a script, a compose file with the job's variables) and
+// runs on it, checking it at once, without asking the coordinator.
+bool GivesJobField(const std::set<std::string>& given, uint8_t roles) {
+  for (const std::string& flag : given) {
+    const JobField* f = FieldOfFlag(flag);
+    if (f != nullptr && (f->roles & roles) != 0) return true;
+  }
+  return false;
+}
+}  // namespace
 
 namespace {
 // --help lists the flags by the job file's sections, then this process's own.
@@ -37,18 +52,26 @@ const bool kSectionsSet = [] {
 
 absl::StatusOr<JobSpec> TakeJob(int argc, char** argv, uint8_t roles, const JobSourceOptions& from) {
   JobSpec spec;
+  const std::set<std::string> given = ExplicitFlags(argc, argv);
   if (const std::string file = JobFileFlag(); !file.empty()) {
     PS_ASSIGN_OR_RETURN(spec, JobSpec::ReadFile(file));
-  } else if (!from.coordinator.empty()) {
-    PS_ASSIGN_OR_RETURN(std::optional<std::string> text,
-                        FetchJobSpec(from.coordinator, from.curve, from.connect_timeout));
-    if (!text) return spec;
-    PS_ASSIGN_OR_RETURN(spec, JobSpec::Parse(*text, absl::StrCat("the job of coordinator ", from.coordinator),
+  } else if (!from.coordinator.empty() && !GivesJobField(given, roles)) {
+    absl::StatusOr<std::optional<std::string>> text =
+        FetchJobSpec(from.coordinator, from.curve, from.connect_timeout);
+    if (absl::IsUnavailable(text.status())) {
+      // Registering will wait and fail the same way, naming what it needs.
+      spdlog::warn("no job from the coordinator: {}; going on with this process's flags",
+                   std::string(text.status().message()));
+      return spec;
+    }
+    if (!text.ok()) return text.status();
+    if (!*text) return spec;
+    PS_ASSIGN_OR_RETURN(spec, JobSpec::Parse(**text, absl::StrCat("the job of coordinator ", from.coordinator),
                                              Source::kCoordinator));
     spdlog::info("took the job from the coordinator at {} ({} fields set)", from.coordinator,
                  spec.values().size());
   }
-  PS_RETURN_IF_ERROR(ApplyToFlags(spec, roles, ExplicitFlags(argc, argv)));
+  PS_RETURN_IF_ERROR(ApplyToFlags(spec, roles, given));
   return spec;
 }
 

@@ -19,9 +19,12 @@ struct JobSourceOptions {
   absl::Duration connect_timeout = absl::Seconds(60);
 };
 
-// Reads the job of this process (--job, else the coordinator's when
-// `from.coordinator` is set) and sets the flags of the fields `roles` read
-// that were not given explicitly (job/job_flags.h). Returns the job as read
+// Reads the job of this process and sets the flags of the fields `roles`
+// read that were not given explicitly (job/job_flags.h): --job's file; else,
+// when `from.coordinator` is set and no field `roles` read was given (the
+// node was started with only its own settings), the coordinator's job,
+// waiting for the coordinator up to `from.connect_timeout` (then it goes on
+// with its flags: registering fails the same way). Returns the job as read
 // (empty when there is none). Errors name the file or coordinator.
 absl::StatusOr<JobSpec> TakeJob(int argc, char** argv, uint8_t roles, const JobSourceOptions& from);
 

@@ -10,7 +10,7 @@ absl::StatusOr<proto::Consistency> ParseConsistency(std::string name) {
   if (name == "asp") return proto::Consistency::kAsp;
   if (name == "bsp") return proto::Consistency::kBsp;
   if (name == "ssp") return proto::Consistency::kSsp;
-  return absl::InvalidArgumentError("--consistency must be asp, bsp or ssp, not '" + name + "'");
+  return absl::InvalidArgumentError("--consistency=" + name + ": must be asp, bsp or ssp");
 }
 
 const char* ConsistencyName(proto::Consistency c) {

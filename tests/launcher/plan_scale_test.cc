@@ -198,7 +198,7 @@ TEST(PlanScale, AllreduceSpeedsComeFromItsOwnLinesAndItsRings) {
       "\n"
       R"({"bench":"scale","mode":"allreduce","model":"dlrm","rate":"10gbit","workers":2,"servers":1,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":5.4,"server_cpu_us_per_sample":2.4}})"
       "\n";
-  auto s = SpeedsFromScaleLines(lines, "10gbit", "dlrm", "allreduce");
+  auto s = SpeedsFromScaleLines(lines, "10gbit", "dlrm", TrainMode::kAllreduce);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_NEAR(s->worker_cpu_per_sample, 5e-6, 1e-12);   // not the ps line's
   EXPECT_NEAR(s->server_cpu_per_sample, 2.5e-6, 1e-12);  // the one-host runs' only
@@ -209,7 +209,7 @@ TEST(PlanScale, AllreduceSpeedsComeFromItsOwnLinesAndItsRings) {
       lines +
       R"({"bench":"scale","mode":"allreduce","model":"dlrm","rate":"10gbit","workers":4,"servers":2,"host_cpu":0.12,"window":{"worker_cpu_us_per_sample":7,"server_cpu_us_per_sample":2,"worker_cpu_of_quota":0.9}})"
       "\n";
-  auto fit = SpeedsFromScaleLines(four, "10gbit", "dlrm", "allreduce");
+  auto fit = SpeedsFromScaleLines(four, "10gbit", "dlrm", TrainMode::kAllreduce);
   ASSERT_TRUE(fit.ok()) << fit.status();
   EXPECT_NEAR(fit->worker_cpu_per_ring, 0.88e-6, 1e-12);
   // Busy 0.9 of the quota with 3 peers, against the one-host run's eta
@@ -221,17 +221,17 @@ TEST(PlanScale, AllreduceSpeedsComeFromItsOwnLinesAndItsRings) {
   std::string ring_four = four;
   ring_four.insert(ring_four.find("\"host_cpu\":0.12,\"window\":{\"worker_cpu_us_per_sample\":7"),
                    "\"model_flags\":\"--allreduce_algorithm=ring\",");
-  auto ring_fit = SpeedsFromScaleLines(ring_four, "10gbit", "dlrm", "allreduce");
+  auto ring_fit = SpeedsFromScaleLines(ring_four, "10gbit", "dlrm", TrainMode::kAllreduce);
   ASSERT_TRUE(ring_fit.ok()) << ring_fit.status();
   EXPECT_NEAR(ring_fit->worker_cpu_per_ring, 0.64e-6, 1e-12);
-  auto ps = SpeedsFromScaleLines(lines, "10gbit", "dlrm", "ps");
+  auto ps = SpeedsFromScaleLines(lines, "10gbit", "dlrm", TrainMode::kPs);
   ASSERT_TRUE(ps.ok());
   EXPECT_NEAR(ps->worker_cpu_per_sample, 9e-6, 1e-12);
   EXPECT_EQ(ps->worker_cpu_per_ring, 0);
 
   // Without a two-worker run the ring's cost is unknown: refused, saying how to measure it.
   const std::string one_host = lines.substr(0, lines.find("\n", lines.find("allreduce")) + 1);
-  auto missing = SpeedsFromScaleLines(one_host, "10gbit", "dlrm", "allreduce");
+  auto missing = SpeedsFromScaleLines(one_host, "10gbit", "dlrm", TrainMode::kAllreduce);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("--calibrate --mode=allreduce"), std::string::npos);
 }
@@ -264,7 +264,7 @@ TEST(PlanScale, BspWorkersLoseTheBarriersWaitFromTheirOwnRuns) {
       "\n"
       R"({"bench":"scale","mode":"ps","consistency":"bsp","model":"dlrm","rate":"10gbit","workers":4,"servers":2,"window":{"worker_cpu_us_per_sample":5,"server_cpu_us_per_sample":2.5,"worker_cpu_of_quota":0.94}})"
       "\n";
-  auto bsp = SpeedsFromScaleLines(lines, "10gbit", "dlrm", "ps", "bsp");
+  auto bsp = SpeedsFromScaleLines(lines, "10gbit", "dlrm", TrainMode::kPs, "bsp");
   ASSERT_TRUE(bsp.ok()) << bsp.status();
   EXPECT_NEAR(bsp->worker_cpu_per_sample, 5e-6, 1e-12);  // the BSP run's, not the ASP one's
   EXPECT_EQ(bsp->worker_cpu_per_ring, 0);                // no collective
@@ -285,12 +285,12 @@ TEST(PlanScale, BspWorkersLoseTheBarriersWaitFromTheirOwnRuns) {
   ASSERT_TRUE(two.ok() && two_asp.ok());
   EXPECT_NEAR(two->worker_cpu_bound, two_asp->worker_cpu_bound * (1 - 0.032), 1e-6);
   // ASP ignores them; BSP without runs of 2 or more workers is predicted as ASP.
-  auto asp = SpeedsFromScaleLines(lines, "10gbit", "dlrm", "ps", "asp");
+  auto asp = SpeedsFromScaleLines(lines, "10gbit", "dlrm", TrainMode::kPs, "asp");
   ASSERT_TRUE(asp.ok());
   EXPECT_NEAR(asp->worker_cpu_per_sample, 4e-6, 1e-12);
   EXPECT_EQ(asp->worker_wait_per_doubling, 0);
   const std::string one_host = lines.substr(0, lines.rfind('\n', lines.find("\"workers\":2")) + 1);
-  auto alone = SpeedsFromScaleLines(one_host, "10gbit", "dlrm", "ps", "bsp");
+  auto alone = SpeedsFromScaleLines(one_host, "10gbit", "dlrm", TrainMode::kPs, "bsp");
   ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_EQ(alone->worker_wait_per_doubling, 0);
 }
