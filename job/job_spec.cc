@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/edit_distance.h"
 #include "common/status.h"
 
 namespace pstrain::job {
@@ -20,21 +21,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr size_t kMaxJobFileBytes = 1 << 20;
-
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // One parse of a job's text: walks the JSON in file order, finding each
 // key's line by looking for it in the text after its parent's.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
+#include "common/edit_distance.h"
 #include "common/status.h"
 #include "launcher/command.h"
 
@@ -54,22 +55,6 @@ absl::Status Expand(const std::vector<std::string>& argv, int depth, std::vector
     out->push_back(std::move(arg));
   }
   return absl::OkStatus();
-}
-
-// Edit distance (insertions, deletions, substitutions) between a and b.
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
 }
 
 }  // namespace
