@@ -58,13 +58,13 @@ absl::StatusOr<JobSpec> TakeJob(int argc, char** argv, uint8_t roles, const JobS
   } else if (!from.coordinator.empty() && !GivesJobField(given, roles)) {
     absl::StatusOr<std::optional<std::string>> text =
         FetchJobSpec(from.coordinator, from.curve, from.connect_timeout);
-    if (absl::IsUnavailable(text.status())) {
-      // Registering will wait and fail the same way, naming what it needs.
+    if (!text.ok()) {
+      // Unreachable, or a coordinator that finished the job: registering
+      // meets the same and says what it means (wait, fail, or end cleanly).
       spdlog::warn("no job from the coordinator: {}; going on with this process's flags",
-                   std::string(text.status().message()));
+                   text.status().ToString());
       return spec;
     }
-    if (!text.ok()) return text.status();
     if (!*text) return spec;
     PS_ASSIGN_OR_RETURN(spec, JobSpec::Parse(**text, absl::StrCat("the job of coordinator ", from.coordinator),
                                              Source::kCoordinator));
