@@ -96,7 +96,15 @@ TEST(Stream, FollowsPartitionsAsTheyAreWrittenAndTrainsEachOnce) {
     EXPECT_EQ(p.rows, kRows) << name;
     EXPECT_EQ(p.rows_scored, kRows) << name;
     EXPECT_EQ(p.workers, 2) << name;
-    EXPECT_TRUE(p.auc > 0.5 && p.auc < 1) << name << " " << p.auc;
+    // Progressive validation scores each batch before training on it: the
+    // first partition meets a model that has seen nothing yet, so its AUC is
+    // near 0.5 either side (0.495 seen on a loaded machine); every later one
+    // is scored by a model trained on the partitions before it.
+    if (name == PartitionName(0)) {
+      EXPECT_TRUE(p.auc > 0.4 && p.auc < 1) << name << " " << p.auc;
+    } else {
+      EXPECT_TRUE(p.auc > 0.5 && p.auc < 1) << name << " " << p.auc;
+    }
   }
   // --export_every_secs=0.5 over a job of about 3 s: exports while training,
   // then the final save.
