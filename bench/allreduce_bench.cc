@@ -21,10 +21,10 @@
 #include "common/optim/initializer.h"
 #include "common/rendezvous.h"
 #include "common/status.h"
-#include "worker/collective/gloo_collective.h"
-#include "worker/data/synthetic.h"
-#include "worker/dense_replica.h"
-#include "worker/models/model.h"
+#include "data/synthetic.h"
+#include "model/models/model.h"
+#include "worker/allreduce/dense_replica.h"
+#include "worker/allreduce/gloo_collective.h"
 
 namespace pstrain::bench {
 namespace {

@@ -12,9 +12,9 @@
 #include "bench/sparse_bench.h"
 #include "common/hash.h"
 #include "common/status.h"
+#include "serve/model_versions.h"
 #include "server/coordinator/table_layout.h"
 #include "server/ps/kv_store.h"
-#include "worker/model_versions.h"
 
 namespace pstrain::bench {
 namespace {

@@ -21,9 +21,9 @@
 #include "common/json_line.h"
 #include "common/process.h"
 #include "common/status.h"
+#include "data/synthetic.h"
 #include "server/coordinator/coordinator.h"
 #include "server/ps/parameter_server.h"
-#include "worker/data/synthetic.h"
 #include "worker/pipeline/pipeline_worker.h"
 #include "worker/pipeline/schedule.h"
 

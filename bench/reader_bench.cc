@@ -15,11 +15,11 @@
 #include "absl/strings/str_join.h"
 #include "bench/bench_util.h"
 #include "common/status.h"
-#include "worker/data/compress_file.h"
-#include "worker/data/file_set.h"
-#include "worker/data/schema_file.h"
-#include "worker/data/shard_scanner.h"
-#include "worker/data/synthetic.h"
+#include "data/compress_file.h"
+#include "data/file_set.h"
+#include "data/schema_file.h"
+#include "data/shard_scanner.h"
+#include "data/synthetic.h"
 
 namespace pstrain::bench {
 namespace {

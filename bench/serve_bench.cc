@@ -17,11 +17,11 @@
 #include "bench/bench_util.h"
 #include "common/optim/initializer.h"
 #include "common/status.h"
-#include "worker/data/criteo_parser.h"
-#include "worker/data/synthetic.h"
-#include "worker/model_io.h"
-#include "worker/model_versions.h"
-#include "worker/serve/model_server.h"
+#include "data/criteo_parser.h"
+#include "data/synthetic.h"
+#include "serve/model_io.h"
+#include "serve/model_server.h"
+#include "serve/model_versions.h"
 
 namespace pstrain::bench {
 namespace {

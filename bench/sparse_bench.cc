@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cpu_affinity.h"
 #include "common/hash.h"
-#include "worker/data/zipf.h"
+#include "data/zipf.h"
 
 namespace pstrain::bench {
 namespace {

@@ -9,7 +9,7 @@
 #include "common/hash.h"
 #include "common/metrics/process_metrics.h"
 #include "common/status.h"
-#include "worker/data/zipf.h"
+#include "data/zipf.h"
 
 namespace pstrain::bench {
 namespace {

@@ -13,9 +13,9 @@
 #include "common/hash.h"
 #include "common/metrics/process_metrics.h"
 #include "common/status.h"
+#include "data/zipf.h"
 #include "server/coordinator/table_layout.h"
 #include "server/ps/kv_store.h"
-#include "worker/data/zipf.h"
 
 namespace pstrain::bench {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "absl/status/statusor.h"
 #include "bench/bench_cluster.h"
-#include "worker/data/batch.h"
-#include "worker/models/model.h"
+#include "data/batch.h"
+#include "model/models/model.h"
 
 namespace pstrain::bench {
 

@@ -11,10 +11,10 @@
 #include "bench/train_bench.h"
 #include "common/metrics/process_metrics.h"
 #include "common/status.h"
+#include "data/reader.h"
+#include "model/models/model.h"
 #include "server/ps/tables/dense_shard.h"
 #include "server/ps/tables/sparse_table.h"
-#include "worker/data/reader.h"
-#include "worker/models/model.h"
 #include "worker/pipeline/stage_runner.h"
 
 namespace pstrain::bench {

@@ -1,7 +1,7 @@
 // Collective: collective operations among the ranks of a group (the workers
 // of an allreduce-mode job, a tensor-parallel group). Implementations: Gloo
-// over TCP for host buffers (worker/collective/gloo_collective.h) and NCCL
-// for GPU buffers (worker/collective/nccl_collective_nccl.h).
+// over TCP for host buffers (worker/allreduce/gloo_collective.h) and NCCL
+// for GPU buffers (worker/allreduce/nccl_collective_nccl.h).
 //
 // Calls are blocking and must be made in the same order on every rank. A
 // failure (a peer died, the deadline passed) is returned as a Status that

@@ -10,9 +10,9 @@
 #include "common/file_util.h"
 #include "common/json_line.h"
 #include "common/status.h"
+#include "data/synthetic.h"
 #include "launcher/args.h"
 #include "launcher/commands.h"
-#include "worker/data/synthetic.h"
 
 namespace pstrain::launcher {
 

@@ -8,13 +8,13 @@
 #include "common/byte_size.h"
 #include "common/security/curve_keys.h"
 #include "common/status.h"
+#include "data/data_check.h"
+#include "data/partition_stream.h"
 #include "launcher/command.h"
 #include "launcher/job_args.h"
 #include "launcher/worker_args.h"
 #include "server/coordinator/coordinator.h"
 #include "server/coordinator/flags/coordinator_flags.h"
-#include "worker/data/data_check.h"
-#include "worker/data/partition_stream.h"
 
 namespace pstrain::launcher {
 namespace {

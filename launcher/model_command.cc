@@ -13,8 +13,8 @@
 #include "common/file_util.h"
 #include "common/status.h"
 #include "launcher/commands.h"
-#include "worker/model_io.h"
-#include "worker/model_versions.h"
+#include "serve/model_io.h"
+#include "serve/model_versions.h"
 
 namespace pstrain::launcher {
 namespace {

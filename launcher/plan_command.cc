@@ -35,7 +35,7 @@
 #include "launcher/plan_hosts.h"
 #include "launcher/plan_memory.h"
 #include "launcher/worker_args.h"
-#include "worker/models/table_registry.h"
+#include "model/models/table_registry.h"
 #include "worker/trainer.h"
 
 extern char** environ;

@@ -9,7 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/optim/optimizer.h"
 #include "common/status.h"
-#include "worker/nn/blas.h"
+#include "model/nn/blas.h"
 #include "worker/pipeline/pipeline_model.h"
 #include "worker/pipeline/tensor_parallel.h"
 

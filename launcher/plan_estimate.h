@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/models/model.h"
+#include "model/models/model.h"
 #include "worker/pipeline/pipeline_options.h"
 
 namespace pstrain::launcher {

@@ -105,7 +105,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/train_mode.h"
-#include "worker/models/model.h"
+#include "model/models/model.h"
 
 namespace pstrain::launcher {
 

@@ -7,12 +7,12 @@
 #include <cstring>
 #include <filesystem>
 
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/status.h"
 #include "launcher/args.h"
 #include "launcher/commands.h"
-#include "worker/predictor.h"
+#include "serve/predictor.h"
 
 namespace pstrain::launcher {
 

@@ -1,5 +1,5 @@
 // pstrain serve: an HTTP prediction server over an exported model folder,
-// taking up each new version written there (worker/serve/model_server.h).
+// taking up each new version written there (serve/model_server.h).
 #include <pthread.h>
 #include <signal.h>
 
@@ -14,7 +14,7 @@
 #include "common/status.h"
 #include "launcher/args.h"
 #include "launcher/commands.h"
-#include "worker/serve/model_server.h"
+#include "serve/model_server.h"
 
 namespace pstrain::launcher {
 namespace {

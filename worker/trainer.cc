@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "worker/data/file_set.h"
+#include "data/file_set.h"
+#include "data/reader.h"
+#include "serve/model_io.h"
 #include "worker/eval/eval_blob.h"
-#include "worker/data/reader.h"
-#include "worker/model_io.h"
 #include "worker/train_metrics.h"
 
 namespace pstrain::worker {

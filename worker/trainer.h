@@ -29,15 +29,15 @@
 
 #include "absl/status/statusor.h"
 #include "cluster/coordinator_client.h"
-#include "worker/data/reader.h"
-#include "worker/data/schema.h"
-#include "worker/dense_replica.h"
+#include "data/eval/progressive.h"
+#include "data/reader.h"
+#include "data/schema.h"
+#include "model/models/model.h"
+#include "serve/model_io.h"
+#include "worker/allreduce/dense_replica.h"
 #include "worker/eval/best_round.h"
 #include "worker/eval/eval_schedule.h"
-#include "worker/eval/progressive.h"
 #include "worker/kv_client.h"
-#include "worker/models/model.h"
-#include "worker/model_io.h"
 #include "worker/progress.h"
 
 namespace pstrain::worker {
@@ -56,7 +56,7 @@ struct TrainOptions {
   ModelOptions model;
   Schema schema;
   std::vector<std::string> train_data;  // paths or globs
-  // --train_stream: partitions instead of train_data (worker/data/partition_stream.h).
+  // --train_stream: partitions instead of train_data (data/partition_stream.h).
   StreamOptions train_stream;
   std::vector<std::string> eval_data;
   int batch_size = 1024;
@@ -94,7 +94,7 @@ struct TrainOptions {
   // (zero: not by time). REQUIRES: as export_every_steps.
   absl::Duration export_every = absl::ZeroDuration();
   // --export_dir: the periodic exports (and one at the end) go here as
-  // versions, bases and deltas (worker/model_versions.h), not to save_model.
+  // versions, bases and deltas (serve/model_versions.h), not to save_model.
   std::string export_dir;
   int export_base_every = 10;  // deltas between two bases
   int export_keep_bases = 2;   // bases kept (with their deltas); older pruned

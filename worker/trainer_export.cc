@@ -1,15 +1,15 @@
 // The lead's exports: the tables it collects, and --export_dir's versions
-// (bases and deltas, worker/model_versions.h).
+// (bases and deltas, serve/model_versions.h).
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
 #include "common/json_line.h"
+#include "common/status.h"
+#include "serve/model_versions.h"
 #include "worker/kv_client.h"
 #include "worker/progress.h"
-#include "worker/model_versions.h"
 #include "worker/trainer.h"
 
 namespace pstrain::worker {

@@ -8,10 +8,10 @@
 #include "common/metrics/metrics_http.h"
 #include "common/status.h"
 #include "common/zmq_transport.h"
-#include "worker/data/data_check.h"
-#include "worker/data/partition_stream.h"
+#include "data/data_check.h"
+#include "data/partition_stream.h"
 #include "worker/pipeline/pipeline_worker.h"
-#include "worker/ps_worker.h"
+#include "worker/ps/ps_worker.h"
 #include "worker/train_metrics.h"
 
 namespace pstrain::worker {

@@ -1,6 +1,6 @@
 // RunWorker: one worker from start to finish — join the cluster, define the
 // model's tables, train, evaluate, report, leave — in the mode the options
-// name (worker/ps_worker.h: ps and allreduce; worker/pipeline/
+// name (worker/ps/ps_worker.h: ps and allreduce; worker/pipeline/
 // pipeline_worker.h: pipeline), each a body on top of one WorkerSession
 // (worker/worker_session.h). A worker process or a thread of a test: the
 // WorkerRuntime says which.
@@ -79,7 +79,7 @@ struct WorkerRuntime {
 absl::Status RunWorker(const WorkerOptions& options, const WorkerRuntime& runtime = {});
 
 // The training and evaluation files exist, hold data and start with lines
-// in the schema's format (worker/data/data_check.h CheckDataFiles: every
+// in the schema's format (data/data_check.h CheckDataFiles: every
 // file, not only this worker's shard); InvalidArgument or NotFound naming
 // the flag and the file.
 absl::Status CheckWorkerData(const TrainOptions& train);

@@ -2,7 +2,7 @@
 // mode: the RPC node and the control requests it serves (Ping, Shutdown,
 // Recover), registration with the coordinator, heartbeats, the wait for the
 // whole cluster, the job's tables and the KvClient, the recovery loop and
-// the orderly end. The ps and allreduce workers (worker/ps_worker.h), the
+// the orderly end. The ps and allreduce workers (worker/ps/ps_worker.h), the
 // pipeline worker (worker/pipeline/pipeline_worker.h) and the train bench
 // are mode bodies on top of it.
 //

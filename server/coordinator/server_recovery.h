@@ -16,7 +16,7 @@
 // In allreduce mode the workers' dense replicas roll back too: each worker
 // drops its collective group on the failure, rebuilds it under the new
 // epoch and restores its replica from the same checkpoint
-// (worker/replica_group.h). In pipeline mode every stage leaves its step
+// (worker/allreduce/replica_group.h). In pipeline mode every stage leaves its step
 // (its waits on its neighbours fail on kRecover), rebuilds its stage links
 // and tensor-parallel group under the new epoch and resumes from the same
 // checkpoint (worker/pipeline/pipeline_worker.cc).

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "worker/data/criteo_parser.h"
+#include "data/criteo_parser.h"
 
 using namespace pstrain::worker;
 

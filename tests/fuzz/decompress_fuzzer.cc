@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "worker/data/file_set.h"
-#include "worker/data/line_reader.h"
+#include "data/file_set.h"
+#include "data/line_reader.h"
 
 using namespace pstrain::worker;
 

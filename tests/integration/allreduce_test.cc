@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include "data/synthetic.h"
+#include "serve/model_io.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/synthetic.h"
-#include "worker/model_io.h"
 
 namespace pstrain::testing {
 namespace {

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/cpu_affinity.h"
 #include "common/file_util.h"
+#include "data/synthetic.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/synthetic.h"
 
 namespace pstrain::testing {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "serve/model_io.h"
 #include "tests/integration/test_process.h"
-#include "worker/model_io.h"
 
 namespace pstrain::testing {
 namespace {

@@ -17,10 +17,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "data/compress_file.h"
+#include "data/reader.h"
+#include "data/synthetic.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/compress_file.h"
-#include "worker/data/reader.h"
-#include "worker/data/synthetic.h"
 
 namespace pstrain::testing {
 namespace {

@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "serve/model_io.h"
 #include "tests/integration/test_process.h"
-#include "worker/model_io.h"
 
 namespace pstrain::testing {
 namespace {

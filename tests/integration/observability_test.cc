@@ -12,9 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "data/synthetic.h"
 #include "tests/common/prometheus_text.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/synthetic.h"
 
 namespace pstrain::testing {
 namespace {

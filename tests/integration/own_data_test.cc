@@ -14,10 +14,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "data/compress_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/compress_file.h"
 
 namespace pstrain::testing {
 namespace {

@@ -20,8 +20,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/file_util.h"
+#include "data/reader.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/reader.h"
 
 namespace pstrain::testing {
 namespace {

@@ -17,9 +17,9 @@
 #include "common/rpc.h"
 #include "common/security/curve_keys.h"
 #include "common/zmq_transport.h"
+#include "data/synthetic.h"
 #include "proto_msgs/codec.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/synthetic.h"
 #include "worker/kv_client.h"
 
 namespace pstrain::testing {

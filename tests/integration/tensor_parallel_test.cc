@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "data/synthetic.h"
 #include "tests/integration/test_process.h"
-#include "worker/data/synthetic.h"
 
 namespace pstrain::testing {
 namespace {

@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "worker/data/reader.h"
-#include "worker/data/synthetic.h"
+#include "data/reader.h"
+#include "data/synthetic.h"
 
 namespace pstrain::testing {
 

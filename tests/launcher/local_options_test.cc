@@ -7,12 +7,12 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "data/compress_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/args.h"
-#include "common/status.h"
 #include "launcher/command.h"
-#include "worker/data/compress_file.h"
 
 namespace pstrain::launcher {
 namespace {

@@ -10,10 +10,10 @@
 
 #include "launcher/command.h"
 #include "launcher/commands.h"
+#include "model/models/model.h"
 #include "server/ps/kv_store.h"
 #include "server/ps/tables/row_footprint.h"
 #include "server/ps/tables/row_index.h"
-#include "worker/models/model.h"
 
 namespace pstrain::launcher {
 namespace {

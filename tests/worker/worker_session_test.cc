@@ -17,12 +17,12 @@
 #include "absl/synchronization/notification.h"
 #include "common/inproc_transport.h"
 #include "common/optim/initializer.h"
+#include "data/reader.h"
+#include "data/synthetic.h"
 #include "gtest/gtest.h"
+#include "serve/model_io.h"
+#include "tests/data/test_files.h"
 #include "tests/server/test_cluster.h"
-#include "tests/worker/data/test_files.h"
-#include "worker/data/reader.h"
-#include "worker/data/synthetic.h"
-#include "worker/model_io.h"
 #include "worker/worker_app.h"
 
 namespace pstrain::worker {

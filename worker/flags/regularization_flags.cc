@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
+#include "model/models/model.h"
 #include "worker/flags/worker_flags.h"
-#include "worker/models/model.h"
 
 ABSL_FLAG(std::string, table_weight_decay, "",
           "Per-table L2 weight decay overriding --weight_decay: NAME=VALUE,... where NAME is a "

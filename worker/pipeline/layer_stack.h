@@ -22,9 +22,9 @@
 
 #include "absl/status/status.h"
 #include "common/collective.h"
-#include "worker/nn/device.h"
-#include "worker/nn/linear.h"
-#include "worker/nn/tensor.h"
+#include "model/nn/device.h"
+#include "model/nn/linear.h"
+#include "model/nn/tensor.h"
 
 namespace pstrain::worker {
 

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "worker/models/cross_net.h"
-#include "worker/nn/interaction.h"
+#include "model/models/cross_net.h"
+#include "model/models/table_registry.h"
+#include "model/nn/interaction.h"
 #include "worker/pipeline/layer_stack.h"
-#include "worker/models/table_registry.h"
 #include "worker/pipeline/pipeline_model.h"
 
 namespace pstrain::worker {

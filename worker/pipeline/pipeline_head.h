@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/models/model.h"
-#include "worker/nn/device.h"
-#include "worker/nn/embedding_bag.h"
-#include "worker/nn/tensor.h"
+#include "model/models/model.h"
+#include "model/nn/device.h"
+#include "model/nn/embedding_bag.h"
+#include "model/nn/tensor.h"
 
 namespace pstrain::worker {
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
-#include "worker/nn/interaction.h"
+#include "model/nn/interaction.h"
 
 namespace pstrain::worker {
 namespace {

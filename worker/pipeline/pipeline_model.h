@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/models/model.h"
+#include "model/models/model.h"
 #include "worker/pipeline/layer_stack.h"
 
 namespace pstrain::worker {

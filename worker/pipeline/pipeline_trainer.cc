@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
-#include "worker/data/reader.h"
+#include "data/eval/metrics.h"
+#include "data/reader.h"
 #include "worker/eval/eval_blob.h"
-#include "worker/eval/metrics.h"
 #include "worker/train_metrics.h"
 
 namespace pstrain::worker {

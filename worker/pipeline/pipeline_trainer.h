@@ -46,8 +46,8 @@
 
 #include "absl/status/statusor.h"
 #include "cluster/coordinator_client.h"
+#include "model/models/model.h"
 #include "worker/kv_client.h"
-#include "worker/models/model.h"
 #include "worker/pipeline/pipe_comm.h"
 #include "worker/pipeline/pipeline_options.h"
 #include "worker/pipeline/pipeline_stats.h"

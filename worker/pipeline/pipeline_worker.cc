@@ -14,7 +14,7 @@
 #include "cluster/coordinator_store.h"
 #include "cluster/node_info.h"
 #include "proto_msgs/codec.h"
-#include "worker/collective/gloo_collective.h"
+#include "worker/allreduce/gloo_collective.h"
 #include "worker/pipeline/pipeline_model.h"
 #include "worker/pipeline/tensor_parallel.h"
 #include "worker/train_metrics.h"

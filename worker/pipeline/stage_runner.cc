@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "worker/models/step_checks.h"
-#include "worker/nn/cpu_device.h"
+#include "model/models/step_checks.h"
+#include "model/nn/cpu_device.h"
 
 namespace pstrain::worker {
 

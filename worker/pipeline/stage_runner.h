@@ -20,10 +20,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "data/batch.h"
+#include "model/models/model.h"
+#include "model/nn/device.h"
 #include "proto_msgs/messages.h"
-#include "worker/data/batch.h"
-#include "worker/models/model.h"
-#include "worker/nn/device.h"
 #include "worker/pipeline/layer_stack.h"
 #include "worker/pipeline/pipe_comm.h"
 #include "worker/pipeline/pipeline_head.h"

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/worker/models/model_grad_check.h"
-#include "tests/worker/models/model_test_util.h"
-#include "tests/worker/nn/grad_check.h"
-#include "worker/models/model.h"
+#include "model/models/model.h"
+#include "tests/model/models/model_grad_check.h"
+#include "tests/model/models/model_test_util.h"
+#include "tests/model/nn/grad_check.h"
 
 namespace pstrain::worker {
 namespace {

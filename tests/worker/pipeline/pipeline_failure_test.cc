@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "tests/worker/models/model_test_util.h"
+#include "tests/model/models/model_test_util.h"
 #include "tests/worker/pipeline/stage_harness.h"
 
 namespace pstrain::worker {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/worker/models/model_test_util.h"
+#include "model/models/model.h"
+#include "tests/model/models/model_test_util.h"
 #include "tests/worker/pipeline/stage_harness.h"
-#include "worker/models/model.h"
 
 namespace pstrain::worker {
 namespace {

@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
+#include "data/synthetic.h"
 #include "gtest/gtest.h"
+#include "tests/data/test_files.h"
 #include "tests/server/test_cluster.h"
-#include "tests/worker/data/test_files.h"
-#include "worker/data/synthetic.h"
 #include "worker/pipeline/pipeline_worker.h"
 #include "worker/trainer.h"
 

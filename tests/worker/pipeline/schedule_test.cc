@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "worker/models/model.h"
+#include "model/models/model.h"
 #include "worker/pipeline/pipeline_model.h"
 
 namespace pstrain::worker {

@@ -16,8 +16,8 @@
 
 #include "common/inproc_transport.h"
 #include "common/rpc.h"
+#include "model/models/model.h"
 #include "proto_msgs/codec.h"
-#include "worker/models/model.h"
 #include "worker/pipeline/pipe_comm.h"
 #include "worker/pipeline/pipeline_model.h"
 #include "worker/pipeline/stage_runner.h"

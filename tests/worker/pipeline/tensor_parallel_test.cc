@@ -18,10 +18,10 @@
 #include "common/optim/optimizer.h"
 #include "common/rendezvous.h"
 #include "gtest/gtest.h"
-#include "tests/worker/models/model_test_util.h"
+#include "model/models/model.h"
+#include "tests/model/models/model_test_util.h"
 #include "tests/worker/pipeline/stage_harness.h"
-#include "worker/collective/gloo_collective.h"
-#include "worker/models/model.h"
+#include "worker/allreduce/gloo_collective.h"
 
 namespace pstrain::worker {
 namespace {

@@ -1,0 +1,200 @@
+#include "data/batch_builder.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace pstrain::worker {
+namespace {
+
+constexpr size_t kMaxIdsPerField = std::numeric_limits<uint32_t>::max();
+constexpr int kMaxRows = std::numeric_limits<int>::max();
+
+}  // namespace
+
+BatchBuilder::BatchBuilder(int num_dense, int num_sparse, int expected_rows)
+    : num_dense_(num_dense), num_sparse_(num_sparse), expected_rows_(expected_rows) {
+  Reset();
+}
+
+void BatchBuilder::Reset() {
+  batch_ = std::make_shared<Batch>(EmptyBatch(num_dense_, num_sparse_));
+  if (expected_rows_ > 0) {
+    size_t n = static_cast<size_t>(expected_rows_);
+    batch_->labels.reserve(n);
+    batch_->dense.reserve(n * num_dense_);
+    for (int f = 0; f < num_sparse_; ++f) {
+      batch_->ids[f].reserve(n);
+      batch_->offsets[f].reserve(n + 1);
+    }
+  }
+}
+
+bool BatchBuilder::Fits(int f, size_t n) const {
+  return batch_->ids[f].size() + n <= kMaxIdsPerField;
+}
+
+bool BatchBuilder::Append(float label, const float* dense, const uint64_t* ids,
+                          const uint32_t* field_end) {
+  Batch& b = *batch_;
+  if (b.size == kMaxRows) return false;
+  uint32_t begin = 0;
+  for (int f = 0; f < num_sparse_; ++f) {
+    if (!Fits(f, field_end[f] - begin)) return false;
+    begin = field_end[f];
+  }
+  b.labels.push_back(label);
+  b.dense.insert(b.dense.end(), dense, dense + num_dense_);
+  begin = 0;
+  for (int f = 0; f < num_sparse_; ++f) {
+    uint32_t end = field_end[f];
+    std::vector<uint64_t>& out = b.ids[f];
+    if (end - begin == 1) {
+      out.push_back(ids[begin]);
+    } else {
+      out.insert(out.end(), ids + begin, ids + end);
+    }
+    b.offsets[f].push_back(static_cast<uint32_t>(out.size()));
+    begin = end;
+  }
+  ++b.size;
+  return true;
+}
+
+bool BatchBuilder::AppendFrom(const Batch& src, int r) {
+  Batch& b = *batch_;
+  if (b.size == kMaxRows) return false;
+  for (int f = 0; f < num_sparse_; ++f) {
+    if (!Fits(f, src.offsets[f][r + 1] - src.offsets[f][r])) return false;
+  }
+  b.labels.push_back(src.labels[r]);
+  const float* d = src.dense.data() + static_cast<size_t>(r) * num_dense_;
+  b.dense.insert(b.dense.end(), d, d + num_dense_);
+  for (int f = 0; f < num_sparse_; ++f) {
+    const uint64_t* ids = src.ids[f].data();
+    b.ids[f].insert(b.ids[f].end(), ids + src.offsets[f][r], ids + src.offsets[f][r + 1]);
+    b.offsets[f].push_back(static_cast<uint32_t>(b.ids[f].size()));
+  }
+  ++b.size;
+  return true;
+}
+
+std::shared_ptr<const Batch> BatchBuilder::Finish() {
+  std::shared_ptr<const Batch> out = std::move(batch_);
+  Reset();
+  return out;
+}
+
+Batch EmptyBatch(int num_dense, int num_sparse) {
+  Batch b;
+  b.num_dense = num_dense;
+  b.num_sparse = num_sparse;
+  b.ids.resize(num_sparse);
+  b.offsets.assign(num_sparse, std::vector<uint32_t>{0});
+  return b;
+}
+
+absl::Status ValidateBatch(const Batch& b) {
+  auto bad = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid batch: ", parts...));
+  };
+  if (b.size < 0 || b.num_dense < 0 || b.num_sparse < 0) return bad("negative size");
+  size_t n = static_cast<size_t>(b.size);
+  if (b.labels.size() != n) return bad("labels.size()=", b.labels.size(), " != size=", n);
+  if (b.dense.size() != n * b.num_dense) {
+    return bad("dense.size()=", b.dense.size(), " != size*num_dense=", n * b.num_dense);
+  }
+  if (b.ids.size() != static_cast<size_t>(b.num_sparse) ||
+      b.offsets.size() != static_cast<size_t>(b.num_sparse)) {
+    return bad("ids/offsets hold ", b.ids.size(), "/", b.offsets.size(), " fields, want ",
+               b.num_sparse);
+  }
+  for (int f = 0; f < b.num_sparse; ++f) {
+    const std::vector<uint32_t>& off = b.offsets[f];
+    if (off.size() != n + 1 || off[0] != 0) return bad("field ", f, ": bad offsets");
+    for (size_t r = 0; r < n; ++r) {
+      if (off[r + 1] <= off[r]) return bad("field ", f, " row ", r, ": no id");
+    }
+    if (off[n] != b.ids[f].size()) return bad("field ", f, ": offsets end != ids.size()");
+  }
+  return absl::OkStatus();
+}
+
+Batch SliceBatch(const Batch& batch, int begin, int end) {
+  Batch b = EmptyBatch(batch.num_dense, batch.num_sparse);
+  b.size = end - begin;
+  b.labels.assign(batch.labels.begin() + begin, batch.labels.begin() + end);
+  size_t nd = static_cast<size_t>(batch.num_dense);
+  b.dense.assign(batch.dense.begin() + begin * nd, batch.dense.begin() + end * nd);
+  for (int f = 0; f < batch.num_sparse; ++f) {
+    const std::vector<uint32_t>& off = batch.offsets[f];
+    uint32_t base = off[begin];
+    b.ids[f].assign(batch.ids[f].begin() + base, batch.ids[f].begin() + off[end]);
+    b.offsets[f].resize(static_cast<size_t>(b.size) + 1);
+    for (int r = 0; r <= b.size; ++r) b.offsets[f][r] = off[begin + r] - base;
+  }
+  return b;
+}
+
+std::vector<std::shared_ptr<const Batch>> SplitBatch(std::shared_ptr<const Batch> batch,
+                                                     int batch_size) {
+  std::vector<std::shared_ptr<const Batch>> out;
+  if (batch->size <= batch_size) {
+    out.push_back(std::move(batch));
+    return out;
+  }
+  out.reserve((batch->size + batch_size - 1) / batch_size);
+  for (int begin = 0; begin < batch->size; begin += batch_size) {
+    int end = std::min(batch->size, begin + batch_size);
+    out.push_back(std::make_shared<const Batch>(SliceBatch(*batch, begin, end)));
+  }
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<const Batch>> ConcatBatches(
+    const std::vector<std::shared_ptr<const Batch>>& batches) {
+  if (batches.empty()) return absl::InvalidArgumentError("ConcatBatches: no batches");
+  const int nd = batches[0]->num_dense;
+  const int ns = batches[0]->num_sparse;
+  size_t rows = 0;
+  std::vector<size_t> ids(ns, 0);
+  for (const auto& b : batches) {
+    if (b->num_dense != nd || b->num_sparse != ns) {
+      return absl::InvalidArgumentError(absl::StrCat("ConcatBatches: shape (", b->num_dense,
+                                                     ", ", b->num_sparse, ") != (", nd, ", ",
+                                                     ns, ")"));
+    }
+    rows += b->size;
+    for (int f = 0; f < ns; ++f) ids[f] += b->ids[f].size();
+  }
+  if (rows > static_cast<size_t>(kMaxRows) ||
+      std::any_of(ids.begin(), ids.end(), [](size_t n) { return n > kMaxIdsPerField; })) {
+    return absl::ResourceExhaustedError("ConcatBatches: result exceeds the limits of a Batch");
+  }
+  auto out = std::make_shared<Batch>(EmptyBatch(nd, ns));
+  out->size = static_cast<int>(rows);
+  out->labels.reserve(rows);
+  out->dense.reserve(rows * nd);
+  for (int f = 0; f < ns; ++f) {
+    out->ids[f].reserve(ids[f]);
+    out->offsets[f].reserve(rows + 1);
+  }
+  for (const auto& b : batches) {
+    out->labels.insert(out->labels.end(), b->labels.begin(), b->labels.end());
+    out->dense.insert(out->dense.end(), b->dense.begin(), b->dense.end());
+    for (int f = 0; f < ns; ++f) {
+      uint32_t base = static_cast<uint32_t>(out->ids[f].size());
+      out->ids[f].insert(out->ids[f].end(), b->ids[f].begin(), b->ids[f].end());
+      for (int r = 1; r <= b->size; ++r) out->offsets[f].push_back(base + b->offsets[f][r]);
+    }
+  }
+  return std::shared_ptr<const Batch>(std::move(out));
+}
+
+bool BatchesEqual(const Batch& a, const Batch& b) {
+  return a.size == b.size && a.num_dense == b.num_dense && a.num_sparse == b.num_sparse &&
+         a.labels == b.labels && a.dense == b.dense && a.ids == b.ids && a.offsets == b.offsets;
+}
+
+}  // namespace pstrain::worker

@@ -1,0 +1,175 @@
+#include "data/shard_scanner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <limits>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status.h"
+#include "data/bad_line.h"
+
+namespace pstrain::worker {
+namespace {
+
+// Whether `line` (a file, range and index) is reported for the first time
+// in this process. Bounded: past 10 000 lines every one counts as new.
+bool FirstReport(const std::string& line) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* seen = new absl::flat_hash_set<std::string>();
+  absl::MutexLock lock(&mu);
+  if (seen->size() >= 10000) return true;
+  return seen->insert(line).second;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardScanner>> ShardScanner::Create(
+    std::vector<InputFile> files, std::vector<FileRange> ranges, const ScannerOptions& options) {
+  PS_ASSIGN_OR_RETURN(CriteoParser parser, CriteoParser::Create(options.schema));
+  if (!(options.max_bad_lines_fraction >= 0.0 && options.max_bad_lines_fraction <= 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("max_bad_lines_fraction ",
+                                                   options.max_bad_lines_fraction,
+                                                   " outside [0, 1]"));
+  }
+  for (const FileRange& r : ranges) {
+    if (r.file < 0 || static_cast<size_t>(r.file) >= files.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("file range names file ", r.file, " of ",
+                                                     files.size()));
+    }
+  }
+  return std::unique_ptr<ShardScanner>(
+      new ShardScanner(std::move(files), std::move(ranges), options, std::move(parser)));
+}
+
+ShardScanner::ShardScanner(std::vector<InputFile> files, std::vector<FileRange> ranges,
+                           const ScannerOptions& options, CriteoParser parser)
+    : files_(std::move(files)),
+      ranges_(std::move(ranges)),
+      options_(options),
+      parser_(std::move(parser)),
+      reader_(options.io_buffer_bytes, options.schema.max_line_bytes) {
+  // Two bytes or more a line; a compressed file's lines are not bounded.
+  max_lines_from_.assign(ranges_.size() + 1, 0.0);
+  for (size_t r = ranges_.size(); r-- > 0;) {
+    const FileRange& range = ranges_[r];
+    max_lines_from_[r] = files_[range.file].compression != Compression::kNone
+                             ? std::numeric_limits<double>::infinity()
+                             : max_lines_from_[r + 1] +
+                                   static_cast<double>(range.end - range.begin) / 2 + 2;
+  }
+}
+
+void ShardScanner::Rewind() {
+  reader_.Close();
+  reader_open_ = false;
+  next_range_ = 0;
+}
+
+absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
+  LineReader::Line line;
+  while (true) {
+    if (!reader_open_) {
+      if (next_range_ == ranges_.size()) {
+        PS_RETURN_IF_ERROR(CheckBadFraction(0));
+        return false;
+      }
+      const FileRange& r = ranges_[next_range_++];
+      const InputFile& f = files_[r.file];
+      PS_RETURN_IF_ERROR(reader_.Open(f, r.begin, r.end));
+      reader_open_ = true;
+    }
+    PS_ASSIGN_OR_RETURN(bool more, reader_.Next(&line));
+    if (!more) {
+      reader_.Close();
+      reader_open_ = false;
+      continue;
+    }
+    std::string_view text = line.text;
+    if (line.offset == 0 && options_.schema.header) {
+      // A header, neither good nor bad; one that does not match is an error.
+      absl::Status s = line.overlong ? absl::InvalidArgumentError("the header is too long")
+                                     : parser_.CheckHeader(text);
+      if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(reader_.path(), ":1: ", s.message()));
+      continue;
+    }
+    if (!line.overlong && (text.empty() || (text.size() == 1 && text[0] == '\r'))) {
+      continue;  // blank lines are neither good nor bad
+    }
+    absl::Status s =
+        line.overlong
+            ? absl::InvalidArgumentError(absl::StrCat("line longer than max_line_bytes ",
+                                                      options_.schema.max_line_bytes))
+            : parser_.Parse(text, row);
+    if (s.ok()) {
+      ++good_;
+      return true;
+    }
+    PS_RETURN_IF_ERROR(OnBadLine(line, s));
+  }
+}
+
+std::string ShardScanner::Describe(BadLine* bad) {
+  if (bad->number == 0) {
+    absl::StatusOr<int64_t> before = LinesBefore(bad->path, bad->first_line_offset);
+    if (before.ok()) bad->number = *before + bad->index + 1;
+  }
+  const std::string where = bad->number > 0
+                                ? absl::StrCat(bad->path, ":", bad->number)
+                                : absl::StrCat(bad->path, " (line ", bad->index + 1,
+                                               " of the range at byte ", bad->first_line_offset, ")");
+  return BadLineMessage(where, bad->reason, bad->text);
+}
+
+absl::Status ShardScanner::OnBadLine(const LineReader::Line& line, const absl::Status& why) {
+  ++bad_;
+  // Assigned in place: a run of bad lines allocates nothing.
+  latest_.path.assign(reader_.path());
+  latest_.first_line_offset = reader_.first_line_offset();
+  latest_.index = line.index;
+  latest_.number = 0;
+  latest_.reason.assign(why.message().data(), why.message().size());
+  // Enough bytes for the quote's characters, and one more to show the cut.
+  const std::string_view text = line.text.substr(0, 4 * kQuotedLineChars + 1);
+  latest_.text.assign(text.data(), text.size());
+  if (logged_ < options_.max_logged_bad_lines) {
+    ++logged_;
+    if (absl::StatusOr<int64_t> n = reader_.LineNumber(line); n.ok()) latest_.number = *n;
+    // Epochs and evaluation rounds read the same lines again: a line is
+    // warned about once in a process, later again only at debug level.
+    const bool first = FirstReport(
+        absl::StrCat(latest_.path, "@", latest_.first_line_offset, "#", latest_.index));
+    spdlog::log(first ? spdlog::level::warn : spdlog::level::debug, "skipping bad line {}{}",
+                Describe(&latest_),
+                logged_ == options_.max_logged_bad_lines ? " (further bad lines not logged)" : "");
+  }
+  const double left = MaxLinesLeft();
+  return left >= options_.early_judgement_min_lines ? CheckBadFraction(left) : absl::OkStatus();
+}
+
+double ShardScanner::MaxLinesLeft() const {
+  const double in_range = reader_open_ ? static_cast<double>(reader_.MaxLinesLeft()) : 0.0;
+  return in_range + max_lines_from_[next_range_];
+}
+
+absl::Status ShardScanner::CheckBadFraction(double lines_left) {
+  const int64_t total = good_ + bad_;
+  const double limit = options_.max_bad_lines_fraction;
+  if (bad_ == 0 || static_cast<double>(bad_) <= limit * (static_cast<double>(total) + lines_left)) {
+    return absl::OkStatus();
+  }
+  if (lines_left > 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "too many bad lines: %d of the %d lines read so far (%.2f%%), more than "
+        "max_bad_lines_fraction %g of all the lines the rest could hold; the latest: %s",
+        bad_, total, 100.0 * bad_ / total, limit, Describe(&latest_)));
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "too many bad lines: %d of %d (%.2f%%) exceed max_bad_lines_fraction %g; the latest: %s",
+      bad_, total, 100.0 * bad_ / total, limit, Describe(&latest_)));
+}
+
+}  // namespace pstrain::worker

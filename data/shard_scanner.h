@@ -1,0 +1,100 @@
+// ShardScanner: the synchronous core of the data readers. Walks the file
+// ranges of one shard (see file_set.h), splits them into lines, parses the
+// lines and hands out good rows; bad lines are skipped, counted, the first
+// few logged as FILE:LINE with the line quoted (bad_line.h), and too many
+// of them end the scan with an error.
+//
+// "Too many" is judged over the whole shard: at the end of each pass, and
+// before it only when the bad lines already exceed the fraction of the most
+// lines the shard could hold (each line takes two bytes or more), so a
+// shard never fails for bad lines that its later good lines would dilute;
+// and only when the rest is large (early_judgement_min_lines): a small rest
+// is read, so that the error gives the final counts.
+// Line numbers cost a count of the newlines before a range, only for the
+// lines reported. Owned and used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "data/criteo_parser.h"
+#include "data/file_set.h"
+#include "data/line_reader.h"
+
+namespace pstrain::worker {
+
+struct ScannerOptions {
+  Schema schema;
+  // Fails once bad / (good + bad) over the shard exceeds this (see above).
+  double max_bad_lines_fraction = 0.01;
+  // Judged before the end of a pass only when the rest could hold this many
+  // lines (64 MiB of data).
+  double early_judgement_min_lines = double{1 << 25};
+  size_t io_buffer_bytes = size_t{4} << 20;
+  int max_logged_bad_lines = 5;
+};
+
+class ShardScanner {
+ public:
+  // InvalidArgument for a bad schema or fraction. Opens no file yet.
+  static absl::StatusOr<std::unique_ptr<ShardScanner>> Create(std::vector<InputFile> files,
+                                                              std::vector<FileRange> ranges,
+                                                              const ScannerOptions& options);
+
+  // Starts a new pass from the first range. Counters keep accumulating.
+  void Rewind();
+
+  // Fills `*row` with the next good row and returns true; returns false at
+  // the end of the pass. Errors: I/O (from the file system), DataLoss for
+  // corrupt or truncated compressed data (naming the file) and
+  // InvalidArgument when the bad-line fraction is exceeded (the counts, and
+  // FILE:LINE, the reason and the text of the latest bad line).
+  absl::StatusOr<bool> NextRow(ParsedRow* row);
+
+  // Totals over all passes so far.
+  int64_t good_lines() const { return good_; }
+  int64_t bad_lines() const { return bad_; }
+  uint64_t bytes_read() const { return reader_.bytes_read(); }
+  const Schema& schema() const { return parser_.schema(); }
+
+ private:
+  ShardScanner(std::vector<InputFile> files, std::vector<FileRange> ranges,
+               const ScannerOptions& options, CriteoParser parser);
+
+  // The latest bad line, its number found only when it is reported.
+  struct BadLine {
+    std::string path;
+    uint64_t first_line_offset = 0;  // of its range
+    int64_t index = 0;               // in its range
+    int64_t number = 0;              // 1-based in its file; 0: not found yet
+    std::string reason;
+    std::string text;  // cut to what a quote shows
+  };
+
+  absl::Status OnBadLine(const LineReader::Line& line, const absl::Status& why);
+  // At the end of a pass (`lines_left` 0), or before it, when no number of
+  // good lines the rest could hold brings the fraction back under the limit.
+  absl::Status CheckBadFraction(double lines_left);
+  // The most lines the rest of this pass may hold.
+  double MaxLinesLeft() const;
+  std::string Describe(BadLine* bad);
+
+  const std::vector<InputFile> files_;
+  const std::vector<FileRange> ranges_;
+  std::vector<double> max_lines_from_;  // [ranges + 1]: the most lines from range r on
+  const ScannerOptions options_;
+  const CriteoParser parser_;
+  LineReader reader_;
+  size_t next_range_ = 0;
+  bool reader_open_ = false;
+  int64_t good_ = 0;
+  int64_t bad_ = 0;
+  int logged_ = 0;
+  BadLine latest_;
+};
+
+}  // namespace pstrain::worker

@@ -1,0 +1,148 @@
+// Model: the compute of one CTR model replica, separated from where its
+// parameters live. The trainer asks the model which tables it has, plans a
+// batch (unique ids per sparse table), fetches those parameters (from the
+// parameter servers or a local store), and runs one step with them. The
+// model never talks to the network. Not thread-safe: one trainer thread per
+// Model instance (it keeps scratch buffers between steps).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/table_spec.h"
+#include "data/batch.h"
+#include "data/schema.h"
+
+namespace pstrain::worker {
+
+// The ids one sparse table needs for one batch.
+struct SparseLookup {
+  std::vector<uint64_t> unique_ids;  // each id once; the rows to fetch
+  // For every id occurrence the table serves, in the batch's CSR order (the
+  // fields this table serves, in order; within a field, row by row), its
+  // position in unique_ids.
+  std::vector<uint32_t> index;
+};
+
+// What Plan() derives from a batch. Reused across steps (no reallocation).
+struct BatchPlan {
+  std::vector<SparseLookup> lookups;  // one per sparse table, by sparse order
+};
+
+// Parameter values bound for one step, indexed by TableSpec::id.
+// Dense table: `size` floats. Sparse table: unique_ids.size() x dim floats,
+// row i holding the row of plan.lookups[k].unique_ids[i].
+struct ParamRefs {
+  std::vector<const float*> tables;
+};
+
+// Gradient outputs, indexed like ParamRefs, same shapes. The model
+// overwrites every element. Gradients are of the SUM of per-sample losses
+// over the batch (not the mean): the optimizer scales by 1/num_samples.
+struct GradRefs {
+  std::vector<float*> tables;
+  // Optional. Called on the TrainStep thread once for every dense table, as
+  // soon as its gradient is final (during the backward pass, last layers
+  // first), so that the caller can start communicating it while the rest of
+  // the backward pass runs (gradient bucketing with overlap).
+  std::function<void(uint32_t table)> on_ready;
+};
+
+struct StepOutput {
+  double loss_sum = 0;  // sum of per-sample binary cross-entropy
+  int num_samples = 0;
+  // Each row's predicted probability, from the forward pass before the
+  // step's update (progressive validation); only with
+  // ModelOptions::step_probs, else empty.
+  std::vector<float> probs;
+};
+
+struct ModelOptions {
+  std::string name = "dlrm";  // lr | wide_deep | dlrm | deep_tower | dcn_v2 | deepfm
+  int num_dense = 13;
+  int num_sparse = 26;
+  int embedding_dim = 16;
+  // The pooling of each sparse field's bag, [num_sparse]; empty: all sum.
+  std::vector<BagPooling> pooling;
+  // The embedding width of each sparse field, [num_sparse]; empty (or 0):
+  // embedding_dim. wide_deep, deep_tower and dcn_v2 concatenate fields of
+  // any widths; dlrm's dot interaction and deepfm's FM need them all equal.
+  std::vector<int> field_dims;
+  // The name of each sparse field, [num_sparse]: the schema's column names,
+  // which name its tables ("emb.carrier"); empty: C1..Cn (the Criteo layout's).
+  std::vector<std::string> field_names;
+  std::vector<int> bottom_mlp = {64, 16};    // dlrm: last width == embedding_dim
+  std::vector<int> top_mlp = {64, 32};       // a final width-1 layer is added
+  std::vector<int> deep_mlp = {256, 128};    // wide_deep, deepfm deep tower
+  int cross_layers = 3;                      // dcn_v2: cross layers
+  int cross_rank = 64;                       // dcn_v2: their rank (0: full rank)
+  OptimizerConfig dense_optimizer;           // for dense tables
+  OptimizerConfig sparse_optimizer;          // for embedding / sparse tables
+  uint64_t seed = 1;                         // initializer seed
+  // MLP biases start as PyTorch's nn.Linear's, U(+-1/sqrt(fan_in)); false:
+  // zeros (DCN-v2's cross layers always start at zero).
+  bool uniform_biases = true;
+  // Dropout on the hidden layers of the towers (dlrm's and dcn_v2's top MLP,
+  // wide_deep's and deepfm's deep MLP) while training; 0: off. Each worker
+  // draws its own masks: dropout_stream tells them apart (the rank).
+  float dropout = 0.0f;
+  uint64_t dropout_stream = 0;
+  // L2 weight decay per table: (a table name, or a prefix ending in '*',
+  // value), overriding the optimizer's weight_decay for the tables it names;
+  // the last matching entry wins. Every entry must match a table.
+  std::vector<std::pair<std::string, float>> table_weight_decay;
+  std::string device = "cpu";                // cpu | cuda
+  bool step_probs = false;                   // TrainStep fills StepOutput::probs
+};
+
+// The embedding width of sparse field `field`.
+inline int FieldDim(const ModelOptions& options, int field) {
+  return static_cast<size_t>(field) < options.field_dims.size() && options.field_dims[field] > 0
+             ? options.field_dims[field]
+             : options.embedding_dim;
+}
+
+// Where each field's embedding starts in [emb_1 | ... | emb_F], and (last,
+// [num_sparse]) their total width.
+inline std::vector<int> FieldOffsets(const ModelOptions& options) {
+  std::vector<int> offsets(options.num_sparse + 1, 0);
+  for (int f = 0; f < options.num_sparse; ++f) offsets[f + 1] = offsets[f] + FieldDim(options, f);
+  return offsets;
+}
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // All tables, TableSpec::id == position. Stable for the model's lifetime.
+  virtual const std::vector<TableSpec>& tables() const = 0;
+  // Positions (TableSpec::id) of the sparse tables, in BatchPlan order.
+  virtual const std::vector<uint32_t>& sparse_tables() const = 0;
+
+  // Deduplicates the batch's ids per sparse table into `plan`.
+  virtual void Plan(const Batch& batch, BatchPlan* plan) const = 0;
+
+  // Forward + backward. REQUIRES: `params`/`grads` bound as documented.
+  virtual absl::StatusOr<StepOutput> TrainStep(const Batch& batch, const BatchPlan& plan,
+                                               const ParamRefs& params, GradRefs* grads) = 0;
+
+  // Forward only: click probabilities, one per row, into `probs`.
+  virtual absl::Status Predict(const Batch& batch, const BatchPlan& plan,
+                               const ParamRefs& params, std::span<float> probs) = 0;
+};
+
+// Builds the model named in options.name. InvalidArgument for unknown names
+// or inconsistent shapes; Unavailable for device=cuda without a GPU/CUDA build.
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options);
+// OK when `name` is a model CreateModel makes; InvalidArgument listing them.
+absl::Status CheckModelName(const std::string& name);
+// OK when model `model` takes dropout `rate` (ModelOptions::dropout).
+absl::Status CheckDropout(const std::string& model, float rate);
+
+}  // namespace pstrain::worker

@@ -1,0 +1,336 @@
+#include "model/models/model_base.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "model/models/step_checks.h"
+
+namespace pstrain::worker {
+
+absl::Status CheckWidths(const char* what, const std::vector<int>& widths) {
+  for (int w : widths) {
+    if (w < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has a layer of width ", w));
+    }
+  }
+  return absl::OkStatus();
+}
+
+ModelBase::ModelBase(const ModelOptions& options, std::unique_ptr<nn::Device> device)
+    : options_(options),
+      device_(std::move(device)),
+      registry_(options.dense_optimizer, options.sparse_optimizer, options.table_weight_decay,
+                options.uniform_biases),
+      ready_fn_([this](uint32_t table) { ReportReady(table); }) {}
+
+void ModelBase::IndexTables() const {
+  const auto& fields = registry_.sparse_fields();
+  if (sparse_pos_.size() == registry_.tables().size() && plan_source_.size() == fields.size()) {
+    return;
+  }
+  sparse_pos_.assign(registry_.tables().size(), -1);
+  for (size_t s = 0; s < registry_.sparse_ids().size(); ++s) {
+    sparse_pos_[registry_.sparse_ids()[s]] = static_cast<int>(s);
+  }
+  plan_source_.assign(fields.size(), -1);
+  for (size_t s = 0; s < fields.size(); ++s) {
+    for (size_t e = 0; e < s; ++e) {
+      if (fields[e] == fields[s] && plan_source_[e] < 0) {
+        plan_source_[s] = static_cast<int>(e);
+        break;
+      }
+    }
+  }
+}
+
+void ModelBase::Plan(const Batch& batch, BatchPlan* plan) const {
+  IndexTables();
+  const auto& fields = registry_.sparse_fields();
+  plan->lookups.resize(fields.size());
+  for (size_t s = 0; s < fields.size(); ++s) {
+    SparseLookup& lookup = plan->lookups[s];
+    if (plan_source_[s] >= 0) {  // e.g. wide and deep tables of one field
+      const SparseLookup& same = plan->lookups[plan_source_[s]];
+      lookup.unique_ids.assign(same.unique_ids.begin(), same.unique_ids.end());
+      lookup.index.assign(same.index.begin(), same.index.end());
+      continue;
+    }
+    size_t total = 0;
+    for (int f : fields[s]) {
+      if (f < static_cast<int>(batch.ids.size())) total += batch.ids[f].size();
+    }
+    lookup.unique_ids.clear();
+    lookup.unique_ids.reserve(total);
+    lookup.index.resize(total);
+    dedup_.Reset(total);
+    uint32_t* out = lookup.index.data();
+    for (int f : fields[s]) {
+      if (f >= static_cast<int>(batch.ids.size())) continue;  // Validate() reports it
+      for (uint64_t id : batch.ids[f]) *out++ = dedup_.FindOrInsert(id, &lookup.unique_ids);
+    }
+  }
+}
+
+absl::Status ModelBase::Validate(const Batch& batch, const BatchPlan& plan,
+                                 const ParamRefs& params, const GradRefs* grads) const {
+  PS_RETURN_IF_ERROR(CheckBatch(batch, options_, /*needs_labels=*/grads != nullptr));
+  PS_RETURN_IF_ERROR(CheckPlan(batch, plan, registry_));
+  const size_t num_tables = registry_.tables().size();
+  if (params.tables.size() != num_tables) {
+    return absl::InvalidArgumentError(absl::StrCat("params bind ", params.tables.size(),
+                                                   " tables, model has ", num_tables));
+  }
+  if (grads != nullptr && grads->tables.size() != num_tables) {
+    return absl::InvalidArgumentError(absl::StrCat("grads bind ", grads->tables.size(),
+                                                   " tables, model has ", num_tables));
+  }
+  for (size_t t = 0; t < num_tables; ++t) {
+    if (TableFloats(static_cast<uint32_t>(t), plan) == 0) continue;
+    if (params.tables[t] == nullptr || (grads != nullptr && grads->tables[t] == nullptr)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("table ", registry_.tables()[t].name, " is not bound"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+size_t ModelBase::TableFloats(uint32_t table, const BatchPlan& plan) const {
+  const TableSpec& spec = registry_.tables()[table];
+  if (spec.kind == TableKind::kDense) return spec.size;
+  return plan.lookups[sparse_pos_[table]].unique_ids.size() * spec.dim;
+}
+
+absl::Status ModelBase::Stage(const Batch& batch, const BatchPlan& plan, const ParamRefs& params,
+                              const GradRefs* grads) {
+  const int rows = batch.size;
+  PS_RETURN_IF_ERROR(logits_.ReserveElements(device_.get(), rows));
+  PS_RETURN_IF_ERROR(dlogits_.ReserveElements(device_.get(), rows));
+  chunk_rows_ = device_->host_memory() ? std::min(rows, kCpuChunkRows) : rows;
+  PS_RETURN_IF_ERROR(Reserve(chunk_rows_));
+  const size_t num_tables = registry_.tables().size();
+  step_.table_floats.resize(num_tables);
+  for (size_t t = 0; t < num_tables; ++t) {
+    step_.table_floats[t] = TableFloats(static_cast<uint32_t>(t), plan);
+  }
+  if (!device_->host_memory()) return StageOnDevice(batch, plan, params, grads);
+
+  step_.batch = rows;
+  step_.dense = nn::ConstMatrixView(batch.dense.data(), rows, batch.num_dense);
+  step_.labels = grads != nullptr ? batch.labels.data() : nullptr;
+  step_.params.assign(params.tables.begin(), params.tables.end());
+  if (grads != nullptr) {
+    step_.grads.assign(grads->tables.begin(), grads->tables.end());
+  } else {
+    step_.grads.clear();
+  }
+  BindBags(batch, [&](size_t s) { return plan.lookups[s].index.data(); },
+           [&](int f) { return batch.offsets[f].data(); });
+  return absl::OkStatus();
+}
+
+template <class IndexOf, class OffsetsOf>
+void ModelBase::BindBags(const Batch& batch, IndexOf index_of, OffsetsOf offsets_of) {
+  const auto& fields = registry_.sparse_fields();
+  step_.bags.clear();
+  step_.bag_begin.resize(fields.size());
+  for (size_t s = 0; s < fields.size(); ++s) {
+    step_.bag_begin[s] = static_cast<uint32_t>(step_.bags.size());
+    const uint32_t* index = index_of(s);
+    for (int f : fields[s]) {  // a table's fields follow each other in its index
+      step_.bags.push_back(nn::Bags{index, offsets_of(f), batch.size});
+      index += batch.ids[f].size();
+    }
+  }
+}
+
+absl::Status ModelBase::StageOnDevice(const Batch& batch, const BatchPlan& plan,
+                                      const ParamRefs& params, const GradRefs* grads) {
+  PS_RETURN_IF_ERROR(StageInputsOnDevice(batch, plan, /*with_labels=*/grads != nullptr));
+  nn::Device* dev = device_.get();
+  // Parameters (and gradients) of all tables share one device buffer each.
+  const size_t num_tables = registry_.tables().size();
+  table_offset_.assign(num_tables + 1, 0);
+  for (size_t t = 0; t < num_tables; ++t) {
+    table_offset_[t + 1] = table_offset_[t] + step_.table_floats[t];
+  }
+  const size_t total = table_offset_[num_tables];
+  PS_RETURN_IF_ERROR(dev_params_.ReserveElements(dev, total));
+  step_.params.resize(num_tables);
+  for (size_t t = 0; t < num_tables; ++t) {
+    float* p = dev_params_.as() + table_offset_[t];
+    if (step_.table_floats[t] > 0) {
+      PS_RETURN_IF_ERROR(dev->CopyToDevice(p, params.tables[t], 4 * step_.table_floats[t]));
+    }
+    step_.params[t] = p;
+  }
+  step_.grads.clear();
+  if (grads != nullptr) {
+    PS_RETURN_IF_ERROR(dev_grads_.ReserveElements(dev, total));
+    step_.grads.resize(num_tables);
+    for (size_t t = 0; t < num_tables; ++t) step_.grads[t] = dev_grads_.as() + table_offset_[t];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelBase::StageInputsOnDevice(const Batch& batch, const BatchPlan& plan,
+                                            bool with_labels) {
+  const int rows = batch.size;
+  nn::Device* dev = device_.get();
+  // All offsets and plan indices travel in one transfer, dense + labels in another.
+  const size_t offsets_count = static_cast<size_t>(batch.num_sparse) * (rows + 1);
+  size_t u32_count = offsets_count;
+  for (const SparseLookup& lookup : plan.lookups) u32_count += lookup.index.size();
+  host_u32_.resize(u32_count);
+  uint32_t* u = host_u32_.data();
+  for (int f = 0; f < batch.num_sparse; ++f) {
+    std::memcpy(u + static_cast<size_t>(f) * (rows + 1), batch.offsets[f].data(),
+                sizeof(uint32_t) * (rows + 1));
+  }
+  index_offset_.assign(plan.lookups.size(), 0);
+  size_t cursor = offsets_count;
+  for (size_t s = 0; s < plan.lookups.size(); ++s) {
+    index_offset_[s] = cursor;
+    const auto& index = plan.lookups[s].index;
+    if (!index.empty()) std::memcpy(u + cursor, index.data(), sizeof(uint32_t) * index.size());
+    cursor += index.size();
+  }
+  PS_RETURN_IF_ERROR(dev_u32_.ReserveElements<uint32_t>(dev, u32_count));
+  PS_RETURN_IF_ERROR(dev->CopyToDevice(dev_u32_.data(), u, sizeof(uint32_t) * u32_count));
+  const uint32_t* du = dev_u32_.as<uint32_t>();
+  BindBags(batch, [&](size_t s) { return du + index_offset_[s]; },
+           [&](int f) { return du + static_cast<size_t>(f) * (rows + 1); });
+
+  const size_t dense_count = batch.dense.size();
+  const size_t f32_count = dense_count + (with_labels ? rows : 0);
+  host_f32_.resize(f32_count);
+  if (dense_count > 0) std::memcpy(host_f32_.data(), batch.dense.data(), 4 * dense_count);
+  if (with_labels) std::memcpy(host_f32_.data() + dense_count, batch.labels.data(), 4 * rows);
+  PS_RETURN_IF_ERROR(dev_f32_.ReserveElements(dev, f32_count));
+  PS_RETURN_IF_ERROR(dev->CopyToDevice(dev_f32_.data(), host_f32_.data(), 4 * f32_count));
+  step_.batch = rows;
+  step_.dense = nn::ConstMatrixView(dev_f32_.as(), rows, batch.num_dense);
+  step_.labels = with_labels ? dev_f32_.as() + dense_count : nullptr;
+  return absl::OkStatus();
+}
+
+void ModelBase::SliceStep(int begin, int rows) {
+  chunk_.batch = rows;
+  chunk_.dropout = nn::DropoutRun{};
+  chunk_.dense = step_.dense.Rows(begin, rows);
+  chunk_.labels = step_.labels != nullptr ? step_.labels + begin : nullptr;
+  chunk_.params.assign(step_.params.begin(), step_.params.end());
+  chunk_.grads.assign(step_.grads.begin(), step_.grads.end());
+  chunk_.bag_begin.assign(step_.bag_begin.begin(), step_.bag_begin.end());
+  chunk_.table_floats.assign(step_.table_floats.begin(), step_.table_floats.end());
+  chunk_.bags.resize(step_.bags.size());
+  for (size_t i = 0; i < step_.bags.size(); ++i) {
+    // Offsets are absolute positions in the plan's index: shifting the
+    // offsets pointer selects the rows.
+    chunk_.bags[i] = nn::Bags{step_.bags[i].index, step_.bags[i].offsets + begin, rows};
+  }
+}
+
+absl::Status ModelBase::ZeroSparseGrads() {
+  for (uint32_t t : registry_.sparse_ids()) {
+    const size_t n = step_.table_floats[t];
+    if (n > 0) PS_RETURN_IF_ERROR(device_->Zero(step_.grads[t], sizeof(float) * n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelBase::ExportGrads(const GradRefs& grads) {
+  if (device_->host_memory()) return absl::OkStatus();  // written in place
+  const size_t num_tables = registry_.tables().size();
+  const size_t total = table_offset_[num_tables];
+  host_grads_.resize(total);
+  PS_RETURN_IF_ERROR(device_->CopyToHost(host_grads_.data(), dev_grads_.data(), 4 * total));
+  for (size_t t = 0; t < num_tables; ++t) {
+    const size_t n = table_offset_[t + 1] - table_offset_[t];
+    if (n > 0) std::memcpy(grads.tables[t], host_grads_.data() + table_offset_[t], 4 * n);
+  }
+  return absl::OkStatus();
+}
+
+void ModelBase::ReportReady(uint32_t table) {
+  if (reporting_ == nullptr || table >= reported_.size() || reported_[table]) return;
+  if (registry_.tables()[table].kind != TableKind::kDense) return;
+  reported_[table] = 1;
+  reporting_->on_ready(table);
+}
+
+absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchPlan& plan,
+                                                const ParamRefs& params, GradRefs* grads) {
+  IndexTables();
+  if (grads == nullptr) return absl::InvalidArgumentError("TrainStep needs gradient outputs");
+  PS_RETURN_IF_ERROR(Validate(batch, plan, params, grads));
+  PS_RETURN_IF_ERROR(Stage(batch, plan, params, grads));
+  const int rows = batch.size;
+  PS_RETURN_IF_ERROR(ZeroSparseGrads());
+  // Gradient-ready reports: only where the gradients are in the caller's
+  // memory as soon as they are computed (the CPU); a GPU step reports
+  // everything after copying the gradients back.
+  reporting_ = grads->on_ready ? grads : nullptr;
+  reported_.assign(registry_.tables().size(), 0);
+  double loss = 0.0;
+  ++train_steps_;
+  const uint64_t dropout_seed = nn::DropoutMix(
+      options_.seed ^ nn::DropoutMix(options_.dropout_stream ^ nn::DropoutMix(train_steps_)));
+  for (int begin = 0; begin < rows; begin += chunk_rows_) {
+    const int n = std::min(chunk_rows_, rows - begin);
+    SliceStep(begin, n);
+    chunk_.dropout = nn::DropoutRun{options_.dropout, dropout_seed, begin};
+    const bool last_chunk = begin + n >= rows;
+    chunk_.grad_ready = reporting_ != nullptr && last_chunk && device_->host_memory() ? &ready_fn_
+                                                                                       : nullptr;
+    nn::MatrixView logits(logits_.as() + begin, n, 1);
+    nn::MatrixView dlogits(dlogits_.as() + begin, n, 1);
+    PS_RETURN_IF_ERROR(Forward(chunk_, logits));
+    PS_ASSIGN_OR_RETURN(double chunk_loss,
+                        device_->SigmoidBceLoss(logits.data, chunk_.labels, n, dlogits.data));
+    loss += chunk_loss;
+    PS_RETURN_IF_ERROR(Backward(chunk_, logits, dlogits, /*accumulate=*/begin > 0));
+  }
+  PS_RETURN_IF_ERROR(ExportGrads(*grads));
+  if (reporting_ != nullptr) {
+    for (const TableSpec& t : registry_.tables()) {
+      if (t.kind == TableKind::kDense) ReportReady(t.id);
+    }
+    reporting_ = nullptr;
+  }
+  StepOutput out;
+  out.loss_sum = loss;
+  out.num_samples = rows;
+  if (options_.step_probs) {
+    out.probs.resize(rows);
+    PS_RETURN_IF_ERROR(device_->CopyToHost(out.probs.data(), logits_.as(), rows * sizeof(float)));
+    for (float& p : out.probs) p = 1.0f / (1.0f + std::exp(-p));
+  }
+  return out;
+}
+
+absl::Status ModelBase::Predict(const Batch& batch, const BatchPlan& plan,
+                                const ParamRefs& params, std::span<float> probs) {
+  IndexTables();
+  PS_RETURN_IF_ERROR(Validate(batch, plan, params, nullptr));
+  if (probs.size() < static_cast<size_t>(batch.size)) {
+    return absl::InvalidArgumentError(absl::StrCat("probs holds ", probs.size(),
+                                                   " values for a batch of ", batch.size));
+  }
+  PS_RETURN_IF_ERROR(Stage(batch, plan, params, nullptr));
+  const int rows = batch.size;
+  nn::MatrixView logits(logits_.as(), rows, 1);
+  for (int begin = 0; begin < rows; begin += chunk_rows_) {
+    const int n = std::min(chunk_rows_, rows - begin);
+    SliceStep(begin, n);
+    PS_RETURN_IF_ERROR(Forward(chunk_, logits.Rows(begin, n)));
+  }
+  if (device_->host_memory()) return device_->Sigmoid(logits.data, rows, probs.data());
+  PS_RETURN_IF_ERROR(device_->Sigmoid(logits.data, rows, dlogits_.as()));
+  return device_->CopyToHost(probs.data(), dlogits_.as(), sizeof(float) * rows);
+}
+
+}  // namespace pstrain::worker

@@ -1,0 +1,257 @@
+// The staging path that GPUs use (inputs, parameters and gradients copied
+// to and from device memory, the batch computed in one piece), exercised on
+// the CPU through a device that keeps its own memory and checks that every
+// pointer an op receives lies in that memory.
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "model/models/dcn_v2_model.h"
+#include "model/models/deepfm_model.h"
+#include "model/models/dlrm_model.h"
+#include "model/models/lr_model.h"
+#include "model/models/wide_deep_model.h"
+#include "model/nn/cpu_device.h"
+#include "tests/model/models/model_test_util.h"
+
+namespace pstrain::worker {
+namespace {
+
+using nn::Activation;
+using nn::Bags;
+using nn::ConstMatrixView;
+using nn::MatrixView;
+using nn::Pooling;
+
+// A "device" whose memory is separate from the host's: host_memory() is
+// false, ops run on the CPU, pointers outside its allocations are counted.
+class CheckingDevice final : public nn::Device {
+ public:
+  CheckingDevice() : cpu_(nn::CreateCpuDevice()) {}
+  ~CheckingDevice() override {
+    for (auto& [p, n] : blocks_) std::free(reinterpret_cast<void*>(p));
+  }
+
+  int foreign_pointers() const { return foreign_; }
+
+  std::string name() const override { return "checking"; }
+  bool host_memory() const override { return false; }
+  absl::StatusOr<void*> Allocate(size_t bytes) override {
+    void* p = std::malloc(bytes);
+    blocks_[reinterpret_cast<uintptr_t>(p)] = bytes;
+    return p;
+  }
+  void Free(void* ptr) override {
+    blocks_.erase(reinterpret_cast<uintptr_t>(ptr));
+    std::free(ptr);
+  }
+  absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) override {
+    Check(dst);
+    std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
+    Check(src);
+    std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Zero(void* dst, size_t bytes) override {
+    Check(dst);
+    std::memset(dst, 0, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  absl::Status LinearForward(ConstMatrixView x, const float* w, const float* b, Activation act,
+                             MatrixView y) override {
+    Check(x.data, x.cols > 0);
+    Check(w, x.cols > 0);
+    Check(b, b != nullptr);  // no bias: allowed
+    Check(y.data);
+    return cpu_->LinearForward(x, w, b, act, y);
+  }
+  absl::Status LinearBackward(ConstMatrixView x, const float* w, ConstMatrixView y,
+                              Activation act, MatrixView dy, float* dw, float* db, MatrixView dx,
+                              bool accumulate) override {
+    Check(x.data, x.cols > 0);
+    Check(w, x.cols > 0);
+    Check(dy.data);
+    Check(dw, x.cols > 0);
+    Check(db, db != nullptr);
+    if (dx.data != nullptr) Check(dx.data);
+    return cpu_->LinearBackward(x, w, y, act, dy, dw, db, dx, accumulate);
+  }
+  absl::Status ReluForward(ConstMatrixView x, MatrixView y) override {
+    Check(x.data);
+    Check(y.data);
+    return cpu_->ReluForward(x, y);
+  }
+  absl::Status ReluBackward(ConstMatrixView y, ConstMatrixView dy, MatrixView dx) override {
+    Check(y.data);
+    Check(dy.data);
+    Check(dx.data);
+    return cpu_->ReluBackward(y, dy, dx);
+  }
+  absl::Status EmbeddingBagForward(const float* rows, const Bags& bags, Pooling pooling,
+                                   bool accumulate, MatrixView out) override {
+    Check(rows);
+    Check(bags.index);
+    Check(bags.offsets);
+    Check(out.data);
+    return cpu_->EmbeddingBagForward(rows, bags, pooling, accumulate, out);
+  }
+  absl::Status EmbeddingBagBackward(ConstMatrixView d_out, const Bags& bags, Pooling pooling,
+                                    float* d_rows) override {
+    Check(d_out.data);
+    Check(bags.index);
+    Check(bags.offsets);
+    Check(d_rows);
+    return cpu_->EmbeddingBagBackward(d_out, bags, pooling, d_rows);
+  }
+  absl::Status DotInteractionForward(ConstMatrixView t, int n, int dim, MatrixView z) override {
+    Check(t.data);
+    Check(z.data);
+    return cpu_->DotInteractionForward(t, n, dim, z);
+  }
+  absl::Status DotInteractionBackward(ConstMatrixView t, ConstMatrixView dz, int n, int dim,
+                                      MatrixView dt) override {
+    Check(t.data);
+    Check(dz.data);
+    Check(dt.data);
+    return cpu_->DotInteractionBackward(t, dz, n, dim, dt);
+  }
+  absl::Status CopyMatrix(ConstMatrixView src, MatrixView dst) override {
+    Check(src.data);
+    Check(dst.data);
+    return cpu_->CopyMatrix(src, dst);
+  }
+  absl::Status AddMatrix(ConstMatrixView src, MatrixView dst) override {
+    Check(src.data);
+    Check(dst.data);
+    return cpu_->AddMatrix(src, dst);
+  }
+  absl::Status CrossCombineForward(ConstMatrixView x0, ConstMatrixView u, ConstMatrixView xl,
+                                   MatrixView out) override {
+    Check(x0.data);
+    Check(u.data);
+    Check(xl.data);
+    Check(out.data);
+    return cpu_->CrossCombineForward(x0, u, xl, out);
+  }
+  absl::Status CrossCombineBackward(ConstMatrixView g, ConstMatrixView x0, ConstMatrixView u,
+                                    MatrixView du, MatrixView dx0, bool accumulate) override {
+    Check(g.data);
+    Check(x0.data);
+    Check(u.data);
+    Check(du.data);
+    Check(dx0.data);
+    return cpu_->CrossCombineBackward(g, x0, u, du, dx0, accumulate);
+  }
+  absl::Status DropoutForward(MatrixView y, float rate, uint64_t seed,
+                              int64_t first_row) override {
+    Check(y.data);
+    return cpu_->DropoutForward(y, rate, seed, first_row);
+  }
+  absl::Status DropoutBackward(ConstMatrixView y, MatrixView dy, float rate) override {
+    Check(y.data);
+    Check(dy.data);
+    return cpu_->DropoutBackward(y, dy, rate);
+  }
+  absl::Status FmForward(ConstMatrixView t, int n, int dim, bool accumulate,
+                         MatrixView out) override {
+    Check(t.data);
+    Check(out.data);
+    return cpu_->FmForward(t, n, dim, accumulate, out);
+  }
+  absl::Status FmBackward(ConstMatrixView t, ConstMatrixView dy, int n, int dim, bool accumulate,
+                          MatrixView dt) override {
+    Check(t.data);
+    Check(dy.data);
+    Check(dt.data);
+    return cpu_->FmBackward(t, dy, n, dim, accumulate, dt);
+  }
+  absl::StatusOr<double> SigmoidBceLoss(const float* logits, const float* labels, int n,
+                                        float* dlogits) override {
+    Check(logits);
+    Check(labels);
+    Check(dlogits);
+    return cpu_->SigmoidBceLoss(logits, labels, n, dlogits);
+  }
+  absl::Status Sigmoid(const float* logits, int n, float* probs) override {
+    Check(logits);
+    Check(probs);
+    return cpu_->Sigmoid(logits, n, probs);
+  }
+
+ private:
+  void Check(const void* p, bool required = true) {
+    if (!required) return;
+    const auto addr = reinterpret_cast<uintptr_t>(p);
+    auto it = blocks_.upper_bound(addr);
+    if (p == nullptr || it == blocks_.begin() || addr >= std::prev(it)->first + std::prev(it)->second) {
+      ++foreign_;
+    }
+  }
+
+  std::unique_ptr<nn::Device> cpu_;
+  std::map<uintptr_t, size_t> blocks_;
+  int foreign_ = 0;
+};
+
+absl::StatusOr<std::unique_ptr<Model>> Create(const ModelOptions& o,
+                                              std::unique_ptr<nn::Device> d) {
+  if (o.name == "lr") return CreateLrModel(o, std::move(d));
+  if (o.name == "wide_deep") return CreateWideDeepModel(o, std::move(d));
+  if (o.name == "dcn_v2") return CreateDcnV2Model(o, std::move(d));
+  if (o.name == "deepfm") return CreateDeepFmModel(o, std::move(d));
+  EXPECT_EQ(o.name, "dlrm");
+  return CreateDlrmModel(o, std::move(d));
+}
+
+class DeviceStagingTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceStagingTest, SeparateDeviceMemoryGivesTheCpuStep) {
+  ModelOptions options = testing::TinyOptions(GetParam());
+  auto device = std::make_unique<CheckingDevice>();
+  CheckingDevice* checking = device.get();
+  auto staged = Create(options, std::move(device));
+  auto cpu = CreateModel(options);
+  ASSERT_TRUE(staged.ok() && cpu.ok());
+  std::mt19937 rng(12);
+  for (int size : {600, 40}) {  // shrinking batches reuse the buffers
+    Batch batch = testing::RandomBatch(size, 3, 3, 3, 30, rng);
+    BatchPlan plan;
+    (*cpu)->Plan(batch, &plan);
+    testing::LocalParams cpu_store(**cpu, 0.4f), staged_store(**staged, 0.4f);
+    ParamRefs cpu_params, staged_params;
+    GradRefs cpu_grads, staged_grads;
+    cpu_store.Bind(plan, &cpu_params, &cpu_grads);
+    staged_store.Bind(plan, &staged_params, &staged_grads);
+    auto a = (*cpu)->TrainStep(batch, plan, cpu_params, &cpu_grads);
+    auto b = (*staged)->TrainStep(batch, plan, staged_params, &staged_grads);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_NEAR(a->loss_sum, b->loss_sum, 1e-5 * a->loss_sum);
+    for (const TableSpec& t : (*cpu)->tables()) {
+      const auto& ga = cpu_store.grad(t.id);
+      const auto& gb = staged_store.grad(t.id);
+      ASSERT_EQ(ga.size(), gb.size());
+      for (size_t i = 0; i < ga.size(); ++i) {
+        ASSERT_NEAR(ga[i], gb[i], 1e-4 * (1 + std::abs(ga[i]))) << t.name << "[" << i << "]";
+      }
+    }
+    std::vector<float> pa(size), pb(size);
+    ASSERT_TRUE((*cpu)->Predict(batch, plan, cpu_params, pa).ok());
+    ASSERT_TRUE((*staged)->Predict(batch, plan, staged_params, pb).ok());
+    for (int r = 0; r < size; ++r) ASSERT_NEAR(pa[r], pb[r], 1e-5);
+  }
+  EXPECT_EQ(checking->foreign_pointers(), 0) << "an op got a pointer outside device memory";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, DeviceStagingTest, ::testing::Values("lr", "wide_deep", "dlrm", "dcn_v2", "deepfm"));
+
+}  // namespace
+}  // namespace pstrain::worker

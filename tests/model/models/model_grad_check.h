@@ -1,0 +1,54 @@
+// The whole-model gradient check shared by the model tests: the gradients
+// TrainStep writes for every table (dense and sparse rows) match central
+// differences of its loss on a small random batch.
+#pragma once
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "model/models/model.h"
+#include "tests/model/models/model_test_util.h"
+#include "tests/model/nn/grad_check.h"
+
+namespace pstrain::worker::testing {
+
+inline void ExpectStepGradientsMatchFiniteDifferences(const ModelOptions& options) {
+  auto model_or = CreateModel(options);
+  ASSERT_TRUE(model_or.ok()) << model_or.status();
+  Model& model = **model_or;
+  std::mt19937 rng(3);
+  // Multi-hot bags over few ids: rows repeat within and across samples.
+  Batch batch = RandomBatch(6, 3, 3, 3, 4, rng);
+  LocalStep step(model, batch, 0.5f);
+  auto& [plan, store, params, grads] = step;
+  auto out = model.TrainStep(batch, plan, params, &grads);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->num_samples, 6);
+
+  std::vector<std::vector<float>> analytic(model.tables().size()), scratch(model.tables().size());
+  GradRefs scratch_refs;
+  for (const TableSpec& t : model.tables()) {
+    analytic[t.id] = store.grad(t.id);
+    for (float g : analytic[t.id]) ASSERT_TRUE(std::isfinite(g)) << t.name << " not written";
+    scratch[t.id].resize(analytic[t.id].size());
+    scratch_refs.tables.push_back(scratch[t.id].data());
+  }
+  auto loss = [&] {
+    auto o = model.TrainStep(batch, plan, params, &scratch_refs);
+    EXPECT_TRUE(o.ok()) << o.status();
+    return o.ok() ? o->loss_sum : 0.0;
+  };
+  GradCheckOptions options;
+  options.atol = 3e-3;
+  options.rtol = 1e-2;
+  options.max_skipped_fraction = 0.05;  // ReLU kinks within eps
+  for (const TableSpec& t : model.tables()) {
+    float* p = t.kind == TableKind::kDense ? store.dense(t.id).data()
+                                           : store.bound_rows(t.id).data();
+    ExpectGradientMatches(loss, p, analytic[t.id], analytic[t.id].size(), t.name, options);
+  }
+}
+
+}  // namespace pstrain::worker::testing

@@ -1,0 +1,291 @@
+// The CUDA device against the CPU reference: every layer op, forward and
+// backward, on the same inputs, and whole model steps. Skipped where no GPU
+// (or no CUDA build) is available. Agreement: |gpu - cpu| <= 1e-4 (1 + |cpu|)
+// per element for the layers; for whole steps, 1e-4 relative to the largest
+// element of each tensor (sums over hundreds of rows run in another order).
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "model/models/model.h"
+#include "model/nn/device.h"
+#include "model/nn/interaction.h"
+#include "tests/model/models/model_test_util.h"
+#include "tests/model/nn/grad_check.h"
+
+namespace pstrain::worker::nn {
+namespace {
+
+using testing::RandomVector;
+
+void ExpectClose(const std::vector<float>& gpu, const std::vector<float>& cpu,
+                 const std::string& what, double tol = 1e-4) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    if (!(std::abs(gpu[i] - cpu[i]) <= tol * (1 + std::abs(cpu[i])))) {
+      if (++bad <= 5) ADD_FAILURE() << what << "[" << i << "]: gpu " << gpu[i] << " cpu " << cpu[i];
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+class CudaDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto gpu = CreateDevice("cuda");
+    if (!gpu.ok()) {
+      ASSERT_EQ(gpu.status().code(), absl::StatusCode::kUnavailable) << gpu.status();
+      GTEST_SKIP() << "no GPU: " << gpu.status();
+    }
+    gpu_ = std::move(*gpu);
+    cpu_ = std::move(*CreateDevice("cpu"));
+  }
+
+  // A device copy of host data; kept alive by the fixture.
+  template <class T>
+  T* Up(const std::vector<T>& host) {
+    buffers_.emplace_back();
+    EXPECT_TRUE(buffers_.back().Reserve(gpu_.get(), sizeof(T) * std::max<size_t>(host.size(), 1)).ok());
+    EXPECT_TRUE(gpu_->CopyToDevice(buffers_.back().data(), host.data(), sizeof(T) * host.size()).ok());
+    return buffers_.back().as<T>();
+  }
+  std::vector<float> Down(const float* device, size_t n) {
+    std::vector<float> host(n);
+    EXPECT_TRUE(gpu_->CopyToHost(host.data(), device, sizeof(float) * n).ok());
+    return host;
+  }
+
+  std::unique_ptr<Device> cpu_, gpu_;
+  std::vector<DeviceBuffer> buffers_;
+  std::mt19937 rng_{42};
+};
+
+TEST_F(CudaDeviceTest, LinearMatchesCpuForwardAndBackward) {
+  struct Case {
+    int batch, in, out, x_stride;
+    Activation act;
+    bool accumulate;
+  };
+  for (const Case c : {Case{37, 13, 64, 13, Activation::kRelu, false},
+                       Case{64, 367, 64, 370, Activation::kRelu, true},
+                       Case{50, 32, 1, 32, Activation::kNone, false},
+                       Case{9, 5, 3, 8, Activation::kNone, true}}) {
+    auto x = RandomVector(static_cast<size_t>(c.batch) * c.x_stride, rng_);
+    auto w = RandomVector(static_cast<size_t>(c.out) * c.in, rng_);
+    auto b = RandomVector(c.out, rng_);
+    auto r = RandomVector(static_cast<size_t>(c.batch) * c.out, rng_);
+    auto dw0 = RandomVector(w.size(), rng_), db0 = RandomVector(b.size(), rng_);
+    // CPU reference.
+    std::vector<float> y(r.size()), dy = r, dw = dw0, db = db0, dx(static_cast<size_t>(c.batch) * c.in);
+    ConstMatrixView xv(x.data(), c.batch, c.in, c.x_stride);
+    ASSERT_TRUE(cpu_->LinearForward(xv, w.data(), b.data(), c.act, MatrixView(y.data(), c.batch, c.out)).ok());
+    ASSERT_TRUE(cpu_->LinearBackward(xv, w.data(), ConstMatrixView(y.data(), c.batch, c.out), c.act,
+                                     MatrixView(dy.data(), c.batch, c.out), dw.data(), db.data(),
+                                     MatrixView(dx.data(), c.batch, c.in), c.accumulate).ok());
+    // GPU.
+    float* gx = Up(x);
+    float* gw = Up(w);
+    float* gb = Up(b);
+    float* gy = Up(std::vector<float>(r.size()));
+    float* gdy = Up(r);
+    float* gdw = Up(dw0);
+    float* gdb = Up(db0);
+    float* gdx = Up(std::vector<float>(dx.size()));
+    ConstMatrixView gxv(gx, c.batch, c.in, c.x_stride);
+    ASSERT_TRUE(gpu_->LinearForward(gxv, gw, gb, c.act, MatrixView(gy, c.batch, c.out)).ok());
+    ASSERT_TRUE(gpu_->LinearBackward(gxv, gw, ConstMatrixView(gy, c.batch, c.out), c.act,
+                                     MatrixView(gdy, c.batch, c.out), gdw, gdb,
+                                     MatrixView(gdx, c.batch, c.in), c.accumulate).ok());
+    const std::string what = "linear " + std::to_string(c.in) + "->" + std::to_string(c.out);
+    ExpectClose(Down(gy, y.size()), y, what + " y");
+    ExpectClose(Down(gdy, dy.size()), dy, what + " dz");
+    ExpectClose(Down(gdw, dw.size()), dw, what + " dw");
+    ExpectClose(Down(gdb, db.size()), db, what + " db");
+    ExpectClose(Down(gdx, dx.size()), dx, what + " dx");
+  }
+}
+
+TEST_F(CudaDeviceTest, ReluMatchesCpu) {
+  auto x = RandomVector(7 * 11, rng_), dy = RandomVector(7 * 11, rng_);
+  std::vector<float> y(x.size()), dx(x.size());
+  ASSERT_TRUE(cpu_->ReluForward(ConstMatrixView(x.data(), 7, 11), MatrixView(y.data(), 7, 11)).ok());
+  ASSERT_TRUE(cpu_->ReluBackward(ConstMatrixView(y.data(), 7, 11), ConstMatrixView(dy.data(), 7, 11),
+                                 MatrixView(dx.data(), 7, 11)).ok());
+  float* gx = Up(x);
+  float* gy = Up(std::vector<float>(x.size()));
+  float* gdy = Up(dy);
+  float* gdx = Up(std::vector<float>(x.size()));
+  ASSERT_TRUE(gpu_->ReluForward(ConstMatrixView(gx, 7, 11), MatrixView(gy, 7, 11)).ok());
+  ASSERT_TRUE(gpu_->ReluBackward(ConstMatrixView(gy, 7, 11), ConstMatrixView(gdy, 7, 11),
+                                 MatrixView(gdx, 7, 11)).ok());
+  ExpectClose(Down(gy, y.size()), y, "relu y");
+  ExpectClose(Down(gdx, dx.size()), dx, "relu dx");
+}
+
+TEST_F(CudaDeviceTest, EmbeddingBagMatchesCpu) {
+  const int batch = 300, unique = 40, dim = 16, out_stride = 20;
+  std::uniform_int_distribution<int> bag(0, 4), row(0, unique - 1);
+  std::vector<uint32_t> index, offsets = {0};
+  for (int b = 0; b < batch; ++b) {
+    for (int k = bag(rng_); k > 0; --k) index.push_back(row(rng_));  // repeats: atomics
+    offsets.push_back(static_cast<uint32_t>(index.size()));
+  }
+  auto rows = RandomVector(static_cast<size_t>(unique) * dim, rng_);
+  auto out0 = RandomVector(static_cast<size_t>(batch) * out_stride, rng_);
+  auto d_out = RandomVector(static_cast<size_t>(batch) * out_stride, rng_);
+  for (Pooling pooling : {Pooling::kSum, Pooling::kMean}) {
+    for (bool accumulate : {false, true}) {
+      std::vector<float> out = out0, d_rows(rows.size(), 0.0f);
+      Bags cbags{index.data(), offsets.data(), batch};
+      ASSERT_TRUE(cpu_->EmbeddingBagForward(rows.data(), cbags, pooling, accumulate,
+                                            MatrixView(out.data(), batch, dim, out_stride)).ok());
+      ASSERT_TRUE(cpu_->EmbeddingBagBackward(ConstMatrixView(d_out.data(), batch, dim, out_stride),
+                                             cbags, pooling, d_rows.data()).ok());
+      Bags gbags{Up(index), Up(offsets), batch};
+      float* gout = Up(out0);
+      float* gd_rows = Up(std::vector<float>(rows.size(), 0.0f));
+      ASSERT_TRUE(gpu_->EmbeddingBagForward(Up(rows), gbags, pooling, accumulate,
+                                            MatrixView(gout, batch, dim, out_stride)).ok());
+      ASSERT_TRUE(gpu_->EmbeddingBagBackward(ConstMatrixView(Up(d_out), batch, dim, out_stride),
+                                             gbags, pooling, gd_rows).ok());
+      ExpectClose(Down(gout, out.size()), out, "embedding bag out");
+      ExpectClose(Down(gd_rows, d_rows.size()), d_rows, "embedding bag d_rows");
+    }
+  }
+}
+
+TEST_F(CudaDeviceTest, DotInteractionMatchesCpu) {
+  struct Case {
+    int batch, n, dim;
+  };
+  for (const Case c : {Case{37, 27, 16}, Case{5, 4, 3}, Case{64, 9, 32}}) {
+    const int in_width = c.n * c.dim, width = InteractionOutputWidth(c.n, c.dim);
+    auto t = RandomVector(static_cast<size_t>(c.batch) * in_width, rng_);
+    auto dz = RandomVector(static_cast<size_t>(c.batch) * width, rng_);
+    std::vector<float> z(dz.size()), dt(t.size());
+    ASSERT_TRUE(cpu_->DotInteractionForward(ConstMatrixView(t.data(), c.batch, in_width), c.n, c.dim,
+                                            MatrixView(z.data(), c.batch, width)).ok());
+    ASSERT_TRUE(cpu_->DotInteractionBackward(ConstMatrixView(t.data(), c.batch, in_width),
+                                             ConstMatrixView(dz.data(), c.batch, width), c.n, c.dim,
+                                             MatrixView(dt.data(), c.batch, in_width)).ok());
+    float* gt = Up(t);
+    float* gz = Up(std::vector<float>(z.size()));
+    float* gdt = Up(std::vector<float>(dt.size()));
+    ASSERT_TRUE(gpu_->DotInteractionForward(ConstMatrixView(gt, c.batch, in_width), c.n, c.dim,
+                                            MatrixView(gz, c.batch, width)).ok());
+    ASSERT_TRUE(gpu_->DotInteractionBackward(ConstMatrixView(gt, c.batch, in_width),
+                                             ConstMatrixView(Up(dz), c.batch, width), c.n, c.dim,
+                                             MatrixView(gdt, c.batch, in_width)).ok());
+    ExpectClose(Down(gz, z.size()), z, "interaction z");
+    ExpectClose(Down(gdt, dt.size()), dt, "interaction dt");
+  }
+}
+
+TEST_F(CudaDeviceTest, LossAndSigmoidMatchCpu) {
+  const int n = 1000;
+  auto logits = RandomVector(n, rng_, -30.0f, 30.0f);
+  std::vector<float> labels(n), dlogits(n), probs(n);
+  for (int i = 0; i < n; ++i) labels[i] = i % 3 == 0 ? 1.0f : 0.0f;
+  auto loss = cpu_->SigmoidBceLoss(logits.data(), labels.data(), n, dlogits.data());
+  ASSERT_TRUE(loss.ok());
+  ASSERT_TRUE(cpu_->Sigmoid(logits.data(), n, probs.data()).ok());
+  float* gl = Up(logits);
+  float* gd = Up(std::vector<float>(n));
+  float* gp = Up(std::vector<float>(n));
+  auto gloss = gpu_->SigmoidBceLoss(gl, Up(labels), n, gd);
+  ASSERT_TRUE(gloss.ok()) << gloss.status();
+  ASSERT_TRUE(gpu_->Sigmoid(gl, n, gp).ok());
+  EXPECT_NEAR(*gloss, *loss, 1e-4 * *loss);
+  ExpectClose(Down(gd, n), dlogits, "dlogits");
+  ExpectClose(Down(gp, n), probs, "probs");
+}
+
+TEST_F(CudaDeviceTest, CopyMatrixMatchesCpu) {
+  auto src = RandomVector(6 * 10, rng_);
+  std::vector<float> dst(6 * 12, 0.0f);
+  ASSERT_TRUE(cpu_->CopyMatrix(ConstMatrixView(src.data() + 2, 6, 5, 10),
+                               MatrixView(dst.data() + 3, 6, 5, 12)).ok());
+  float* gdst = Up(std::vector<float>(6 * 12, 0.0f));
+  ASSERT_TRUE(gpu_->CopyMatrix(ConstMatrixView(Up(src) + 2, 6, 5, 10), MatrixView(gdst + 3, 6, 5, 12)).ok());
+  ExpectClose(Down(gdst, dst.size()), dst, "copy");
+}
+
+TEST_F(CudaDeviceTest, DropoutDropsTheCpusElementsOnStridedRows) {
+  const int rows = 33, cols = 19, stride = 21;
+  auto x = RandomVector(static_cast<size_t>(rows) * stride, rng_, 0.0f, 1.0f);
+  auto dy = RandomVector(x.size(), rng_);
+  std::vector<float> y = x, g = dy;
+  ASSERT_TRUE(cpu_->DropoutForward(MatrixView(y.data(), rows, cols, stride), 0.3f, 123, 40).ok());
+  ASSERT_TRUE(cpu_->DropoutBackward(ConstMatrixView(y.data(), rows, cols, stride),
+                                    MatrixView(g.data(), rows, cols, stride), 0.3f).ok());
+  float* gy = Up(x);
+  float* gg = Up(dy);
+  ASSERT_TRUE(gpu_->DropoutForward(MatrixView(gy, rows, cols, stride), 0.3f, 123, 40).ok());
+  ASSERT_TRUE(gpu_->DropoutBackward(ConstMatrixView(gy, rows, cols, stride),
+                                    MatrixView(gg, rows, cols, stride), 0.3f).ok());
+  ExpectClose(Down(gy, y.size()), y, "dropout y");
+  ExpectClose(Down(gg, g.size()), g, "dropout dy");
+}
+
+// Whole steps: a model on "cuda" and one on "cpu" with the same parameters.
+class CudaModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaModelTest, WholeStepMatchesCpu) {
+  ModelOptions options;
+  options.name = GetParam();
+  options.device = "cuda";
+  // The towers drop the same elements on both devices (one chunk on the GPU,
+  // 256-row chunks on the CPU).
+  if (options.name != "lr") options.dropout = 0.2f;
+  auto gpu = CreateModel(options);
+  if (!gpu.ok()) {
+    ASSERT_EQ(gpu.status().code(), absl::StatusCode::kUnavailable) << gpu.status();
+    GTEST_SKIP() << "no GPU: " << gpu.status();
+  }
+  options.device = "cpu";
+  auto cpu = CreateModel(options);
+  ASSERT_TRUE(cpu.ok());
+  std::mt19937 rng(9);
+  // 600 rows: the CPU computes them in chunks, the GPU at once.
+  Batch batch = testing::RandomBatch(600, 13, 26, 2, 300, rng);
+  BatchPlan plan;
+  (*cpu)->Plan(batch, &plan);
+  testing::LocalParams cpu_store(**cpu, 0.3f), gpu_store(**gpu, 0.3f);
+  ParamRefs cpu_params, gpu_params;
+  GradRefs cpu_grads, gpu_grads;
+  cpu_store.Bind(plan, &cpu_params, &cpu_grads);
+  gpu_store.Bind(plan, &gpu_params, &gpu_grads);
+  auto cpu_out = (*cpu)->TrainStep(batch, plan, cpu_params, &cpu_grads);
+  auto gpu_out = (*gpu)->TrainStep(batch, plan, gpu_params, &gpu_grads);
+  ASSERT_TRUE(cpu_out.ok()) << cpu_out.status();
+  ASSERT_TRUE(gpu_out.ok()) << gpu_out.status();
+  EXPECT_NEAR(gpu_out->loss_sum, cpu_out->loss_sum, 1e-4 * cpu_out->loss_sum);
+  for (const TableSpec& t : (*cpu)->tables()) {
+    const std::vector<float>& c = cpu_store.grad(t.id);
+    const std::vector<float>& g = gpu_store.grad(t.id);
+    ASSERT_EQ(c.size(), g.size()) << t.name;
+    float scale = 1.0f;
+    for (float v : c) scale = std::max(scale, std::abs(v));
+    size_t bad = 0;
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (!(std::abs(g[i] - c[i]) <= 1e-4f * scale) && ++bad <= 3) {
+        ADD_FAILURE() << t.name << "[" << i << "]: gpu " << g[i] << " cpu " << c[i];
+      }
+    }
+    EXPECT_EQ(bad, 0u) << t.name;
+  }
+  std::vector<float> cpu_probs(batch.size), gpu_probs(batch.size);
+  ASSERT_TRUE((*cpu)->Predict(batch, plan, cpu_params, cpu_probs).ok());
+  ASSERT_TRUE((*gpu)->Predict(batch, plan, gpu_params, gpu_probs).ok());
+  ExpectClose(gpu_probs, cpu_probs, "probs");
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaModelTest, ::testing::Values("dlrm", "wide_deep", "lr", "dcn_v2", "deepfm"));
+
+}  // namespace
+}  // namespace pstrain::worker::nn
