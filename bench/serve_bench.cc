@@ -17,7 +17,7 @@
 #include "bench/bench_util.h"
 #include "common/optim/initializer.h"
 #include "common/status.h"
-#include "data/criteo_parser.h"
+#include "data/parser.h"
 #include "data/synthetic.h"
 #include "serve/model_io.h"
 #include "serve/model_server.h"
@@ -43,12 +43,13 @@ absl::StatusOr<worker::SavedModel> MakeModel(const std::vector<std::string>& lin
   saved.model.seed = seed;
   saved.step = static_cast<int64_t>(seed);
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::CreateModel(saved.model));
-  PS_ASSIGN_OR_RETURN(worker::CriteoParser parser, worker::CriteoParser::Create(saved.schema));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<const worker::Parser> parser,
+                      worker::CreateParser(saved.schema));
   const int fields = saved.model.num_sparse;
   std::vector<absl::flat_hash_set<uint64_t>> ids(fields);
   worker::ParsedRow row;
   for (const std::string& line : lines) {
-    PS_RETURN_IF_ERROR(parser.Parse(line, &row));
+    PS_RETURN_IF_ERROR(parser->Parse(line, &row));
     for (int f = 0; f < fields; ++f) {
       for (uint32_t i = row.field_begin(f); i < row.field_end[f]; ++i) ids[f].insert(row.ids[i]);
     }

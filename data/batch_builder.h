@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "data/batch.h"
-#include "data/criteo_parser.h"
+#include "data/parser.h"
 
 namespace pstrain::worker {
 

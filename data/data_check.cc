@@ -3,15 +3,15 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "data/bad_line.h"
-#include "data/criteo_parser.h"
 #include "data/file_set.h"
 #include "data/line_reader.h"
+#include "data/parser.h"
 
 namespace pstrain::worker {
 namespace {
 
 // Adds the data lines seen (at most options.lines_to_check) to `*lines`.
-absl::Status CheckFile(const InputFile& file, const CriteoParser& parser,
+absl::Status CheckFile(const InputFile& file, const Parser& parser,
                        const DataCheckOptions& options, int64_t* lines) {
   // The readers' own line reader, with their line limit; it decompresses
   // compressed files, so data the readers could not decode fails here.
@@ -59,7 +59,7 @@ absl::Status CheckFile(const InputFile& file, const CriteoParser& parser,
 
 absl::Status CheckDataFiles(const std::vector<std::string>& patterns, const Schema& schema,
                             const DataCheckOptions& options) {
-  PS_ASSIGN_OR_RETURN(CriteoParser parser, CriteoParser::Create(schema));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<const Parser> parser, CreateParser(schema));
   absl::StatusOr<std::vector<InputFile>> files = ExpandFilePatterns(patterns);
   if (!files.ok()) return Annotate(files.status(), options.flag);
   uint64_t bytes = 0;
@@ -67,7 +67,7 @@ absl::Status CheckDataFiles(const std::vector<std::string>& patterns, const Sche
   for (const InputFile& f : *files) {
     bytes += f.size;
     if (f.size > 0) {
-      PS_RETURN_IF_ERROR(Annotate(CheckFile(f, parser, options, &lines), options.flag));
+      PS_RETURN_IF_ERROR(Annotate(CheckFile(f, *parser, options, &lines), options.flag));
     }
   }
   if (bytes > 0 && lines == 0) {

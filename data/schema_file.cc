@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
-#include "data/criteo_parser.h"
+#include "data/delimited_parser.h"
 #include "data/file_set.h"
 #include "data/line_reader.h"
 #include "data/separator_sniff.h"

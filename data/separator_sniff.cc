@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "data/criteo_parser.h"
+#include "data/delimited_parser.h"
 
 namespace pstrain::worker {
 namespace {

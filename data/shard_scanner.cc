@@ -29,7 +29,7 @@ bool FirstReport(const std::string& line) {
 
 absl::StatusOr<std::unique_ptr<ShardScanner>> ShardScanner::Create(
     std::vector<InputFile> files, std::vector<FileRange> ranges, const ScannerOptions& options) {
-  PS_ASSIGN_OR_RETURN(CriteoParser parser, CriteoParser::Create(options.schema));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<const Parser> parser, CreateParser(options.schema));
   if (!(options.max_bad_lines_fraction >= 0.0 && options.max_bad_lines_fraction <= 1.0)) {
     return absl::InvalidArgumentError(absl::StrCat("max_bad_lines_fraction ",
                                                    options.max_bad_lines_fraction,
@@ -46,7 +46,8 @@ absl::StatusOr<std::unique_ptr<ShardScanner>> ShardScanner::Create(
 }
 
 ShardScanner::ShardScanner(std::vector<InputFile> files, std::vector<FileRange> ranges,
-                           const ScannerOptions& options, CriteoParser parser)
+                           const ScannerOptions& options,
+                           std::unique_ptr<const Parser> parser)
     : files_(std::move(files)),
       ranges_(std::move(ranges)),
       options_(options),
@@ -92,7 +93,7 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
     if (line.offset == 0 && options_.schema.header) {
       // A header, neither good nor bad; one that does not match is an error.
       absl::Status s = line.overlong ? absl::InvalidArgumentError("the header is too long")
-                                     : parser_.CheckHeader(text);
+                                     : parser_->CheckHeader(text);
       if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(reader_.path(), ":1: ", s.message()));
       continue;
     }
@@ -103,7 +104,7 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
         line.overlong
             ? absl::InvalidArgumentError(absl::StrCat("line longer than max_line_bytes ",
                                                       options_.schema.max_line_bytes))
-            : parser_.Parse(text, row);
+            : parser_->Parse(text, row);
     if (s.ok()) {
       ++good_;
       return true;

@@ -21,9 +21,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "data/criteo_parser.h"
 #include "data/file_set.h"
 #include "data/line_reader.h"
+#include "data/parser.h"
 
 namespace pstrain::worker {
 
@@ -59,11 +59,11 @@ class ShardScanner {
   int64_t good_lines() const { return good_; }
   int64_t bad_lines() const { return bad_; }
   uint64_t bytes_read() const { return reader_.bytes_read(); }
-  const Schema& schema() const { return parser_.schema(); }
+  const Schema& schema() const { return parser_->schema(); }
 
  private:
   ShardScanner(std::vector<InputFile> files, std::vector<FileRange> ranges,
-               const ScannerOptions& options, CriteoParser parser);
+               const ScannerOptions& options, std::unique_ptr<const Parser> parser);
 
   // The latest bad line, its number found only when it is reported.
   struct BadLine {
@@ -87,7 +87,7 @@ class ShardScanner {
   const std::vector<FileRange> ranges_;
   std::vector<double> max_lines_from_;  // [ranges + 1]: the most lines from range r on
   const ScannerOptions options_;
-  const CriteoParser parser_;
+  const std::unique_ptr<const Parser> parser_;
   LineReader reader_;
   size_t next_range_ = 0;
   bool reader_open_ = false;

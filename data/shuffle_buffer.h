@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "data/batch_builder.h"
-#include "data/criteo_parser.h"
+#include "data/parser.h"
 
 namespace pstrain::worker {
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
 #include "common/status.h"
+#include "data/delimited_parser.h"
 
 namespace pstrain::worker {
 namespace {

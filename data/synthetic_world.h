@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "data/criteo_parser.h"
+#include "data/parser.h"
 #include "data/schema.h"
 #include "data/synthetic_teacher.h"
 #include "data/zipf.h"
@@ -72,7 +72,7 @@ class SyntheticWorld {
   // is not shaped like this world's rows. Sets probability too.
   absl::Status ParseRow(std::string_view line, SyntheticRow* row) const;
 
-  // What CriteoParser with `schema` would make of FormatRow(row).
+  // What the Parser of `schema` (CreateParser) would make of FormatRow(row).
   // REQUIRES: schema.num_dense/num_sparse match the options.
   void ToParsedRow(const SyntheticRow& row, const Schema& schema, ParsedRow* out) const;
 

@@ -9,10 +9,10 @@
 #include "common/status.h"
 #include "data/bad_line.h"
 #include "data/batch_builder.h"
-#include "data/criteo_parser.h"
 #include "data/data_check.h"
 #include "data/file_set.h"
 #include "data/line_reader.h"
+#include "data/parser.h"
 #include "serve/scorer.h"
 
 namespace pstrain::worker {
@@ -104,7 +104,7 @@ class AlignedScorer {
   std::string text_;
 };
 
-absl::Status PredictLines(const InputFile& file, const CriteoParser& parser,
+absl::Status PredictLines(const InputFile& file, const Parser& parser,
                           const PredictOptions& options, AlignedScorer* scorer,
                           PredictResult* result) {
   const Schema& schema = parser.schema();
@@ -150,7 +150,7 @@ absl::StatusOr<PredictResult> PredictFile(const PredictOptions& options) {
   if (options.batch_size < 1) return absl::InvalidArgumentError("batch_size must be >= 1");
   PS_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedModel> model, LoadedModel::Load(options.model_dir));
   PS_ASSIGN_OR_RETURN(std::unique_ptr<ScoreScratch> scratch, model->AcquireScratch());
-  PS_ASSIGN_OR_RETURN(CriteoParser parser, CriteoParser::Create(model->schema()));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<const Parser> parser, CreateParser(model->schema()));
   // Input in another layout (a separator, a header) fails before any output.
   DataCheckOptions check;
   check.flag = "--data";
@@ -163,7 +163,7 @@ absl::StatusOr<PredictResult> PredictFile(const PredictOptions& options) {
   AlignedScorer scorer(*model, scratch.get(), out.get(), options.batch_size);
   PredictResult r;
   for (const InputFile& f : files) {
-    PS_RETURN_IF_ERROR(PredictLines(f, parser, options, &scorer, &r));
+    PS_RETURN_IF_ERROR(PredictLines(f, *parser, options, &scorer, &r));
   }
   PS_RETURN_IF_ERROR(scorer.Flush());
   if (out) PS_RETURN_IF_ERROR(out->Commit());

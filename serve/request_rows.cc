@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "data/batch_builder.h"
+#include "data/delimited_parser.h"
 #include "data/separator_sniff.h"
 
 namespace pstrain::worker {
@@ -66,7 +67,7 @@ absl::StatusOr<std::string> Token(const json& v, char multi_sep, const std::stri
 }  // namespace
 
 absl::StatusOr<RequestRows> RequestRows::Create(const Schema& schema) {
-  PS_ASSIGN_OR_RETURN(CriteoParser parser, CriteoParser::Create(schema));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<const Parser> parser, CreateParser(schema));
   RequestRows r(std::move(parser));
   r.num_columns_ = NumColumns(schema);
   r.label_column_ = schema.custom ? schema.label.column : 0;
@@ -100,10 +101,10 @@ absl::StatusOr<RequestRows> RequestRows::Create(const Schema& schema) {
   return r;
 }
 
-RequestRows::RequestRows(CriteoParser parser) : parser_(std::move(parser)) {}
+RequestRows::RequestRows(std::unique_ptr<const Parser> parser) : parser_(std::move(parser)) {}
 
 std::string RequestRows::TooFewHint(std::string_view line, size_t columns) const {
-  const Schema& schema = parser_.schema();
+  const Schema& schema = parser_->schema();
   if (columns == 1) {
     if (const char sep = SniffSeparator(line, schema.field_sep, num_columns_); sep != 0) {
       return absl::StrCat(": the row seems to be separated by ", SeparatorName(sep),
@@ -144,7 +145,7 @@ absl::Status RequestRows::AddLine(std::string_view line, int row, ParsedRow* par
                                   std::string* with_label, BatchBuilder* builder,
                                   Lacking* lacking) const {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  const char sep = parser_.schema().field_sep;
+  const char sep = parser_->schema().field_sep;
   std::vector<std::string_view>& cols = parsed->columns;
   SplitColumns(line, sep, &cols);
   std::string_view text = line;
@@ -160,7 +161,7 @@ absl::Status RequestRows::AddLine(std::string_view line, int row, ParsedRow* par
     }
     text = *with_label;
   }
-  if (absl::Status s = parser_.Parse(text, parsed); !s.ok()) {
+  if (absl::Status s = parser_->Parse(text, parsed); !s.ok()) {
     if (text == line && static_cast<int>(cols.size()) != num_columns_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "row ", row, ": ", cols.size(), cols.size() == 1 ? " column" : " columns", ", want ",
@@ -172,13 +173,13 @@ absl::Status RequestRows::AddLine(std::string_view line, int row, ParsedRow* par
   if (!builder->Append(*parsed)) {
     return absl::InvalidArgumentError(absl::StrCat("row ", row, ": the request is too large"));
   }
-  parser_.MissingColumns(text, &lacking->split, &lacking->columns);
+  parser_->MissingColumns(text, &lacking->split, &lacking->columns);
   for (int c : lacking->columns) ++lacking->rows[c];
   return absl::OkStatus();
 }
 
 absl::StatusOr<RequestBatch> RequestRows::ParseText(std::string_view body, int max_rows) const {
-  const Schema& schema = parser_.schema();
+  const Schema& schema = parser_->schema();
   BatchBuilder builder(schema.num_dense, schema.num_sparse);
   Lacking lacking;
   lacking.rows.assign(num_columns_, 0);
@@ -213,7 +214,7 @@ absl::StatusOr<RequestBatch> RequestRows::ParseJson(std::string_view body, int m
         "the JSON request needs \"rows\" (a list of objects, one key per column) or \"lines\" "
         "(a list of rows as text)");
   }
-  const Schema& schema = parser_.schema();
+  const Schema& schema = parser_->schema();
   BatchBuilder builder(schema.num_dense, schema.num_sparse);
   Lacking lacking;
   lacking.rows.assign(num_columns_, 0);

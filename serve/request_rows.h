@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/batch.h"
-#include "data/criteo_parser.h"
+#include "data/parser.h"
 #include "data/schema.h"
 
 namespace pstrain::worker {
@@ -46,7 +46,7 @@ class RequestRows {
   const std::string& column_name(int c) const { return names_[c]; }
 
  private:
-  explicit RequestRows(CriteoParser parser);
+  explicit RequestRows(std::unique_ptr<const Parser> parser);
 
   // What one request's rows lacked: rows per column.
   struct Lacking {
@@ -64,7 +64,7 @@ class RequestRows {
   // value, or the separator the row seems to use.
   std::string TooFewHint(std::string_view line, size_t columns) const;
 
-  CriteoParser parser_;
+  std::unique_ptr<const Parser> parser_;
   int num_columns_ = 0;
   int label_column_ = 0;
   std::vector<std::string> names_;  // [num_columns]

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "data/criteo_parser.h"
+#include "data/delimited_parser.h"
 #include "data/schema_file.h"
 #include "tests/data/test_files.h"
 
@@ -58,7 +58,7 @@ TEST(MissingTokens, TokensHoldingTheSeparatorAreRefused) {
 }
 
 TEST(CustomLayout, AMissingStandardizedValueIsTheTrainingMean) {
-  CriteoParser parser = *CriteoParser::Create(Parse(kSchema));
+  DelimitedParser parser = *DelimitedParser::Create(Parse(kSchema));
   ParsedRow row;
   for (const char* year : {"", "NA", "null", "?", "NaN", " NA ", "            "}) {
     ASSERT_TRUE(parser.Parse(absl::StrCat(year, ",3,4,6,paris,a|b,1"), &row).ok()) << year;
@@ -69,7 +69,7 @@ TEST(CustomLayout, AMissingStandardizedValueIsTheTrainingMean) {
 }
 
 TEST(CustomLayout, OtherMissingDenseValuesAreZeroTransformedOrTheirOwnMissing) {
-  CriteoParser parser = *CriteoParser::Create(Parse(kSchema));
+  DelimitedParser parser = *DelimitedParser::Create(Parse(kSchema));
   ParsedRow row;
   ASSERT_TRUE(parser.Parse("1990,NA,None,N/A,paris,a,0", &row).ok());
   EXPECT_EQ(row.dense[1], 0.0f);  // log1p(0)
@@ -81,7 +81,7 @@ TEST(CustomLayout, OtherMissingDenseValuesAreZeroTransformedOrTheirOwnMissing) {
 }
 
 TEST(CustomLayout, MissingCategoricalTokensAreTheFieldsMissingId) {
-  CriteoParser parser = *CriteoParser::Create(Parse(kSchema));
+  DelimitedParser parser = *DelimitedParser::Create(Parse(kSchema));
   ParsedRow row;
   ASSERT_TRUE(parser.Parse("1990,1,1,1,NA,a|NA|null|b,0", &row).ok());
   ASSERT_EQ(row.ids.size(), 3u);
@@ -94,7 +94,7 @@ TEST(CustomLayout, MissingCategoricalTokensAreTheFieldsMissingId) {
 }
 
 TEST(CustomLayout, MissingColumnsNamesTheFieldsALineLeavesMissing) {
-  CriteoParser parser = *CriteoParser::Create(Parse(kSchema));
+  DelimitedParser parser = *DelimitedParser::Create(Parse(kSchema));
   std::vector<std::string_view> scratch;
   std::vector<int> columns;
   parser.MissingColumns(",3,NA,6,paris,NA|,", &scratch, &columns);
@@ -106,7 +106,7 @@ TEST(CustomLayout, MissingColumnsNamesTheFieldsALineLeavesMissing) {
 TEST(CustomLayout, TheSchemasMissingValuesReplaceTheDefaultTokens) {
   std::string json = kSchema;
   json.insert(json.rfind('}'), R"(, "missing_values": ["-"])");
-  CriteoParser parser = *CriteoParser::Create(Parse(json));
+  DelimitedParser parser = *DelimitedParser::Create(Parse(json));
   ParsedRow row;
   ASSERT_TRUE(parser.Parse("-,3,4,6,-,a,1", &row).ok());
   EXPECT_EQ(row.dense[0], 0.0f);
@@ -118,7 +118,7 @@ TEST(CriteoLayout, MissingTokensAreZeroAndTheMissingId) {
   Schema s;
   s.num_dense = 2;
   s.num_sparse = 2;
-  CriteoParser parser = *CriteoParser::Create(s);
+  DelimitedParser parser = *DelimitedParser::Create(s);
   ParsedRow row;
   ASSERT_TRUE(parser.Parse("1\tNA\t3\tnull\tx", &row).ok());
   EXPECT_EQ(row.dense[0], 0.0f);
@@ -136,7 +136,7 @@ TEST(SavedSchema, RecordsTheRuleAndKeepsOldModelsReadingAsBefore) {
   absl::StatusOr<Schema> back = SchemaFromJson(saved, "model.json");
   ASSERT_TRUE(back.ok()) << back.status();
   ParsedRow row;
-  ASSERT_TRUE(CriteoParser::Create(*back)->Parse("NA,3,4,,NA,a,1", &row).ok());
+  ASSERT_TRUE(DelimitedParser::Create(*back)->Parse("NA,3,4,,NA,a,1", &row).ok());
   EXPECT_EQ(row.dense[0], 0.0f);
   EXPECT_EQ(row.dense[3], 5.0f);
 
@@ -147,7 +147,7 @@ TEST(SavedSchema, RecordsTheRuleAndKeepsOldModelsReadingAsBefore) {
   old["dense"][0].erase("missing");
   back = SchemaFromJson(old, "model.json");
   ASSERT_TRUE(back.ok()) << back.status();
-  CriteoParser legacy = *CriteoParser::Create(*back);
+  DelimitedParser legacy = *DelimitedParser::Create(*back);
   ASSERT_TRUE(legacy.Parse(",3,4,6,NA,a,1", &row).ok());
   EXPECT_FLOAT_EQ(row.dense[0], -199.0f) << "raw 0, standardized, as the old model trained";
   EXPECT_EQ(row.ids[0], FeatureId(0, "NA", 0)) << "NA was a token like any other";
@@ -176,7 +176,7 @@ TEST(ComputeDenseStats, TakesTheStatisticsOfTheValuesPresent) {
   EXPECT_DOUBLE_EQ(s.dense[0].mean, 20.0);
   EXPECT_DOUBLE_EQ(s.dense[0].stddev, 10.0);
   ParsedRow row;
-  ASSERT_TRUE(CriteoParser::Create(s)->Parse("NA,1", &row).ok());
+  ASSERT_TRUE(DelimitedParser::Create(s)->Parse("NA,1", &row).ok());
   EXPECT_EQ(row.dense[0], 0.0f);
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "data/batch_builder.h"
+#include "data/parser.h"
 #include "tests/data/test_files.h"
 
 namespace pstrain::worker {
@@ -97,13 +98,13 @@ TEST(DataReader, ParsesValuesLikeTheParser) {
   WriteRows(dir.File("a.tsv"), 0, 30);
   absl::StatusOr<std::shared_ptr<const Batch>> all = ReadAll(SmallOptions(dir.File("a.tsv")));
   ASSERT_TRUE(all.ok()) << all.status();
-  CriteoParser parser = *CriteoParser::Create(SmallSchema());
+  std::unique_ptr<const Parser> parser = *CreateParser(SmallSchema());
   BatchBuilder want(2, 2);
   ParsedRow row;
   for (int r = 0; r < 30; ++r) {
     std::string line = RowLine(r);
     line.pop_back();
-    ASSERT_TRUE(parser.Parse(line, &row).ok());
+    ASSERT_TRUE(parser->Parse(line, &row).ok());
     want.Append(row);
   }
   EXPECT_TRUE(BatchesEqual(**all, *want.Finish()));

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "data/criteo_parser.h"
+#include "data/delimited_parser.h"
 #include "data/file_set.h"
 #include "data/shard_scanner.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "data/batch_builder.h"
-#include "data/criteo_parser.h"
+#include "data/delimited_parser.h"
 #include "data/eval/metrics.h"
 #include "data/reader.h"
 #include "tests/data/test_files.h"

@@ -6,27 +6,27 @@
 #include <cstdint>
 #include <string_view>
 
-#include "data/criteo_parser.h"
+#include "data/delimited_parser.h"
 
 using namespace pstrain::worker;
 
 namespace {
 
-const CriteoParser& Parser(bool multi_hot) {
-  static const CriteoParser single = *CriteoParser::Create(Schema{});
-  static const CriteoParser multi = [] {
+const DelimitedParser& CriteoLayoutParser(bool multi_hot) {
+  static const DelimitedParser single = *DelimitedParser::Create(Schema{});
+  static const DelimitedParser multi = [] {
     Schema s;
     s.num_dense = 3;
     s.num_sparse = 4;
     s.multi_hot_sep = ',';
     s.hash_buckets = 1000;
-    return *CriteoParser::Create(s);
+    return *DelimitedParser::Create(s);
   }();
   return multi_hot ? multi : single;
 }
 
-const CriteoParser& CsvParser() {
-  static const CriteoParser csv = [] {
+const DelimitedParser& CsvParser() {
+  static const DelimitedParser csv = [] {
     Schema s;
     s.custom = true;
     s.field_sep = ',';
@@ -51,7 +51,7 @@ const CriteoParser& CsvParser() {
     s.sparse[1].hash_buckets = 100;
     s.num_dense = 2;
     s.num_sparse = 2;
-    return *CriteoParser::Create(s);
+    return *DelimitedParser::Create(s);
   }();
   return csv;
 }
@@ -66,8 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t nl = text.find('\n', start);
     if (nl == std::string_view::npos) nl = text.size();
     std::string_view line = text.substr(start, nl - start);
-    (void)Parser(false).Parse(line, &row);
-    (void)Parser(true).Parse(line, &row);
+    (void)CriteoLayoutParser(false).Parse(line, &row);
+    (void)CriteoLayoutParser(true).Parse(line, &row);
     (void)CsvParser().Parse(line, &row);
     (void)CsvParser().CheckHeader(line);
     start = nl + 1;

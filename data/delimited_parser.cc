@@ -1,4 +1,4 @@
-#include "data/criteo_parser.h"
+#include "data/delimited_parser.h"
 
 #include <algorithm>
 #include <charconv>
@@ -130,19 +130,19 @@ bool ParseInt64(std::string_view token, int64_t* out) {
   return true;
 }
 
-absl::StatusOr<CriteoParser> CriteoParser::Create(const Schema& schema) {
+absl::StatusOr<DelimitedParser> DelimitedParser::Create(const Schema& schema) {
   absl::Status s = ValidateSchema(schema);
   if (!s.ok()) return s;
-  return CriteoParser(schema);
+  return DelimitedParser(schema);
 }
 
-absl::Status CriteoParser::ColumnCountError(std::string_view line) const {
+absl::Status DelimitedParser::ColumnCountError(std::string_view line) const {
   size_t columns = 1;
   for (char c : line) columns += (c == schema_.field_sep);
   return absl::InvalidArgumentError(ColumnCountReason(schema_, line, columns));
 }
 
-absl::Status CriteoParser::CheckHeader(std::string_view line) const {
+absl::Status DelimitedParser::CheckHeader(std::string_view line) const {
   if (schema_.column_names.empty()) return absl::OkStatus();
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   std::vector<std::string_view> names;
@@ -169,7 +169,7 @@ absl::Status CriteoParser::CheckHeader(std::string_view line) const {
   return absl::OkStatus();
 }
 
-CriteoParser::CriteoParser(const Schema& schema)
+DelimitedParser::DelimitedParser(const Schema& schema)
     : schema_(schema), missing_(schema.missing_tokens) {
   if (!schema_.custom) return;
   roles_.assign(schema_.num_columns, Role{Role::kIgnore});
@@ -198,11 +198,11 @@ CriteoParser::CriteoParser(const Schema& schema)
   }
 }
 
-absl::Status CriteoParser::CustomColumnCountError(std::string_view line, size_t columns) const {
+absl::Status DelimitedParser::CustomColumnCountError(std::string_view line, size_t columns) const {
   return absl::InvalidArgumentError(ColumnCountReason(schema_, line, columns));
 }
 
-inline absl::Status CriteoParser::CustomLabel(std::string_view t, ParsedRow* row) const {
+inline absl::Status DelimitedParser::CustomLabel(std::string_view t, ParsedRow* row) const {
   const LabelColumn& label = schema_.label;
   if (label.op == LabelColumn::Op::kBinary && t.size() == 1 && (t[0] == '0' || t[0] == '1')) {
     row->label = t[0] == '1' ? 1.0f : 0.0f;
@@ -218,7 +218,7 @@ inline absl::Status CriteoParser::CustomLabel(std::string_view t, ParsedRow* row
   return absl::OkStatus();
 }
 
-inline absl::Status CriteoParser::CustomDense(int j, std::string_view t, ParsedRow* row) const {
+inline absl::Status DelimitedParser::CustomDense(int j, std::string_view t, ParsedRow* row) const {
   const DenseColumn& d = schema_.dense[j];
   int64_t iv;
   if (t.empty()) {
@@ -255,7 +255,7 @@ inline absl::Status CriteoParser::CustomDense(int j, std::string_view t, ParsedR
   return absl::OkStatus();
 }
 
-void CriteoParser::AppendIds(int f, std::string_view t, uint64_t buckets, char multi_hot_sep,
+void DelimitedParser::AppendIds(int f, std::string_view t, uint64_t buckets, char multi_hot_sep,
                              ParsedRow* row) const {
   if (multi_hot_sep == 0) {
     row->ids.push_back(FeatureId(f, missing_.Contains(t) ? std::string_view() : t, buckets));
@@ -272,13 +272,13 @@ void CriteoParser::AppendIds(int f, std::string_view t, uint64_t buckets, char m
   if (row->ids.size() == before) row->ids.push_back(MissingId(f, buckets));
 }
 
-inline void CriteoParser::CustomSparse(int f, std::string_view t, ParsedRow* row) const {
+inline void DelimitedParser::CustomSparse(int f, std::string_view t, ParsedRow* row) const {
   const SparseColumn& c = schema_.sparse[f];
   AppendIds(f, t, c.hash_buckets, c.multi_hot_sep, row);
   row->field_end[f] = static_cast<uint32_t>(row->ids.size());
 }
 
-inline bool CriteoParser::FastColumn(const Role& role, std::string_view t, ParsedRow* row) const {
+inline bool DelimitedParser::FastColumn(const Role& role, std::string_view t, ParsedRow* row) const {
   if (!role.fast) return false;
   switch (role.kind) {
     case Role::kSparse:
@@ -302,7 +302,7 @@ inline bool CriteoParser::FastColumn(const Role& role, std::string_view t, Parse
   return false;
 }
 
-inline absl::Status CriteoParser::CustomColumn(int column, std::string_view t, ParsedRow* row) const {
+inline absl::Status DelimitedParser::CustomColumn(int column, std::string_view t, ParsedRow* row) const {
   const Role role = roles_[column];
   switch (role.kind) {
     case Role::kLabel:
@@ -318,7 +318,7 @@ inline absl::Status CriteoParser::CustomColumn(int column, std::string_view t, P
   return absl::OkStatus();
 }
 
-absl::Status CriteoParser::ParseCustom(std::string_view line, ParsedRow* row) const {
+absl::Status DelimitedParser::ParseCustom(std::string_view line, ParsedRow* row) const {
   row->dense.resize(schema_.num_dense);
   row->ids.clear();
   row->field_end.resize(schema_.num_sparse);
@@ -361,7 +361,7 @@ absl::Status CriteoParser::ParseCustom(std::string_view line, ParsedRow* row) co
   return absl::OkStatus();
 }
 
-void CriteoParser::MissingColumns(std::string_view line, std::vector<std::string_view>* scratch,
+void DelimitedParser::MissingColumns(std::string_view line, std::vector<std::string_view>* scratch,
                                   std::vector<int>* columns) const {
   columns->clear();
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -391,7 +391,7 @@ void CriteoParser::MissingColumns(std::string_view line, std::vector<std::string
   }
 }
 
-absl::Status CriteoParser::Parse(std::string_view line, ParsedRow* row) const {
+absl::Status DelimitedParser::Parse(std::string_view line, ParsedRow* row) const {
   if (line.size() > schema_.max_line_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("line of ", line.size(),
                                                    " bytes exceeds max_line_bytes ",

@@ -1,4 +1,4 @@
-#include "data/criteo_parser.h"
+#include "data/delimited_parser.h"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +24,7 @@ std::string Line(const std::string& label, const std::vector<std::string>& ints,
 std::vector<std::string> Ints(const std::string& v) { return std::vector<std::string>(13, v); }
 std::vector<std::string> Tokens(const std::string& v) { return std::vector<std::string>(26, v); }
 
-CriteoParser DefaultParser() { return *CriteoParser::Create(Schema{}); }
+DelimitedParser DefaultParser() { return *DelimitedParser::Create(Schema{}); }
 
 TEST(CriteoParser, ParsesLabelDenseAndTokens) {
   std::vector<std::string> ints = Ints("3");
@@ -84,7 +84,7 @@ TEST(CriteoParser, FeatureIdsAreStableAcrossRunsAndBuilds) {
 TEST(CriteoParser, HashBucketsFoldIdsIntoRange) {
   Schema schema;
   schema.hash_buckets = 97;
-  CriteoParser parser = *CriteoParser::Create(schema);
+  DelimitedParser parser = *DelimitedParser::Create(schema);
   ParsedRow row;
   for (int i = 0; i < 200; ++i) {
     std::vector<std::string> tokens = Tokens(absl::StrCat(i * 7919));
@@ -100,7 +100,7 @@ TEST(CriteoParser, MultiHotFieldsGiveOneIdPerToken) {
   schema.num_dense = 1;
   schema.num_sparse = 3;
   schema.multi_hot_sep = '|';
-  CriteoParser parser = *CriteoParser::Create(schema);
+  DelimitedParser parser = *DelimitedParser::Create(schema);
   ParsedRow row;
   ASSERT_TRUE(parser.Parse("1\t5\ta|b|c\t\tx||", &row).ok());
   ASSERT_EQ(row.field_end, (std::vector<uint32_t>{3, 4, 5}));
@@ -119,14 +119,14 @@ TEST(CriteoParser, CustomSeparatorAndTrailingCarriageReturn) {
   schema.num_dense = 2;
   schema.num_sparse = 1;
   schema.field_sep = ',';
-  CriteoParser parser = *CriteoParser::Create(schema);
+  DelimitedParser parser = *DelimitedParser::Create(schema);
   ParsedRow row;
   ASSERT_TRUE(parser.Parse("1,1,2,tok\r", &row).ok());
   EXPECT_EQ(row.ids[0], FeatureId(0, "tok", 0));
 }
 
 TEST(CriteoParser, WrongColumnCountIsInvalidArgument) {
-  CriteoParser parser = DefaultParser();
+  DelimitedParser parser = DefaultParser();
   ParsedRow row;
   std::string good = Line("1", Ints("1"), Tokens("a"));
   absl::Status s = parser.Parse(good + "\textra", &row);
@@ -139,7 +139,7 @@ TEST(CriteoParser, WrongColumnCountIsInvalidArgument) {
 }
 
 TEST(CriteoParser, BadLabelIsInvalidArgument) {
-  CriteoParser parser = DefaultParser();
+  DelimitedParser parser = DefaultParser();
   ParsedRow row;
   for (const char* label : {"2", "", "01", "-1", "1.0", " 1", "x"}) {
     absl::Status s = parser.Parse(Line(label, Ints("1"), Tokens("a")), &row);
@@ -149,7 +149,7 @@ TEST(CriteoParser, BadLabelIsInvalidArgument) {
 }
 
 TEST(CriteoParser, NonNumericIntegerIsInvalidArgumentNamingTheColumn) {
-  CriteoParser parser = DefaultParser();
+  DelimitedParser parser = DefaultParser();
   ParsedRow row;
   for (const char* bad : {"abc", "1.5", "-", "+", "1 ", " 1", "1e3", "12345678901234567890", "0x1"}) {
     std::vector<std::string> ints = Ints("1");
@@ -163,7 +163,7 @@ TEST(CriteoParser, NonNumericIntegerIsInvalidArgumentNamingTheColumn) {
 TEST(CriteoParser, OverlongLineIsInvalidArgument) {
   Schema schema;
   schema.max_line_bytes = 200;
-  CriteoParser parser = *CriteoParser::Create(schema);
+  DelimitedParser parser = *DelimitedParser::Create(schema);
   ParsedRow row;
   absl::Status s = parser.Parse(Line("1", Ints("1"), Tokens(std::string(10, 'a'))), &row);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
@@ -173,13 +173,13 @@ TEST(CriteoParser, OverlongLineIsInvalidArgument) {
 TEST(CriteoParser, InvalidSchemaIsRejected) {
   Schema schema;
   schema.multi_hot_sep = '\t';
-  EXPECT_EQ(CriteoParser::Create(schema).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DelimitedParser::Create(schema).status().code(), absl::StatusCode::kInvalidArgument);
   schema = Schema{};
   schema.num_dense = -1;
-  EXPECT_EQ(CriteoParser::Create(schema).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DelimitedParser::Create(schema).status().code(), absl::StatusCode::kInvalidArgument);
   schema = Schema{};
   schema.field_sep = '\n';
-  EXPECT_EQ(CriteoParser::Create(schema).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DelimitedParser::Create(schema).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CriteoParser, RandomBytesNeverCrash) {
@@ -188,7 +188,7 @@ TEST(CriteoParser, RandomBytesNeverCrash) {
   Schema multi;
   multi.multi_hot_sep = ',';
   multi.hash_buckets = 1000;
-  CriteoParser parsers[] = {DefaultParser(), *CriteoParser::Create(multi)};
+  DelimitedParser parsers[] = {DefaultParser(), *DelimitedParser::Create(multi)};
   ParsedRow row;
   int ok = 0;
   for (int i = 0; i < 20000; ++i) {
@@ -201,7 +201,7 @@ TEST(CriteoParser, RandomBytesNeverCrash) {
       line = Line("1", Ints("12"), Tokens("0a1b"));
       for (int m = 0; m < 3; ++m) line[rng() % line.size()] = static_cast<char>(rng());
     }
-    for (CriteoParser& p : parsers) {
+    for (DelimitedParser& p : parsers) {
       absl::Status s = p.Parse(line, &row);
       if (s.ok()) {
         ++ok;
@@ -249,7 +249,7 @@ TEST(CriteoParserSpeed, ParsesCriteoLikeLinesAndReportsRowsPerSecond) {
     }
     lines.push_back(Line(i % 4 == 0 ? "1" : "0", ints, tokens));
   }
-  CriteoParser parser = DefaultParser();
+  DelimitedParser parser = DefaultParser();
   ParsedRow row;
   const int kRounds = 150;
   uint64_t checksum = 0;

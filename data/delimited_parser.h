@@ -1,6 +1,7 @@
-// CriteoParser: turns one text line into a ParsedRow (label, transformed
-// dense values, feature ids per field): "label \t I1..In \t C1..Cm" in the
-// Criteo layout, or any columns a custom schema describes (schema.h).
+// DelimitedParser: the Parser (parser.h) of delimited text. Turns one text
+// line into a ParsedRow (label, transformed dense values, feature ids per
+// field): "label \t I1..In \t C1..Cm" in the Criteo layout, or any columns
+// a custom schema describes (schema.h).
 //
 // Hot path of the readers: no allocation once the ParsedRow has grown to its
 // working size, no copies of tokens, hand-written integer parsing. Every
@@ -16,47 +17,34 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "data/missing_values.h"
+#include "data/parser.h"
 #include "data/schema.h"
 
 namespace pstrain::worker {
 
-// One parsed line. Reused across lines to avoid allocations.
-struct ParsedRow {
-  float label = 0.0f;
-  std::vector<float> dense;  // [num_dense], already transformed
-  // The ids of every sparse field, field after field: field f owns
-  // ids[f == 0 ? 0 : field_end[f - 1] .. field_end[f]); at least one each.
-  std::vector<uint64_t> ids;
-  std::vector<uint32_t> field_end;  // [num_sparse]
-  // Scratch of the custom layout: the line's columns.
-  std::vector<std::string_view> columns;
-
-  uint32_t field_begin(int f) const { return f == 0 ? 0 : field_end[f - 1]; }
-};
-
-class CriteoParser {
+class DelimitedParser final : public Parser {
  public:
   // InvalidArgument when the schema is invalid (see ValidateSchema).
-  static absl::StatusOr<CriteoParser> Create(const Schema& schema);
+  static absl::StatusOr<DelimitedParser> Create(const Schema& schema);
 
   // Parses `line` (without its '\n'; one trailing '\r' is ignored) into
   // `*row`. On error returns InvalidArgument saying what is wrong and where
   // (column name, e.g. "I3" or "C12"); `*row` is then unspecified.
-  absl::Status Parse(std::string_view line, ParsedRow* row) const;
+  absl::Status Parse(std::string_view line, ParsedRow* row) const override;
 
   // Checks a header line (the first line of a file when schema.header)
   // against the schema's column names: InvalidArgument naming the first
   // column that differs. OK when the schema has no names.
-  absl::Status CheckHeader(std::string_view line) const;
+  absl::Status CheckHeader(std::string_view line) const override;
 
   // The columns (0-based, in the line) of the dense and categorical fields
   // that `line` leaves missing (empty, or a missing token; a multi-hot
   // field with no token), in column order. For a line Parse() took;
   // `*scratch` is reused.
   void MissingColumns(std::string_view line, std::vector<std::string_view>* scratch,
-                      std::vector<int>* columns) const;
+                      std::vector<int>* columns) const override;
 
-  const Schema& schema() const { return schema_; }
+  const Schema& schema() const override { return schema_; }
 
  private:
   // What a column of a custom layout is.
@@ -74,7 +62,7 @@ class CriteoParser {
   // general path (none: clipped columns).
   enum class IntegerPath : uint8_t { kNone, kLog1pClamp, kLog1p, kOther };
 
-  explicit CriteoParser(const Schema& schema);
+  explicit DelimitedParser(const Schema& schema);
 
   absl::Status ParseCustom(std::string_view line, ParsedRow* row) const;
   // The common cases of a column, inline; false: not one (CustomColumn
