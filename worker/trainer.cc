@@ -32,6 +32,12 @@ constexpr absl::Duration kRestoreStateTimeout = absl::Minutes(1);
 
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
 
+// A restored position that had finished goes on into the epochs a rerun
+// with more --epochs adds (not a stream's: its epochs are partitions).
+int EpochsToGoOn(const TrainOptions& options) {
+  return options.train_stream.dir.empty() ? options.epochs : 0;
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorClient* coordinator,
@@ -44,6 +50,7 @@ Trainer::Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorCl
       num_workers_(num_workers),
       replica_(replica),
       process_start_(absl::Now()),
+      loop_(&kv->layout(), coordinator, rank),
       pending_partitions_(options_.pending_partitions != nullptr ? options_.pending_partitions
                                                                  : &own_pending_) {
   for (const TableSpec& t : model_->tables()) {
@@ -109,7 +116,8 @@ double Trainer::FractionDone(int64_t step, const ReaderStats& reader) const {
                      static_cast<double>(std::min<uint64_t>(reader.bytes_read, shard_bytes_));
   }
   if (rows_per_epoch <= 0) return NAN;
-  const double done = position_.epoch * rows_per_epoch + static_cast<double>(position_.rows);
+  const proto::WorkerPosition& at = loop_.position();
+  const double done = at.epoch * rows_per_epoch + static_cast<double>(at.rows);
   return std::min(1.0, done / (rows_per_epoch * options_.epochs));
 }
 
@@ -175,7 +183,8 @@ absl::Status Trainer::OpenReader() {
   }
   // A resumed worker's reader starts at its position's epoch (the earlier
   // ones are not read again).
-  if (std::optional<proto::WorkerPosition> p = RestoredPosition(); p && !p->finished) {
+  if (std::optional<proto::WorkerPosition> p = loop_.RestoredPosition(EpochsToGoOn(options_));
+      p && !p->finished) {
     ro.first_epoch = p->epoch;
   }
   PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
@@ -183,22 +192,21 @@ absl::Status Trainer::OpenReader() {
 }
 
 absl::Status Trainer::StartAt() {
-  position_.rank = rank_;
-  checkpoint_step_ = kv_->layout().checkpoint_step;
-  PS_RETURN_IF_ERROR(ResumePosition(reader_.get(), &position_));
-  clock_ = position_.clock;
-  resumed_samples_ = position_.samples;
+  PS_RETURN_IF_ERROR(ResumePosition());
+  const proto::WorkerPosition& start = loop_.position();
+  clock_ = start.clock;
+  resumed_samples_ = start.samples;
   // Evaluation rounds are numbered by where they fall, so that a worker
   // that starts late (re-admitted, or resumed) gathers under the others'
   // round keys.
-  eval_round_ = schedule_.FirstRound(clock_, position_.epoch);
+  eval_round_ = schedule_.FirstRound(clock_, start.epoch);
   first_round_ = eval_round_;
   next_collect_ = eval_round_;
   if (options_.readmitted) {
     PS_RETURN_IF_ERROR(coordinator_->StoreSet(absl::StrCat("resumed/", rank_),
                                               Buffer::FromString(std::to_string(clock_))));
   }
-  if (position_.finished) {
+  if (start.finished) {
     spdlog::info("this worker had finished training before the checkpoint");
     return absl::OkStatus();
   }
@@ -240,7 +248,7 @@ absl::Status Trainer::RunStep() {
   // Every step before this one is on the servers: the position a dead
   // worker's shard would be adopted from.
   if (options_.train_metrics != nullptr && adopted_.empty()) {
-    options_.train_metrics->SetPosition(position_.epoch, position_.rows);
+    options_.train_metrics->SetPosition(loop_.position().epoch, loop_.position().rows);
   }
 
   t0 = absl::Now();
@@ -332,31 +340,24 @@ absl::Status Trainer::AccountStep(const Prepared& p, const StepOutput& out) {
   if (!adopted_.empty()) {
     adopted_.back().trained_rows += out.num_samples;
   } else {
-    if (p.epoch != position_.epoch) {
-      if (streaming()) PS_RETURN_IF_ERROR(ClosePartitions(p.epoch));
-      position_.epoch = p.epoch;
-      position_.rows = 0;
+    if (streaming() && p.epoch != loop_.position().epoch) {
+      PS_RETURN_IF_ERROR(ClosePartitions(p.epoch));
     }
-    position_.rows += out.num_samples;
+    loop_.CountRows(p.epoch, out.num_samples);
     ScoreRows(*p.batch, out);
   }
-  position_.samples += out.num_samples;
-  position_.clock = clock_;
-  if (clock_ == checkpoint_step_) {
+  loop_.CountSamples(out.num_samples);
+  if (loop_.Reached(clock_)) {
     // Pause for the checkpoint: our gradients must be on the servers.
     PS_RETURN_IF_ERROR(WaitForLastPush());
     absl::Time t0 = absl::Now();
-    PS_ASSIGN_OR_RETURN(checkpoint_step_, Checkpoint(clock_, position_));
+    PS_RETURN_IF_ERROR(Checkpoint());
     result_.checkpoint_seconds += Seconds(t0);
   }
   result_.samples += out.num_samples;
   loss_sum_ += out.loss_sum;
   loss_count_ += out.num_samples;
-  if (!std::isfinite(out.loss_sum)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "loss became non-finite at step ", clock_, " (learning rate too high?)"));
-  }
-  return absl::OkStatus();
+  return TrainingLoop::CheckLoss(out.loss_sum, clock_);
 }
 
 absl::Status Trainer::ReportStep(const StepOutput& out) {
@@ -368,7 +369,7 @@ absl::Status Trainer::ReportStep(const StepOutput& out) {
   snap.compute_seconds = result_.compute_seconds;
   snap.wait_seconds = result_.wait_seconds;
   snap.data_seconds = result_.data_seconds;
-  snap.epoch = position_.epoch;
+  snap.epoch = loop_.position().epoch;
   snap.epochs = streaming() ? 0 : options_.epochs;
   snap.workers = num_workers_;
   snap.eval_auc = last_eval_auc_;
@@ -403,12 +404,8 @@ absl::Status Trainer::RetireFromServers() {
 
 absl::Status Trainer::FinishTraining() {
   PS_RETURN_IF_ERROR(RetireFromServers());
-  position_.finished = true;
-  position_.clock = clock_;
-  if (checkpoint_step_ >= 0 || kv_->layout().restored_step >= 0) {
-    // From now on checkpoints do not wait for this worker.
-    PS_RETURN_IF_ERROR(Checkpoint(-1, position_).status());
-  }
+  // From now on checkpoints do not wait for this worker.
+  PS_RETURN_IF_ERROR(loop_.ArriveFinished(clock_));
   result_.steps = clock_;
   result_.train_seconds = Seconds(train_start_);
   total_loss_ += loss_sum_;
@@ -422,7 +419,7 @@ absl::Status Trainer::FinishTraining() {
   if (stop_) {
     spdlog::info("early stop: training ended at step {} (epoch {} of {}), {} evaluations after the "
                  "best one",
-                 clock_, position_.epoch + 1, options_.epochs, options_.early_stop_rounds);
+                 clock_, loop_.position().epoch + 1, options_.epochs, options_.early_stop_rounds);
   }
   spdlog::info("trained {} steps, {} samples in {:.1f}s (compute {:.1f}s, wait {:.1f}s, data {:.1f}s; "
                "reader {:.0f} rows/s, {} bad lines)",
@@ -463,28 +460,9 @@ absl::Status Trainer::SaveModel(int64_t step, const EvalRound* chosen) {
   return absl::OkStatus();
 }
 
-std::optional<proto::WorkerPosition> Trainer::RestoredPosition() const {
+absl::Status Trainer::ResumePosition() {
   const proto::TableLayout& layout = kv_->layout();
-  if (layout.restored_step < 0) return std::nullopt;
-  std::optional<proto::WorkerPosition> position;
-  for (const proto::WorkerPosition& p : layout.positions) {
-    if (p.rank == rank_) position = p;
-  }
-  if (position && position->finished && !streaming() && position->epoch + 1 < options_.epochs) {
-    // A finished job trained on with more --epochs: the next epoch from
-    // its start.
-    position->finished = false;
-    position->epoch += 1;
-    position->rows = 0;
-  }
-  return position;
-}
-
-absl::Status Trainer::ResumePosition(DataReader* reader, proto::WorkerPosition* position) {
-  const proto::TableLayout& layout = kv_->layout();
-  if (layout.restored_step < 0) return absl::OkStatus();
-  if (std::optional<proto::WorkerPosition> p = RestoredPosition()) *position = *p;
-  position->state_file.clear();
+  if (!loop_.restored()) return loop_.Resume(nullptr, 0).status();  // the first checkpoint step
   if (replica_ != nullptr && layout.restored_step > 0) {
     // Worker-held state (allreduce mode) comes from the checkpoint too.
     // (Step 0: a rollback before the first checkpoint; the replica, rebuilt
@@ -496,12 +474,9 @@ absl::Status Trainer::ResumePosition(DataReader* reader, proto::WorkerPosition* 
   // Skip what was trained before the checkpoint: whole batches, so the
   // resumed run sees exactly the data an unbroken one would.
   absl::Time t0 = absl::Now();
-  int64_t skipped = 0;
-  if (!position->finished) {
-    PS_ASSIGN_OR_RETURN(skipped, SkipTo(reader, position->epoch, position->rows));
-  }
-  spdlog::info("resuming at step {} (epoch {}, {} rows skipped in {:.1f}s)", position->clock,
-               position->epoch, skipped, Seconds(t0));
+  PS_ASSIGN_OR_RETURN(int64_t skipped, loop_.Resume(reader_.get(), EpochsToGoOn(options_)));
+  spdlog::info("resuming at step {} (epoch {}, {} rows skipped in {:.1f}s)", loop_.position().clock,
+               loop_.position().epoch, skipped, Seconds(t0));
   return absl::OkStatus();
 }
 
@@ -521,20 +496,6 @@ void ApplyLrSchedule(const TrainOptions& options, int num_workers, std::vector<T
   }
 }
 
-absl::StatusOr<int64_t> Trainer::SkipTo(DataReader* reader, int32_t epoch, int64_t rows) {
-  int64_t skipped = 0, in_epoch = 0;
-  if (epoch <= 0 && rows <= 0) return skipped;
-  while (true) {
-    PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> b, reader->Next());
-    if (!b) break;
-    int e = reader->last_epoch();
-    in_epoch = e < epoch ? 0 : in_epoch + b->size;
-    skipped += b->size;
-    if (e == epoch && in_epoch >= rows) break;
-  }
-  return skipped;
-}
-
 absl::StatusOr<bool> Trainer::AdoptShard() {
   if (!adopted_.empty()) {
     AdoptedShard& a = adopted_.back();
@@ -552,28 +513,19 @@ absl::StatusOr<bool> Trainer::AdoptShard() {
   ro.seed = options_.seed + static_cast<uint64_t>(claim.rank);
   ro.first_epoch = std::max(0, claim.epoch);  // its position's, not this worker's
   PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
-  PS_ASSIGN_OR_RETURN(int64_t skipped, SkipTo(reader_.get(), claim.epoch, claim.rows));
+  PS_ASSIGN_OR_RETURN(int64_t skipped, TrainingLoop::SkipTo(reader_.get(), claim.epoch, claim.rows));
   adopted_.push_back(AdoptedShard{claim.rank, skipped, 0, claim.samples});
   spdlog::warn("adopting the rest of dead worker {}'s shard: epoch {}, after the {} rows it trained",
                claim.rank, claim.epoch, skipped);
   return true;
 }
 
-absl::StatusOr<int64_t> Trainer::Checkpoint(int64_t step, const proto::WorkerPosition& position) {
+absl::Status Trainer::Checkpoint() {
   Buffer state;
-  if (replica_ != nullptr && rank_ == 0 && step >= 0) {
+  if (replica_ != nullptr && rank_ == 0) {
     PS_ASSIGN_OR_RETURN(state, replica_->SerializeState());
   }
-  PS_ASSIGN_OR_RETURN(proto::CheckpointDone done,
-                      coordinator_->CheckpointArrive(step, position, std::move(state)));
-  if (step >= 0 && lead_ == rank_) {
-    if (done.path.empty()) {
-      spdlog::warn("checkpoint at step {} failed on the coordinator; training goes on", step);
-    } else {
-      spdlog::info("checkpoint at step {}: {}", step, done.path);
-    }
-  }
-  return done.next_step;
+  return loop_.Checkpoint(std::move(state), /*log=*/lead_ == rank_);
 }
 
 absl::Status Trainer::Score(int shard, int64_t clock, std::vector<float>* probs,

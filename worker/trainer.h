@@ -14,7 +14,11 @@
 // the lead also judges each round, keeps the best one's model and tells
 // every worker whether to go on (worker/trainer_best.cc). A failure of the
 // final evaluation does not lose the trained model: the lead saves it and
-// then reports the failure.
+// then reports the failure. Where a run starts (a restored checkpoint's
+// position), where the worker stands and the pause at each checkpoint are
+// the TrainingLoop's (worker/training_loop.h), and an evaluation's figures
+// and the summary's are written as worker/run_report.h says: both shared
+// with the PipelineTrainer.
 //
 // Not thread-safe: one thread runs Run().
 #pragma once
@@ -39,6 +43,7 @@
 #include "worker/eval/eval_schedule.h"
 #include "worker/kv_client.h"
 #include "worker/progress.h"
+#include "worker/training_loop.h"
 
 namespace pstrain::worker {
 
@@ -322,8 +327,6 @@ class Trainer {
   // Elastic: claims a dead worker's remaining shard and opens reader_ on
   // it, positioned after the rows it had trained. False: none left.
   absl::StatusOr<bool> AdoptShard();
-  // Reads `reader` up to (epoch, rows of that epoch); returns rows skipped.
-  static absl::StatusOr<int64_t> SkipTo(DataReader* reader, int32_t epoch, int64_t rows);
   // Exports the model at `step` to save_model (whole, in one step);
   // `chosen`: the round keep_best chose it by (null: none).
   absl::Status SaveModel(int64_t step, const EvalRound* chosen = nullptr);
@@ -359,15 +362,12 @@ class Trainer {
   absl::Status LoadBest();
   std::string VerdictKey(int round) const;
   std::string LastVerdictKey() const;  // the lead's latest verdict
-  // Restored job: this worker's position from the layout, its data skipped
-  // up to there, worker-held state loaded.
-  absl::Status ResumePosition(DataReader* reader, proto::WorkerPosition* position);
-  // A restored job's position of this worker (none: not restored, or the
-  // layout has none for its rank).
-  std::optional<proto::WorkerPosition> RestoredPosition() const;
-  // Pauses for the checkpoint at `step` (or reports this worker finished,
-  // step -1); returns the next checkpoint step.
-  absl::StatusOr<int64_t> Checkpoint(int64_t step, const proto::WorkerPosition& position);
+  // Restored job: this worker's position from the layout (loop_), its
+  // data skipped up to there, worker-held state loaded.
+  absl::Status ResumePosition();
+  // Pauses for the checkpoint due at clock_ (loop_), with the dense
+  // replica's state (allreduce mode, worker 0).
+  absl::Status Checkpoint();
   // How far the run is, 0..1, for the ETA (NaN: unknown).
   double FractionDone(int64_t step, const ReaderStats& reader) const;
   // --train_stream (worker/trainer_stream.cc). ScoreRows: the step's
@@ -430,10 +430,10 @@ class Trainer {
   bool retired_ = false;   // RetireFromServers done
   absl::Time rounds_looked_ = absl::InfinitePast();  // epoch rounds: the last look
   absl::Time train_start_;
-  // Where this worker stands in its data: the epoch of the last batch
-  // trained and the rows of that epoch trained so far (checkpoints).
-  proto::WorkerPosition position_;
-  int64_t checkpoint_step_ = -1;   // the next checkpoint's
+  // Where this worker stands in its data (loop_.position(): the epoch of
+  // the last batch trained and the rows of that epoch trained so far), the
+  // checkpoints.
+  TrainingLoop loop_;
   int64_t resumed_samples_ = 0;    // trained before the checkpoint this run resumed from
   absl::Time last_export_;         // --export_every_secs: the lead's last export (or the start)
   // --export_dir: the newest version there and its base (0: none), read

@@ -30,12 +30,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/file_util.h"
-#include "data/eval/metrics.h"
 #include "worker/eval/eval_blob.h"
+#include "data/eval/metrics.h"
+#include "worker/run_report.h"
 #include "worker/train_metrics.h"
 #include "worker/trainer.h"
 #include "worker/trainer_store.h"
+#include "worker/wait_log.h"
 
 namespace pstrain::worker {
 namespace {
@@ -53,19 +54,13 @@ absl::Status WithSuffix(const absl::Status& st, absl::string_view suffix) {
   return absl::Status(st.code(), absl::StrCat(st.message(), suffix));
 }
 
-// The "oracle_auc" number of a generator meta file, or NaN.
-double ReadOracleAuc(const std::string& path) {
-  if (path.empty()) return NAN;
-  auto text = ReadFileToString(path);
-  if (!text.ok()) {
-    spdlog::warn("cannot read {}: {}", path, text.status().ToString());
-    return NAN;
-  }
-  size_t k = text->find("\"oracle_auc\"");
-  if (k == std::string::npos) return NAN;
-  size_t colon = text->find(':', k);
-  if (colon == std::string::npos) return NAN;
-  return std::strtod(text->c_str() + colon + 1, nullptr);
+// The "oracle_auc" number of a generator meta file, or NaN (with a
+// warning when it cannot be read).
+double OracleAuc(const std::string& path) {
+  absl::StatusOr<double> oracle = ReadOracleAuc(path);
+  if (oracle.ok()) return *oracle;
+  spdlog::warn("cannot read {}: {}", path, oracle.status().ToString());
+  return NAN;
 }
 
 }  // namespace
@@ -117,14 +112,12 @@ absl::Status Trainer::FinishRun(int64_t clock, int final_round, absl::Status eva
                                 TrainResult* result) {
   PS_RETURN_IF_ERROR(StoreStats(*result));
   // What the lead may still wait for: the evaluation parts, the statistics.
-  const absl::Time start = absl::Now();
-  const absl::Time until = start + options_.eval_part_timeout + options_.stats_timeout;
-  absl::Duration log_after = absl::Seconds(5);
+  const absl::Time until = absl::Now() + options_.eval_part_timeout + options_.stats_timeout;
+  WaitLog log;
   while (true) {
-    if (absl::Now() - start >= log_after) {
+    if (log.Due()) {
       spdlog::info("waiting for the lead worker (worker {}) to write the summary ({:.0f} s so far)",
-                   lead_, Seconds(start));
-      log_after = std::min(log_after * 2, log_after + absl::Minutes(1));
+                   lead_, log.seconds());
     }
     PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/true));
     if (lead) return FinishAsLead(clock, final_round, std::move(eval_status), result);
@@ -249,27 +242,15 @@ absl::StatusOr<Trainer::Totals> Trainer::JobTotals() {
 absl::StatusOr<std::string> Trainer::WriteSummary(const TrainResult& result, const Totals& totals) {
   const double samples = totals.samples, seconds = totals.seconds;
   double rate = seconds > 0 ? totals.run_samples / seconds : 0;
-  double oracle = ReadOracleAuc(options_.eval_meta);
+  double oracle = OracleAuc(options_.eval_meta);
   double wall = Seconds(process_start_);
-  const bool evaluated = !options_.eval_data.empty();  // else the eval fields are null
   JsonLine line;
-  line.Add("event", "summary")
-      .Add("model", options_.model.name)
-      .Add("workers", num_workers_)
-      .Add("steps", result.steps)
-      .Add("train_samples", static_cast<int64_t>(samples))
-      .Add("eval_auc", evaluated ? result.eval_auc : NAN)
-      .Add("oracle_auc", oracle)
-      .Add("eval_logloss", evaluated ? result.eval_logloss : NAN)
-      .Add("eval_ne", evaluated ? result.eval_ne : NAN)
-      .Add("eval_calibration", evaluated ? result.eval_calibration : NAN)
-      .Add("eval_accuracy", evaluated ? result.eval_accuracy : NAN)
-      .Add("samples_per_sec", rate)
-      .Add("wall_seconds", wall)
-      .Add("compute_seconds", result.compute_seconds)
-      .Add("wait_seconds", result.wait_seconds)
-      .Add("data_seconds", result.data_seconds)
-      .Add("epochs", options_.epochs);
+  line.Add("event", "summary").Add("model", options_.model.name).Add("workers", num_workers_);
+  // Without --eval_data the eval figures are null.
+  AddSummaryFigures(result,
+                    JobFigures{samples, rate, oracle, wall, /*evaluated=*/!options_.eval_data.empty()},
+                    &line);
+  line.Add("epochs", options_.epochs);
   if (!options_.save_model.empty()) line.Add("model_dir", options_.save_model);
   if (best_ && best_->best()) {
     line.Add("early_stopped", result.early_stopped)

@@ -34,9 +34,11 @@
 #include "data/eval/metrics.h"
 #include "data/reader.h"
 #include "worker/eval/eval_blob.h"
+#include "worker/run_report.h"
 #include "worker/train_metrics.h"
 #include "worker/trainer.h"
 #include "worker/trainer_store.h"
+#include "worker/wait_log.h"
 
 namespace pstrain::worker {
 namespace {
@@ -46,8 +48,6 @@ constexpr absl::Duration kStorePollSlice = trainer_store::kPollSlice;
 // A live worker stores its part of a round as soon as it has scored it; a
 // part still missing after this belongs to a worker that is gone.
 constexpr absl::Duration kCatchUpTimeout = absl::Seconds(30);
-// The first log line of a wait, then at doubling intervals (at most a minute apart).
-constexpr absl::Duration kFirstWaitLog = absl::Seconds(5);
 
 // How long a lead out of data waits for the next round before it looks
 // again at who is still training.
@@ -63,22 +63,6 @@ std::string EvalKey(int round, bool final_round) {
 }
 std::string ReachedKey(int round) { return absl::StrCat("reached/", round); }
 std::string TrainedKey(int rank) { return absl::StrCat("trained/", rank); }
-
-// Logs a wait at 5 s, 10 s, 20 s, ... (at most a minute apart).
-class WaitLog {
- public:
-  bool Due() {
-    const absl::Duration waited = absl::Now() - start_;
-    if (waited < next_) return false;
-    next_ = std::min(next_ * 2, next_ + absl::Minutes(1));
-    return true;
-  }
-  double seconds() const { return absl::ToDoubleSeconds(absl::Now() - start_); }
-
- private:
-  absl::Time start_ = absl::Now();
-  absl::Duration next_ = kFirstWaitLog;
-};
 
 }  // namespace
 
@@ -274,10 +258,7 @@ absl::Status Trainer::JoinIdleSteps() {
       logged = true;
     }
     ++clock_;
-    position_.clock = clock_;
-    if (clock_ == checkpoint_step_) {
-      PS_ASSIGN_OR_RETURN(checkpoint_step_, Checkpoint(clock_, position_));
-    }
+    if (loop_.Reached(clock_)) PS_RETURN_IF_ERROR(Checkpoint());
     if (options_.eval_data.empty() || !schedule_.enabled()) continue;
     PS_ASSIGN_OR_RETURN(bool lead, IsLead(/*now=*/false));
     if (!lead) continue;  // the lead scores this worker's share
@@ -390,21 +371,14 @@ absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainR
   // worker took it.
   if (final_round) clock = std::max(clock, job_steps_);
   BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
-  result->eval_auc = m.auc;
-  result->eval_logloss = m.logloss;
-  result->eval_accuracy = m.accuracy;
-  result->eval_ne = m.normalized_entropy;
-  result->eval_calibration = m.calibration;
-  result->eval_rows = m.count;
   last_eval_auc_ = m.auc;
   last_eval_step_ = clock;
   if (options_.train_metrics != nullptr) options_.train_metrics->OnEval(clock, m.auc, m.logloss);
-  spdlog::info("eval {}: AUC {:.4f}, logloss {:.4f}, NE {:.4f}, calibration {:.3f} over {} rows",
-               final_round || !schedule_.by_epochs()
-                   ? absl::StrCat("at step ", clock)
-                   : absl::StrCat("after epoch ", schedule_.EpochOf(round), " (step ", clock, ")"),
-               m.auc, m.logloss, m.normalized_entropy, m.calibration, m.count);
-  metrics_->Write(EvalEventLine(clock, m, Seconds(process_start_)));
+  RecordEval(m, clock,
+             final_round || !schedule_.by_epochs()
+                 ? absl::StrCat("at step ", clock)
+                 : absl::StrCat("after epoch ", schedule_.EpochOf(round), " (step ", clock, ")"),
+             Seconds(process_start_), metrics_.get(), result);
   if (!final_round) {
     next_collect_ = std::max(next_collect_, round + 1);
     if (elastic_) {

@@ -49,12 +49,12 @@ void Trainer::AddPending(int epoch, std::string name) {
 }
 
 absl::Status Trainer::ClosePartitions(int end_epoch) {
-  for (int e = position_.epoch; e < end_epoch; ++e) {
+  for (int e = loop_.position().epoch; e < end_epoch; ++e) {
     const std::string name = reader_->EpochName(e);
     PartitionScore part;
-    if (e == position_.epoch) {
+    if (e == loop_.position().epoch) {
       part = std::move(score_);
-      part.set_trained_rows(position_.rows);
+      part.set_trained_rows(loop_.position().rows);
     }
     score_.Reset();
     PS_RETURN_IF_ERROR(coordinator_->StoreSet(PartitionKey(e) + std::to_string(rank_), part.Encode()));
@@ -141,7 +141,7 @@ absl::Status Trainer::PickUpUnwrittenPartitions() {
   } else if (!trainer_store::Missing(w.status())) {
     return w.status();
   }
-  for (int e = written + 1; e < position_.epoch; ++e) {
+  for (int e = written + 1; e < loop_.position().epoch; ++e) {
     auto name = coordinator_->StoreGet(absl::StrCat("pv_name/", e), absl::ZeroDuration());
     if (!name.ok()) continue;  // no worker passed it
     AddPending(e, std::string(reinterpret_cast<const char*>(name->data()), name->size()));
@@ -150,9 +150,9 @@ absl::Status Trainer::PickUpUnwrittenPartitions() {
 }
 
 absl::Status Trainer::FinishPartitions() {
-  if (!streaming() || position_.finished) return absl::OkStatus();
+  if (!streaming() || loop_.position().finished) return absl::OkStatus();
   // Every partition the reader took, the ones without rows here included.
-  int end = position_.epoch;
+  int end = loop_.position().epoch;
   while (!reader_->EpochName(end).empty()) ++end;
   return ClosePartitions(end);
 }

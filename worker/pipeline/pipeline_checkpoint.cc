@@ -1,12 +1,14 @@
 // PipelineTrainer's part of checkpoints and of resuming from one (after a
-// rollback of the cluster, or --restore): the pause at a checkpoint step,
-// the position each stage reports, and the step and data position a stage
-// resumes at.
+// rollback of the cluster, or --restore), on top of the TrainingLoop's
+// (worker/training_loop.h) that the Trainer shares: what a stage's position
+// counts (stage 0: its data), when it pauses, what it logs; and the
+// coordinator's store keys the stages meet at.
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "worker/pipeline/pipeline_trainer.h"
+#include "worker/wait_log.h"
 
 namespace pstrain::worker {
 namespace {
@@ -15,76 +17,25 @@ namespace {
 // the cluster (interrupted_) ends the wait within a second.
 constexpr absl::Duration kStorePollSlice = absl::Seconds(1);
 
-// Reads `reader` past `rows` rows of data epoch `epoch` (whole batches, as
-// Trainer does), so that the resumed run sees the data an unbroken one
-// would. Returns the rows skipped.
-absl::StatusOr<int64_t> SkipPast(DataReader* reader, int32_t epoch, int64_t rows) {
-  int64_t skipped = 0, in_epoch = 0;
-  if (epoch <= 0 && rows <= 0) return skipped;
-  while (true) {
-    PS_ASSIGN_OR_RETURN(std::shared_ptr<const Batch> b, reader->Next());
-    if (!b) break;
-    const int e = reader->last_epoch();
-    in_epoch = e < epoch ? 0 : in_epoch + b->size;
-    skipped += b->size;
-    if (e == epoch && in_epoch >= rows) break;
-  }
-  return skipped;
-}
-
 }  // namespace
 
 absl::StatusOr<int64_t> PipelineTrainer::Resume(DataReader* reader) {
-  const proto::TableLayout& layout = kv_->layout();
-  checkpoint_step_ = layout.checkpoint_step;
-  position_ = proto::WorkerPosition();
-  position_.rank = rank_;
-  if (layout.restored_step < 0) return 0;
-  for (const proto::WorkerPosition& p : layout.positions) {
-    if (p.rank == rank_) position_ = p;
-  }
-  position_.rank = rank_;
-  position_.state_file.clear();
-  position_.state_checksum.clear();
-  int64_t skipped = 0;
-  if (reader != nullptr && !position_.finished) {
-    PS_ASSIGN_OR_RETURN(skipped, SkipPast(reader, position_.epoch, position_.rows));
-  }
+  // Stage 0's reader is read past the batches trained before (as Trainer's).
+  PS_ASSIGN_OR_RETURN(int64_t skipped, loop_.Resume(reader, /*epochs=*/0));
+  if (!loop_.restored()) return 0;
+  const proto::WorkerPosition& at = loop_.position();
   spdlog::info("stage {} of replica {}: resuming at step {} (data epoch {}, {} rows skipped)",
-               place_.stage, place_.replica, position_.clock, position_.epoch, skipped);
-  return position_.clock;
+               place_.stage, place_.replica, at.clock, at.epoch, skipped);
+  return at.clock;
 }
 
 absl::Status PipelineTrainer::CheckpointIfDue(int64_t clock, int data_epoch, int64_t rows) {
-  if (runner_->first()) {
-    if (data_epoch != position_.epoch) {
-      position_.epoch = data_epoch;
-      position_.rows = 0;
-    }
-    position_.rows += rows;
-  }
-  position_.clock = clock;
-  if (clock != checkpoint_step_) return absl::OkStatus();
+  if (runner_->first()) loop_.CountRows(data_epoch, rows);
+  if (!loop_.Reached(clock)) return absl::OkStatus();
   // The checkpoint is a consistent cut: this stage's gradients of every
   // step before it must be on the servers.
   if (last_push_.valid()) PS_RETURN_IF_ERROR(last_push_.Wait());
-  PS_ASSIGN_OR_RETURN(proto::CheckpointDone done, coordinator_->CheckpointArrive(clock, position_));
-  if (rank_ == 0) {
-    if (done.path.empty()) {
-      spdlog::warn("checkpoint at step {} failed on the coordinator; training goes on", clock);
-    } else {
-      spdlog::info("checkpoint at step {}: {}", clock, done.path);
-    }
-  }
-  checkpoint_step_ = done.next_step;
-  return absl::OkStatus();
-}
-
-absl::Status PipelineTrainer::ArriveFinished(int64_t clock) {
-  if (checkpoint_step_ < 0 && kv_->layout().restored_step < 0) return absl::OkStatus();
-  position_.finished = true;
-  position_.clock = clock;
-  return coordinator_->CheckpointArrive(-1, position_).status();
+  return loop_.Checkpoint(Buffer(), /*log=*/rank_ == 0);
 }
 
 std::string PipelineTrainer::Key(const std::string& rest) const {
@@ -95,14 +46,13 @@ std::string PipelineTrainer::Key(const std::string& rest) const {
 }
 
 absl::StatusOr<Buffer> PipelineTrainer::WaitForKey(const std::string& key, absl::Duration timeout) {
-  const absl::Time start = absl::Now(), until = start + timeout;
-  absl::Duration log_after = absl::Seconds(5);
+  const absl::Time until = absl::Now() + timeout;
+  WaitLog log;
   while (true) {
-    if (absl::Now() - start >= log_after) {
+    if (log.Due()) {
       spdlog::info("waiting for store key {} ({:.0f} s so far): another stage or replica has not "
                    "stored it yet",
-                   key, absl::ToDoubleSeconds(absl::Now() - start));
-      log_after = std::min(log_after * 2, log_after + absl::Minutes(1));
+                   key, log.seconds());
     }
     const absl::Duration slice =
         std::min(kStorePollSlice, std::max(absl::ZeroDuration(), until - absl::Now()));

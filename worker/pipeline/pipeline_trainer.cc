@@ -7,10 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/file_util.h"
-#include "data/eval/metrics.h"
 #include "data/reader.h"
 #include "worker/eval/eval_blob.h"
+#include "worker/eval/eval_schedule.h"
+#include "data/eval/metrics.h"
+#include "worker/run_report.h"
 #include "worker/train_metrics.h"
 
 namespace pstrain::worker {
@@ -27,16 +28,6 @@ struct PipelineTrainer::Prepared {
 namespace {
 
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
-
-double ReadOracleAuc(const std::string& path) {
-  if (path.empty()) return NAN;
-  auto text = ReadFileToString(path);
-  if (!text.ok()) return NAN;
-  size_t k = text->find("\"oracle_auc\"");
-  if (k == std::string::npos) return NAN;
-  size_t colon = text->find(':', k);
-  return colon == std::string::npos ? NAN : std::strtod(text->c_str() + colon + 1, nullptr);
-}
 
 ReaderOptions ShardReader(const TrainOptions& o, const std::vector<std::string>& files, int shard,
                           int shards, int batch, int epochs) {
@@ -68,6 +59,7 @@ PipelineTrainer::PipelineTrainer(TrainOptions options, PipelineOptions pipeline,
       rank_(rank),
       tables_(tables != nullptr ? tables : &model->tables()),
       place_(PlaceOf3d(rank, pipeline.stages, pipeline.tensor_parallel)),
+      loop_(&kv->layout(), coordinator, rank),
       process_start_(absl::Now()) {
   const size_t n = tables_->size();
   grad_buffers_.resize(n);
@@ -223,7 +215,7 @@ absl::Status PipelineTrainer::FinishTraining(int64_t clock) {
     PS_RETURN_IF_ERROR(SendMarker(proto::PipePhase::kTrainEnd, clock));
   }
   PS_RETURN_IF_ERROR(kv_->Push({}, {}, 0, clock, /*retire=*/true).Wait());
-  PS_RETURN_IF_ERROR(ArriveFinished(clock));
+  PS_RETURN_IF_ERROR(loop_.ArriveFinished(clock));
   result_.train.train_seconds = runner_->first_step_start() == absl::InfinitePast()
                                     ? 0
                                     : Seconds(runner_->first_step_start());
@@ -252,11 +244,12 @@ absl::Status PipelineTrainer::RunFirstStage() {
   // Step 0, or the restored checkpoint's (the reader past what it trained).
   PS_ASSIGN_OR_RETURN(int64_t clock, Resume(reader.get()));
   // Evaluation rounds are numbered by step, so a resumed run counts on.
-  int round = options_.eval_every_steps > 0 ? static_cast<int>(clock / options_.eval_every_steps) : 0;
+  const EvalSchedule schedule(options_.eval_every_steps, /*every_epochs=*/0, options_.epochs);
+  int round = schedule.FirstRound(clock, /*epoch=*/0);
   // The batch of step `step` read and its parameters asked for, or null
   // past the data or the step budget.
   auto prepare = [&](int64_t step) -> absl::StatusOr<std::unique_ptr<Prepared>> {
-    if (position_.finished || (options_.max_steps > 0 && step >= options_.max_steps)) {
+    if (loop_.position().finished || (options_.max_steps > 0 && step >= options_.max_steps)) {
       return std::unique_ptr<Prepared>();
     }
     absl::Time t0 = absl::Now();
@@ -289,19 +282,18 @@ absl::Status PipelineTrainer::RunFirstStage() {
     PS_ASSIGN_OR_RETURN(StageStepStats stats, runner_->TrainStep(in));
     last_push_ = PushGrads(cur.get(), static_cast<uint32_t>(stats.rows), clock);
     ++clock;
-    if (!std::isfinite(stats.loss_sum)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("loss became non-finite at step ", clock, " (learning rate too high?)"));
-    }
+    PS_RETURN_IF_ERROR(TrainingLoop::CheckLoss(stats.loss_sum, clock));
     AfterStep(stats);
     PS_RETURN_IF_ERROR(CheckpointIfDue(clock, cur->data_epoch, cur->batch->size));
     if (!prefetch) {
       PS_ASSIGN_OR_RETURN(next, prepare(clock));
     }
-    if (options_.eval_every_steps > 0 && clock % options_.eval_every_steps == 0 &&
-        !options_.eval_data.empty() && next != nullptr) {
+    // The last step's round is the final evaluation's.
+    if (const int due = schedule.RoundAtStep(clock);
+        due >= 0 && !options_.eval_data.empty() && next != nullptr) {
       if (last_push_.valid()) PS_RETURN_IF_ERROR(last_push_.Wait());
-      PS_RETURN_IF_ERROR(EvalRoundFirst(round++, clock));
+      PS_RETURN_IF_ERROR(EvalRoundFirst(due, clock));
+      round = due + 1;
     }
   }
   PS_RETURN_IF_ERROR(FinishTraining(clock));
@@ -431,16 +423,8 @@ absl::Status PipelineTrainer::EndEvalRound(int round, int64_t clock) {
         WaitForKey(Key(absl::StrCat("eval/", round, "/", r)), options_.eval_part_timeout));
     PS_RETURN_IF_ERROR(AppendEvalBlob(b, absl::StrCat("replica ", r), &all_probs, &all_labels));
   }
-  BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
-  result_.train.eval_auc = m.auc;
-  result_.train.eval_logloss = m.logloss;
-  result_.train.eval_accuracy = m.accuracy;
-  result_.train.eval_ne = m.normalized_entropy;
-  result_.train.eval_calibration = m.calibration;
-  result_.train.eval_rows = m.count;
-  spdlog::info("eval at step {}: AUC {:.4f}, logloss {:.4f}, NE {:.4f}, calibration {:.3f} over {} rows",
-               clock, m.auc, m.logloss, m.normalized_entropy, m.calibration, m.count);
-  metrics_->Write(EvalEventLine(clock, m, Seconds(process_start_)));
+  RecordEval(ComputeBinaryMetrics(all_probs, all_labels), clock, absl::StrCat("at step ", clock),
+             Seconds(process_start_), metrics_.get(), &result_.train);
   return absl::OkStatus();
 }
 
@@ -465,7 +449,8 @@ absl::Status PipelineTrainer::WriteSummary() {
     seconds = std::max(seconds, v[1]);
   }
   const double rate = seconds > 0 ? samples / seconds : 0;
-  const double oracle = ReadOracleAuc(options_.eval_meta);
+  // A meta file that cannot be read gives no oracle.
+  const double oracle = ReadOracleAuc(options_.eval_meta).value_or(NAN);
   const double wall = Seconds(process_start_);
   JsonLine line;
   line.Add("event", "summary")
@@ -473,21 +458,12 @@ absl::Status PipelineTrainer::WriteSummary() {
       .Add("mode", "pipeline")
       .Add("workers", workers)
       .Add("replicas", pipeline_.replicas)
-      .Add("tensor_parallel", pipeline_.tensor_parallel)
-      .Add("steps", result_.train.steps)
-      .Add("train_samples", static_cast<int64_t>(samples))
-      .Add("eval_auc", result_.train.eval_auc)
-      .Add("oracle_auc", oracle)
-      .Add("eval_logloss", result_.train.eval_logloss)
-      .Add("eval_ne", result_.train.eval_ne)
-      .Add("eval_calibration", result_.train.eval_calibration)
-      .Add("eval_accuracy", result_.train.eval_accuracy)
-      .Add("samples_per_sec", rate)
-      .Add("wall_seconds", wall)
-      .Add("compute_seconds", result_.train.compute_seconds)
-      .Add("wait_seconds", result_.train.wait_seconds)
-      .Add("data_seconds", result_.train.data_seconds)
-      .AddRaw("pipeline", stats_->Json());
+      .Add("tensor_parallel", pipeline_.tensor_parallel);
+  // The eval figures are the result's even without --eval_data (zeros, as
+  // pipeline mode has always written them).
+  AddSummaryFigures(result_.train, JobFigures{samples, rate, oracle, wall, /*evaluated=*/true},
+                    &line);
+  line.AddRaw("pipeline", stats_->Json());
   metrics_->Write(line);
   spdlog::info("pipeline: {}", stats_->LogLine());
   result_.samples_per_sec = rate;

@@ -34,7 +34,8 @@
 // (stage 0: its data epoch and rows). A run whose layout was restored from a
 // checkpoint (after a rollback of the cluster, or --restore) resumes at the
 // checkpoint's step, stage 0 past the batches trained before it, so that it
-// sees the data an unbroken run would (pipeline_checkpoint.cc).
+// sees the data an unbroken run would (pipeline_checkpoint.cc, on the
+// TrainingLoop it shares with the Trainer: worker/training_loop.h).
 //
 // Not thread-safe: one thread runs Run().
 #pragma once
@@ -54,6 +55,7 @@
 #include "worker/pipeline/stage_runner.h"
 #include "worker/progress.h"
 #include "worker/trainer.h"
+#include "worker/training_loop.h"
 
 namespace pstrain::worker {
 
@@ -116,8 +118,6 @@ class PipelineTrainer {
   // After step `clock` - 1 (stage 0: of `rows` rows of data epoch
   // `data_epoch`): moves the position on and pauses for a checkpoint due.
   absl::Status CheckpointIfDue(int64_t clock, int data_epoch, int64_t rows);
-  // Training is over: checkpoints stop waiting for this worker.
-  absl::Status ArriveFinished(int64_t clock);
   // The coordinator's store key "pipeline/<rest>" of this cluster epoch.
   std::string Key(const std::string& rest) const;
   absl::StatusOr<Buffer> WaitForKey(const std::string& key, absl::Duration timeout);
@@ -132,6 +132,8 @@ class PipelineTrainer {
   int rank_;
   const std::vector<TableSpec>* tables_;
   WorkerPlace place_;
+  // This stage's position (stage 0: in the data), the checkpoints.
+  TrainingLoop loop_;
   bool bsp_ = false;
 
   std::unique_ptr<MetricsFile> metrics_;
@@ -152,8 +154,6 @@ class PipelineTrainer {
   double total_loss_ = 0;
   int64_t total_rows_ = 0;
   std::function<bool()> interrupted_;
-  int64_t checkpoint_step_ = -1;
-  proto::WorkerPosition position_;
 };
 
 }  // namespace pstrain::worker
