@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "model/models/feature_head.h"
 #include "model/models/model.h"
 #include "model/nn/device.h"
 
@@ -21,5 +22,10 @@ namespace pstrain::worker {
 // cross_rank >= 0 and the MLP widths are positive.
 absl::StatusOr<std::unique_ptr<Model>> CreateDcnV2Model(const ModelOptions& options,
                                                         std::unique_ptr<nn::Device> device);
+
+// DCN-v2's head (bottom MLP, embeddings, cross layers) over `model`'s
+// tables: the model's own, and pipeline mode's stage 0.
+absl::StatusOr<std::unique_ptr<FeatureHead>> CreateDcnV2Head(const ModelOptions& options,
+                                                             const Model& model);
 
 }  // namespace pstrain::worker

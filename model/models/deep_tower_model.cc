@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "model/models/feature_head.h"
 #include "model/models/model_base.h"
 
 namespace pstrain::worker {
@@ -21,124 +22,138 @@ InitializerConfig HeInit(int fan_in, uint64_t seed) {
   return init;
 }
 
+// deep_tower's head: x = [emb_1 | ... | emb_F | dense features].
+class ConcatHead final : public FeatureHead {
+ public:
+  ConcatHead(std::vector<uint32_t> emb, std::vector<int> offset, std::vector<nn::Pooling> pooling,
+             int num_dense)
+      : emb_(std::move(emb)),
+        offset_(std::move(offset)),
+        pooling_(std::move(pooling)),
+        num_dense_(num_dense) {}
+
+  int out_width() const override { return offset_.back() + num_dense_; }
+  std::vector<uint32_t> dense_tables() const override { return {}; }
+  std::unique_ptr<HeadActivations> NewActivations() const override {
+    return std::make_unique<HeadActivations>();
+  }
+
+  absl::Status Forward(nn::Device& dev, const HeadInputs& in,
+                       const std::vector<const float*>& params, HeadActivations*,
+                       nn::MatrixView out) override {
+    for (size_t f = 0; f < emb_.size(); ++f) {
+      PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(params[emb_[f]], in.bags[f], pooling_[f],
+                                                 /*accumulate=*/false, Block(out, f)));
+    }
+    if (num_dense_ > 0) {
+      PS_RETURN_IF_ERROR(dev.CopyMatrix(in.dense, out.Columns(offset_.back(), num_dense_)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Backward(nn::Device& dev, const HeadInputs& in, const std::vector<const float*>&,
+                        const HeadActivations&, nn::MatrixView d_out,
+                        const std::vector<float*>& grads, bool,
+                        const std::function<void(uint32_t)>*) override {
+    for (size_t f = 0; f < emb_.size(); ++f) {
+      PS_RETURN_IF_ERROR(
+          dev.EmbeddingBagBackward(Block(d_out, f), in.bags[f], pooling_[f], grads[emb_[f]]));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // Field f's embedding block of x.
+  nn::MatrixView Block(nn::MatrixView x, size_t f) const {
+    return x.Columns(offset_[f], offset_[f + 1] - offset_[f]);
+  }
+
+  const std::vector<uint32_t> emb_;
+  const std::vector<int> offset_;  // FieldOffsets(): each field's block of x
+  const std::vector<nn::Pooling> pooling_;
+  const int num_dense_;
+};
+
+std::vector<int> TowerWidths(const ModelOptions& options) {
+  std::vector<int> widths = options.deep_mlp;
+  widths.push_back(1);  // the logit
+  return widths;
+}
+
+int TowerInput(const ModelOptions& options) {
+  return FieldOffsets(options).back() + options.num_dense;
+}
+
+// deep_tower = ConcatHead + the tower, both found by their tables' names as
+// pipeline mode finds them.
 class DeepTowerModel final : public ModelBase {
  public:
   DeepTowerModel(const ModelOptions& options, std::unique_ptr<nn::Device> device)
-      : ModelBase(options, std::move(device)),
-        fields_(options.num_sparse),
-        offset_(FieldOffsets(options)),
-        in_(FieldOffsets(options).back() + options.num_dense) {
-    std::vector<int> widths = options.deep_mlp;
-    widths.push_back(1);  // the logit
-    int fan_in = in_;
+      : ModelBase(options, std::move(device)) {
+    const std::vector<int> widths = TowerWidths(options);
+    int fan_in = TowerInput(options);
     for (size_t i = 0; i < widths.size(); ++i) {
-      Layer l;
-      l.in = fan_in;
-      l.out = widths[i];
       const bool logit = i + 1 == widths.size();
-      l.act = logit ? nn::Activation::kNone : nn::Activation::kRelu;
-      l.weight = registry().AddDense(
-          absl::StrCat("tower.", i, ".weight"), static_cast<uint64_t>(l.in) * l.out,
-          logit ? LinearWeightInit(l.in, options.seed) : HeInit(l.in, options.seed));
-      l.bias =
-          registry().AddDense(absl::StrCat("tower.", i, ".bias"), l.out,
-                              registry().BiasInit(l.in, options.seed));
-      layers_.push_back(std::move(l));
+      registry().AddDense(
+          absl::StrCat("tower.", i, ".weight"), static_cast<uint64_t>(fan_in) * widths[i],
+          logit ? LinearWeightInit(fan_in, options.seed) : HeInit(fan_in, options.seed));
+      registry().AddDense(absl::StrCat("tower.", i, ".bias"), widths[i],
+                          registry().BiasInit(fan_in, options.seed));
       fan_in = widths[i];
     }
-    for (int f = 0; f < fields_; ++f) {
+    for (int f = 0; f < options.num_sparse; ++f) {
       registry().AddSparse(absl::StrCat("emb.", SparseFieldName(options, f)), FieldDim(options, f),
                            EmbeddingInit(FieldDim(options, f), options.seed), {f});
     }
   }
 
+  absl::Status Init() {
+    PS_ASSIGN_OR_RETURN(head_, CreateDeepTowerHead(options(), *this));
+    head_acts_ = head_->NewActivations();
+    PS_ASSIGN_OR_RETURN(std::vector<LinearSpec> layers,
+                        FindLinearLayers(*this, "tower", TowerInput(options()),
+                                         TowerWidths(options()), /*relu_last=*/false));
+    tower_ = std::make_unique<LayerStack>(std::move(layers));
+    return absl::OkStatus();
+  }
+
  private:
-  struct Layer {
-    int in = 0;
-    int out = 0;
-    nn::Activation act = nn::Activation::kNone;
-    uint32_t weight = 0;
-    uint32_t bias = 0;
-    nn::DeviceBuffer y, dy;  // hidden layers: output and its gradient
-  };
+  int in() const { return tower_->in(); }
 
   absl::Status Reserve(int batch) override {
     nn::Device* dev = &device();
     const size_t rows = static_cast<size_t>(batch);
-    PS_RETURN_IF_ERROR(x_.ReserveElements(dev, rows * in_));
-    PS_RETURN_IF_ERROR(dx_.ReserveElements(dev, rows * in_));
-    for (size_t i = 0; i + 1 < layers_.size(); ++i) {
-      PS_RETURN_IF_ERROR(layers_[i].y.ReserveElements(dev, rows * layers_[i].out));
-      PS_RETURN_IF_ERROR(layers_[i].dy.ReserveElements(dev, rows * layers_[i].out));
-    }
-    return absl::OkStatus();
+    PS_RETURN_IF_ERROR(x_.ReserveElements(dev, rows * in()));
+    PS_RETURN_IF_ERROR(dx_.ReserveElements(dev, rows * in()));
+    return tower_->Reserve(dev, batch, &tower_acts_);
   }
 
   absl::Status Forward(const StepData& step, nn::MatrixView logits) override {
     nn::Device& dev = device();
-    const auto& sparse = sparse_tables();
-    nn::MatrixView x(x_.as(), step.batch, in_);
-    for (int f = 0; f < fields_; ++f) {
-      PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[sparse[f]], step.Bag(f),
-                                                 FieldPooling(f),
-                                                 /*accumulate=*/false, Block(x, f)));
-    }
-    if (step.dense.cols > 0) {
-      PS_RETURN_IF_ERROR(dev.CopyMatrix(step.dense, x.Columns(offset_[fields_], step.dense.cols)));
-    }
-    nn::ConstMatrixView input = x;
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      Layer& l = layers_[i];
-      nn::MatrixView y =
-          i + 1 == layers_.size() ? logits : nn::MatrixView(l.y.as(), step.batch, l.out);
-      PS_RETURN_IF_ERROR(
-          dev.LinearForward(input, step.params[l.weight], step.params[l.bias], l.act, y));
-      input = y;
-    }
-    return absl::OkStatus();
+    nn::MatrixView x(x_.as(), step.batch, in());
+    BindHeadInputs(step, &head_in_);
+    PS_RETURN_IF_ERROR(head_->Forward(dev, head_in_, step.params, head_acts_.get(), x));
+    return tower_->Forward(dev, x, step.params, &tower_acts_, logits);
   }
 
   absl::Status Backward(const StepData& step, nn::ConstMatrixView logits, nn::MatrixView dlogits,
                         bool accumulate) override {
     nn::Device& dev = device();
-    const int rows = step.batch;
-    nn::MatrixView dx(dx_.as(), rows, in_);
-    for (size_t i = layers_.size(); i-- > 0;) {
-      Layer& l = layers_[i];
-      const bool last = i + 1 == layers_.size();
-      nn::ConstMatrixView input =
-          i == 0 ? nn::ConstMatrixView(x_.as(), rows, in_)
-                 : nn::ConstMatrixView(layers_[i - 1].y.as(), rows, layers_[i - 1].out);
-      nn::ConstMatrixView y = last ? logits : nn::ConstMatrixView(l.y.as(), rows, l.out);
-      nn::MatrixView dy = last ? dlogits : nn::MatrixView(l.dy.as(), rows, l.out);
-      nn::MatrixView d_input =
-          i == 0 ? dx : nn::MatrixView(layers_[i - 1].dy.as(), rows, layers_[i - 1].out);
-      PS_RETURN_IF_ERROR(dev.LinearBackward(input, step.params[l.weight], y, l.act, dy,
-                                            step.grads[l.weight], step.grads[l.bias], d_input,
-                                            accumulate));
-      if (step.grad_ready != nullptr) {
-        (*step.grad_ready)(l.weight);
-        (*step.grad_ready)(l.bias);
-      }
-    }
-    const auto& sparse = sparse_tables();
-    for (int f = 0; f < fields_; ++f) {
-      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(Block(dx, f), step.Bag(f),
-                                                  FieldPooling(f), step.grads[sparse[f]]));
-    }
-    return absl::OkStatus();
+    nn::MatrixView x(x_.as(), step.batch, in());
+    nn::MatrixView dx(dx_.as(), step.batch, in());
+    PS_RETURN_IF_ERROR(tower_->Backward(dev, x, step.params, tower_acts_, logits, dlogits,
+                                        step.grads, dx, accumulate, step.grad_ready));
+    BindHeadInputs(step, &head_in_);
+    return head_->Backward(dev, head_in_, step.params, *head_acts_, dx, step.grads, accumulate,
+                           step.grad_ready);
   }
 
-  const int fields_;
-  // Field f's embedding block of the tower's input x = [emb_1 | ... | emb_F | dense].
-  nn::MatrixView Block(nn::MatrixView x, int f) const {
-    return x.Columns(offset_[f], offset_[f + 1] - offset_[f]);
-  }
-
-  const std::vector<int> offset_;  // FieldOffsets(): each field's block of x
-  const int in_;
-  std::vector<Layer> layers_;
-  nn::DeviceBuffer x_, dx_;
+  std::unique_ptr<FeatureHead> head_;
+  std::unique_ptr<HeadActivations> head_acts_;
+  HeadInputs head_in_;
+  std::unique_ptr<LayerStack> tower_;
+  StackActivations tower_acts_;
+  nn::DeviceBuffer x_, dx_;  // the tower's input and its gradient
 };
 
 }  // namespace
@@ -153,7 +168,18 @@ absl::StatusOr<std::unique_ptr<Model>> CreateDeepTowerModel(const ModelOptions& 
                      options.num_dense, ", ", options.num_sparse, ", ", options.embedding_dim));
   }
   PS_RETURN_IF_ERROR(CheckWidths("deep_mlp (the deep_tower layers)", options.deep_mlp));
-  return std::unique_ptr<Model>(new DeepTowerModel(options, std::move(device)));
+  auto model = std::make_unique<DeepTowerModel>(options, std::move(device));
+  PS_RETURN_IF_ERROR(model->Init());
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+absl::StatusOr<std::unique_ptr<FeatureHead>> CreateDeepTowerHead(const ModelOptions& options,
+                                                                 const Model& model) {
+  PS_ASSIGN_OR_RETURN(std::vector<uint32_t> emb, FindEmbeddingTables(options, model));
+  std::vector<nn::Pooling> pooling;
+  for (size_t f = 0; f < emb.size(); ++f) pooling.push_back(FieldPooling(options, f));
+  return std::unique_ptr<FeatureHead>(new ConcatHead(std::move(emb), FieldOffsets(options),
+                                                     std::move(pooling), options.num_dense));
 }
 
 }  // namespace pstrain::worker

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "model/models/feature_head.h"
 #include "model/models/model.h"
 #include "model/nn/device.h"
 
@@ -19,5 +20,10 @@ namespace pstrain::worker {
 // some input exists and every deep_mlp width is positive.
 absl::StatusOr<std::unique_ptr<Model>> CreateDeepTowerModel(const ModelOptions& options,
                                                             std::unique_ptr<nn::Device> device);
+
+// deep_tower's head (the embeddings and dense features, concatenated) over
+// `model`'s tables: the model's own, and pipeline mode's stage 0.
+absl::StatusOr<std::unique_ptr<FeatureHead>> CreateDeepTowerHead(const ModelOptions& options,
+                                                                 const Model& model);
 
 }  // namespace pstrain::worker

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "model/models/feature_head.h"
 #include "model/models/model.h"
 #include "model/nn/device.h"
 
@@ -20,5 +21,10 @@ namespace pstrain::worker {
 // Computes on `device`.
 absl::StatusOr<std::unique_ptr<Model>> CreateDlrmModel(const ModelOptions& options,
                                                        std::unique_ptr<nn::Device> device);
+
+// DLRM's head (bottom MLP, embeddings, dot interaction) over `model`'s
+// tables: the model's own, and pipeline mode's stage 0.
+absl::StatusOr<std::unique_ptr<FeatureHead>> CreateDlrmHead(const ModelOptions& options,
+                                                            const Model& model);
 
 }  // namespace pstrain::worker

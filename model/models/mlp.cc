@@ -7,13 +7,23 @@
 
 namespace pstrain::worker {
 
-Mlp::Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector<int> widths,
-         bool relu_last, uint64_t seed, bool dropout_hidden)
-    : in_(in), dropout_hidden_(dropout_hidden) {
-  for (char c : prefix) salt_ = nn::DropoutMix(salt_ ^ static_cast<uint8_t>(c));
+namespace {
+
+uint64_t DropoutSalt(const std::string& prefix) {
+  uint64_t salt = 0;
+  for (char c : prefix) salt = nn::DropoutMix(salt ^ static_cast<uint8_t>(c));
+  return salt;
+}
+
+}  // namespace
+
+std::vector<LinearSpec> DeclareLinearLayers(TableRegistry* registry, const std::string& prefix,
+                                            int in, const std::vector<int>& widths,
+                                            bool relu_last, uint64_t seed) {
+  std::vector<LinearSpec> layers;
   int fan_in = in;
   for (size_t i = 0; i < widths.size(); ++i) {
-    Layer layer;
+    LinearSpec layer;
     layer.in = fan_in;
     layer.out = widths[i];
     layer.weight = registry->AddDense(absl::StrCat(prefix, ".", i, ".weight"),
@@ -23,40 +33,27 @@ Mlp::Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector
                                     registry->BiasInit(layer.in, seed));
     const bool last = i + 1 == widths.size();
     layer.act = !last || relu_last ? nn::Activation::kRelu : nn::Activation::kNone;
-    layers_.push_back(std::move(layer));
+    layers.push_back(layer);
     fan_in = widths[i];
   }
+  return layers;
 }
 
+Mlp::Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector<int> widths,
+         bool relu_last, uint64_t seed, bool dropout_hidden)
+    : stack_(DeclareLinearLayers(registry, prefix, in, widths, relu_last, seed),
+             /*tp=*/nullptr, DropoutSalt(prefix)),
+      dropout_hidden_(dropout_hidden) {}
+
 absl::Status Mlp::Reserve(nn::Device* device, int batch) {
-  for (size_t i = 0; i + 1 < layers_.size(); ++i) {
-    const size_t n = static_cast<size_t>(batch) * layers_[i].out;
-    PS_RETURN_IF_ERROR(layers_[i].y.ReserveElements(device, n));
-    PS_RETURN_IF_ERROR(layers_[i].dy.ReserveElements(device, n));
-  }
-  return absl::OkStatus();
+  return stack_.Reserve(device, batch, &acts_);
 }
 
 absl::Status Mlp::Forward(nn::Device& device, nn::ConstMatrixView x,
                           const std::vector<const float*>& params, nn::MatrixView out,
                           const nn::DropoutRun& dropout) {
-  dropped_rate_ = dropout_hidden_ ? dropout.rate : 0.0f;
-  nn::ConstMatrixView input = x;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    Layer& layer = layers_[i];
-    const bool last = i + 1 == layers_.size();
-    nn::MatrixView y = last ? out : nn::MatrixView(layer.y.as(), x.rows, layer.out);
-    PS_RETURN_IF_ERROR(
-        device.LinearForward(input, params[layer.weight], params[layer.bias], layer.act, y));
-    if (!last && dropped_rate_ > 0.0f) {
-      // Hidden layers are ReLU'd (the contract of DropoutBackward).
-      PS_RETURN_IF_ERROR(device.DropoutForward(
-          y, dropped_rate_, nn::DropoutMix(dropout.seed ^ nn::DropoutMix(salt_ + i)),
-          dropout.first_row));
-    }
-    input = y;
-  }
-  return absl::OkStatus();
+  return stack_.Forward(device, x, params, &acts_, out,
+                        dropout_hidden_ ? dropout : nn::DropoutRun{});
 }
 
 absl::Status Mlp::Backward(nn::Device& device, nn::ConstMatrixView x,
@@ -64,28 +61,7 @@ absl::Status Mlp::Backward(nn::Device& device, nn::ConstMatrixView x,
                            nn::MatrixView d_out, const std::vector<float*>& grads,
                            nn::MatrixView dx, bool accumulate,
                            const std::function<void(uint32_t)>* ready) {
-  const int rows = x.rows;
-  for (size_t i = layers_.size(); i-- > 0;) {
-    Layer& layer = layers_[i];
-    const bool last = i + 1 == layers_.size();
-    nn::ConstMatrixView input =
-        i == 0 ? x : nn::ConstMatrixView(layers_[i - 1].y.as(), rows, layers_[i - 1].out);
-    nn::ConstMatrixView y = last ? out : nn::ConstMatrixView(layer.y.as(), rows, layer.out);
-    nn::MatrixView dy = last ? d_out : nn::MatrixView(layer.dy.as(), rows, layer.out);
-    nn::MatrixView d_input =
-        i == 0 ? dx : nn::MatrixView(layers_[i - 1].dy.as(), rows, layers_[i - 1].out);
-    if (!last && dropped_rate_ > 0.0f) {
-      PS_RETURN_IF_ERROR(device.DropoutBackward(y, dy, dropped_rate_));
-    }
-    PS_RETURN_IF_ERROR(device.LinearBackward(input, params[layer.weight], y, layer.act, dy,
-                                             grads[layer.weight], grads[layer.bias], d_input,
-                                             accumulate));
-    if (ready != nullptr) {
-      (*ready)(layer.weight);
-      (*ready)(layer.bias);
-    }
-  }
-  return absl::OkStatus();
+  return stack_.Backward(device, x, params, acts_, out, d_out, grads, dx, accumulate, ready);
 }
 
 }  // namespace pstrain::worker

@@ -1,10 +1,9 @@
-// Mlp: a stack of Linear layers on a Device, with ReLU after every layer (or
-// every layer but the last). Declares its tables "<prefix>.<i>.weight"
-// ([width_i x width_{i-1}]) and "<prefix>.<i>.bias" ([width_i]) and keeps the
-// hidden activations of the last Forward (plus gradient scratch) in device
-// buffers that are reused across steps. A tower MLP (dropout_hidden) applies
-// the step's dropout (nn::DropoutRun) to the output of every hidden layer
-// while training. Not thread-safe.
+// Mlp: a model's MLP: declares the tables of a LayerStack with ReLU after
+// every layer (or every layer but the last), "<prefix>.<i>.weight"
+// ([width_i x width_{i-1}]) and "<prefix>.<i>.bias" ([width_i]), and keeps
+// the hidden activations of its last Forward, reused across steps. A tower
+// MLP (dropout_hidden) applies the step's dropout to the output of every
+// hidden layer while training. Not thread-safe.
 #pragma once
 
 #include <functional>
@@ -15,9 +14,16 @@
 #include "model/models/table_registry.h"
 #include "model/nn/device.h"
 #include "model/nn/dropout.h"
+#include "model/nn/layer_stack.h"
 #include "model/nn/tensor.h"
 
 namespace pstrain::worker {
+
+// Declares the tables of Linear layers `widths` from width `in` (ReLU after
+// each, but the last unless relu_last) and returns them as LinearSpecs.
+std::vector<LinearSpec> DeclareLinearLayers(TableRegistry* registry, const std::string& prefix,
+                                            int in, const std::vector<int>& widths,
+                                            bool relu_last, uint64_t seed);
 
 class Mlp {
  public:
@@ -27,8 +33,8 @@ class Mlp {
   Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector<int> widths,
       bool relu_last, uint64_t seed, bool dropout_hidden = false);
 
-  int in() const { return in_; }
-  int out() const { return layers_.back().out; }
+  int in() const { return stack_.in(); }
+  int out() const { return stack_.out(); }
 
   // Sizes the activation buffers for `batch` rows.
   absl::Status Reserve(nn::Device* device, int batch);
@@ -51,21 +57,9 @@ class Mlp {
                         const std::function<void(uint32_t)>* ready = nullptr);
 
  private:
-  struct Layer {
-    int in = 0;
-    int out = 0;
-    uint32_t weight = 0;  // table ids
-    uint32_t bias = 0;
-    nn::Activation act = nn::Activation::kNone;
-    nn::DeviceBuffer y;   // output of a hidden layer (the last writes to `out`)
-    nn::DeviceBuffer dy;  // its gradient
-  };
-
-  int in_ = 0;
-  std::vector<Layer> layers_;
-  uint64_t salt_ = 0;            // tells this MLP's dropout draws from others'
+  LayerStack stack_;
+  StackActivations acts_;  // of the last Forward
   bool dropout_hidden_ = false;
-  float dropped_rate_ = 0.0f;    // the dropout rate of the last Forward (0: none)
 };
 
 }  // namespace pstrain::worker

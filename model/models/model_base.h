@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "model/models/feature_head.h"
 #include "model/models/id_deduper.h"
 #include "model/models/model.h"
 #include "model/models/table_registry.h"
@@ -46,9 +47,7 @@ class ModelBase : public Model {
   const ModelOptions& options() const { return options_; }
   // How sparse field `field`'s bags are pooled (ModelOptions::pooling).
   nn::Pooling FieldPooling(size_t field) const {
-    return field < options_.pooling.size() && options_.pooling[field] == BagPooling::kMean
-               ? nn::Pooling::kMean
-               : nn::Pooling::kSum;
+    return worker::FieldPooling(options_, field);
   }
   const nn::Device& device() const { return *device_; }
 
@@ -79,6 +78,14 @@ class ModelBase : public Model {
   };
 
   ModelBase(const ModelOptions& options, std::unique_ptr<nn::Device> device);
+
+  // The step's rows as a FeatureHead's inputs: the dense features and the
+  // bags of each sparse position's first field.
+  static void BindHeadInputs(const StepData& step, HeadInputs* in) {
+    in->dense = step.dense;
+    in->bags.resize(step.bag_begin.size());
+    for (size_t f = 0; f < in->bags.size(); ++f) in->bags[f] = step.Bag(static_cast<int>(f));
+  }
 
   TableRegistry& registry() { return registry_; }
   nn::Device& device() { return *device_; }

@@ -23,45 +23,12 @@ double LayerCost(const LinearSpec& l, int rows) {
   return 6.0 * weights * rows + kParamCost * (weights + l.out);
 }
 
-// The Linear layers "<prefix>.<i>.weight/bias" for `widths`, from width `in`;
-// ReLU after each but (unless relu_last) the last.
-absl::StatusOr<std::vector<LinearSpec>> FindLayers(const Model& model, const std::string& prefix,
-                                                   int in, const std::vector<int>& widths,
-                                                   bool relu_last) {
-  std::vector<LinearSpec> layers;
-  for (size_t i = 0; i < widths.size(); ++i) {
-    LinearSpec l;
-    l.in = in;
-    l.out = widths[i];
-    l.act = i + 1 < widths.size() || relu_last ? nn::Activation::kRelu : nn::Activation::kNone;
-    PS_ASSIGN_OR_RETURN(l.weight, FindTable(model, absl::StrCat(prefix, ".", i, ".weight")));
-    PS_ASSIGN_OR_RETURN(l.bias, FindTable(model, absl::StrCat(prefix, ".", i, ".bias")));
-    const TableSpec& w = model.tables()[l.weight];
-    const TableSpec& b = model.tables()[l.bias];
-    if (w.kind != TableKind::kDense || w.size != static_cast<uint64_t>(l.in) * l.out ||
-        b.kind != TableKind::kDense || b.size != static_cast<uint64_t>(l.out)) {
-      return absl::InvalidArgumentError(absl::StrCat("table ", w.name, " is not a ", l.out, " x ",
-                                                     l.in, " layer as the options say"));
-    }
-    layers.push_back(l);
-    in = widths[i];
-  }
-  return layers;
-}
-
 std::vector<int> WithLogit(std::vector<int> widths) {
   widths.push_back(1);
   return widths;
 }
 
 }  // namespace
-
-absl::StatusOr<uint32_t> FindTable(const Model& model, const std::string& name) {
-  for (const TableSpec& t : model.tables()) {
-    if (t.name == name) return t.id;
-  }
-  return absl::NotFoundError(absl::StrCat("the model has no table ", name));
-}
 
 absl::Status CheckPipelineModel(const std::string& name) {
   if (name == "dlrm" || name == "deep_tower" || name == "dcn_v2") return absl::OkStatus();
@@ -80,26 +47,27 @@ absl::StatusOr<PipelineModelSpec> DescribePipelineModel(const ModelOptions& opti
   spec.name = options.name;
   const int fields = options.num_sparse;
   const int dim = options.embedding_dim;
-  const double embedding_cost = 3.0 * batch_rows * fields * dim;
+  const int embedding_width = FieldOffsets(options).back();
+  const double embedding_cost = 3.0 * batch_rows * embedding_width;
   if (options.name == "dlrm") {
     const int vectors = fields + 1;
     PS_ASSIGN_OR_RETURN(spec.tower,
-                        FindLayers(model, "top", nn::InteractionOutputWidth(vectors, dim),
+                        FindLinearLayers(model, "top", nn::InteractionOutputWidth(vectors, dim),
                                    WithLogit(options.top_mlp), false));
     PS_ASSIGN_OR_RETURN(auto bottom,
-                        FindLayers(model, "bottom", options.num_dense, options.bottom_mlp, true));
+                        FindLinearLayers(model, "bottom", options.num_dense, options.bottom_mlp, true));
     spec.head_cost = embedding_cost + 6.0 * batch_rows * nn::InteractionPairs(vectors) * dim;
     for (const LinearSpec& l : bottom) spec.head_cost += LayerCost(l, batch_rows);
   } else if (options.name == "deep_tower") {
-    PS_ASSIGN_OR_RETURN(spec.tower, FindLayers(model, "tower", fields * dim + options.num_dense,
+    PS_ASSIGN_OR_RETURN(spec.tower, FindLinearLayers(model, "tower", embedding_width + options.num_dense,
                                                WithLogit(options.deep_mlp), false));
     spec.head_cost = embedding_cost + 3.0 * batch_rows * options.num_dense;
   } else if (options.name == "dcn_v2") {
-    const int width = options.bottom_mlp.back() + fields * dim;
+    const int width = options.bottom_mlp.back() + embedding_width;
     PS_ASSIGN_OR_RETURN(spec.tower,
-                        FindLayers(model, "top", width, WithLogit(options.top_mlp), false));
+                        FindLinearLayers(model, "top", width, WithLogit(options.top_mlp), false));
     PS_ASSIGN_OR_RETURN(auto bottom,
-                        FindLayers(model, "bottom", options.num_dense, options.bottom_mlp, true));
+                        FindLinearLayers(model, "bottom", options.num_dense, options.bottom_mlp, true));
     const double rank = options.cross_rank > 0 ? 2.0 * options.cross_rank : width;
     spec.head_cost = embedding_cost + 6.0 * batch_rows * options.cross_layers * width * rank;
     for (const LinearSpec& l : bottom) spec.head_cost += LayerCost(l, batch_rows);

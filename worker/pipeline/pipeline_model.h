@@ -15,7 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "model/models/model.h"
-#include "worker/pipeline/layer_stack.h"
+#include "model/models/feature_head.h"
+#include "model/nn/layer_stack.h"
 
 namespace pstrain::worker {
 
@@ -55,8 +56,5 @@ absl::StatusOr<StagePartition> PartitionTower(const PipelineModelSpec& spec, int
 
 // "stage 0: head + layers 0-12 (53% of the cost), stage 1: layers 13-24 (47%)".
 std::string DescribePartition(const PipelineModelSpec& spec, const StagePartition& partition);
-
-// Position of the table named `name` in `model.tables()`, or NotFound.
-absl::StatusOr<uint32_t> FindTable(const Model& model, const std::string& name);
 
 }  // namespace pstrain::worker

@@ -114,7 +114,7 @@ absl::StatusOr<std::unique_ptr<StageRunner>> StageRunner::Create(
   r->in_width_ = layers.front().in;
   r->tower_ = std::make_unique<LayerStack>(std::move(layers), options.tp_group);
   if (r->first()) {
-    PS_ASSIGN_OR_RETURN(r->head_, CreatePipelineHead(model_options, model));
+    PS_ASSIGN_OR_RETURN(r->head_, CreateFeatureHead(model_options, model));
     if (r->head_->out_width() != r->in_width_) {
       return absl::InternalError(absl::StrCat("the head writes ", r->head_->out_width(),
                                               " columns, the tower reads ", r->in_width_));

@@ -24,9 +24,9 @@
 #include "model/models/model.h"
 #include "model/nn/device.h"
 #include "proto_msgs/messages.h"
-#include "worker/pipeline/layer_stack.h"
+#include "model/nn/layer_stack.h"
 #include "worker/pipeline/pipe_comm.h"
-#include "worker/pipeline/pipeline_head.h"
+#include "model/models/feature_head.h"
 #include "worker/pipeline/pipeline_model.h"
 #include "worker/pipeline/pipeline_options.h"
 #include "worker/pipeline/schedule.h"
@@ -136,7 +136,7 @@ class StageRunner {
   const StageRunnerOptions options_;
   PipeComm* comm_;
   std::unique_ptr<nn::Device> device_;
-  std::unique_ptr<PipelineHead> head_;  // stage 0
+  std::unique_ptr<FeatureHead> head_;  // stage 0
   std::unique_ptr<LayerStack> tower_;
   std::vector<uint32_t> dense_tables_;
   std::vector<uint32_t> pushed_tables_;

@@ -31,7 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/table_spec.h"
-#include "worker/pipeline/layer_stack.h"
+#include "model/nn/layer_stack.h"
 #include "worker/pipeline/pipeline_model.h"
 
 namespace pstrain::worker {

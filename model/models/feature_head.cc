@@ -1,0 +1,79 @@
+#include "model/models/feature_head.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "model/models/dcn_v2_model.h"
+#include "model/models/deep_tower_model.h"
+#include "model/models/dlrm_model.h"
+#include "model/models/table_registry.h"
+
+namespace pstrain::worker {
+
+absl::StatusOr<std::unique_ptr<FeatureHead>> CreateFeatureHead(const ModelOptions& options,
+                                                               const Model& model) {
+  if (options.name == "deep_tower") return CreateDeepTowerHead(options, model);
+  if (options.name == "dcn_v2") return CreateDcnV2Head(options, model);
+  if (options.name == "dlrm") return CreateDlrmHead(options, model);
+  return absl::InvalidArgumentError(
+      absl::StrCat("model '", options.name, "' is not a head and a tower"));
+}
+
+nn::Pooling FieldPooling(const ModelOptions& options, size_t field) {
+  return field < options.pooling.size() && options.pooling[field] == BagPooling::kMean
+             ? nn::Pooling::kMean
+             : nn::Pooling::kSum;
+}
+
+absl::StatusOr<uint32_t> FindTable(const Model& model, const std::string& name) {
+  for (const TableSpec& t : model.tables()) {
+    if (t.name == name) return t.id;
+  }
+  return absl::NotFoundError(absl::StrCat("the model has no table ", name));
+}
+
+absl::StatusOr<std::vector<uint32_t>> FindEmbeddingTables(const ModelOptions& options,
+                                                          const Model& model) {
+  const auto& sparse = model.sparse_tables();
+  if (static_cast<int>(sparse.size()) != options.num_sparse) {
+    return absl::InvalidArgumentError(absl::StrCat("the model has ", sparse.size(),
+                                                   " sparse tables for ", options.num_sparse,
+                                                   " sparse fields"));
+  }
+  for (int f = 0; f < options.num_sparse; ++f) {
+    const TableSpec& t = model.tables()[sparse[f]];
+    const std::string want = absl::StrCat("emb.", SparseFieldName(options, f));
+    if (t.name != want || static_cast<int>(t.dim) != FieldDim(options, f)) {
+      return absl::InvalidArgumentError(absl::StrCat("sparse table ", f, " is ", t.name, " (dim ",
+                                                     t.dim, "), expected ", want, " of dim ",
+                                                     FieldDim(options, f)));
+    }
+  }
+  return std::vector<uint32_t>(sparse.begin(), sparse.end());
+}
+
+absl::StatusOr<std::vector<LinearSpec>> FindLinearLayers(const Model& model,
+                                                         const std::string& prefix, int in,
+                                                         const std::vector<int>& widths,
+                                                         bool relu_last) {
+  std::vector<LinearSpec> layers;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    LinearSpec l;
+    l.in = in;
+    l.out = widths[i];
+    l.act = i + 1 < widths.size() || relu_last ? nn::Activation::kRelu : nn::Activation::kNone;
+    PS_ASSIGN_OR_RETURN(l.weight, FindTable(model, absl::StrCat(prefix, ".", i, ".weight")));
+    PS_ASSIGN_OR_RETURN(l.bias, FindTable(model, absl::StrCat(prefix, ".", i, ".bias")));
+    const TableSpec& w = model.tables()[l.weight];
+    const TableSpec& b = model.tables()[l.bias];
+    if (w.kind != TableKind::kDense || w.size != static_cast<uint64_t>(l.in) * l.out ||
+        b.kind != TableKind::kDense || b.size != static_cast<uint64_t>(l.out)) {
+      return absl::InvalidArgumentError(absl::StrCat("table ", w.name, " is not a ", l.out, " x ",
+                                                     l.in, " layer as the options say"));
+    }
+    layers.push_back(l);
+    in = widths[i];
+  }
+  return layers;
+}
+
+}  // namespace pstrain::worker
