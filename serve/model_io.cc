@@ -8,7 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/checksum.h"
+#include "common/checkpoint/checked_file.h"
 #include "common/file_util.h"
 #include "common/status.h"
 #include "data/schema_file.h"
@@ -19,12 +19,12 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kMagic[8] = {'P', 'S', 'T', 'R', 'T', 'B', 'L', '1'};
+constexpr FileKind kTableFile{"PSTRTBL1", "table file"};
+constexpr FileKind kRemovedFile{"PSTRDEL1", "removed-ids file"};
 constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderBytes = 32;
 
+// After the magic.
 struct TableHeader {
-  char magic[8];
   uint32_t version;
   uint8_t kind;
   uint8_t pad[3];
@@ -32,7 +32,7 @@ struct TableHeader {
   uint32_t reserved;
   uint64_t count;
 };
-static_assert(sizeof(TableHeader) == kHeaderBytes);
+static_assert(sizeof(TableHeader) == 24);
 
 std::string TableFile(const TableSpec& spec) { return spec.name + ".tbl"; }
 
@@ -57,9 +57,8 @@ json ModelJson(const ModelOptions& m, const Schema& s) {
 }
 
 absl::Status WriteTable(const std::string& path, const TableValues& t, json* entry) {
-  PS_ASSIGN_OR_RETURN(auto w, AtomicFileWriter::Open(path));
+  PS_ASSIGN_OR_RETURN(auto w, CheckedFileWriter::Open(path, kTableFile));
   TableHeader h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
   h.version = kVersion;
   bool sparse = t.spec.kind == TableKind::kSparse;
   h.kind = sparse ? 1 : 0;
@@ -83,9 +82,8 @@ absl::Status WriteTable(const std::string& path, const TableValues& t, json* ent
   } else {
     PS_RETURN_IF_ERROR(w->Append(t.dense.data(), t.dense.size() * sizeof(float)));
   }
-  std::string checksum = w->checksum().Hex();
-  uint64_t bytes = w->bytes();
-  PS_RETURN_IF_ERROR(w->Commit());
+  const uint64_t bytes = w->bytes();
+  PS_ASSIGN_OR_RETURN(const std::string checksum, w->Commit(ChecksumAt::kManifest));
   *entry = json{{"id", t.spec.id},          {"name", t.spec.name},
                 {"kind", sparse ? "sparse" : "dense"},
                 {"size", t.spec.size},      {"dim", t.spec.dim},
@@ -98,42 +96,32 @@ absl::Status WriteTable(const std::string& path, const TableValues& t, json* ent
   return absl::OkStatus();
 }
 
-constexpr char kRemovedMagic[8] = {'P', 'S', 'T', 'R', 'D', 'E', 'L', '1'};
-
 absl::Status WriteRemoved(const std::string& dir, const TableValues& t, json* entry) {
   if (t.removed.empty()) return absl::OkStatus();
   const std::string file = t.spec.name + ".removed";
-  PS_ASSIGN_OR_RETURN(auto w, AtomicFileWriter::Open(dir + "/" + file));
+  PS_ASSIGN_OR_RETURN(auto w, CheckedFileWriter::Open(dir + "/" + file, kRemovedFile));
   const uint64_t count = t.removed.size();
-  PS_RETURN_IF_ERROR(w->Append(kRemovedMagic, sizeof(kRemovedMagic)));
   PS_RETURN_IF_ERROR(w->Append(&count, sizeof(count)));
   PS_RETURN_IF_ERROR(w->Append(t.removed.data(), count * sizeof(uint64_t)));
-  std::string checksum = w->checksum().Hex();
-  uint64_t bytes = w->bytes();
-  PS_RETURN_IF_ERROR(w->Commit());
+  const uint64_t bytes = w->bytes();
+  PS_ASSIGN_OR_RETURN(const std::string checksum, w->Commit(ChecksumAt::kManifest));
   (*entry)["removed"] = json{{"file", file}, {"count", count}, {"bytes", bytes},
                              {"checksum", checksum}};
   return absl::OkStatus();
 }
 
 absl::Status ReadRemoved(const std::string& path, const json& entry, TableValues* t) {
-  PS_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path));
-  auto bad = [&](const std::string& why) {
-    return absl::DataLossError(absl::StrCat(path, ": ", why));
-  };
-  Checksum64 sum;
-  sum.Update(data.data(), data.size());
-  if (sum.Hex() != entry.value("checksum", "")) return bad("checksum mismatch (corrupt file?)");
+  PS_ASSIGN_OR_RETURN(auto file, CheckedFile::Open(path, kRemovedFile, ChecksumAt::kManifest,
+                                                   entry.value("checksum", "")));
+  PS_ASSIGN_OR_RETURN(const std::string data, file->ReadAll());
   uint64_t count = 0;
-  if (data.size() < 16 || std::memcmp(data.data(), kRemovedMagic, 8) != 0) {
-    return bad("not a pstrain removed-ids file");
-  }
-  std::memcpy(&count, data.data() + 8, 8);
-  if (count > (data.size() - 16) / 8 || data.size() != 16 + count * 8) {
-    return bad("size does not match its id count");
+  if (data.size() < 8) return file->Corrupt("shorter than its header");
+  std::memcpy(&count, data.data(), 8);
+  if (count > (data.size() - 8) / 8 || data.size() != 8 + count * 8) {
+    return file->Corrupt("size does not match its id count");
   }
   t->removed.resize(count);
-  std::memcpy(t->removed.data(), data.data() + 16, count * 8);
+  std::memcpy(t->removed.data(), data.data() + 8, count * 8);
   return absl::OkStatus();
 }
 
@@ -143,24 +131,20 @@ bool SafeFileName(const std::string& file) {
 }
 
 absl::Status ReadTable(const std::string& path, const json& entry, TableValues* t) {
-  PS_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path));
-  auto bad = [&](const std::string& why) {
-    return absl::DataLossError(absl::StrCat(path, ": ", why));
-  };
-  if (data.size() < kHeaderBytes) return bad("shorter than its header");
-  Checksum64 sum;
-  sum.Update(data.data(), data.size());
-  if (sum.Hex() != entry.value("checksum", "")) return bad("checksum mismatch (corrupt file?)");
+  PS_ASSIGN_OR_RETURN(auto file, CheckedFile::Open(path, kTableFile, ChecksumAt::kManifest,
+                                                   entry.value("checksum", "")));
+  PS_ASSIGN_OR_RETURN(const std::string data, file->ReadAll());
+  auto bad = [&](const std::string& why) { return file->Corrupt(why); };
+  if (data.size() < sizeof(TableHeader)) return bad("shorter than its header");
   TableHeader h;
   std::memcpy(&h, data.data(), sizeof(h));
-  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) return bad("not a pstrain table file");
   if (h.version != kVersion) return bad(absl::StrCat("format version ", h.version));
   bool sparse = h.kind == 1;
   if (sparse != (t->spec.kind == TableKind::kSparse) || (sparse && h.dim != t->spec.dim)) {
     return bad("header does not match the manifest");
   }
-  size_t body = data.size() - kHeaderBytes;
-  const char* p = data.data() + kHeaderBytes;
+  size_t body = data.size() - sizeof(TableHeader);
+  const char* p = data.data() + sizeof(TableHeader);
   if (sparse) {
     size_t rec = 8 + 4 * size_t{h.dim};
     if (h.count > body / rec || body != h.count * rec) return bad("size does not match its row count");

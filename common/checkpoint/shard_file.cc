@@ -1,34 +1,27 @@
 #include "common/checkpoint/shard_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "common/checksum.h"
 #include "common/status.h"
 
 namespace pstrain {
 namespace {
 
-constexpr char kMagic[8] = {'P', 'S', 'T', 'R', 'C', 'K', 'P', '1'};
+constexpr FileKind kShardFile{"PSTRCKP1", "checkpoint shard"};
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kVersionWithSketches = 2;
 
+// After the magic.
 struct FileHeader {
-  char magic[8];
   uint32_t version;
   uint32_t rank;
   uint32_t servers;
   uint32_t sections;
   uint64_t step;
 };
-static_assert(sizeof(FileHeader) == 32);
+static_assert(sizeof(FileHeader) == 24);
 
 struct SectionHeader {
   uint32_t table;
@@ -54,9 +47,8 @@ absl::StatusOr<std::unique_ptr<ShardFileWriter>> ShardFileWriter::Open(const std
                                                                        int sections,
                                                                        uint64_t step,
                                                                        bool with_sketches) {
-  PS_ASSIGN_OR_RETURN(auto w, AtomicFileWriter::Open(path));
+  PS_ASSIGN_OR_RETURN(auto w, CheckedFileWriter::Open(path, kShardFile));
   FileHeader h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
   h.version = with_sketches ? kVersionWithSketches : kVersion;
   h.rank = static_cast<uint32_t>(rank);
   h.servers = static_cast<uint32_t>(servers);
@@ -137,64 +129,17 @@ absl::Status ShardFileWriter::AddSketch(uint32_t table, uint32_t rows,
 
 absl::StatusOr<std::string> ShardFileWriter::Finish() {
   if (sections_left_ != 0) return absl::InternalError("fewer sections than announced");
-  uint64_t sum = writer_->checksum().Digest();
-  PS_RETURN_IF_ERROR(writer_->Append(&sum, sizeof(sum)));
-  PS_RETURN_IF_ERROR(writer_->Commit());
-  return absl::StrFormat("%016x", sum);
-}
-
-ShardFile::~ShardFile() {
-  if (fd_ >= 0) close(fd_);
-}
-
-absl::Status ShardFile::ReadAt(uint64_t at, void* dst, size_t n) const {
-  char* out = static_cast<char*>(dst);
-  while (n > 0) {
-    const ssize_t got = pread(fd_, out, n, static_cast<off_t>(at));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return ErrnoToStatus(errno, absl::StrCat("read checkpoint shard ", path_));
-    if (got == 0) {
-      return absl::DataLossError(absl::StrCat("checkpoint shard ", path_,
-                                              ": the file became shorter while it was read"));
-    }
-    out += got;
-    at += static_cast<uint64_t>(got);
-    n -= static_cast<size_t>(got);
-  }
-  return absl::OkStatus();
+  return writer_->Commit(ChecksumAt::kTrailer);
 }
 
 absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& path) {
   std::unique_ptr<ShardFile> f(new ShardFile());
-  f->path_ = path;
-  f->fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f->fd_ < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
-  struct stat info;
-  if (fstat(f->fd_, &info) != 0) return ErrnoToStatus(errno, absl::StrCat("stat ", path));
-  f->size_ = static_cast<uint64_t>(std::max<off_t>(info.st_size, 0));
-  auto bad = [&](const std::string& why) {
-    return absl::DataLossError(absl::StrCat("checkpoint shard ", path, ": ", why));
-  };
-  const uint64_t size = f->size_;
-  if (size < sizeof(FileHeader) + 8) return bad("truncated (shorter than its header)");
-  // The checksum first, in one sequential pass of large reads.
-  posix_fadvise(f->fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-  {
-    Checksum64 sum;
-    std::vector<char> chunk(std::min<uint64_t>(size - 8, 4 << 20));
-    for (uint64_t at = 0; at < size - 8; at += chunk.size()) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), size - 8 - at));
-      PS_RETURN_IF_ERROR(f->ReadAt(at, chunk.data(), n));
-      sum.Update(chunk.data(), n);
-    }
-    uint64_t stored;
-    PS_RETURN_IF_ERROR(f->ReadAt(size - 8, &stored, 8));
-    if (sum.Digest() != stored) return bad("checksum mismatch (corrupt or truncated)");
-    f->checksum_ = absl::StrFormat("%016x", stored);
-  }
+  PS_ASSIGN_OR_RETURN(f->file_, CheckedFile::Open(path, kShardFile, ChecksumAt::kTrailer));
+  const CheckedFile& file = *f->file_;
+  auto bad = [&](const std::string& why) { return file.Corrupt(why); };
+  if (file.size() < sizeof(FileHeader)) return bad("truncated (shorter than its header)");
   FileHeader h;
-  PS_RETURN_IF_ERROR(f->ReadAt(0, &h, sizeof(h)));
-  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) return bad("not a pstrain checkpoint shard");
+  PS_RETURN_IF_ERROR(file.ReadAt(0, &h, sizeof(h)));
   if (h.version != kVersion && h.version != kVersionWithSketches) {
     return bad(absl::StrCat("format version ", h.version));
   }
@@ -202,11 +147,11 @@ absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& pa
   f->servers_ = static_cast<int>(h.servers);
   f->step_ = h.step;
   uint64_t pos = sizeof(FileHeader);
-  const uint64_t end = size - 8;
+  const uint64_t end = file.size();
   for (uint32_t i = 0; i < h.sections; ++i) {
     if (end - pos < sizeof(SectionHeader)) return bad("section header past the end");
     SectionHeader s;
-    PS_RETURN_IF_ERROR(f->ReadAt(pos, &s, sizeof(s)));
+    PS_RETURN_IF_ERROR(file.ReadAt(pos, &s, sizeof(s)));
     pos += sizeof(s);
     if (s.payload_bytes > end - pos) return bad(absl::StrCat("section ", i, " runs past the end"));
     Section sec;
@@ -232,7 +177,7 @@ absl::StatusOr<std::unique_ptr<ShardFile>> ShardFile::Read(const std::string& pa
     }
     if (s.kind != 1) {  // dense weights and state, or sketch counters: kept
       std::vector<char>& bytes = f->payloads_.emplace_back(s.payload_bytes);
-      PS_RETURN_IF_ERROR(f->ReadAt(pos, bytes.data(), bytes.size()));
+      PS_RETURN_IF_ERROR(file.ReadAt(pos, bytes.data(), bytes.size()));
       const char* p = bytes.data();
       if (s.kind == 0) {
         sec.weights = {reinterpret_cast<const float*>(p), s.count};
@@ -256,7 +201,8 @@ absl::Status ShardFile::ForEachRow(const Section& s,
   std::vector<char> chunk(static_cast<size_t>(std::min<uint64_t>(per_chunk, s.info.count) * rec));
   for (uint64_t first = 0; first < s.info.count; first += per_chunk) {
     const uint64_t n = std::min<uint64_t>(per_chunk, s.info.count - first);
-    PS_RETURN_IF_ERROR(ReadAt(s.rows_at + first * rec, chunk.data(), static_cast<size_t>(n * rec)));
+    PS_RETURN_IF_ERROR(
+        file_->ReadAt(s.rows_at + first * rec, chunk.data(), static_cast<size_t>(n * rec)));
     for (uint64_t r = 0; r < n; ++r) {
       const char* p = chunk.data() + r * rec;
       SparseRowView v;

@@ -15,10 +15,10 @@
 //                     the cellwise max of the server's parts): u16 counters[count],
 //                     `dim` rows of `offset` (the width) counters each
 //   trailer: u64 Checksum64 of everything before it
-// Little-endian. Written through AtomicFileWriter (temp, fsync, rename).
-// Reading checks the checksum and every size against the file's length
-// before touching the data, so a corrupt or truncated file is refused with a
-// DataLoss naming it. A shard is never held in memory whole: Read streams the
+// Little-endian. Written and verified as a CheckedFile (checked_file.h:
+// temp, fsync, rename; the checksum checked before the contents are read);
+// every size is checked against the file's length before touching the
+// data, so a corrupt or truncated file is refused with a DataLoss naming it. A shard is never held in memory whole: Read streams the
 // file once for its checksum and keeps the (small) dense and sketch payloads;
 // sparse rows are streamed from the open file by ForEachRow, so a server
 // restores a table many times its RAM.
@@ -32,7 +32,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "common/file_util.h"
+#include "common/checkpoint/checked_file.h"
 #include "common/table_spec.h"
 
 namespace pstrain {
@@ -69,9 +69,9 @@ class ShardFileWriter {
   uint64_t bytes() const { return writer_->bytes(); }
 
  private:
-  explicit ShardFileWriter(std::unique_ptr<AtomicFileWriter> w, int sections, bool sketches)
+  explicit ShardFileWriter(std::unique_ptr<CheckedFileWriter> w, int sections, bool sketches)
       : writer_(std::move(w)), sections_left_(sections), sketches_(sketches) {}
-  std::unique_ptr<AtomicFileWriter> writer_;
+  std::unique_ptr<CheckedFileWriter> writer_;
   int sections_left_;
   bool sketches_;
 };
@@ -95,15 +95,14 @@ class ShardFile {
   };
 
   static absl::StatusOr<std::unique_ptr<ShardFile>> Read(const std::string& path);
-  ~ShardFile();
   ShardFile(const ShardFile&) = delete;
   ShardFile& operator=(const ShardFile&) = delete;
 
   int rank() const { return rank_; }
   int servers() const { return servers_; }
   uint64_t step() const { return step_; }
-  const std::string& checksum() const { return checksum_; }
-  uint64_t bytes() const { return size_; }
+  const std::string& checksum() const { return file_->checksum(); }
+  uint64_t bytes() const { return file_->file_bytes(); }
   const std::vector<Section>& sections() const { return sections_; }
   // Streams a sparse section's rows, in the order they were written. A read
   // error, or a file cut short since Read, is an error naming the file.
@@ -112,16 +111,12 @@ class ShardFile {
 
  private:
   ShardFile() = default;
-  absl::Status ReadAt(uint64_t at, void* dst, size_t n) const;
 
-  std::string path_;
-  int fd_ = -1;
-  uint64_t size_ = 0;
+  std::unique_ptr<CheckedFile> file_;
   std::vector<std::vector<char>> payloads_;  // dense and sketch sections' bytes
   int rank_ = 0;
   int servers_ = 0;
   uint64_t step_ = 0;
-  std::string checksum_;
   std::vector<Section> sections_;
 };
 
