@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -30,13 +31,23 @@ uint64_t EpochSeed(uint64_t seed, int epoch) {
   return Mix64(seed ^ Mix64(static_cast<uint64_t>(epoch) + 0x45504f4348ULL));
 }
 
+// True the first time shard `shard` of `shards` is seen in this process: a
+// worker opens its shard again each epoch, and the lead opens others'
+// evaluation shards each round, but a shard without data is worth one line.
+bool FirstTimeFor(int shard, int shards) {
+  static absl::Mutex mu(absl::kConstInit);
+  static std::set<std::pair<int, int>>* seen = new std::set<std::pair<int, int>>();
+  absl::MutexLock lock(&mu);
+  return seen->emplace(shard, shards).second;
+}
+
 absl::StatusOr<std::unique_ptr<ShardScanner>> MakeScanner(const ReaderOptions& options,
                                                           std::vector<InputFile> files) {
   std::vector<FileRange> ranges = ShardRanges(files, options.shard_index, options.num_shards);
   const auto is_compressed = [](const InputFile& f) { return f.compression != Compression::kNone; };
   const int compressed =
       static_cast<int>(std::count_if(files.begin(), files.end(), is_compressed));
-  if (ranges.empty() && compressed > 0) {
+  if (ranges.empty() && compressed > 0 && FirstTimeFor(options.shard_index, options.num_shards)) {
     // A compressed file is read whole by one shard (file_set.h).
     spdlog::warn("data shard {} of {} holds no data: {} of the {} input files are compressed and "
                  "each is read whole by one shard; split the data into more files",
