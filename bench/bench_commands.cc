@@ -167,6 +167,7 @@ JsonLine TrainLine(const char* mode, const TrainBenchOptions& to, const TrainBen
   line.Add("bench", "train")
       .Add("mode", mode)
       .Add("model", to.model)
+      .Add("device", to.device)
       .Add("batch_size", to.batch_size)
       .Add("samples_per_sec", r.samples_per_sec)
       .Add("steps", r.steps)

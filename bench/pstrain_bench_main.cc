@@ -74,6 +74,9 @@ ABSL_FLAG(std::string, tier_dir, "", "sparse_tier: folder of the tier and checkp
 ABSL_FLAG(bool, unbounded, true, "sparse_stream: also run without eviction.");
 ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm | dcn_v2 | deepfm | deep_tower).");
 ABSL_FLAG(int, batch_size, 1024, "train: rows per step.");
+ABSL_FLAG(std::string, device, "cpu",
+          "train: where the model computes, cpu | cuda (local, tables and ps modes; "
+          "Unavailable without a GPU).");
 ABSL_FLAG(std::string, mode, "both",
           "train: local (model alone) | tables (model, tables and reader in one process, no "
           "server) | ps (1 server + 1 worker) | both (local, ps) | all (local, tables, ps).");
@@ -229,6 +232,7 @@ int main(int argc, char** argv) {
   o.sparse.zipf = absl::GetFlag(FLAGS_zipf);
   o.sparse.id_space = absl::GetFlag(FLAGS_id_space);
   o.train.model = absl::GetFlag(FLAGS_model);
+  o.train.device = absl::GetFlag(FLAGS_device);
   o.train.batch_size = absl::GetFlag(FLAGS_batch_size);
   o.train.train_rows = absl::GetFlag(FLAGS_train_rows);
   o.train.local_batches = absl::GetFlag(FLAGS_local_batches);

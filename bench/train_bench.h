@@ -19,6 +19,7 @@ namespace pstrain::bench {
 
 struct TrainBenchOptions {
   std::string model = "dlrm";
+  std::string device = "cpu";  // where the model computes: cpu | cuda
   int batch_size = 1024;
   double seconds = 3.0;       // local: timed TrainStep loop
   int local_batches = 8;      // local: distinct batches cycled through
