@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "model/models/feature_head.h"
-#include "model/models/model_base.h"
+#include "model/models/head_tower_model.h"
 
 namespace pstrain::worker {
 namespace {
@@ -84,12 +84,11 @@ int TowerInput(const ModelOptions& options) {
   return FieldOffsets(options).back() + options.num_dense;
 }
 
-// deep_tower = ConcatHead + the tower, both found by their tables' names as
-// pipeline mode finds them.
-class DeepTowerModel final : public ModelBase {
+// deep_tower = ConcatHead + the tower (found by its tables' names too).
+class DeepTowerModel final : public HeadTowerModel {
  public:
   DeepTowerModel(const ModelOptions& options, std::unique_ptr<nn::Device> device)
-      : ModelBase(options, std::move(device)) {
+      : HeadTowerModel(options, std::move(device)) {
     const std::vector<int> widths = TowerWidths(options);
     int fan_in = TowerInput(options);
     for (size_t i = 0; i < widths.size(); ++i) {
@@ -107,53 +106,32 @@ class DeepTowerModel final : public ModelBase {
     }
   }
 
-  absl::Status Init() {
-    PS_ASSIGN_OR_RETURN(head_, CreateDeepTowerHead(options(), *this));
-    head_acts_ = head_->NewActivations();
+  absl::Status InitTower() {
     PS_ASSIGN_OR_RETURN(std::vector<LinearSpec> layers,
                         FindLinearLayers(*this, "tower", TowerInput(options()),
                                          TowerWidths(options()), /*relu_last=*/false));
     tower_ = std::make_unique<LayerStack>(std::move(layers));
-    return absl::OkStatus();
+    return Init();
   }
 
  private:
-  int in() const { return tower_->in(); }
-
-  absl::Status Reserve(int batch) override {
-    nn::Device* dev = &device();
-    const size_t rows = static_cast<size_t>(batch);
-    PS_RETURN_IF_ERROR(x_.ReserveElements(dev, rows * in()));
-    PS_RETURN_IF_ERROR(dx_.ReserveElements(dev, rows * in()));
-    return tower_->Reserve(dev, batch, &tower_acts_);
+  int tower_in() const override { return TowerInput(options()); }
+  absl::Status ReserveTower(int batch) override {
+    return tower_->Reserve(&device(), batch, &tower_acts_);
+  }
+  absl::Status TowerForward(const StepData& step, nn::ConstMatrixView x,
+                            nn::MatrixView logits) override {
+    return tower_->Forward(device(), x, step.params, &tower_acts_, logits);
+  }
+  absl::Status TowerBackward(const StepData& step, nn::ConstMatrixView x,
+                             nn::ConstMatrixView logits, nn::MatrixView dlogits,
+                             nn::MatrixView dx, bool accumulate) override {
+    return tower_->Backward(device(), x, step.params, tower_acts_, logits, dlogits, step.grads, dx,
+                            accumulate, step.grad_ready);
   }
 
-  absl::Status Forward(const StepData& step, nn::MatrixView logits) override {
-    nn::Device& dev = device();
-    nn::MatrixView x(x_.as(), step.batch, in());
-    BindHeadInputs(step, &head_in_);
-    PS_RETURN_IF_ERROR(head_->Forward(dev, head_in_, step.params, head_acts_.get(), x));
-    return tower_->Forward(dev, x, step.params, &tower_acts_, logits);
-  }
-
-  absl::Status Backward(const StepData& step, nn::ConstMatrixView logits, nn::MatrixView dlogits,
-                        bool accumulate) override {
-    nn::Device& dev = device();
-    nn::MatrixView x(x_.as(), step.batch, in());
-    nn::MatrixView dx(dx_.as(), step.batch, in());
-    PS_RETURN_IF_ERROR(tower_->Backward(dev, x, step.params, tower_acts_, logits, dlogits,
-                                        step.grads, dx, accumulate, step.grad_ready));
-    BindHeadInputs(step, &head_in_);
-    return head_->Backward(dev, head_in_, step.params, *head_acts_, dx, step.grads, accumulate,
-                           step.grad_ready);
-  }
-
-  std::unique_ptr<FeatureHead> head_;
-  std::unique_ptr<HeadActivations> head_acts_;
-  HeadInputs head_in_;
   std::unique_ptr<LayerStack> tower_;
   StackActivations tower_acts_;
-  nn::DeviceBuffer x_, dx_;  // the tower's input and its gradient
 };
 
 }  // namespace
@@ -169,7 +147,7 @@ absl::StatusOr<std::unique_ptr<Model>> CreateDeepTowerModel(const ModelOptions& 
   }
   PS_RETURN_IF_ERROR(CheckWidths("deep_mlp (the deep_tower layers)", options.deep_mlp));
   auto model = std::make_unique<DeepTowerModel>(options, std::move(device));
-  PS_RETURN_IF_ERROR(model->Init());
+  PS_RETURN_IF_ERROR(model->InitTower());
   return std::unique_ptr<Model>(std::move(model));
 }
 

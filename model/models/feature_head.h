@@ -61,6 +61,53 @@ class FeatureHead {
                                 const std::function<void(uint32_t)>* ready = nullptr) = 0;
 };
 
+// The lower part DLRM's and DCN-v2's heads share: per row,
+// x = [bottom(dense) | emb_1 | ... | emb_F], the bottom MLP's output first,
+// then each field's pooled embedding at its offset.
+class BottomAndEmbeddings {
+ public:
+  struct Activations {
+    StackActivations bottom;
+    nn::DeviceBuffer x;  // [rows x width()]
+  };
+
+  // `offset`: FieldOffsets() of the fields' widths (offset[f]..offset[f+1]
+  // after the bottom's output). REQUIRES: bottom non-empty.
+  BottomAndEmbeddings(std::vector<LinearSpec> bottom, std::vector<uint32_t> emb,
+                      std::vector<int> offset, std::vector<nn::Pooling> pooling);
+
+  int width() const { return bottom_width_ + offset_.back(); }
+  std::vector<uint32_t> dense_tables() const { return bottom_.table_ids(); }
+
+  // Writes x into acts->x (grown to in.dense.rows rows) and returns it.
+  absl::StatusOr<nn::MatrixView> Forward(nn::Device& device, const HeadInputs& in,
+                                         const std::vector<const float*>& params,
+                                         Activations* acts) const;
+  // Given dL/dx in `dx` (overwritten: scratch), adds the embedding rows'
+  // gradients and writes (or adds to) the bottom MLP's.
+  absl::Status Backward(nn::Device& device, const HeadInputs& in,
+                        const std::vector<const float*>& params, const Activations& acts,
+                        nn::MatrixView dx, const std::vector<float*>& grads, bool accumulate,
+                        const std::function<void(uint32_t)>* ready);
+
+ private:
+  template <class View>
+  View Block(View x, size_t f) const {
+    return x.Columns(bottom_width_ + offset_[f], offset_[f + 1] - offset_[f]);
+  }
+
+  const int bottom_width_;
+  LayerStack bottom_;
+  const std::vector<uint32_t> emb_;
+  const std::vector<int> offset_;
+  const std::vector<nn::Pooling> pooling_;
+};
+
+// The bottom MLP ("bottom.<i>", ReLU after each) and the embedding tables
+// of `model` for dlrm and dcn_v2.
+absl::StatusOr<BottomAndEmbeddings> FindBottomAndEmbeddings(const ModelOptions& options,
+                                                            const Model& model);
+
 // The head of options.name (dlrm, deep_tower, dcn_v2) over `model`'s tables,
 // found by name. InvalidArgument for other models or tables that do not
 // match the options.

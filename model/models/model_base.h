@@ -79,14 +79,6 @@ class ModelBase : public Model {
 
   ModelBase(const ModelOptions& options, std::unique_ptr<nn::Device> device);
 
-  // The step's rows as a FeatureHead's inputs: the dense features and the
-  // bags of each sparse position's first field.
-  static void BindHeadInputs(const StepData& step, HeadInputs* in) {
-    in->dense = step.dense;
-    in->bags.resize(step.bag_begin.size());
-    for (size_t f = 0; f < in->bags.size(); ++f) in->bags[f] = step.Bag(static_cast<int>(f));
-  }
-
   TableRegistry& registry() { return registry_; }
   nn::Device& device() { return *device_; }
 

@@ -25,6 +25,15 @@ absl::Status SumOverGroup(Collective* tp, nn::MatrixView m, const char* what) {
 LayerStack::LayerStack(std::vector<LinearSpec> layers, Collective* tp, uint64_t dropout_salt)
     : layers_(std::move(layers)), tp_(tp), dropout_salt_(dropout_salt), dy_(layers_.size()) {}
 
+std::vector<uint32_t> LayerStack::table_ids() const {
+  std::vector<uint32_t> ids;
+  for (const LinearSpec& l : layers_) {
+    ids.push_back(l.weight);
+    ids.push_back(l.bias);
+  }
+  return ids;
+}
+
 absl::Status LayerStack::Reserve(nn::Device* device, int rows, StackActivations* acts) {
   if (acts->hidden.size() < layers_.size()) acts->hidden.resize(layers_.size());
   for (size_t i = 0; i + 1 < layers_.size(); ++i) {

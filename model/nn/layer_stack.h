@@ -71,6 +71,8 @@ class LayerStack {
   int in() const { return layers_.front().in; }
   int out() const { return layers_.back().out; }
   const std::vector<LinearSpec>& layers() const { return layers_; }
+  // Every layer's weight and bias table, first layer first.
+  std::vector<uint32_t> table_ids() const;
 
   // Sizes `acts` and the gradient scratch for `rows` rows ahead of time
   // (Forward and Backward grow them when needed).
