@@ -62,56 +62,10 @@ class DcnV2Head final : public FeatureHead {
   nn::DeviceBuffer dx0_;  // scratch: one backward at a time
 };
 
-std::vector<int> WithLogitLayer(std::vector<int> widths) {
-  widths.push_back(1);
-  return widths;
-}
-
 // The width of x_0: the bottom output and every field's embedding.
 int CrossWidth(const ModelOptions& options) {
   return options.bottom_mlp.back() + FieldOffsets(options).back();
 }
-
-// Declares the bottom MLP's and the cross layers' tables (they come before
-// the top's) and returns `registry`.
-TableRegistry* WithBottomAndCross(TableRegistry* registry, const ModelOptions& options) {
-  DeclareLinearLayers(registry, "bottom", options.num_dense, options.bottom_mlp,
-                      /*relu_last=*/true, options.seed);
-  CrossNet(registry, "cross", CrossWidth(options), options.cross_layers, options.cross_rank,
-           options.seed);
-  return registry;
-}
-
-// DCN-v2 = DcnV2Head + the top MLP over the last cross layer's output.
-class DcnV2Model final : public HeadTowerModel {
- public:
-  DcnV2Model(const ModelOptions& options, std::unique_ptr<nn::Device> device)
-      : HeadTowerModel(options, std::move(device)),
-        top_(WithBottomAndCross(&registry(), options), "top", CrossWidth(options),
-             WithLogitLayer(options.top_mlp), /*relu_last=*/false, options.seed,
-             /*dropout_hidden=*/true) {
-    for (int f = 0; f < options.num_sparse; ++f) {
-      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(options, f)), FieldDim(options, f),
-                           EmbeddingInit(FieldDim(options, f), options.seed), {f});
-    }
-  }
-
- private:
-  int tower_in() const override { return top_.in(); }
-  absl::Status ReserveTower(int batch) override { return top_.Reserve(&device(), batch); }
-  absl::Status TowerForward(const StepData& step, nn::ConstMatrixView xl,
-                            nn::MatrixView logits) override {
-    return top_.Forward(device(), xl, step.params, logits, step.dropout);
-  }
-  absl::Status TowerBackward(const StepData& step, nn::ConstMatrixView xl,
-                             nn::ConstMatrixView logits, nn::MatrixView dlogits,
-                             nn::MatrixView dxl, bool accumulate) override {
-    return top_.Backward(device(), xl, step.params, logits, dlogits, step.grads, dxl, accumulate,
-                         step.grad_ready);
-  }
-
-  Mlp top_;
-};
 
 }  // namespace
 
@@ -141,9 +95,15 @@ absl::StatusOr<std::unique_ptr<Model>> CreateDcnV2Model(const ModelOptions& opti
     return absl::InvalidArgumentError("dcn_v2 needs a bottom_mlp (its output starts x_0)");
   }
   PS_RETURN_IF_ERROR(CheckWidths("top_mlp", options.top_mlp));
-  auto model = std::make_unique<DcnV2Model>(options, std::move(device));
-  PS_RETURN_IF_ERROR(model->Init());
-  return std::unique_ptr<Model>(std::move(model));
+  return CreateHeadAndTopMlpModel(
+      options, std::move(device),
+      [&](TableRegistry* registry) {
+        DeclareLinearLayers(registry, "bottom", options.num_dense, options.bottom_mlp,
+                            /*relu_last=*/true, options.seed);
+        CrossNet(registry, "cross", CrossWidth(options), options.cross_layers, options.cross_rank,
+                 options.seed);
+      },
+      CrossWidth(options));
 }
 
 }  // namespace pstrain::worker

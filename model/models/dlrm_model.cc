@@ -57,52 +57,6 @@ class DlrmHead final : public FeatureHead {
   nn::DeviceBuffer dt_;  // scratch: one backward at a time
 };
 
-std::vector<int> WithLogitLayer(std::vector<int> widths) {
-  widths.push_back(1);
-  return widths;
-}
-
-// Declares the bottom MLP's tables (they come before the top's) and
-// returns `registry`.
-TableRegistry* WithBottom(TableRegistry* registry, const ModelOptions& options) {
-  DeclareLinearLayers(registry, "bottom", options.num_dense, options.bottom_mlp,
-                      /*relu_last=*/true, options.seed);
-  return registry;
-}
-
-// DLRM = DlrmHead + the top MLP.
-class DlrmModel final : public HeadTowerModel {
- public:
-  DlrmModel(const ModelOptions& options, std::unique_ptr<nn::Device> device)
-      : HeadTowerModel(options, std::move(device)),
-        top_(WithBottom(&registry(), options), "top",
-             nn::InteractionOutputWidth(options.num_sparse + 1, options.embedding_dim),
-             WithLogitLayer(options.top_mlp), /*relu_last=*/false, options.seed,
-             /*dropout_hidden=*/true) {
-    for (int f = 0; f < options.num_sparse; ++f) {
-      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(options, f)),
-                           options.embedding_dim,
-                           EmbeddingInit(options.embedding_dim, options.seed), {f});
-    }
-  }
-
- private:
-  int tower_in() const override { return top_.in(); }
-  absl::Status ReserveTower(int batch) override { return top_.Reserve(&device(), batch); }
-  absl::Status TowerForward(const StepData& step, nn::ConstMatrixView z,
-                            nn::MatrixView logits) override {
-    return top_.Forward(device(), z, step.params, logits, step.dropout);
-  }
-  absl::Status TowerBackward(const StepData& step, nn::ConstMatrixView z,
-                             nn::ConstMatrixView logits, nn::MatrixView dlogits,
-                             nn::MatrixView dz, bool accumulate) override {
-    return top_.Backward(device(), z, step.params, logits, dlogits, step.grads, dz, accumulate,
-                         step.grad_ready);
-  }
-
-  Mlp top_;
-};
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<FeatureHead>> CreateDlrmHead(const ModelOptions& options,
@@ -135,9 +89,13 @@ absl::StatusOr<std::unique_ptr<Model>> CreateDlrmModel(const ModelOptions& optio
   }
   PS_RETURN_IF_ERROR(CheckWidths("bottom_mlp", options.bottom_mlp));
   PS_RETURN_IF_ERROR(CheckWidths("top_mlp", options.top_mlp));
-  auto model = std::make_unique<DlrmModel>(options, std::move(device));
-  PS_RETURN_IF_ERROR(model->Init());
-  return std::unique_ptr<Model>(std::move(model));
+  return CreateHeadAndTopMlpModel(
+      options, std::move(device),
+      [&](TableRegistry* registry) {
+        DeclareLinearLayers(registry, "bottom", options.num_dense, options.bottom_mlp,
+                            /*relu_last=*/true, options.seed);
+      },
+      nn::InteractionOutputWidth(options.num_sparse + 1, options.embedding_dim));
 }
 
 }  // namespace pstrain::worker

@@ -1,7 +1,11 @@
 #include "model/models/head_tower_model.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "model/models/mlp.h"
 
 namespace pstrain::worker {
 namespace {
@@ -14,6 +18,50 @@ void BindHeadInputs(const StepData& step, HeadInputs* in) {
   in->bags.resize(step.bag_begin.size());
   for (size_t f = 0; f < in->bags.size(); ++f) in->bags[f] = step.Bag(static_cast<int>(f));
 }
+
+// The head's tables and the top's, in that order: declare_head runs on the
+// registry before the top MLP declares its own.
+TableRegistry* Declared(TableRegistry* registry,
+                        const std::function<void(TableRegistry*)>& declare_head) {
+  declare_head(registry);
+  return registry;
+}
+
+std::vector<int> WithLogitLayer(std::vector<int> widths) {
+  widths.push_back(1);
+  return widths;
+}
+
+class HeadAndTopMlpModel final : public HeadTowerModel {
+ public:
+  HeadAndTopMlpModel(const ModelOptions& options, std::unique_ptr<nn::Device> device,
+                     const std::function<void(TableRegistry*)>& declare_head, int head_width)
+      : HeadTowerModel(options, std::move(device)),
+        top_(Declared(&registry(), declare_head), "top", head_width,
+             WithLogitLayer(options.top_mlp), /*relu_last=*/false, options.seed,
+             /*dropout_hidden=*/true) {
+    for (int f = 0; f < options.num_sparse; ++f) {
+      registry().AddSparse(absl::StrCat("emb.", SparseFieldName(options, f)), FieldDim(options, f),
+                           EmbeddingInit(FieldDim(options, f), options.seed), {f});
+    }
+  }
+
+ private:
+  int tower_in() const override { return top_.in(); }
+  absl::Status ReserveTower(int batch) override { return top_.Reserve(&device(), batch); }
+  absl::Status TowerForward(const StepData& step, nn::ConstMatrixView z,
+                            nn::MatrixView logits) override {
+    return top_.Forward(device(), z, step.params, logits, step.dropout);
+  }
+  absl::Status TowerBackward(const StepData& step, nn::ConstMatrixView z,
+                             nn::ConstMatrixView logits, nn::MatrixView dlogits,
+                             nn::MatrixView dz, bool accumulate) override {
+    return top_.Backward(device(), z, step.params, logits, dlogits, step.grads, dz, accumulate,
+                         step.grad_ready);
+  }
+
+  Mlp top_;
+};
 
 }  // namespace
 
@@ -51,6 +99,15 @@ absl::Status HeadTowerModel::Backward(const StepData& step, nn::ConstMatrixView 
   BindHeadInputs(step, &head_in_);
   return head_->Backward(device(), head_in_, step.params, *head_acts_, dz, step.grads, accumulate,
                          step.grad_ready);
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateHeadAndTopMlpModel(
+    const ModelOptions& options, std::unique_ptr<nn::Device> device,
+    const std::function<void(TableRegistry*)>& declare_head, int head_width) {
+  auto model =
+      std::make_unique<HeadAndTopMlpModel>(options, std::move(device), declare_head, head_width);
+  PS_RETURN_IF_ERROR(model->Init());
+  return std::unique_ptr<Model>(std::move(model));
 }
 
 }  // namespace pstrain::worker

@@ -5,6 +5,7 @@
 // the tables and runs the tower. Not thread-safe (Model contract).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -45,5 +46,15 @@ class HeadTowerModel : public ModelBase {
   HeadInputs head_in_;
   nn::DeviceBuffer z_, dz_;  // the head's output (the tower's input) and its gradient
 };
+
+// A head and a top MLP over its `head_width` columns (ReLU after every
+// layer but the 1-wide logit, the step's dropout on its hidden layers), as
+// dlrm and dcn_v2 are: `declare_head` declares the head's dense tables
+// (they come first), then the top's ("top.<i>") and one embedding table per
+// sparse field ("emb.<name>", FieldDim wide) are declared, and the head is
+// found by name (CreateFeatureHead).
+absl::StatusOr<std::unique_ptr<Model>> CreateHeadAndTopMlpModel(
+    const ModelOptions& options, std::unique_ptr<nn::Device> device,
+    const std::function<void(TableRegistry*)>& declare_head, int head_width);
 
 }  // namespace pstrain::worker
