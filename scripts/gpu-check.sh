@@ -44,8 +44,9 @@ and a log per step. Exit code: 0 when every step passed or there is no GPU
 On the device tool of this project's workplace (a bundle built here, the
 tree sent along):
   scripts/gpu-bundle.sh --out .gpu-bundle.tar.gz
-  run: scripts/gpu-check.sh --prebuilt .gpu-bundle.tar.gz --out $OUT
-       (carry: [".gpu-bundle.tar.gz"], timeout_s: 540)
+  run: scripts/gpu-check.sh --prebuilt .gpu-bundle.tar.gz --out /tmp/g
+       (carry: [".gpu-bundle.tar.gz"], timeout_s: 540; docs/gpu.md has the
+       whole call, which brings the JSON lines and the logs back)
 EOF
 }
 
