@@ -432,15 +432,13 @@ absl::StatusOr<std::optional<Buffer>> Trainer::FromWorker(const std::string& key
       return std::optional<Buffer>();
     }
     // Worker w was dropped and re-admitted past this round: it will not
-    // score it, so its share is scored here. A worker that resumes at a
-    // step round's own step starts with the round after it
-    // (EvalSchedule::FirstRound), so "past" includes that step.
+    // score it, so its share is scored here.
     if (!final_round && score_here != nullptr && clock >= 0) {
       auto resumed = coordinator_->StoreGet(absl::StrCat("resumed/", w), absl::ZeroDuration());
       int64_t at = -1;
       if (resumed.ok() &&
           absl::SimpleAtoi(std::string(reinterpret_cast<const char*>(resumed->data()), resumed->size()), &at) &&
-          (at > clock || (at == clock && !schedule_.by_epochs()))) {
+          schedule_.ResumedPast(at, clock)) {
         auto last = coordinator_->StoreGet(key + std::to_string(w), absl::ZeroDuration());
         if (last.ok()) return std::optional<Buffer>(*std::move(last));
         *score_here = true;

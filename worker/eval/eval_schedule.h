@@ -41,6 +41,14 @@ class EvalSchedule {
   // The first round a worker can still reach when it starts (or resumes)
   // after `steps` steps in 0-based epoch `epoch`.
   int FirstRound(int64_t steps, int epoch) const;
+  // Whether a worker that resumed after `resumed_steps` steps will not score
+  // the round that falls at step `round_step` (so another must score its
+  // share): a step round at or before the resume (FirstRound starts after
+  // it); an epoch round, whose step is where some worker reached it, only
+  // before.
+  bool ResumedPast(int64_t resumed_steps, int64_t round_step) const {
+    return by_epochs() ? round_step < resumed_steps : round_step <= resumed_steps;
+  }
   // Where round `round` falls, for logs: "step 440" or "epoch 2".
   std::string Where(int round) const;
   // Epoch rounds: the epochs done (counted from 1) at round `round`'s end.

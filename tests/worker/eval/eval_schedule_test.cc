@@ -36,6 +36,27 @@ TEST(EvalSchedule, EpochRoundsFallAtEpochEndsButNotTheLast) {
   EXPECT_EQ(two.Describe(), "every 2 epochs");
 }
 
+// A worker re-admitted after step `at` scores no round at or before it
+// (FirstRound starts after them): the lead scores its share of those, and
+// waits for none of them. Issue 37: one re-admitted exactly at a round's
+// step left that round waiting for good.
+TEST(EvalSchedule, AResumedWorkerIsPastEveryStepRoundUpToItsResumeStep) {
+  EvalSchedule s(3, 0, 2);
+  for (int64_t at : {13, 14, 15, 16}) {
+    const int first = s.FirstRound(at, 0);
+    for (int round = 0; round < 8; ++round) {
+      const int64_t step = (round + 1) * 3;
+      EXPECT_EQ(s.ResumedPast(at, step), round < first)
+          << "resumed after step " << at << ", round at step " << step;
+    }
+  }
+  EXPECT_TRUE(s.ResumedPast(15, 15));
+  EXPECT_FALSE(s.ResumedPast(14, 15));
+  EvalSchedule epochs(0, 1, 3);
+  EXPECT_FALSE(epochs.ResumedPast(15, 15));  // an epoch round's step is where it was reached
+  EXPECT_TRUE(epochs.ResumedPast(16, 15));
+}
+
 TEST(EvalSchedule, NoRoundsWhenNeitherIsSet) {
   EvalSchedule s(0, 0, 3);
   EXPECT_FALSE(s.enabled());
