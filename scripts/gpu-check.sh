@@ -242,6 +242,9 @@ if [ $DRY_RUN = 0 ]; then
   passed=$(grep -c '^\[       OK \]' "$OUT/gpu_tests.log")
   failed=$(grep -c '^\[  FAILED  \] .*(' "$OUT/gpu_tests.log")
   skipped=$(grep -c '^\[  SKIPPED \] .*(' "$OUT/gpu_tests.log")
+  # On a machine with a GPU a test that skips says why (NCCL's two ranks on
+  # one GPU may); none passing means the binaries do not see the GPU.
+  if [ "$passed" = 0 ]; then tests_ok=false; FAILED+=("gpu_tests: none passed"); fi
   emit check '"gpu_tests"' ok $tests_ok passed "$passed" failed "$failed" skipped "$skipped" \
     seconds "$(since "$t0")" log '"gpu_tests.log"'
   grep -E '^\[  (FAILED|SKIPPED) +\] .*\(' "$OUT/gpu_tests.log" | head -n 40

@@ -3,7 +3,10 @@
 
 A fake nvidia-smi first on PATH stands for the GPU (or its absence), so the
 test behaves the same on a machine that has one: it never runs the real
-check. Usage: gpu_check_test.py PATH/TO/gpu-check.sh
+check. With BIN_DIR (the build's binaries) one case runs every step for
+real against the fake GPU: the CPU steps pass, the CUDA ones fail naming
+why, and every line written is JSON.
+Usage: gpu_check_test.py PATH/TO/gpu-check.sh [BIN_DIR]
 """
 import json
 import os
@@ -14,6 +17,7 @@ import tempfile
 import unittest
 
 SCRIPT = sys.argv.pop(1) if len(sys.argv) > 1 else "scripts/gpu-check.sh"
+BIN_DIR = sys.argv.pop(1) if len(sys.argv) > 1 else ""
 
 NO_DRIVER = """#!/bin/sh
 echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." >&2
@@ -23,6 +27,7 @@ exit 9
 H100 = """#!/bin/sh
 case "$*" in
   *--query-gpu=name*) echo "NVIDIA H100 80GB HBM3, 9.0, 81559, 580.159.04" ;;
+  *utilization.gpu*) while true; do echo 37; sleep 0.1; done ;;
   *) echo "fake nvidia-smi" ;;
 esac
 """
@@ -45,7 +50,7 @@ class GpuCheckTest(unittest.TestCase):
     def run_script(self, *args):
         env = dict(os.environ, PATH=self.bin + os.pathsep + os.environ.get("PATH", ""))
         return subprocess.run(["bash", SCRIPT, *args], env=env, capture_output=True, text=True,
-                              timeout=60)
+                              timeout=200)
 
     def lines(self):
         with open(os.path.join(self.out, "gpu-check.jsonl")) as f:
@@ -103,6 +108,43 @@ class GpuCheckTest(unittest.TestCase):
         self.assertEqual(build[0]["prebuilt"], bundle)
         self.assertIn(bundle + "/bin/gpu_tests", r.stdout)
         self.assertEqual(r.stdout.count("pstrain_bench train"), 4)
+
+    @unittest.skipUnless(BIN_DIR, "no BIN_DIR given: the build's binaries")
+    def test_every_step_runs_and_reports_against_a_gpu_the_binaries_cannot_use(self):
+        # The fake nvidia-smi finds an H100 the binaries cannot reach (none is
+        # here, or the machine's is not the fake's): CUDA steps fail, CPU
+        # steps run, and the summary lists what failed.
+        self.fake_smi(H100)
+        bundle = os.path.join(self.tmp.name, "bundle")
+        os.mkdir(bundle)
+        os.symlink(os.path.abspath(BIN_DIR), os.path.join(bundle, "bin"))
+        os.mkdir(os.path.join(bundle, "lib"))
+        r = self.run_script("--out", self.out, "--prebuilt", bundle, "--batches", "256")
+        lines = self.lines()
+        by_check = {}
+        for l in lines:
+            by_check.setdefault(l["check"], []).append(l)
+        self.assertEqual(set(by_check) >= {"gpu", "toolkit", "build", "gpu_tests", "bench", "job",
+                                           "summary"}, True, by_check.keys())
+        bench = by_check["bench"]
+        self.assertEqual(len(bench), 4, bench)
+        for b in bench:
+            if b["device"] == "cpu":
+                self.assertEqual(b["bench"], "train")
+                self.assertGreater(b["samples_per_sec"], 0)
+            else:
+                self.assertIs(b["ok"], False)
+                self.assertTrue(b["error"], b)
+        jobs = {j["name"]: j for j in by_check["job"]}
+        self.assertIs(jobs["ps-cpu"]["ok"], True, jobs)
+        self.assertGreater(jobs["ps-cpu"]["eval_auc"], 0.6)
+        summary = by_check["summary"][0]
+        self.assertIn("ps-cuda", summary["failed"])
+        if by_check["gpu_tests"][0]["passed"] == 0:  # no real GPU here
+            self.assertEqual(r.returncode, 1, r.stdout[-2000:])
+            self.assertIs(summary["ok"], False)
+        for name in ("gpu_tests.log", "job-ps-cpu.log", "bench-local-cpu-256.log"):
+            self.assertTrue(os.path.exists(os.path.join(self.out, name)), name)
 
     def test_bad_arguments_exit_two_naming_what_is_wrong(self):
         self.fake_smi(NO_DRIVER)
