@@ -22,6 +22,11 @@ job::JobSourceOptions JobSourceFromFlags(const CurveKeys& curve);
 // process at once, with 0 when the job ended well and 3 otherwise.
 WorkerRuntime ProcessRuntime();
 
+// The data flags (flags/data_flags.cc: --train_data, --train_stream,
+// --eval_data, --schema and the Criteo layout's) into o->train, with the
+// model's field counts, widths and pooling. REQUIRES: o->mode and the
+// model's own flags in o->train.model filled.
+absl::Status TakeDataFlags(WorkerOptions* o);
 // The export flags (flags/export_flags.cc) into o->train; called by
 // WorkerOptionsFromFlags after --save_model, --keep_best and --mode.
 absl::Status TakeExportFlags(WorkerOptions* o);
