@@ -111,14 +111,15 @@ absl::Status WriteRemoved(const std::string& dir, const TableValues& t, json* en
 }
 
 absl::Status ReadRemoved(const std::string& path, const json& entry, TableValues* t) {
-  PS_ASSIGN_OR_RETURN(auto file, CheckedFile::Open(path, kRemovedFile, ChecksumAt::kManifest,
-                                                   entry.value("checksum", "")));
-  PS_ASSIGN_OR_RETURN(const std::string data, file->ReadAll());
+  PS_ASSIGN_OR_RETURN(const std::string data,
+                      ReadCheckedFile(path, kRemovedFile, ChecksumAt::kManifest,
+                                      entry.value("checksum", "")));
+  auto bad = [&](const std::string& why) { return CorruptFileError(kRemovedFile, path, why); };
   uint64_t count = 0;
-  if (data.size() < 8) return file->Corrupt("shorter than its header");
+  if (data.size() < 8) return bad("shorter than its header");
   std::memcpy(&count, data.data(), 8);
   if (count > (data.size() - 8) / 8 || data.size() != 8 + count * 8) {
-    return file->Corrupt("size does not match its id count");
+    return bad("size does not match its id count");
   }
   t->removed.resize(count);
   std::memcpy(t->removed.data(), data.data() + 8, count * 8);
@@ -131,10 +132,10 @@ bool SafeFileName(const std::string& file) {
 }
 
 absl::Status ReadTable(const std::string& path, const json& entry, TableValues* t) {
-  PS_ASSIGN_OR_RETURN(auto file, CheckedFile::Open(path, kTableFile, ChecksumAt::kManifest,
-                                                   entry.value("checksum", "")));
-  PS_ASSIGN_OR_RETURN(const std::string data, file->ReadAll());
-  auto bad = [&](const std::string& why) { return file->Corrupt(why); };
+  PS_ASSIGN_OR_RETURN(const std::string data,
+                      ReadCheckedFile(path, kTableFile, ChecksumAt::kManifest,
+                                      entry.value("checksum", "")));
+  auto bad = [&](const std::string& why) { return CorruptFileError(kTableFile, path, why); };
   if (data.size() < sizeof(TableHeader)) return bad("shorter than its header");
   TableHeader h;
   std::memcpy(&h, data.data(), sizeof(h));

@@ -20,7 +20,44 @@ namespace {
 constexpr size_t kMagicBytes = 8;
 constexpr size_t kTrailerBytes = 8;
 
+// The checks every checked file passes, on its checksum of the bytes before
+// any trailer (`sum`), its stored trailer and its first 8 bytes.
+absl::Status Verify(const FileKind& kind, const std::string& path, ChecksumAt where,
+                    const Checksum64& sum, uint64_t trailer, absl::string_view manifest_checksum,
+                    const char* magic) {
+  const bool matches = where == ChecksumAt::kTrailer ? sum.Digest() == trailer
+                                                     : sum.Hex() == manifest_checksum;
+  if (!matches) return CorruptFileError(kind, path, "checksum mismatch (corrupt or truncated)");
+  if (std::memcmp(magic, kind.magic, kMagicBytes) != 0) {
+    return CorruptFileError(kind, path, absl::StrCat("not a pstrain ", kind.what));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status CorruptFileError(const FileKind& kind, const std::string& path,
+                              absl::string_view why) {
+  return absl::DataLossError(absl::StrCat(kind.what, " ", path, ": ", why));
+}
+
+absl::StatusOr<std::string> ReadCheckedFile(const std::string& path, const FileKind& kind,
+                                            ChecksumAt where, absl::string_view manifest_checksum) {
+  PS_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path));
+  const size_t trailer = where == ChecksumAt::kTrailer ? kTrailerBytes : 0;
+  if (data.size() < kMagicBytes + trailer) {
+    return CorruptFileError(kind, path, "truncated (shorter than its header)");
+  }
+  const size_t end = data.size() - trailer;
+  Checksum64 sum;
+  sum.Update(data.data(), end);
+  uint64_t stored = 0;
+  if (trailer > 0) std::memcpy(&stored, data.data() + end, sizeof(stored));
+  PS_RETURN_IF_ERROR(Verify(kind, path, where, sum, stored, manifest_checksum, data.data()));
+  data.resize(end);
+  data.erase(0, kMagicBytes);
+  return data;
+}
 
 absl::StatusOr<std::unique_ptr<CheckedFileWriter>> CheckedFileWriter::Open(
     const std::string& path, const FileKind& kind) {
@@ -45,7 +82,7 @@ CheckedFile::~CheckedFile() {
 }
 
 absl::Status CheckedFile::Corrupt(absl::string_view why) const {
-  return absl::DataLossError(absl::StrCat(what_, " ", path_, ": ", why));
+  return CorruptFileError(kind_, path_, why);
 }
 
 absl::Status CheckedFile::ReadFileAt(uint64_t at, void* dst, size_t n) const {
@@ -53,7 +90,7 @@ absl::Status CheckedFile::ReadFileAt(uint64_t at, void* dst, size_t n) const {
   while (n > 0) {
     const ssize_t got = pread(fd_, out, n, static_cast<off_t>(at));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return ErrnoToStatus(errno, absl::StrCat("read ", what_, " ", path_));
+    if (got < 0) return ErrnoToStatus(errno, absl::StrCat("read ", kind_.what, " ", path_));
     if (got == 0) return Corrupt("the file became shorter while it was read");
     out += got;
     at += static_cast<uint64_t>(got);
@@ -69,19 +106,13 @@ absl::Status CheckedFile::ReadAt(uint64_t at, void* dst, size_t n) const {
   return ReadFileAt(begin_ + at, dst, n);
 }
 
-absl::StatusOr<std::string> CheckedFile::ReadAll() const {
-  std::string out(size(), '\0');
-  PS_RETURN_IF_ERROR(ReadAt(0, out.data(), out.size()));
-  return out;
-}
-
 absl::StatusOr<std::unique_ptr<CheckedFile>> CheckedFile::Open(const std::string& path,
                                                                const FileKind& kind,
                                                                ChecksumAt where,
                                                                absl::string_view manifest_checksum) {
   std::unique_ptr<CheckedFile> f(new CheckedFile());
   f->path_ = path;
-  f->what_ = kind.what;
+  f->kind_ = kind;
   f->fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (f->fd_ < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
   struct stat info;
@@ -103,18 +134,13 @@ absl::StatusOr<std::unique_ptr<CheckedFile>> CheckedFile::Open(const std::string
     sum.Update(chunk.data(), n);
   }
   f->checksum_ = sum.Hex();
+  uint64_t stored = 0;
   if (where == ChecksumAt::kTrailer) {
-    uint64_t stored = 0;
     PS_RETURN_IF_ERROR(f->ReadFileAt(f->end_, &stored, sizeof(stored)));
-    if (sum.Digest() != stored) return f->Corrupt("checksum mismatch (corrupt or truncated)");
-  } else if (f->checksum_ != manifest_checksum) {
-    return f->Corrupt("checksum mismatch (corrupt or truncated)");
   }
   char magic[kMagicBytes];
   PS_RETURN_IF_ERROR(f->ReadFileAt(0, magic, kMagicBytes));
-  if (std::memcmp(magic, kind.magic, kMagicBytes) != 0) {
-    return f->Corrupt(absl::StrCat("not a pstrain ", kind.what));
-  }
+  PS_RETURN_IF_ERROR(Verify(kind, path, where, sum, stored, manifest_checksum, magic));
   return f;
 }
 

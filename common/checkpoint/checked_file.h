@@ -53,6 +53,18 @@ class CheckedFileWriter {
   std::unique_ptr<AtomicFileWriter> writer_;
 };
 
+// DataLoss "<kind.what> <path>: <why>": the error of every check of such a
+// file, the callers' own checks of its contents included.
+absl::Status CorruptFileError(const FileKind& kind, const std::string& path,
+                              absl::string_view why);
+
+// The contents of a checked file read whole in one pass (for files a
+// reader keeps in memory anyway: an export's tables), verified as
+// CheckedFile::Open verifies them.
+absl::StatusOr<std::string> ReadCheckedFile(const std::string& path, const FileKind& kind,
+                                            ChecksumAt where,
+                                            absl::string_view manifest_checksum = {});
+
 // A verified file, open for reads of its contents: the bytes after the
 // magic and before any trailer.
 class CheckedFile {
@@ -76,8 +88,6 @@ class CheckedFile {
   // Reads contents [at, at + n). DataLoss past the end or when the file got
   // shorter since Open.
   absl::Status ReadAt(uint64_t at, void* dst, size_t n) const;
-  // The whole contents.
-  absl::StatusOr<std::string> ReadAll() const;
   // DataLoss "<what> <path>: <why>": for the callers' own checks of the
   // contents.
   absl::Status Corrupt(absl::string_view why) const;
@@ -87,7 +97,7 @@ class CheckedFile {
   absl::Status ReadFileAt(uint64_t at, void* dst, size_t n) const;
 
   std::string path_;
-  const char* what_ = "";
+  FileKind kind_{"", ""};
   int fd_ = -1;
   uint64_t file_bytes_ = 0;
   uint64_t begin_ = 0;  // contents: [begin_, end_) of the file

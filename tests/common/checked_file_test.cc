@@ -52,7 +52,7 @@ TEST(CheckedFile, ATrailerFileReadsBackItsContentsAndChecksum) {
   EXPECT_EQ((*f)->size(), 13u);
   EXPECT_EQ((*f)->file_bytes(), raw.size());
   EXPECT_EQ((*f)->checksum(), sum);
-  EXPECT_EQ(*(*f)->ReadAll(), "hello, shards");
+  EXPECT_EQ(*ReadCheckedFile(path, kKind, ChecksumAt::kTrailer), "hello, shards");
   char buf[6];
   ASSERT_TRUE((*f)->ReadAt(7, buf, 6).ok());
   EXPECT_EQ(std::string(buf, 6), "shards");
@@ -66,7 +66,7 @@ TEST(CheckedFile, AManifestFileIsCheckedAgainstTheChecksumGiven) {
   EXPECT_EQ(ReadRaw(path).size(), 8 + 11u);  // no trailer
   auto f = CheckedFile::Open(path, kKind, ChecksumAt::kManifest, sum);
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(*(*f)->ReadAll(), "table bytes");
+  EXPECT_EQ(*ReadCheckedFile(path, kKind, ChecksumAt::kManifest, sum), "table bytes");
   auto wrong = CheckedFile::Open(path, kKind, ChecksumAt::kManifest, "0000000000000000");
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_TRUE(absl::StrContains(wrong.status().message(), "test file " + path + ": checksum"))
@@ -80,20 +80,27 @@ TEST(CheckedFile, CorruptTruncatedAndForeignFilesAreDataLossNamingThem) {
   std::string flipped = good;
   flipped[500] ^= 1;
   WriteRaw(path, flipped);
-  auto f = CheckedFile::Open(path, kKind, ChecksumAt::kTrailer);
-  EXPECT_EQ(f.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_TRUE(absl::StrContains(f.status().message(), "checksum mismatch")) << f.status();
+  // The streaming reader and the whole-file one refuse alike.
+  const auto both = [&](const FileKind& kind) {
+    absl::Status opened = CheckedFile::Open(path, kind, ChecksumAt::kTrailer).status();
+    absl::Status read = ReadCheckedFile(path, kind, ChecksumAt::kTrailer).status();
+    EXPECT_EQ(opened, read);
+    return opened;
+  };
+  absl::Status st = both(kKind);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(absl::StrContains(st.message(), "checksum mismatch")) << st;
   for (size_t keep : {size_t{0}, size_t{5}, size_t{15}, good.size() - 1}) {
     WriteRaw(path, good.substr(0, keep));
-    f = CheckedFile::Open(path, kKind, ChecksumAt::kTrailer);
-    EXPECT_EQ(f.status().code(), absl::StatusCode::kDataLoss) << keep;
-    EXPECT_TRUE(absl::StrContains(f.status().message(), path)) << f.status();
+    st = both(kKind);
+    EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << keep;
+    EXPECT_TRUE(absl::StrContains(st.message(), path)) << st;
   }
   // The right checksum over another kind's magic.
   WriteRaw(path, good);
-  f = CheckedFile::Open(path, kOther, ChecksumAt::kTrailer);
-  EXPECT_EQ(f.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_TRUE(absl::StrContains(f.status().message(), "not a pstrain other file")) << f.status();
+  st = both(kOther);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(absl::StrContains(st.message(), "not a pstrain other file")) << st;
   EXPECT_EQ(CheckedFile::Open(path + ".missing", kKind, ChecksumAt::kTrailer).status().code(),
             absl::StatusCode::kNotFound);
 }
