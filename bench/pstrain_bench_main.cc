@@ -233,6 +233,10 @@ int main(int argc, char** argv) {
   o.sparse.id_space = absl::GetFlag(FLAGS_id_space);
   o.train.model = absl::GetFlag(FLAGS_model);
   o.train.device = absl::GetFlag(FLAGS_device);
+  if (o.train.device != "cpu" && o.train.device != "cuda") {
+    spdlog::error("--device={}: want cpu or cuda", o.train.device);
+    return 2;
+  }
   o.train.batch_size = absl::GetFlag(FLAGS_batch_size);
   o.train.train_rows = absl::GetFlag(FLAGS_train_rows);
   o.train.local_batches = absl::GetFlag(FLAGS_local_batches);

@@ -146,6 +146,15 @@ class GpuCheckTest(unittest.TestCase):
         for name in ("gpu_tests.log", "job-ps-cpu.log", "bench-local-cpu-256.log"):
             self.assertTrue(os.path.exists(os.path.join(self.out, name)), name)
 
+    @unittest.skipUnless(BIN_DIR, "no BIN_DIR given: the build's binaries")
+    def test_the_bench_refuses_an_unknown_device_at_once(self):
+        # The check passes --device to pstrain_bench: a wrong one fails before
+        # any data is written or cluster started, naming the flag.
+        r = subprocess.run([os.path.join(BIN_DIR, "pstrain_bench"), "train", "--mode=ps",
+                            "--device=gpu"], capture_output=True, text=True, timeout=5)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--device=gpu: want cpu or cuda", r.stderr)
+
     def test_bad_arguments_exit_two_naming_what_is_wrong(self):
         self.fake_smi(NO_DRIVER)
         for args, says in (((), "--out DIR is required"),
