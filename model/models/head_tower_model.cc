@@ -96,7 +96,7 @@ absl::Status HeadTowerModel::Backward(const StepData& step, nn::ConstMatrixView 
   nn::ConstMatrixView z(z_.as(), step.batch, tower_in());
   nn::MatrixView dz(dz_.as(), step.batch, tower_in());
   PS_RETURN_IF_ERROR(TowerBackward(step, z, logits, dlogits, dz, accumulate));
-  BindHeadInputs(step, &head_in_);
+  // head_in_ holds these rows: Backward follows the Forward on the same step.
   return head_->Backward(device(), head_in_, step.params, *head_acts_, dz, step.grads, accumulate,
                          step.grad_ready);
 }
