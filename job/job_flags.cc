@@ -47,8 +47,12 @@ absl::Status ApplyToFlags(const JobSpec& spec, uint8_t roles,
     if (f == nullptr) continue;
     std::string error;
     if (!f->ParseFrom(v.value, &error)) {
+      // A flag names itself ("--lr=abc: ..."); a file or variable names
+      // where it is and the field ("job.json:12: train.lr=abc: ...").
       return absl::InvalidArgumentError(
-          absl::StrCat(v.where, ": ", v.field->path, "=", v.value, ": ", error));
+          v.source == Source::kFlag
+              ? absl::StrCat(v.where, "=", v.value, ": ", error)
+              : absl::StrCat(v.where, ": ", v.field->path, "=", v.value, ": ", error));
     }
   }
   return absl::OkStatus();

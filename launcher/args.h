@@ -1,7 +1,11 @@
 // Arguments of the launcher's subcommands: "--name=value", "--name value"
-// and bare "--flag" (= true). Kept by hand rather than with Abseil flags,
-// because `pstrain local` passes every flag it does not know on to the
-// workers, which Abseil's parser cannot do.
+// and bare "--flag" (= true). `pstrain` is one binary of many commands, each
+// with flags of its own (FlagSet) beside the job's: this splits the command
+// line, each command takes its own flags, and the job's fields go into a
+// JobSpec (launcher/job_args.h), whose values the worker's and the
+// coordinator's Abseil flags parse and check (launcher/job_check.h). Kept by
+// hand because Debian 12's Abseil (20220623) cannot parse one command's
+// flags and hand back another's.
 #pragma once
 
 #include <cstdint>

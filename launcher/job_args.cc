@@ -17,9 +17,9 @@ std::string EnvName(absl::string_view flag) {
   return v != nullptr ? name : "";
 }
 
-// The job field an argument sets, with its value: --overlap, --nooverlap
-// and --overlap=false alike.
-const job::JobField* FieldOf(const Arg& a, std::string* value) {
+}  // namespace
+
+const job::JobField* JobFieldOf(const Arg& a, std::string* value) {
   *value = a.value;
   if (const job::JobField* f = job::FieldOfFlag(a.name); f != nullptr) return f;
   if (!a.has_value && absl::StartsWith(a.name, "no")) {
@@ -30,8 +30,6 @@ const job::JobField* FieldOf(const Arg& a, std::string* value) {
   }
   return nullptr;
 }
-
-}  // namespace
 
 absl::StatusOr<LauncherJob> ExpandJob(const std::vector<Arg>& args) {
   LauncherJob out;
@@ -63,7 +61,7 @@ absl::StatusOr<LauncherJob> ExpandJob(const std::vector<Arg>& args) {
     if (a.name == "job") continue;
     out.args.push_back(a);
     std::string value;
-    if (const job::JobField* f = FieldOf(a, &value); f != nullptr) {
+    if (const job::JobField* f = JobFieldOf(a, &value); f != nullptr) {
       out.spec.Set(*f, value, job::Source::kFlag, absl::StrCat("--", a.name));
     }
   }

@@ -21,6 +21,10 @@ struct LauncherJob {
   std::vector<Arg> args;
 };
 
+// The job field an argument sets, with its value in `value`: --overlap,
+// --nooverlap and --overlap=false alike; null for a flag of no field.
+const job::JobField* JobFieldOf(const Arg& a, std::string* value);
+
 // Reads the --job among `args` (the last one; none: an empty spec). Usage
 // errors (launcher/command.h) name the file and line.
 absl::StatusOr<LauncherJob> ExpandJob(const std::vector<Arg>& args);

@@ -84,6 +84,7 @@ class LocalCluster {
   const LocalOptions& o_;
   const std::string bin_;
   const std::string tmp_;
+  std::string job_arg_;  // "--job=FILE"
   Supervisor sup_;
   LocalHttpPorts http_;
   int coordinator_ = -1;
@@ -105,11 +106,7 @@ absl::StatusOr<std::string> LocalCluster::StartCoordinator() {
   const std::string endpoint_file = tmp_ + "/coordinator";
   std::vector<std::string> args = {"--bind=tcp://127.0.0.1:0", "--endpoint_file=" + endpoint_file,
                                    absl::StrCat("--servers=", o_.servers),
-                                   absl::StrCat("--workers=", o_.workers)};
-  // The resolved job, which the coordinator hands to every node that asks.
-  const std::string job_file = tmp_ + "/job.json";
-  PS_RETURN_IF_ERROR(WriteFileAtomically(job_file, o_.job_text + "\n"));
-  args.push_back("--job=" + job_file);
+                                   absl::StrCat("--workers=", o_.workers), job_arg_};
   args.insert(args.end(), o_.coordinator_args.begin(), o_.coordinator_args.end());
   args.insert(args.end(), o_.common_args.begin(), o_.common_args.end());
   for (const std::string& h : CoordinatorHttpArgs(http_)) args.push_back(h);
@@ -157,7 +154,7 @@ absl::Status LocalCluster::StartNodes(const std::string& endpoint) {
     const bool server = rank < o_.servers;
     const int r = server ? rank : rank - o_.servers;
     std::vector<std::string> a = {"--coordinator=" + endpoint, "--bind=tcp://127.0.0.1:0",
-                                  absl::StrCat("--rank=", r)};
+                                  absl::StrCat("--rank=", r), job_arg_};
     if (server) {
       a.push_back(absl::StrCat("--server_threads=", o_.server_threads));
       if (!o_.server_memory_budget.empty()) {
@@ -187,6 +184,11 @@ absl::Status LocalCluster::StartNodes(const std::string& endpoint) {
 }
 
 absl::Status LocalCluster::Start() {
+  // The checked job, which every process starts from (and the coordinator
+  // hands to any other node that asks).
+  const std::string job_file = tmp_ + "/job.json";
+  PS_RETURN_IF_ERROR(WriteFileAtomically(job_file, o_.job_text + "\n"));
+  job_arg_ = "--job=" + job_file;
   PS_ASSIGN_OR_RETURN(http_, PickLocalHttpPorts(o_.servers, o_.workers, o_.metrics, o_.dashboard,
                                                 o_.dashboard_port));
   PS_ASSIGN_OR_RETURN(std::string endpoint, StartCoordinator());
@@ -265,10 +267,14 @@ std::string LocalHelp() {
       "Starts a coordinator, S servers and W workers on 127.0.0.1 with free ports, prefixes\n"
       "their output with role and rank, and stops them all when the job ends, when one of\n"
       "them fails (exit code 1) or on Ctrl-C. Every flag and the data files are checked\n"
-      "before anything starts (exit code 2). Coordinator flags forwarded: --",
-      absl::StrJoin(ForwardedCoordinatorFlags(), ", --"),
-      ".\n--auth=curve --keys_dir=DIR (see pstrain keygen) and --log_level go to every process.\n"
-      "Every other flag goes to the workers (see pstrain_worker --help).\n\n",
+      "before anything starts (exit code 2).\n\n"
+      "Every flag of a job (pstrain_worker --help, pstrain_coordinator --help: the sections\n"
+      "named job:) may be given, alone or over a --job file's fields; pstrain job show prints\n"
+      "the job that results. The job is checked once, as each process will read it, and every\n"
+      "process starts from it. Of each process's own settings, --log_level, --auth and\n"
+      "--keys_dir (see pstrain keygen) go to every process, --connect_timeout and\n"
+      "--coordinator_timeout to the workers, --continue_job and --new_job to the coordinator;\n"
+      "the others (endpoints, ranks, ports, CPUs) are local's to give.\n\n",
       LocalFlags().Help());
 }
 

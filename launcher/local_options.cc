@@ -12,38 +12,43 @@
 #include "data/partition_stream.h"
 #include "launcher/command.h"
 #include "launcher/job_args.h"
-#include "launcher/worker_args.h"
+#include "launcher/job_check.h"
 #include "server/coordinator/coordinator.h"
-#include "server/coordinator/flags/coordinator_flags.h"
+#include "job/job_fields.h"
 
 namespace pstrain::launcher {
 namespace {
 
-// Flags forwarded to every process.
-const char* const kCommonFlags[] = {"log_level", "auth", "keys_dir"};
-
-// A coordinator flag (forwarded to the coordinator, not the workers).
-bool IsCoordinatorFlag(const std::string& name) {
-  const auto& names = server::CoordinatorFlagNames();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-// The coordinator's options that the coordinator flags among `args` give,
-// checked as pstrain_coordinator checks them; `o` gets --elastic_workers
-// and whether the coordinator journals the job (the launcher restarts by
-// them).
-absl::Status CheckCoordinatorArgs(const std::vector<Arg>& args, LocalOptions* o) {
-  std::vector<Arg> coordinator;
-  for (const Arg& a : args) {
-    if (IsCoordinatorFlag(a.name)) coordinator.push_back(a);
+// Puts each of `rest` (flags local does not define) where it goes: a job
+// field is in the job already; a node setting (LocalNodeFlags) goes to its
+// processes as given and into `node` for the check. Anything else is an
+// error naming the flag: a node setting local gives each process itself,
+// or an unknown flag with the closest known name.
+absl::Status Route(const std::vector<Arg>& rest, const FlagSet& local, LocalOptions* o,
+                   std::vector<Arg>* node) {
+  for (const Arg& a : rest) {
+    std::string value;
+    if (JobFieldOf(a, &value) != nullptr) continue;
+    const NodeFlag* n = FindLocalNodeFlag(a.name);
+    if (n == nullptr) {
+      if (!job::NodeSettingReason(a.name).empty()) {
+        return UsageError(absl::StrCat("--", a.name,
+                                       ": pstrain local sets it for each process it starts"));
+      }
+      std::vector<std::string> known = local.names();
+      for (const job::JobField& f : job::JobFields()) known.emplace_back(f.flag);
+      for (const NodeFlag& f : LocalNodeFlags()) known.emplace_back(f.name);
+      return UsageError(absl::StrCat("unknown flag --", a.name, DidYouMean(a.name, known)));
+    }
+    node->push_back(a);
+    if (n->roles == job::kCoordinator) {
+      o->coordinator_args.push_back(a.text);
+    } else if (n->roles == job::kWorker) {
+      o->worker_args.push_back(a.text);
+    } else {
+      o->common_args.push_back(a.text);
+    }
   }
-  PS_ASSIGN_OR_RETURN(server::CoordinatorOptions co, CoordinatorOptionsFromArgs(coordinator));
-  o->elastic_workers = co.elastic_workers;
-  o->recover_workers = co.recover_workers;
-  o->journaled = !co.checkpoint.dir.empty();
-  o->checkpoint_dir = co.checkpoint.dir;
-  o->new_job = co.new_job;
-  o->continue_job = co.continue_job;
   return absl::OkStatus();
 }
 
@@ -56,37 +61,19 @@ absl::Status CheckData(const std::vector<std::string>& patterns, const worker::S
   return st.ok() ? st : UsageError(st.message());
 }
 
-// Routes each of `rest` (flags local does not define) to its processes;
-// returns the workers' ones.
-std::vector<Arg> Route(const std::vector<Arg>& rest, LocalOptions* o) {
-  std::vector<Arg> worker;
-  for (const Arg& a : rest) {
-    if (IsCoordinatorFlag(a.name)) {
-      o->coordinator_args.push_back(a.text);
-      continue;
-    }
-    const bool common =
-        std::find(std::begin(kCommonFlags), std::end(kCommonFlags), a.name) != std::end(kCommonFlags);
-    worker.push_back(a);  // the common flags are the workers' too, checked with theirs
-    if (common) {
-      o->common_args.push_back(a.text);
-      continue;
-    }
-    if (a.name == "metrics_out") o->metrics_out = a.value;
-    o->worker_args.push_back(WorkerFlagText(a));
-  }
-  return worker;
-}
-
-// The workers' flags, checked as pstrain_worker checks them, and their data
-// files; the layout they imply in pipeline mode.
-absl::Status CheckWorkerArgs(std::vector<Arg> worker, const FlagSet& local, LocalOptions* o) {
-  std::vector<std::string> other = ForwardedCoordinatorFlags();
-  other.insert(other.end(), local.names().begin(), local.names().end());
-  // The coordinator endpoint and ranks are the launcher's to give.
-  worker.push_back(Arg{"coordinator", "tcp://127.0.0.1:1", true, ""});
-  PS_ASSIGN_OR_RETURN(worker::WorkerOptions w, WorkerOptionsFromArgs(worker, other));
+// What the checked job means for the launcher (restarts, reruns, the
+// layout of pipeline mode), and its data files.
+absl::Status TakeCheckedJob(const CheckedJob& job, const FlagSet& local, LocalOptions* o) {
+  const server::CoordinatorOptions& co = job.coordinator;
+  o->elastic_workers = co.elastic_workers;
+  o->recover_workers = co.recover_workers;
+  o->journaled = !co.checkpoint.dir.empty();
+  o->checkpoint_dir = co.checkpoint.dir;
+  o->new_job = co.new_job;
+  o->continue_job = co.continue_job;
+  const worker::WorkerOptions& w = job.worker;
   o->epochs = w.train.epochs;
+  o->metrics_out = w.train.metrics_out;
   if (o->recover_workers && w.mode != TrainMode::kPs) {
     return UsageError(absl::StrCat("--recover_workers is built for --mode=ps, not --mode=",
                                    TrainModeName(w.mode)));
@@ -208,41 +195,30 @@ FlagSet LocalFlags() {
   return flags;
 }
 
-const std::vector<std::string>& ForwardedCoordinatorFlags() {
-  static const auto* names = [] {
-    auto* v = new std::vector<std::string>;
-    for (const std::string& f : server::CoordinatorFlagNames()) {
-      if (f != "servers" && f != "workers") v->push_back(f);  // local's own
-    }
-    for (const char* f : kCommonFlags) v->emplace_back(f);
-    return v;
-  }();
-  return *names;
-}
-
 absl::StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& argv) {
   FlagSet flags = LocalFlags();
   absl::StatusOr<std::vector<Arg>> args = ParseArgs(argv);
   if (!args.ok()) return UsageError(args.status().message());
-  // A job file's fields come first, as flags the command line overrides.
+  // The job: the file's fields, the PSTRAIN_ variables and the command
+  // line's job fields over them.
   PS_ASSIGN_OR_RETURN(LauncherJob job, ExpandJob(*args));
-  absl::StatusOr<std::vector<Arg>> taken = flags.Take(job.args, /*keep_unknown=*/true);
-  if (!taken.ok()) return UsageError(taken.status().message());
-  std::vector<Arg> rest = *std::move(taken);
+  absl::StatusOr<std::vector<Arg>> rest = flags.Take(job.args, /*keep_unknown=*/true);
+  if (!rest.ok()) return UsageError(rest.status().message());
   LocalOptions o;
-  o.job_text = job.spec.ToJson();
   PS_RETURN_IF_ERROR(TakeLocalFlags(flags, &o));
-  PS_RETURN_IF_ERROR(CheckCoordinatorArgs(rest, &o));
-  std::vector<Arg> worker = Route(rest, &o);
+  std::vector<Arg> node;
+  PS_RETURN_IF_ERROR(Route(*rest, flags, &o, &node));
+  PS_ASSIGN_OR_RETURN(CheckedJob checked, CheckJob(job.spec, node));
   std::string auth, keys_dir;
-  for (const Arg& a : rest) {
+  for (const Arg& a : node) {
     if (a.name == "auth") auth = a.value;
     if (a.name == "keys_dir") keys_dir = a.value;
   }
   if (auto keys = CurveKeysForAuth(auth, keys_dir); !keys.ok()) {
     return UsageError(keys.status().message());
   }
-  PS_RETURN_IF_ERROR(CheckWorkerArgs(std::move(worker), flags, &o));
+  PS_RETURN_IF_ERROR(TakeCheckedJob(checked, flags, &o));
+  o.job_text = job.spec.ToJson();
   return o;
 }
 

@@ -34,23 +34,23 @@ struct LocalOptions {
   bool continue_job = false;     // the coordinator's --continue_job
   int epochs = 1;                // the workers' --epochs
   int verbosity = 0;             // --v (launcher/console.h)
-  // Flags as "--name=value", by destination.
+  // Node settings (launcher/job_check.h LocalNodeFlags) as given, by
+  // destination.
   std::vector<std::string> coordinator_args;  // coordinator only
   std::vector<std::string> common_args;       // every process
   std::vector<std::string> worker_args;       // workers only
   std::string metrics_out;                    // the workers' --metrics_out
-  // The job (launcher/job_args.h) as a job file's text: the coordinator
-  // hands it to every node that asks for it.
+  // The job (launcher/job_args.h), checked, as a job file's text: every
+  // process starts from it (--job), and the coordinator hands it to any
+  // other node that asks.
   std::string job_text;
 };
 
 // The flags `pstrain local` defines itself (for --help).
 FlagSet LocalFlags();
-// The names of the coordinator flags it forwards.
-const std::vector<std::string>& ForwardedCoordinatorFlags();
 
-// Parses and checks `argv` (flags, flagfiles): every flag of every role it
-// forwards, the keys of --auth=curve, and the data files (they exist, are
+// Parses and checks `argv` (flags, flagfiles, --job): the job as every role
+// reads it (launcher/job_check.h), the node settings, the keys of --auth=curve, and the data files (they exist, are
 // readable and not empty, and their first lines parse with the job's
 // schema). Usage errors (exit code 2) name the flag or file.
 absl::StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& argv);

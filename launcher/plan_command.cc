@@ -34,7 +34,8 @@
 #include "launcher/plan_estimate.h"
 #include "launcher/plan_hosts.h"
 #include "launcher/plan_memory.h"
-#include "launcher/worker_args.h"
+#include "launcher/job_args.h"
+#include "launcher/job_check.h"
 #include "model/models/table_registry.h"
 #include "worker/trainer.h"
 
@@ -278,10 +279,26 @@ absl::Status TakeModel(const std::vector<Arg>& rest, const FlagSet& flags, PlanI
         "--schema needs --train_data too: the schema's column names (a header line) and "
         "statistics (standardize) come from the data files");
   }
-  std::vector<Arg> worker_args = {Arg{"train_data", "(none)", true, ""}};
-  worker_args.insert(worker_args.end(), rest.begin(), rest.end());
-  PS_ASSIGN_OR_RETURN(worker::WorkerOptions options,
-                      WorkerOptionsFromArgs(worker_args, flags.names()));
+  // The job of those flags (and a --job among them), checked as the
+  // workers will read it; node settings (--log_level, ...) as in local.
+  PS_ASSIGN_OR_RETURN(LauncherJob job, ExpandJob(rest));
+  std::vector<Arg> node;
+  for (const Arg& a : job.args) {
+    std::string value;
+    if (JobFieldOf(a, &value) != nullptr) continue;
+    if (FindLocalNodeFlag(a.name) != nullptr) {
+      node.push_back(a);
+      continue;
+    }
+    std::vector<std::string> known = flags.names();
+    for (const job::JobField& f : job::JobFields()) known.emplace_back(f.flag);
+    return UsageError(absl::StrCat("unknown flag --", a.name, DidYouMean(a.name, known)));
+  }
+  if (job.spec.Find("train_data") == nullptr) {
+    job.spec.Set(*job::FieldOfFlag("train_data"), "(none)", job::Source::kDefault, "");
+  }
+  PS_ASSIGN_OR_RETURN(CheckedJob checked, CheckJob(job.spec, node));
+  const worker::WorkerOptions& options = checked.worker;
   in->model = options.train.model;
   in->model.device = "cpu";  // pipeline mode computes on the CPU
   in->batch_size = options.train.batch_size;

@@ -4,13 +4,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "data/compress_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "job/job_spec.h"
 #include "launcher/args.h"
 #include "launcher/command.h"
 
@@ -134,25 +134,51 @@ TEST_F(LocalOptionsTest, AHeaderLineIsLeftToTheReaders) {
   EXPECT_TRUE(ParseLocalOptions({"--train_data=" + Path("header.tsv")}).ok());
 }
 
-TEST_F(LocalOptionsTest, AGoodInvocationRoutesEachFlagToItsProcesses) {
+TEST_F(LocalOptionsTest, AGoodInvocationPutsTheJobInTheJobAndRoutesNodeSettings) {
   absl::StatusOr<LocalOptions> o = ParseLocalOptions(
       {"--servers=3", "--train_data=" + Path("train.tsv"), "--consistency=bsp", "--lr=0.1",
-       "--log_level=warn", "--metrics_out=" + Path("m.jsonl"), "--elastic_workers"});
+       "--log_level=warn", "--metrics_out=" + Path("m.jsonl"), "--elastic_workers",
+       "--connect_timeout=5", "--new_job"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->servers, 3);
   EXPECT_TRUE(o->elastic_workers);
-  EXPECT_THAT(o->coordinator_args, ::testing::ElementsAre("--consistency=bsp", "--elastic_workers"));
-  EXPECT_THAT(o->common_args, ::testing::ElementsAre("--log_level=warn"));
-  EXPECT_THAT(o->worker_args, ::testing::ElementsAre("--train_data=" + Path("train.tsv"), "--lr=0.1",
-                                                     "--metrics_out=" + Path("m.jsonl")));
+  EXPECT_TRUE(o->new_job);
   EXPECT_EQ(o->metrics_out, Path("m.jsonl"));
-  // A bare boolean goes on bare, so that its negative form parses too.
+  // The job's fields reach every process in the job, which says them once.
+  absl::StatusOr<job::JobSpec> job = job::JobSpec::Parse(o->job_text, "job");
+  ASSERT_TRUE(job.ok()) << job.status() << "\n" << o->job_text;
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"train_data", Path("train.tsv")}, {"consistency", "bsp"}, {"lr", "0.1"},
+           {"metrics_out", Path("m.jsonl")}, {"elastic_workers", "true"}, {"servers", "3"}}) {
+    const job::JobValue* v = job->Find(flag);
+    ASSERT_NE(v, nullptr) << flag << " missing from\n" << o->job_text;
+    EXPECT_EQ(v->value, value) << flag;
+  }
+  // A node's own settings go, as given, to the processes that take them.
+  EXPECT_THAT(o->coordinator_args, ::testing::ElementsAre("--new_job"));
+  EXPECT_THAT(o->common_args, ::testing::ElementsAre("--log_level=warn"));
+  EXPECT_THAT(o->worker_args, ::testing::ElementsAre("--connect_timeout=5"));
+  // A bare negative boolean is the field's false.
   absl::StatusOr<LocalOptions> negative =
       ParseLocalOptions({"--train_data=" + Path("train.tsv"), "--nooverlap"});
   ASSERT_TRUE(negative.ok()) << negative.status();
-  EXPECT_THAT(negative->worker_args, ::testing::Contains("--nooverlap"));
-  // The launcher's own flags are as they were (--lr: -1, the model's rate).
-  EXPECT_EQ(absl::FindCommandLineFlag("lr")->CurrentValue(), "-1");
+  absl::StatusOr<job::JobSpec> negative_job = job::JobSpec::Parse(negative->job_text, "job");
+  ASSERT_TRUE(negative_job.ok()) << negative_job.status();
+  ASSERT_NE(negative_job->Find("overlap"), nullptr) << negative->job_text;
+  EXPECT_EQ(negative_job->Find("overlap")->value, "false");
+  // Each check starts from the defaults, whatever an earlier one set.
+  absl::StatusOr<LocalOptions> plain = ParseLocalOptions({"--train_data=" + Path("train.tsv")});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->elastic_workers);
+  EXPECT_EQ(plain->metrics_out, "");
+  EXPECT_THAT(plain->job_text, ::testing::Not(HasSubstr("overlap")));
+}
+
+TEST_F(LocalOptionsTest, ANodeSettingLocalGivesEachProcessIsRefused) {
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--rank=1"}),
+              HasSubstr("--rank: pstrain local sets it for each process it starts"));
+  EXPECT_THAT(UsageMessage({"--train_data=" + Path("train.tsv"), "--connect_timeout=abc"}),
+              HasSubstr("--connect_timeout=abc"));
 }
 
 TEST_F(LocalOptionsTest, PipelineModeTakesItsWorkerCountFromTheLayout) {
