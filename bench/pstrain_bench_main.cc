@@ -2,6 +2,7 @@
 // and training, printing one JSON object per result line on stdout.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
@@ -15,6 +16,7 @@
 #include "common/optim/optimizer.h"
 #include "bench/pipeline_bench.h"
 #include "common/process.h"
+#include "model/graph/model_graph.h"
 
 ABSL_FLAG(std::string, bytes, "64,4194304",
           "zmq, kv: message sizes, comma-separated; a k or m suffix means KiB or MiB (4m).");
@@ -73,6 +75,8 @@ ABSL_FLAG(std::string, tier_store, "slots", "sparse_tier: the tier's store, slot
 ABSL_FLAG(std::string, tier_dir, "", "sparse_tier: folder of the tier and checkpoint (default: under the temp folder).");
 ABSL_FLAG(bool, unbounded, true, "sparse_stream: also run without eviction.");
 ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm | dcn_v2 | deepfm | deep_tower).");
+ABSL_FLAG(std::string, model_file, "",
+          "train: a model file's network instead of --model (13 dense, 26 categorical columns).");
 ABSL_FLAG(int, batch_size, 1024, "train: rows per step.");
 ABSL_FLAG(std::string, device, "cpu",
           "train: where the model computes, cpu | cuda (local, tables and ps modes; "
@@ -232,6 +236,15 @@ int main(int argc, char** argv) {
   o.sparse.zipf = absl::GetFlag(FLAGS_zipf);
   o.sparse.id_space = absl::GetFlag(FLAGS_id_space);
   o.train.model = absl::GetFlag(FLAGS_model);
+  if (const std::string file = absl::GetFlag(FLAGS_model_file); !file.empty()) {
+    absl::StatusOr<pstrain::worker::graph::ModelGraph> g = pstrain::worker::graph::ReadModelGraph(file);
+    if (!g.ok()) {
+      spdlog::error("--model_file: {}", std::string(g.status().message()));
+      return 2;
+    }
+    o.train.model = g->name.empty() ? "model_file" : g->name + "_file";
+    o.train.model_graph = std::make_shared<pstrain::worker::graph::ModelGraph>(*std::move(g));
+  }
   o.train.device = absl::GetFlag(FLAGS_device);
   if (o.train.device != "cpu" && o.train.device != "cuda") {
     spdlog::error("--device={}: want cpu or cuda", o.train.device);

@@ -42,6 +42,7 @@ namespace {
 worker::ModelOptions ModelFor(const TrainBenchOptions& o) {
   worker::ModelOptions m;  // the model's defaults (dlrm: 13 dense, 26 sparse, dim 16)
   m.name = o.model;
+  m.graph = o.model_graph;
   m.device = o.device;
   return m;
 }

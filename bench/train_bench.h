@@ -19,6 +19,8 @@ namespace pstrain::bench {
 
 struct TrainBenchOptions {
   std::string model = "dlrm";
+  // A model file's network (--model_file) instead of the built-in `model`.
+  std::shared_ptr<const worker::graph::ModelGraph> model_graph;
   std::string device = "cpu";  // where the model computes: cpu | cuda
   int batch_size = 1024;
   double seconds = 3.0;       // local: timed TrainStep loop

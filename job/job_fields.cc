@@ -67,6 +67,7 @@ const std::vector<JobField>& Table() {
       {"tables.weight_decay_by_table", "table_weight_decay", W},
       // The model.
       {"model.name", "model", W},
+      {"model.file", "model_file", W},
       {"model.bottom_mlp", "bottom_mlp", W},
       {"model.top_mlp", "top_mlp", W},
       {"model.deep_mlp", "deep_mlp", W},

@@ -14,7 +14,7 @@ const std::vector<Command>& AllCommands() {
       {"predict", "score a file with a model exported by --save_model", PredictHelp, RunPredict},
       {"serve", "serve predictions over HTTP from a model folder, taking up each new version",
        ServeHelp, RunServe},
-      {"model", "inspect an exported model (version, step, tables, rows) and verify its checksums",
+      {"model", "show a model file's network, or inspect an exported model and verify its checksums",
        ModelHelp, RunModel},
       {"ckpt", "inspect a checkpoint (tables, rows, bytes, step) and verify its checksums",
        CkptHelp, RunCkpt},

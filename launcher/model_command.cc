@@ -4,19 +4,32 @@
 // columns and each table's rows and bytes.
 #include <sys/stat.h>
 
+#include <cinttypes>
 #include <cstdio>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/status.h"
+#include "job/job_fields.h"
+#include "launcher/args.h"
+#include "launcher/command.h"
 #include "launcher/commands.h"
+#include "launcher/job_args.h"
+#include "launcher/job_check.h"
+#include "model/graph/graph_model.h"
+#include "model/graph/model_graph.h"
+#include "model/models/model.h"
+#include "model/models/table_registry.h"
 #include "serve/model_io.h"
 #include "serve/model_versions.h"
 
 namespace pstrain::launcher {
+namespace graph = worker::graph;
 namespace {
 
 absl::Status InspectVersions(const std::string& dir);
@@ -122,10 +135,91 @@ absl::Status InspectVersions(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// pstrain model show FILE [job flags]: a model file's graph over the job's
+// columns, every tensor's width and every table, as the workers build it.
+absl::Status Show(const std::string& file, const std::vector<std::string>& rest) {
+  absl::StatusOr<std::vector<Arg>> args = ParseArgs(rest);
+  if (!args.ok()) return UsageError(args.status().message());
+  PS_ASSIGN_OR_RETURN(LauncherJob job, ExpandJob(*args));
+  for (const Arg& a : job.args) {
+    std::string value;
+    if (JobFieldOf(a, &value) == nullptr) {
+      std::vector<std::string> known;
+      for (const job::JobField& f : job::JobFields()) known.emplace_back(f.flag);
+      return UsageError(absl::StrCat("unknown flag --", a.name, DidYouMean(a.name, known)));
+    }
+  }
+  job.spec.Set(*job::FieldOfFlag("model_file"), file, job::Source::kFlag, "FILE");
+  if (job.spec.Find("train_data") == nullptr) {
+    job.spec.Set(*job::FieldOfFlag("train_data"), "(none)", job::Source::kDefault, "");
+  }
+  PS_ASSIGN_OR_RETURN(CheckedJob checked, CheckJob(job.spec, {}));
+  worker::ModelOptions m = checked.worker.train.model;
+  m.device = "cpu";
+  absl::StatusOr<graph::ResolvedGraph> r = graph::ResolveGraph(*m.graph, worker::GraphInputsOf(m));
+  if (!r.ok()) return UsageError(r.status().message());
+  absl::StatusOr<std::unique_ptr<worker::Model>> model = worker::CreateModel(m);
+  if (!model.ok()) return UsageError(model.status().message());
+  const graph::ModelGraph& g = *m.graph;
+  std::printf("model %s (%s): %zu layers, %zu head%s, over %d dense and %d categorical columns\n\n",
+              m.name.c_str(), file.c_str(), g.layers.size(), g.heads.size(),
+              g.heads.size() == 1 ? "" : "s", m.num_dense, m.num_sparse);
+  std::printf("%-16s %-22s %-40s %s\n", "tensor", "what", "inputs", "width");
+  for (const graph::Tensor& t : r->tensors) {
+    if (t.layer >= 0) continue;
+    if (t.kind == graph::Tensor::Kind::kDense) {
+      std::printf("%-16s %-22s %-40s %d\n", t.name.c_str(), "input",
+                  absl::StrCat(t.width, " dense columns").c_str(), t.width);
+    } else {
+      const std::string pooling = m.pooling.empty() || m.pooling[t.field] == worker::BagPooling::kSum ? "sum" : "mean";
+      std::printf("%-16s %-22s %-40s %d\n", t.name.c_str(), ("embedding, " + pooling).c_str(),
+                  absl::StrCat("table emb.", worker::SparseFieldName(m, t.field)).c_str(), t.width);
+    }
+  }
+  for (int i : r->order) {
+    const graph::LayerSpec& l = g.layers[i];
+    std::string what(graph::LayerTypeName(l.type));
+    if (l.type == graph::LayerType::kMlp) absl::StrAppend(&what, " ", absl::StrJoin(l.widths, ","));
+    if (l.type == graph::LayerType::kCross) {
+      absl::StrAppend(&what, " x", l.layers, l.rank > 0 ? absl::StrCat(" rank ", l.rank) : " full");
+    }
+    std::string inputs = absl::StrJoin(l.inputs, ", ");
+    if (r->layer_inputs[i].size() != l.inputs.size()) {
+      absl::StrAppend(&inputs, " (", r->layer_inputs[i].size(), " tensors)");
+    }
+    std::printf("%-16s %-22s %-40s %d\n", l.name.c_str(), what.c_str(), inputs.c_str(),
+                r->tensors[r->layer_output[i]].width);
+  }
+  for (const graph::HeadSpec& h : g.heads) {
+    std::printf("%-16s %-22s %-40s %d\n", ("head " + h.name).c_str(), "sigmoid, logloss",
+                h.input.c_str(), 1);
+  }
+  uint64_t dense = 0;
+  std::printf("\n%-24s %-8s %s\n", "table", "kind", "size");
+  for (const TableSpec& t : (*model)->tables()) {
+    if (t.kind == TableKind::kDense) {
+      dense += t.size;
+      std::printf("%-24s %-8s %" PRIu64 " floats\n", t.name.c_str(), "dense", t.size);
+    } else {
+      std::printf("%-24s %-8s rows of %u floats (grows with the ids seen)\n", t.name.c_str(),
+                  "sparse", t.dim);
+    }
+  }
+  std::printf("\n%" PRIu64 " dense parameters; %zu embedding tables\n", dense,
+              (*model)->sparse_tables().size());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string ModelHelp() {
-  return "usage: pstrain model inspect DIR\n\n"
+  return "usage: pstrain model inspect DIR\n"
+         "       pstrain model show FILE [--schema=F --train_data=FILES] [job flags]\n\n"
+         "show: a model file's network over the job's columns (the Criteo layout, or --schema's):\n"
+         "every tensor with its width, every layer's inputs, the heads, and the tables with\n"
+         "their sizes, as the workers will build them. A wrong graph is one line naming the\n"
+         "file, line, layer and key (exit 2). See docs/model-file.md.\n\n"
+         "inspect:\n"
          "Lists an exported model's version (as `pstrain serve` reports it), step, export time,\n"
          "columns and tables (rows, bytes), verifying every table file's checksum. DIR is a\n"
          "--save_model folder, or an --export_dir folder: then every version kept (base or\n"
@@ -136,7 +230,10 @@ std::string ModelHelp() {
 
 absl::Status RunModel(const std::vector<std::string>& args) {
   if (args.size() == 2 && args[0] == "inspect") return Inspect(args[1]);
-  return UsageError("expected `pstrain model inspect DIR` (see --help)");
+  if (args.size() >= 2 && args[0] == "show") {
+    return Show(args[1], std::vector<std::string>(args.begin() + 2, args.end()));
+  }
+  return UsageError("expected `pstrain model inspect DIR` or `pstrain model show FILE` (see --help)");
 }
 
 }  // namespace pstrain::launcher

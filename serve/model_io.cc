@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "common/status.h"
 #include "data/schema_file.h"
+#include "model/graph/model_graph.h"
 #include "model/models/table_registry.h"
 
 namespace pstrain::worker {
@@ -53,6 +54,8 @@ json ModelJson(const ModelOptions& m, const Schema& s) {
               {"missing_values", s.missing_tokens}};
   // The columns of a custom layout, as a schema file states them.
   if (s.custom) out["schema"] = SchemaJson(s);
+  // A model file's network, as the file was written.
+  if (m.graph != nullptr) out["graph"] = m.graph->text;
   return out;
 }
 
@@ -236,6 +239,12 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
     out.model.top_mlp = m.at("top_mlp").get<std::vector<int>>();
     out.model.deep_mlp = m.at("deep_mlp").get<std::vector<int>>();
     out.model.seed = m.at("seed").get<uint64_t>();
+    if (m.contains("graph")) {
+      absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(
+          m.at("graph").get<std::string>(), manifest_path + " (its model file)");
+      if (!g.ok()) return absl::DataLossError(g.status().message());
+      out.model.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
+    }
     out.schema.num_dense = out.model.num_dense;
     out.schema.num_sparse = out.model.num_sparse;
     out.schema.hash_buckets = m.at("hash_buckets").get<uint64_t>();

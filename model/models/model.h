@@ -18,6 +18,7 @@
 #include "common/table_spec.h"
 #include "data/batch.h"
 #include "data/schema.h"
+#include "model/graph/model_graph.h"
 
 namespace pstrain::worker {
 
@@ -97,6 +98,9 @@ struct ModelOptions {
   // value), overriding the optimizer's weight_decay for the tables it names;
   // the last matching entry wins. Every entry must match a table.
   std::vector<std::pair<std::string, float>> table_weight_decay;
+  // The network of a model file (--model_file); null: the built-in network
+  // `name` with the shape above. With a graph, `name` only names it.
+  std::shared_ptr<const graph::ModelGraph> graph;
   std::string device = "cpu";                // cpu | cuda
   bool step_probs = false;                   // TrainStep fills StepOutput::probs
 };

@@ -1,6 +1,7 @@
 // CreateModel(): picks the device and the model named in the options.
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "model/graph/graph_model.h"
 #include "model/models/dcn_v2_model.h"
 #include "model/models/deep_tower_model.h"
 #include "model/models/deepfm_model.h"
@@ -52,10 +53,16 @@ absl::Status CheckDropout(const std::string& model, float rate) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) {
   nn::UseSingleThreadedBlas();
-  PS_RETURN_IF_ERROR(CheckModelName(options.name));
-  PS_RETURN_IF_ERROR(CheckDropout(options.name, options.dropout));
+  if (options.graph == nullptr) {
+    PS_RETURN_IF_ERROR(CheckModelName(options.name));
+    PS_RETURN_IF_ERROR(CheckDropout(options.name, options.dropout));
+  } else {
+    PS_RETURN_IF_ERROR(CheckDropout("graph", options.dropout));
+  }
   PS_ASSIGN_OR_RETURN(std::unique_ptr<nn::Device> device, nn::CreateDevice(options.device));
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateNamedModel(options, std::move(device)));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                      options.graph != nullptr ? CreateGraphModel(options, std::move(device))
+                                               : CreateNamedModel(options, std::move(device)));
   PS_RETURN_IF_ERROR(
       CheckTablePatterns("table_weight_decay", options.table_weight_decay, model->tables()));
   return model;

@@ -136,6 +136,39 @@ TEST_F(LauncherFailFast, ABadCoordinatorFlag) {
   ExpectFailsFast({"--train_data=" + train_, "--consistency=fast"}, "--consistency=fast");
 }
 
+// Every wrong model file of docs/model-file.md, refused before a child starts.
+TEST_F(LauncherFailFast, AWrongModelFile) {
+  int files = 0;
+  const auto model = [this, &files](const std::string& layers,
+                                    const std::string& heads = "[{\"input\": \"top\"}]") {
+    const std::string path = absl::StrCat(dir_, "/model", ++files, ".json");
+    std::ofstream(path) << "{\"layers\": [\n" << layers << "\n], \"heads\": " << heads << "}\n";
+    return "--model_file=" + path;
+  };
+  const std::string all = R"("inputs": ["dense", "embeddings"])";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {model(R"({"name": "a", "type": "mlp", "input": "top", "widths": [4]},
+{"name": "top", "type": "linear", "inputs": ["a", "dense", "embeddings"]})"),
+       "model1.json:2: a cycle: layers \"a\", \"top\" read each other"},
+      {model(R"({"name": "top", "type": "linear", "input": "embeddings"})"),
+       "the dense columns (\"dense\") feed no layer"},
+      {model(R"({"name": "i", "type": "dot_interaction", )" + all + R"(},
+{"name": "top", "type": "linear", "input": "i"})"),
+       "layer \"i\" (dot_interaction): its inputs must be of one width; \"dense\" is 13 wide"},
+      {model(R"({"name": "top", "type": "attention", )" + all + "}"),
+       "layer \"top\": unknown type \"attention\""},
+      {model(R"({"name": "top", "type": "linear", "widths": [4], )" + all + "}"),
+       "layer \"top\" (linear): unknown key \"widths\" (did you mean \"width\"?)"},
+      {model(R"({"name": "top", "type": "mlp", "widths": [4], )" + all + "}"),
+       "head \"click\": \"top\" is 4 wide"},
+      {model(R"({"name": "top", "type": "linear", )" + all + "}", "[]"), "no \"heads\""},
+  };
+  for (const auto& [flag, message] : cases) {
+    SCOPED_TRACE(message);
+    ExpectFailsFast({"--train_data=" + train_, flag}, message);
+  }
+}
+
 TEST_F(LauncherFailFast, AGoodInvocationStartsTheCluster) {
   // The control: with good flags the (fake) coordinator is started, and
   // its failure is the launcher's (exit 1).

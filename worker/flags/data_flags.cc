@@ -148,7 +148,8 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
     m->pooling.push_back(c.pooling);
     m->field_names.push_back(c.name);
     m->field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim : m->embedding_dim);
-    if (m->field_dims.back() != m->embedding_dim && (m->name == "dlrm" || m->name == "deepfm")) {
+    if (m->field_dims.back() != m->embedding_dim && m->graph == nullptr &&
+        (m->name == "dlrm" || m->name == "deepfm")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--schema=", path, ": column \"", c.name, "\" has embedding_dim ",
           m->field_dims.back(), ", but ",

@@ -70,7 +70,7 @@ absl::Status TakeRegularizationFlags(WorkerOptions* o) {
   }
   m.uniform_biases = bias_init == "uniform";
   m.dropout = static_cast<float>(absl::GetFlag(FLAGS_dropout));
-  PS_RETURN_IF_ERROR(Annotate(CheckDropout(m.name, m.dropout), "--dropout"));
+  PS_RETURN_IF_ERROR(Annotate(CheckDropout(m.graph != nullptr ? "graph" : m.name, m.dropout), "--dropout"));
   t.lr_decay_steps = absl::GetFlag(FLAGS_lr_decay_steps);
   t.lr_decay_start = absl::GetFlag(FLAGS_lr_decay_start);
   t.lr_decay_end = static_cast<float>(absl::GetFlag(FLAGS_lr_decay_end));

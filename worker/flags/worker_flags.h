@@ -27,6 +27,10 @@ WorkerRuntime ProcessRuntime();
 // model's field counts, widths and pooling. REQUIRES: o->mode and the
 // model's own flags in o->train.model filled.
 absl::Status TakeDataFlags(WorkerOptions* o);
+// --model_file (flags/model_file_flags.cc): the network of a model file
+// into o->train.model (its name, and its embedding_dim, which a schema's
+// overrides). REQUIRES: o->mode filled; before TakeDataFlags.
+absl::Status TakeModelFileFlag(WorkerOptions* o);
 // The export flags (flags/export_flags.cc) into o->train; called by
 // WorkerOptionsFromFlags after --save_model, --keep_best and --mode.
 absl::Status TakeExportFlags(WorkerOptions* o);

@@ -1,0 +1,359 @@
+#include "model/graph/graph_model.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "model/models/cross_net.h"
+#include "model/models/mlp.h"
+#include "model/models/model_base.h"
+#include "model/nn/interaction.h"
+
+namespace pstrain::worker {
+namespace {
+
+using graph::LayerSpec;
+using graph::LayerType;
+using graph::ResolvedGraph;
+using graph::Tensor;
+
+class GraphModel final : public ModelBase {
+ public:
+  GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> device, ResolvedGraph r);
+
+ private:
+  // Where a tensor lives for the rows being computed.
+  struct Place {
+    int home = -1;       // the layer whose input block holds it (-1: a buffer of its own)
+    int column = 0;      // its first column there
+    bool needs_grad = false;
+    bool summed = false;  // read by several layers: its gradient is zeroed, then summed
+    nn::DeviceBuffer value, grad;  // own buffers (home < 0)
+  };
+  struct Node {
+    std::unique_ptr<Mlp> mlp;
+    std::unique_ptr<CrossNet> cross;
+    CrossNet::Activations cross_acts;
+    float dropout = 0.0f;
+    bool packs = false;    // its input is its inputs side by side in x
+    bool need_dx = false;  // an input wants its gradient
+    nn::DeviceBuffer x, dx;  // packed input and its gradient; dx: scratch otherwise
+  };
+
+  absl::Status Reserve(int batch) override;
+  absl::Status Forward(const StepData& step, nn::MatrixView logits) override;
+  absl::Status Backward(const StepData& step, nn::ConstMatrixView logits, nn::MatrixView dlogits,
+                        bool accumulate) override;
+
+  // Views of tensor t (value and gradient) for `rows` rows.
+  nn::MatrixView Value(int t, int rows) const;
+  nn::MatrixView Grad(int t, int rows) const;
+  nn::ConstMatrixView Input(int layer, int rows) const;
+  absl::Status LayerForward(const StepData& step, int i);
+  absl::Status LayerBackward(const StepData& step, int i, bool accumulate);
+
+  const ModelOptions& o() const { return options(); }
+
+  ResolvedGraph r_;
+  std::vector<LayerSpec> specs_;
+  std::vector<Node> nodes_;
+  std::vector<Place> places_;
+  std::vector<uint32_t> emb_table_;  // by field
+  int reserved_ = 0;
+  // The step's bindings for the rows being computed.
+  nn::ConstMatrixView dense_;
+  nn::MatrixView logits_, dlogits_;
+};
+
+GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> device,
+                       ResolvedGraph r)
+    : ModelBase(options, std::move(device)), r_(std::move(r)), specs_(options.graph->layers) {
+  nodes_.resize(specs_.size());
+  places_.resize(r_.tensors.size());
+  // Tables: the layers', in the file's order, then the embeddings.
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const LayerSpec& l = specs_[i];
+    Node& n = nodes_[i];
+    const int in = r_.InputWidth(static_cast<int>(i));
+    switch (l.type) {
+      case LayerType::kMlp:
+        n.dropout = l.dropout >= 0 ? l.dropout : (l.tower ? o().dropout : 0.0f);
+        n.mlp = std::make_unique<Mlp>(&registry(), l.name, in, l.widths, l.relu_last, o().seed,
+                                      /*dropout_hidden=*/n.dropout > 0.0f);
+        break;
+      case LayerType::kLinear:
+        n.mlp = std::make_unique<Mlp>(&registry(), l.name, in, std::vector<int>{l.width},
+                                      /*relu_last=*/false, o().seed);
+        break;
+      case LayerType::kCross:
+        n.cross = std::make_unique<CrossNet>(&registry(), l.name, in, l.layers, l.rank, o().seed);
+        break;
+      default:
+        break;
+    }
+    n.packs = r_.layer_inputs[i].size() > 1 || l.type == LayerType::kConcat;
+  }
+  for (int f = 0; f < o().num_sparse; ++f) {
+    emb_table_.push_back(registry().AddSparse(absl::StrCat("emb.", SparseFieldName(o(), f)),
+                                              FieldDim(o(), f),
+                                              EmbeddingInit(FieldDim(o(), f), o().seed), {f}));
+  }
+  // Which tensors need gradients: embeddings, and what a layer with tables
+  // or such an input computes.
+  for (Place& p : places_) p.needs_grad = false;
+  for (size_t t = 0; t < r_.tensors.size(); ++t) {
+    places_[t].needs_grad = r_.tensors[t].kind == Tensor::Kind::kEmbedding;
+  }
+  for (int i : r_.order) {
+    bool any = specs_[i].type == LayerType::kMlp || specs_[i].type == LayerType::kLinear ||
+               specs_[i].type == LayerType::kCross;
+    for (int t : r_.layer_inputs[i]) {
+      any = any || places_[t].needs_grad;
+      nodes_[i].need_dx = nodes_[i].need_dx || places_[t].needs_grad;
+    }
+    places_[r_.layer_output[i]].needs_grad = any;
+  }
+  // Homes: a tensor read once, by a packing layer, lives in its block.
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    if (!nodes_[i].packs) continue;
+    int column = 0;
+    for (int t : r_.layer_inputs[i]) {
+      const Tensor& x = r_.tensors[t];
+      const bool own_output = x.layer >= 0 && specs_[x.layer].type == LayerType::kConcat;
+      if (x.consumers.size() == 1 && x.kind != Tensor::Kind::kDense && !x.head && !own_output) {
+        places_[t].home = static_cast<int>(i);
+        places_[t].column = column;
+      }
+      column += x.width;
+    }
+  }
+  for (size_t t = 0; t < r_.tensors.size(); ++t) places_[t].summed = r_.tensors[t].consumers.size() > 1;
+}
+
+nn::MatrixView GraphModel::Value(int t, int rows) const {
+  const Tensor& x = r_.tensors[t];
+  const Place& p = places_[t];
+  if (x.head) return logits_;
+  if (p.home >= 0) {
+    const Node& h = nodes_[p.home];
+    return nn::MatrixView(h.x.as(), rows, r_.InputWidth(p.home)).Columns(p.column, x.width);
+  }
+  if (x.layer >= 0 && specs_[x.layer].type == LayerType::kConcat) {
+    return nn::MatrixView(nodes_[x.layer].x.as(), rows, x.width);
+  }
+  return nn::MatrixView(p.value.as(), rows, x.width);
+}
+
+nn::MatrixView GraphModel::Grad(int t, int rows) const {
+  const Tensor& x = r_.tensors[t];
+  const Place& p = places_[t];
+  if (!p.needs_grad) return nn::MatrixView();
+  if (x.head) return dlogits_;
+  if (p.home >= 0) {
+    const Node& h = nodes_[p.home];
+    return nn::MatrixView(h.dx.as(), rows, r_.InputWidth(p.home)).Columns(p.column, x.width);
+  }
+  if (x.layer >= 0 && specs_[x.layer].type == LayerType::kConcat) {
+    return nn::MatrixView(nodes_[x.layer].dx.as(), rows, x.width);
+  }
+  return nn::MatrixView(p.grad.as(), rows, x.width);
+}
+
+nn::ConstMatrixView GraphModel::Input(int i, int rows) const {
+  if (nodes_[i].packs) return nn::ConstMatrixView(nodes_[i].x.as(), rows, r_.InputWidth(i));
+  const int t = r_.layer_inputs[i][0];
+  if (r_.tensors[t].kind == Tensor::Kind::kDense) return dense_;
+  return Value(t, rows);
+}
+
+absl::Status GraphModel::Reserve(int batch) {
+  if (batch <= reserved_) return absl::OkStatus();
+  nn::Device* dev = &device();
+  const size_t rows = static_cast<size_t>(batch);
+  for (size_t t = 0; t < r_.tensors.size(); ++t) {
+    const Tensor& x = r_.tensors[t];
+    Place& p = places_[t];
+    const bool own = p.home < 0 && !x.head && x.kind != Tensor::Kind::kDense &&
+                     !(x.layer >= 0 && specs_[x.layer].type == LayerType::kConcat);
+    if (!own) continue;
+    PS_RETURN_IF_ERROR(p.value.ReserveElements(dev, rows * x.width));
+    if (p.needs_grad) PS_RETURN_IF_ERROR(p.grad.ReserveElements(dev, rows * x.width));
+  }
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    Node& n = nodes_[i];
+    const size_t in = static_cast<size_t>(r_.InputWidth(static_cast<int>(i)));
+    if (n.packs) PS_RETURN_IF_ERROR(n.x.ReserveElements(dev, rows * in));
+    // dx: the packed input's gradient, or scratch for a summed input's.
+    PS_RETURN_IF_ERROR(n.dx.ReserveElements(dev, rows * in));
+    if (n.mlp) PS_RETURN_IF_ERROR(n.mlp->Reserve(dev, batch));
+  }
+  reserved_ = batch;
+  return absl::OkStatus();
+}
+
+absl::Status GraphModel::LayerForward(const StepData& step, int i) {
+  nn::Device& dev = device();
+  Node& n = nodes_[i];
+  const int rows = step.batch;
+  const std::vector<int>& ins = r_.layer_inputs[i];
+  if (n.packs) {
+    nn::MatrixView x(n.x.as(), rows, r_.InputWidth(i));
+    int column = 0;
+    for (int t : ins) {
+      const int w = r_.tensors[t].width;
+      if (places_[t].home != i) {
+        nn::ConstMatrixView src =
+            r_.tensors[t].kind == Tensor::Kind::kDense ? dense_ : nn::ConstMatrixView(Value(t, rows));
+        PS_RETURN_IF_ERROR(dev.CopyMatrix(src, x.Columns(column, w)));
+      }
+      column += w;
+    }
+  }
+  const nn::ConstMatrixView x = Input(i, rows);
+  const int out_t = r_.layer_output[i];
+  nn::MatrixView out = Value(out_t, rows);
+  const LayerSpec& l = specs_[i];
+  switch (l.type) {
+    case LayerType::kMlp:
+    case LayerType::kLinear: {
+      nn::DropoutRun run = step.dropout;
+      run.rate = step.grads.empty() ? 0.0f : n.dropout;
+      return n.mlp->Forward(dev, x, step.params, out, run);
+    }
+    case LayerType::kConcat:
+      return absl::OkStatus();  // its output is its packed input
+    case LayerType::kDotInteraction:
+      return dev.DotInteractionForward(x, static_cast<int>(ins.size()), r_.tensors[ins[0]].width, out);
+    case LayerType::kFm:
+      return dev.FmForward(x, static_cast<int>(ins.size()), r_.tensors[ins[0]].width,
+                           /*accumulate=*/false, out);
+    case LayerType::kCross:
+      return n.cross->Forward(dev, x, step.params, &n.cross_acts, out);
+  }
+  return absl::InternalError("unknown layer type");
+}
+
+absl::Status GraphModel::Forward(const StepData& step, nn::MatrixView logits) {
+  nn::Device& dev = device();
+  const int rows = step.batch;
+  dense_ = step.dense;
+  logits_ = logits;
+  for (size_t t = 0; t < r_.tensors.size(); ++t) {
+    const Tensor& x = r_.tensors[t];
+    if (x.kind != Tensor::Kind::kEmbedding) continue;
+    PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[emb_table_[x.field]], step.Bag(x.field),
+                                               FieldPooling(x.field), /*accumulate=*/false,
+                                               Value(static_cast<int>(t), rows)));
+  }
+  for (int i : r_.order) PS_RETURN_IF_ERROR(LayerForward(step, i));
+  return absl::OkStatus();
+}
+
+absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumulate) {
+  nn::Device& dev = device();
+  Node& n = nodes_[i];
+  const int rows = step.batch;
+  const std::vector<int>& ins = r_.layer_inputs[i];
+  const int out_t = r_.layer_output[i];
+  const nn::ConstMatrixView x = Input(i, rows);
+  // dx: the packed input's gradient; for one input, that input's gradient
+  // unless several layers sum into it (then scratch, added below).
+  nn::MatrixView dx;
+  if (n.need_dx) {
+    const int t0 = ins[0];
+    dx = n.packs || places_[t0].summed ? nn::MatrixView(n.dx.as(), rows, r_.InputWidth(i))
+                                       : Grad(t0, rows);
+  }
+  const LayerSpec& l = specs_[i];
+  nn::MatrixView d_out = Grad(out_t, rows);
+  switch (l.type) {
+    case LayerType::kMlp:
+    case LayerType::kLinear:
+      PS_RETURN_IF_ERROR(n.mlp->Backward(dev, x, step.params, Value(out_t, rows), d_out, step.grads,
+                                         dx, accumulate, step.grad_ready));
+      break;
+    case LayerType::kConcat:
+      break;  // dx is its output's gradient
+    case LayerType::kDotInteraction:
+      if (dx.data != nullptr) {
+        PS_RETURN_IF_ERROR(dev.DotInteractionBackward(x, d_out, static_cast<int>(ins.size()),
+                                                      r_.tensors[ins[0]].width, dx));
+      }
+      break;
+    case LayerType::kFm:
+      if (dx.data != nullptr) {
+        PS_RETURN_IF_ERROR(dev.FmBackward(x, d_out, static_cast<int>(ins.size()),
+                                          r_.tensors[ins[0]].width, /*accumulate=*/false, dx));
+      }
+      break;
+    case LayerType::kCross: {
+      nn::MatrixView dx0 = dx.data != nullptr ? dx : nn::MatrixView(n.dx.as(), rows, r_.InputWidth(i));
+      PS_RETURN_IF_ERROR(n.cross->Backward(dev, x, step.params, n.cross_acts, d_out, step.grads,
+                                           dx0, accumulate, step.grad_ready));
+      break;
+    }
+  }
+  if (dx.data == nullptr) return absl::OkStatus();
+  // Hand each input its block of dx unless it lives there or was written.
+  int column = 0;
+  for (int t : ins) {
+    const int w = r_.tensors[t].width;
+    const Place& p = places_[t];
+    if (p.needs_grad && p.home != i && (n.packs || p.summed)) {
+      nn::MatrixView block = dx.Columns(column, w);
+      nn::MatrixView g = Grad(t, rows);
+      PS_RETURN_IF_ERROR(p.summed ? dev.AddMatrix(block, g) : dev.CopyMatrix(block, g));
+    }
+    column += w;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphModel::Backward(const StepData& step, nn::ConstMatrixView /*logits*/,
+                                  nn::MatrixView dlogits, bool accumulate) {
+  nn::Device& dev = device();
+  const int rows = step.batch;
+  dlogits_ = dlogits;
+  for (size_t t = 0; t < r_.tensors.size(); ++t) {
+    if (places_[t].summed && places_[t].needs_grad) {
+      nn::MatrixView g = Grad(static_cast<int>(t), rows);
+      PS_RETURN_IF_ERROR(dev.Zero(g.data, sizeof(float) * static_cast<size_t>(rows) * g.cols));
+    }
+  }
+  for (size_t k = r_.order.size(); k-- > 0;) {
+    PS_RETURN_IF_ERROR(LayerBackward(step, r_.order[k], accumulate));
+  }
+  for (size_t t = 0; t < r_.tensors.size(); ++t) {
+    const Tensor& x = r_.tensors[t];
+    if (x.kind != Tensor::Kind::kEmbedding) continue;
+    PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(Grad(static_cast<int>(t), rows), step.Bag(x.field),
+                                                FieldPooling(x.field),
+                                                step.grads[emb_table_[x.field]]));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+graph::GraphInputs GraphInputsOf(const ModelOptions& options) {
+  graph::GraphInputs in;
+  in.num_dense = options.num_dense;
+  for (int f = 0; f < options.num_sparse; ++f) {
+    in.columns.push_back(static_cast<size_t>(f) < options.field_names.size() &&
+                                 !options.field_names[f].empty()
+                             ? options.field_names[f]
+                             : SparseFieldName(f));
+    in.dims.push_back(FieldDim(options, f));
+  }
+  return in;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateGraphModel(const ModelOptions& options,
+                                                        std::unique_ptr<nn::Device> device) {
+  if (options.graph == nullptr) return absl::InvalidArgumentError("no model graph");
+  PS_ASSIGN_OR_RETURN(ResolvedGraph r, graph::ResolveGraph(*options.graph, GraphInputsOf(options)));
+  return std::unique_ptr<Model>(new GraphModel(options, std::move(device), std::move(r)));
+}
+
+}  // namespace pstrain::worker

@@ -1,0 +1,113 @@
+// ModelGraph: a network described in a model file (--model_file): named
+// layers over named inputs, in the spirit of HugeCTR's layer graph.
+//
+//   {
+//     // DLRM (JSON with comments)
+//     "embedding_dim": 16,
+//     "layers": [
+//       {"name": "bottom", "type": "mlp", "input": "dense", "widths": [64, 16], "relu_last": true},
+//       {"name": "interaction", "type": "dot_interaction", "inputs": ["bottom", "embeddings"]},
+//       {"name": "top", "type": "mlp", "input": "interaction", "widths": [64, 32, 1], "tower": true}
+//     ],
+//     "heads": [{"name": "click", "input": "top"}]
+//   }
+//
+// Inputs a layer may name: "dense" (the schema's dense columns), a
+// categorical column's name (its pooled embedding, table "emb.<column>"),
+// and "embeddings" (every categorical column's, in the schema's order).
+// ReadModelGraph checks the file alone (keys, types, names, cycles);
+// ResolveGraph checks it against the job's columns (widths) and gives every
+// tensor's shape. Errors name the file, its line, the layer and the key.
+// Plain data; copy freely.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace pstrain::worker::graph {
+
+enum class LayerType {
+  kMlp,             // Linear layers, ReLU after each (the last too with relu_last)
+  kLinear,          // one Linear layer without activation: "width" outputs (1: a logit)
+  kConcat,          // its inputs side by side
+  kDotInteraction,  // DLRM's: [first input | <v_i, v_j> for i < j], inputs of one width
+  kCross,           // DCN-v2's cross layers over its input (low rank with "rank")
+  kFm,              // the factorization machine's second-order term (1 column), inputs of one width
+};
+absl::string_view LayerTypeName(LayerType t);
+
+struct LayerSpec {
+  std::string name;
+  LayerType type = LayerType::kMlp;
+  std::vector<std::string> inputs;  // as written ("embeddings" not yet expanded)
+  std::vector<int> widths;          // mlp
+  bool relu_last = false;           // mlp
+  bool tower = false;               // mlp: the job's --dropout applies to its hidden layers
+  float dropout = -1;               // mlp: the rate on its hidden layers (-1: see tower)
+  int width = 1;                    // linear
+  int layers = 3;                   // cross
+  int rank = 0;                     // cross: 0 = full rank
+  int line = 0;                     // in the file, for messages
+};
+
+struct HeadSpec {
+  std::string name;
+  std::string input;  // a tensor of width 1: the logit
+  int line = 0;
+};
+
+struct ModelGraph {
+  std::string file;        // where it was read from, for messages
+  std::string name;        // its "name" ("" when it has none)
+  int embedding_dim = 0;   // the tables' width, as --embedding_dim (0: the job's)
+  std::vector<LayerSpec> layers;  // in the file's order
+  std::vector<HeadSpec> heads;
+  std::string text;        // the file as read (saved with exported models)
+};
+
+// Parses a model file's text; `name` is its file name for messages.
+absl::StatusOr<ModelGraph> ParseModelGraph(absl::string_view text, const std::string& name);
+// Reads and parses a model file.
+absl::StatusOr<ModelGraph> ReadModelGraph(const std::string& path);
+
+// The tensors a graph sees from the job.
+struct GraphInputs {
+  int num_dense = 0;
+  std::vector<std::string> columns;  // categorical columns, in the batch's field order
+  std::vector<int> dims;             // their embedding widths
+};
+
+// A tensor: an input or a layer's output.
+struct Tensor {
+  enum class Kind { kDense, kEmbedding, kLayer };
+  std::string name;
+  Kind kind = Kind::kLayer;
+  int width = 0;
+  int field = -1;                 // kEmbedding: the categorical column's field
+  int layer = -1;                 // kLayer: index in ModelGraph::layers
+  std::vector<int> consumers;     // layers reading it
+  bool head = false;              // a head's logit
+};
+
+// A graph checked against its inputs: every tensor with its width, each
+// layer's expanded input tensors, the layers in an order that computes each
+// before its readers.
+struct ResolvedGraph {
+  std::vector<Tensor> tensors;                   // inputs first, then the layers' outputs
+  std::vector<std::vector<int>> layer_inputs;    // by layer: tensor ids
+  std::vector<int> layer_output;                 // by layer: its tensor id
+  std::vector<int> order;                        // layer indices, inputs before readers
+  std::vector<int> head_tensor;                  // by head
+  // Width of each layer's input (the sum of its inputs').
+  int InputWidth(int layer) const;
+};
+
+// Checks widths and use: an input or layer no head depends on, a tensor
+// of the wrong width for its reader, a head that is not one column wide.
+absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& graph, const GraphInputs& in);
+
+}  // namespace pstrain::worker::graph

@@ -1,0 +1,102 @@
+// Model files with real processes: the built-in networks written as files
+// (examples/models/) train the parameters --model trains, bit for bit, and
+// their exported models score as the built-in ones do; `pstrain model show`
+// prints the graph a user wrote.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "tests/integration/test_process.h"
+
+namespace pstrain::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The table files of a model folder, by name.
+std::map<std::string, std::string> TableFiles(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".tbl") files[e.path().filename().string()] = Slurp(e.path().string());
+  }
+  return files;
+}
+
+class ModelFile : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelFile, TheBuiltInNetworkAsAFileTrainsTheSameParameters) {
+  const std::string name = GetParam();
+  const std::string dir = MakeTempDir("pstrain-model-file");
+  TrainEval d = WriteTrainEval(dir, 1, 20000, 4000);
+  const std::string file = std::string(PSTRAIN_SOURCE_DIR) + "/examples/models/" + name + ".json";
+  // One server and one worker: the parameters depend on nothing but the job.
+  const std::vector<std::string> where = {"local", "--servers=1", "--workers=1",
+                                          "--train_data=" + d.train, "--eval_data=" + d.eval,
+                                          "--eval_meta=", "--timeout=120"};
+  std::vector<std::string> from_file = where, from_flag = where;
+  from_file.insert(from_file.end(), {"--model_file=" + file, "--save_model=" + dir + "/file"});
+  from_flag.insert(from_flag.end(), {"--model=" + name, "--save_model=" + dir + "/flag"});
+  std::string out_file, out_flag;
+  ASSERT_EQ(RunPstrain(from_file, dir + "/file.log", &out_file, absl::Minutes(3)), 0) << out_file;
+  ASSERT_EQ(RunPstrain(from_flag, dir + "/flag.log", &out_flag, absl::Minutes(3)), 0) << out_flag;
+  const auto a = TableFiles(dir + "/file");
+  const auto b = TableFiles(dir + "/flag");
+  ASSERT_GT(a.size(), 10u);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [table, bytes] : a) {
+    ASSERT_TRUE(b.count(table)) << table;
+    EXPECT_TRUE(bytes == b.at(table)) << table << " differs";
+  }
+  // The exported model carries its network: predict scores it alone.
+  std::string scored_file, scored_flag;
+  ASSERT_EQ(RunPstrain({"predict", "--model=" + dir + "/file", "--data=" + d.eval,
+                        "--out=" + dir + "/file.scores"},
+                       dir + "/p1.log", &scored_file, absl::Minutes(1)),
+            0)
+      << scored_file;
+  ASSERT_EQ(RunPstrain({"predict", "--model=" + dir + "/flag", "--data=" + d.eval,
+                        "--out=" + dir + "/flag.scores"},
+                       dir + "/p2.log", &scored_flag, absl::Minutes(1)),
+            0)
+      << scored_flag;
+  EXPECT_EQ(Slurp(dir + "/file.scores"), Slurp(dir + "/flag.scores"));
+  EXPECT_GT(Slurp(dir + "/file.scores").size(), 4000u);
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(BuiltIn, ModelFile, ::testing::Values("dlrm", "dcn_v2"));
+
+TEST(ModelShow, PrintsEveryTensorsWidthAndTheTables) {
+  const std::string dir = MakeTempDir("pstrain-model-show");
+  std::string out;
+  const std::vector<std::string> show = {
+      "model", "show", std::string(PSTRAIN_SOURCE_DIR) + "/examples/models/dlrm_fm.json"};
+  ASSERT_EQ(RunPstrain(show,
+                       dir + "/show.log", &out, absl::Seconds(30)),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("model dlrm_fm"));
+  EXPECT_THAT(out, HasSubstr("5 layers, 1 head, over 13 dense and 26 categorical columns"));
+  // 27 vectors of 16: the bottom's and 351 dot products.
+  EXPECT_THAT(out, ::testing::ContainsRegex("interaction +dot_interaction +bottom, embeddings \\(27 tensors\\) +367"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("fm +fm +embeddings \\(26 tensors\\) +1"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("top +mlp 64,32,1 +interaction, fm, wide +1\n"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("wide.0.weight +dense +52 floats"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("emb.C26 +sparse +rows of 16 floats"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pstrain::testing

@@ -1,0 +1,154 @@
+// A model file's network trains like the built-in ones: its gradients match
+// finite differences with every layer in one graph, and the built-in
+// networks written as files compute the built-in classes' numbers.
+#include "model/graph/graph_model.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "model/graph/model_graph.h"
+#include "model/models/model.h"
+#include "tests/model/models/model_grad_check.h"
+#include "tests/model/models/model_test_util.h"
+
+namespace pstrain::worker {
+namespace {
+
+using testing::LocalStep;
+using testing::RandomBatch;
+using testing::TinyOptions;
+
+// TinyOptions (3 dense columns, C1..C3 of width 4) with the graph of `text`.
+ModelOptions WithGraph(const std::string& text, const std::string& name = "m.json") {
+  ModelOptions o = TinyOptions("dlrm");
+  absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(text, name);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (g.ok()) o.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
+  return o;
+}
+
+// Every layer type; "b" and each embedding are read by several layers (their
+// gradients are summed), "dense" by two, "i" lives in its reader's block.
+constexpr const char* kEveryLayer = R"({
+  "layers": [
+    {"name": "b", "type": "mlp", "input": "dense", "widths": [5, 4], "relu_last": true},
+    {"name": "i", "type": "dot_interaction", "inputs": ["b", "embeddings"]},
+    {"name": "x", "type": "cross", "inputs": ["b", "embeddings"], "layers": 2, "rank": 3},
+    {"name": "f", "type": "fm", "inputs": ["embeddings"]},
+    {"name": "w", "type": "linear", "input": "dense"},
+    {"name": "cat", "type": "concat", "inputs": ["x", "f", "w"]},
+    {"name": "top", "type": "mlp", "inputs": ["i", "cat", "dense"], "widths": [6, 1]}
+  ],
+  "heads": [{"name": "click", "input": "top"}]
+})";
+
+TEST(GraphModel, EveryLayerTypeGradientsMatchFiniteDifferences) {
+  // A step of 1e-3: the graph stacks ReLU layers and products (interaction,
+  // cross, FM), and a step of 1e-2 crosses too many kinks; one of top's 6
+  // biases sits on a kink for a row of this batch.
+  testing::ExpectStepGradientsMatchFiniteDifferences(WithGraph(kEveryLayer), 1e-3, 0.2);
+}
+
+TEST(GraphModel, MeanPooledAndUnequalWidthsMatchFiniteDifferences) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "cat", "type": "concat", "inputs": ["dense", "embeddings"]},
+    {"name": "x", "type": "cross", "input": "cat", "layers": 1},
+    {"name": "top", "type": "mlp", "inputs": ["x", "C2"], "widths": [4, 1]}],
+    "heads": [{"input": "top"}]})");
+  o.field_dims = {2, 4, 7};
+  o.pooling = {BagPooling::kMean, BagPooling::kSum, BagPooling::kMean};
+  testing::ExpectStepGradientsMatchFiniteDifferences(o);
+}
+
+TEST(GraphModel, PredictAgreesWithTrainStepLoss) {
+  auto model_or = CreateModel(WithGraph(kEveryLayer));
+  ASSERT_TRUE(model_or.ok()) << model_or.status();
+  Model& model = **model_or;
+  std::mt19937 rng(4);
+  Batch batch = RandomBatch(300, 3, 3, 2, 50, rng);  // more than one CPU chunk
+  LocalStep step(model, batch, 0.5f);
+  auto& [plan, store, params, grads] = step;
+  auto out = model.TrainStep(batch, plan, params, &grads);
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<float> probs(batch.size);
+  ASSERT_TRUE(model.Predict(batch, plan, params, probs).ok());
+  double loss = 0;
+  for (int r = 0; r < batch.size; ++r) {
+    loss -= batch.labels[r] == 1.0f ? std::log(probs[r]) : std::log(1.0 - probs[r]);
+  }
+  EXPECT_NEAR(loss, out->loss_sum, 1e-4 * out->loss_sum);
+}
+
+// The built-in network `name` (TinyOptions) and the same network as a
+// model file: the same tables in the same order, and one step's loss and
+// every gradient equal bit for bit.
+void ExpectSameAsBuiltIn(const std::string& name, const std::string& file, float dropout = 0) {
+  ModelOptions builtin = TinyOptions(name);
+  builtin.dropout = dropout;
+  ModelOptions graph = WithGraph(file, name + ".json");
+  graph.dropout = dropout;
+  auto a = CreateModel(builtin);
+  auto b = CreateModel(graph);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ((*a)->tables().size(), (*b)->tables().size());
+  for (size_t t = 0; t < (*a)->tables().size(); ++t) {
+    const TableSpec& x = (*a)->tables()[t];
+    const TableSpec& y = (*b)->tables()[t];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.size, y.size) << x.name;
+    EXPECT_EQ(x.dim, y.dim) << x.name;
+    EXPECT_EQ(x.init.kind, y.init.kind) << x.name;
+    EXPECT_EQ(x.init.scale, y.init.scale) << x.name;
+  }
+  std::mt19937 rng(9);
+  Batch batch = RandomBatch(300, 3, 3, 3, 40, rng);
+  LocalStep sa(**a, batch, 0.0f), sb(**b, batch, 0.0f);
+  auto oa = (*a)->TrainStep(batch, sa.plan, sa.params, &sa.grads);
+  auto ob = (*b)->TrainStep(batch, sb.plan, sb.params, &sb.grads);
+  ASSERT_TRUE(oa.ok()) << oa.status();
+  ASSERT_TRUE(ob.ok()) << ob.status();
+  EXPECT_EQ(oa->loss_sum, ob->loss_sum);
+  for (const TableSpec& t : (*a)->tables()) {
+    EXPECT_EQ(sa.store.grad(t.id), sb.store.grad(t.id)) << t.name;
+  }
+}
+
+TEST(GraphModel, TheDlrmFileIsTheBuiltInDlrm) {
+  // TinyOptions: bottom_mlp {5, 4}, top_mlp {6, 3} and the logit.
+  const std::string dlrm = R"({"layers": [
+    {"name": "bottom", "type": "mlp", "input": "dense", "widths": [5, 4], "relu_last": true},
+    {"name": "interaction", "type": "dot_interaction", "inputs": ["bottom", "embeddings"]},
+    {"name": "top", "type": "mlp", "input": "interaction", "widths": [6, 3, 1], "tower": true}],
+    "heads": [{"name": "click", "input": "top"}]})";
+  ExpectSameAsBuiltIn("dlrm", dlrm);
+  ExpectSameAsBuiltIn("dlrm", dlrm, /*dropout=*/0.3f);
+}
+
+TEST(GraphModel, TheDcnV2FileIsTheBuiltInDcnV2) {
+  // TinyOptions: cross_layers 2 of rank 3.
+  ExpectSameAsBuiltIn("dcn_v2", R"({"layers": [
+    {"name": "bottom", "type": "mlp", "input": "dense", "widths": [5, 4], "relu_last": true},
+    {"name": "cross", "type": "cross", "inputs": ["bottom", "embeddings"], "layers": 2, "rank": 3},
+    {"name": "top", "type": "mlp", "input": "cross", "widths": [6, 3, 1], "tower": true}],
+    "heads": [{"name": "click", "input": "top"}]})");
+}
+
+TEST(GraphModel, AGraphThatDoesNotFitTheColumnsIsRefusedNamingTheLayer) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "i", "type": "dot_interaction", "inputs": ["dense", "embeddings"]},
+    {"name": "top", "type": "linear", "input": "i"}],
+    "heads": [{"input": "top"}]})");
+  auto model = CreateModel(o);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("m.json:2: layer \"i\" (dot_interaction): its inputs must "
+                                          "be of one width"),
+            std::string::npos)
+      << model.status();
+}
+
+}  // namespace
+}  // namespace pstrain::worker

@@ -1,0 +1,144 @@
+// A model file is read, checked and shaped before anything trains: every
+// mistake is one line naming the file, its line, the layer and the key.
+#include "model/graph/model_graph.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pstrain::worker::graph {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The Criteo-like inputs of the tests: 3 dense columns, 3 categorical ones of width 4.
+GraphInputs Inputs() {
+  GraphInputs in;
+  in.num_dense = 3;
+  in.columns = {"user", "item", "ad"};
+  in.dims = {4, 4, 4};
+  return in;
+}
+
+constexpr const char* kDlrm = R"({
+  // DLRM
+  "layers": [
+    {"name": "bottom", "type": "mlp", "input": "dense", "widths": [5, 4], "relu_last": true},
+    {"name": "interaction", "type": "dot_interaction", "inputs": ["bottom", "embeddings"]},
+    {"name": "top", "type": "mlp", "input": "interaction", "widths": [6, 1], "tower": true}
+  ],
+  "heads": [{"name": "click", "input": "top"}]
+})";
+
+// The error of a file that fails to parse or to resolve against Inputs().
+std::string Error(const std::string& text) {
+  absl::StatusOr<ModelGraph> g = ParseModelGraph(text, "m.json");
+  if (!g.ok()) return std::string(g.status().message());
+  absl::StatusOr<ResolvedGraph> r = ResolveGraph(*g, Inputs());
+  if (!r.ok()) return std::string(r.status().message());
+  ADD_FAILURE() << "accepted:\n" << text;
+  return "";
+}
+
+TEST(ModelGraph, DlrmResolvesWithEveryTensorsWidth) {
+  absl::StatusOr<ModelGraph> g = ParseModelGraph(kDlrm, "dlrm.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->layers.size(), 3u);
+  EXPECT_EQ(g->layers[0].line, 4);
+  EXPECT_TRUE(g->layers[2].tower);
+  absl::StatusOr<ResolvedGraph> r = ResolveGraph(*g, Inputs());
+  ASSERT_TRUE(r.ok()) << r.status();
+  // dense, 3 embeddings, 3 layers.
+  ASSERT_EQ(r->tensors.size(), 7u);
+  EXPECT_EQ(r->tensors[r->layer_output[0]].width, 4);
+  // The interaction of 4 vectors of 4: the first vector and 6 dot products.
+  EXPECT_EQ(r->tensors[r->layer_output[1]].width, 4 + 6);
+  EXPECT_EQ(r->InputWidth(1), 16);
+  EXPECT_EQ(r->layer_inputs[1].size(), 4u);
+  EXPECT_EQ(r->tensors[r->layer_output[2]].width, 1);
+  EXPECT_EQ(r->order, (std::vector<int>{0, 1, 2}));
+}
+
+TEST(ModelGraph, LayersMayComeInAnyOrder) {
+  absl::StatusOr<ModelGraph> g = ParseModelGraph(R"({"layers": [
+    {"name": "top", "type": "linear", "input": "both"},
+    {"name": "both", "type": "concat", "inputs": ["dense", "embeddings"]}],
+    "heads": [{"input": "top"}]})", "m.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<ResolvedGraph> r = ResolveGraph(*g, Inputs());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->order, (std::vector<int>{1, 0}));
+  EXPECT_EQ(r->tensors[r->layer_output[1]].width, 3 + 12);
+  EXPECT_EQ(g->heads[0].name, "click");
+}
+
+TEST(ModelGraph, EveryBadGraphIsOneLineNamingTheLineLayerAndKey) {
+  const auto file = [](const std::string& layers, const std::string& heads = R"([{"input": "top"}])") {
+    return "{\"layers\": [\n" + layers + "\n], \"heads\": " + heads + "}";
+  };
+  const std::string top = R"({"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]})";
+  // A cycle.
+  EXPECT_THAT(Error(file(R"({"name": "a", "type": "mlp", "input": "b", "widths": [4]},
+{"name": "b", "type": "mlp", "inputs": ["a", "dense"], "widths": [4]},
+{"name": "top", "type": "linear", "inputs": ["b", "embeddings"]})")),
+              HasSubstr("m.json:2: a cycle: layers \"a\", \"b\" read each other"));
+  // An unknown layer type, with the closest.
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "lineer", "inputs": ["dense", "embeddings"]})")),
+              HasSubstr("m.json:2: layer \"top\": unknown type \"lineer\" (did you mean \"linear\"?)"));
+  // An unknown key.
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "linear", "inputs": ["dense", "embeddings"], "widht": 1})")),
+              HasSubstr("m.json:2: layer \"top\" (linear): unknown key \"widht\" (did you mean \"width\"?)"));
+  // An input no layer has.
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "linear", "inputs": ["dense", "embedings"]})")),
+              HasSubstr("layer \"top\": no input or layer \"embedings\" (did you mean \"embeddings\"?)"));
+  // Unequal widths in a dot interaction.
+  EXPECT_THAT(Error(file(R"({"name": "i", "type": "dot_interaction", "inputs": ["dense", "embeddings"]},
+{"name": "top", "type": "linear", "input": "i"})")),
+              HasSubstr("m.json:2: layer \"i\" (dot_interaction): its inputs must be of one width; "
+                        "\"dense\" is 3 wide, \"user\" 4"));
+  // A head wider than a logit.
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "mlp", "inputs": ["dense", "embeddings"], "widths": [4]})")),
+              HasSubstr("head \"click\": \"top\" is 4 wide"));
+  // A head read by another layer.
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]},
+{"name": "more", "type": "linear", "input": "top"})", R"([{"input": "top"}, {"input": "more"}])")),
+              HasSubstr("2 heads"));
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]},
+{"name": "more", "type": "linear", "input": "top"})", R"([{"input": "top"}])")),
+              HasSubstr("head \"click\": \"top\" is read by another layer"));
+  // No head.
+  EXPECT_THAT(Error(file(top, "[]")), HasSubstr("no \"heads\""));
+  // A head of no layer.
+  EXPECT_THAT(Error(file(top, R"([{"name": "ctr", "input": "tpo"}])")),
+              HasSubstr("head \"ctr\": no layer \"tpo\" (did you mean \"top\"?)"));
+  // An input no layer uses, and a layer no head depends on.
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "linear", "input": "embeddings"})")),
+              HasSubstr("the dense columns (\"dense\") feed no layer"));
+  EXPECT_THAT(Error(file(top + R"(,
+{"name": "spare", "type": "linear", "input": "dense"})")),
+              HasSubstr("m.json:3: layer \"spare\": no head depends on it"));
+  // Names: taken twice, or an input's.
+  EXPECT_THAT(Error(file(top + ",\n" + top)), HasSubstr("m.json:3: layer \"top\": the name is taken by the layer at line 2"));
+  EXPECT_THAT(Error(file(R"({"name": "item", "type": "linear", "inputs": ["dense", "embeddings"]})",
+                         R"([{"input": "item"}])")),
+              HasSubstr("layer \"item\": the name is taken by an input of the schema"));
+  // Bad values.
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "mlp", "inputs": ["dense", "embeddings"], "widths": [0, 1]})")),
+              HasSubstr("layer \"top\": \"widths\" must be in 1..65536, not 0"));
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "mlp", "inputs": ["dense", "embeddings"]})")),
+              HasSubstr("layer \"top\" (mlp) needs \"widths\""));
+  EXPECT_THAT(Error(file(R"({"name": "top", "type": "linear"})")), HasSubstr("layer \"top\" needs an \"input\""));
+  EXPECT_THAT(Error("{\"layers\": [\n{\"name\": \"top\",, }]}"), HasSubstr("m.json:2: not valid JSON"));
+  EXPECT_THAT(Error("{\"layer\": []}"), HasSubstr("m.json:1: unknown key \"layer\" (did you mean \"layers\"?)"));
+}
+
+TEST(ModelGraph, MoreThanOneHeadIsRefusedUntilMultiTaskIsBuilt) {
+  EXPECT_THAT(Error(R"({"layers": [{"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]},
+    {"name": "other", "type": "linear", "inputs": ["dense", "embeddings"]}],
+    "heads": [{"name": "click", "input": "top"}, {"name": "buy", "input": "other"}]})"),
+              HasSubstr("2 heads: this build trains one head per model"));
+}
+
+}  // namespace
+}  // namespace pstrain::worker::graph
