@@ -192,8 +192,8 @@ DelimitedParser::DelimitedParser(const Schema& schema)
   sparse_in_order_ = true;
   for (int f = 0; f < schema_.num_sparse; ++f) {
     const SparseColumn& c = schema_.sparse[f];
-    roles_[c.column] =
-        Role{Role::kSparse, c.multi_hot_sep == 0, static_cast<uint32_t>(f), c.hash_buckets};
+    roles_[c.column] = Role{Role::kSparse, c.multi_hot_sep == 0, static_cast<uint32_t>(f),
+                            c.hash_buckets, static_cast<uint32_t>(HashField(c, f))};
     if (f > 0 && schema_.sparse[f].column < schema_.sparse[f - 1].column) sparse_in_order_ = false;
   }
 }
@@ -274,7 +274,13 @@ void DelimitedParser::AppendIds(int f, std::string_view t, uint64_t buckets, cha
 
 inline void DelimitedParser::CustomSparse(int f, std::string_view t, ParsedRow* row) const {
   const SparseColumn& c = schema_.sparse[f];
-  AppendIds(f, t, c.hash_buckets, c.multi_hot_sep, row);
+  const size_t before = row->ids.size();
+  AppendIds(HashField(c, f), t, c.hash_buckets, c.multi_hot_sep, row);
+  if (c.max_length > 0 && row->ids.size() - before > static_cast<size_t>(c.max_length)) {
+    // Keep the last max_length ids: the most recent of a history.
+    const size_t drop = row->ids.size() - before - c.max_length;
+    row->ids.erase(row->ids.begin() + before, row->ids.begin() + before + drop);
+  }
   row->field_end[f] = static_cast<uint32_t>(row->ids.size());
 }
 
@@ -282,7 +288,7 @@ inline bool DelimitedParser::FastColumn(const Role& role, std::string_view t, Pa
   if (!role.fast) return false;
   switch (role.kind) {
     case Role::kSparse:
-      row->ids.push_back(FeatureId(static_cast<int>(role.index),
+      row->ids.push_back(FeatureId(static_cast<int>(role.hash_field),
                                    missing_.Contains(t) ? std::string_view() : t, role.buckets));
       row->field_end[role.index] = static_cast<uint32_t>(row->ids.size());
       return true;

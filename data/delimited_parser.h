@@ -56,6 +56,7 @@ class DelimitedParser final : public Parser {
     bool fast = false;
     uint32_t index = 0;    // kDense, kSparse: the field
     uint64_t buckets = 0;  // kSparse: its hash_buckets
+    uint32_t hash_field = 0;  // kSparse: the field whose ids its tokens take
   };
 
   // How a dense column's integer values are transformed without the

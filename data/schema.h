@@ -63,7 +63,18 @@ struct SparseColumn {
   char multi_hot_sep = 0;     // 0: one token
   BagPooling pooling = BagPooling::kSum;
   int embedding_dim = 0;      // 0: the model's --embedding_dim
+  // The field whose ids this column's tokens take (-1: its own). A column
+  // "ids_like" another hashes its tokens as that one does, so that a token
+  // (an item) has one id, and one embedding row of a shared table, in both
+  // (a history of items and the candidate item).
+  int ids_of = -1;
+  // A multi-hot column keeps at most this many ids of a row, its last ones
+  // (the most recent of a history written oldest first); 0: every id.
+  int max_length = 0;
 };
+
+// The field whose hash a sparse column's tokens take (ids_of, or its own).
+inline int HashField(const SparseColumn& c, int field) { return c.ids_of >= 0 ? c.ids_of : field; }
 
 struct Schema {
   int num_dense = 13;   // integer columns after the label

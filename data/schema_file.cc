@@ -27,7 +27,7 @@ constexpr const char* kKeys[] = {"separator", "header",  "columns",       "num_c
                                  "max_line_bytes", "stats_rows", "format", "missing_values"};
 constexpr const char* kDenseKeys[] = {"column", "transform", "clip", "mean", "stddev", "missing"};
 constexpr const char* kSparseKeys[] = {"column", "hash_buckets", "multi_hot", "pooling",
-                                       "embedding_dim"};
+                                       "embedding_dim", "ids_like", "max_length"};
 constexpr const char* kLabelKeys[] = {"column", "op", "threshold"};
 
 // Levenshtein distance, for "did you mean".
@@ -100,6 +100,9 @@ class Resolver {
   const bool saved_;
   std::string header_line_;  // the header the names came from ("" none)
   Schema s_;
+  // (sparse field, column) of every "ids_like", resolved once all are read.
+  std::vector<std::pair<size_t, int>> ids_like_;
+  absl::Status IdsLike();
   std::string names_from_;  // where the names came from, for messages
   int max_index_ = -1;
 };
@@ -386,6 +389,20 @@ absl::Status Resolver::Sparse(const json& v, size_t i) {
         return Bad(where, ".pooling: ", v["pooling"].dump(), " is not sum or mean");
       }
     }
+    if (v.contains("ids_like")) {
+      PS_ASSIGN_OR_RETURN(int owner, Column(v["ids_like"], where + ".ids_like"));
+      ids_like_.emplace_back(i, owner);
+    }
+    if (v.contains("max_length")) {
+      const json& m = v["max_length"];
+      if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > 100000) {
+        return Bad(where, ".max_length: ", m.dump(), " is not in [1, 100000]");
+      }
+      if (!v.contains("multi_hot")) {
+        return Bad(where, ".max_length: only a multi_hot column (a list of ids) has a length");
+      }
+      c.max_length = m.get<int>();
+    }
     if (v.contains("embedding_dim")) {
       const json& e = v["embedding_dim"];
       if (!e.is_number_integer() || e.get<int64_t>() < 1 || e.get<int64_t>() > 4096) {
@@ -402,6 +419,33 @@ absl::Status Resolver::Sparse(const json& v, size_t i) {
     return Bad(where, ".multi_hot: the same character as the separator");
   }
   s_.sparse.push_back(std::move(c));
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::IdsLike() {
+  for (const auto& [field, column] : ids_like_) {
+    const std::string where = absl::StrCat("sparse[", field, "].ids_like");
+    int owner = -1;
+    for (size_t g = 0; g < s_.sparse.size(); ++g) {
+      if (s_.sparse[g].column == column) owner = static_cast<int>(g);
+    }
+    if (owner < 0) {
+      return Bad(where, ": column ", ColumnName(s_, column), " is not a sparse column");
+    }
+    if (owner == static_cast<int>(field)) return Bad(where, ": a column's ids are its own already");
+    SparseColumn& c = s_.sparse[field];
+    const SparseColumn& o = s_.sparse[owner];
+    for (const auto& [other, unused] : ids_like_) {
+      if (static_cast<int>(other) == owner) {
+        return Bad(where, ": \"", o.name, "\" takes its ids from another column itself; name that one");
+      }
+    }
+    if (c.hash_buckets != o.hash_buckets) {
+      return Bad(where, ": \"", c.name, "\" has hash_buckets ", c.hash_buckets, ", \"", o.name,
+                 "\" ", o.hash_buckets, "; columns sharing ids share their hash size");
+    }
+    c.ids_of = owner;
+  }
   return absl::OkStatus();
 }
 
@@ -473,6 +517,7 @@ absl::StatusOr<SchemaFile> Resolver::Run(const json& j) {
       PS_RETURN_IF_ERROR(Sparse(j["sparse"][i], i));
     }
   }
+  PS_RETURN_IF_ERROR(IdsLike());
   if (s_.dense.empty() && s_.sparse.empty()) return Bad("no \"dense\" and no \"sparse\" columns");
   bool ignore_rest = false;
   std::vector<int> ignored;

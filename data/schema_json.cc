@@ -55,6 +55,8 @@ json SchemaJson(const Schema& s) {
               {"pooling", PoolingName(c.pooling)}};
     if (c.multi_hot_sep != 0) e["multi_hot"] = std::string(1, c.multi_hot_sep);
     if (c.embedding_dim > 0) e["embedding_dim"] = c.embedding_dim;
+    if (c.ids_of >= 0) e["ids_like"] = s.sparse[c.ids_of].column;
+    if (c.max_length > 0) e["max_length"] = c.max_length;
     sparse.push_back(std::move(e));
   }
   json out = {{"separator", std::string(1, s.field_sep)},

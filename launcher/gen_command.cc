@@ -11,6 +11,7 @@
 #include "common/json_line.h"
 #include "common/status.h"
 #include "data/synthetic.h"
+#include "data/synthetic_history.h"
 #include "launcher/args.h"
 #include "launcher/commands.h"
 
@@ -39,7 +40,12 @@ FlagSet GenFlags() {
       .Define("stream_from", "2026-12-01T00", "--stream: the first partition's hour (UTC).")
       .Define("drift", "0", "--stream: fraction of every field's values that turn into new ids "
                             "(with new teacher weights) from one partition to the next.")
-      .Define("interval_secs", "0", "--stream: seconds between partitions (0: all at once).");
+      .Define("interval_secs", "0", "--stream: seconds between partitions (0: all at once).")
+      .Define("history", "0",
+              "Write behaviour-history data instead (CSV: clicked, age, price, user, item, "
+              "history): history lists up to this many items the user clicked before, and the "
+              "click depends on whether the candidate item's topic is among the recent ones "
+              "(a DIN-style teacher; OUT.schema.json reads it). 0: the Criteo-layout world.");
   return flags;
 }
 
@@ -104,6 +110,7 @@ absl::Status WriteStream(const FlagSet& flags, worker::SyntheticOptions o, const
 std::string GenHelp() {
   return absl::StrCat(
       "usage: pstrain gen --rows=N --out=FILE [--seed=K] [--first_row=R]\n"
+      "       pstrain gen --rows=N --out=FILE --history=L   (behaviour histories, CSV)\n"
       "       pstrain gen --rows=N --stream=DIR [--partitions=P] [--drift=D] [--interval_secs=S]\n\n"
       "Writes synthetic click data (label, 13 integer, 26 categorical columns) drawn from a\n"
       "hidden teacher: per-value weights, non-linear effects of the integers, and pairwise\n"
@@ -127,6 +134,25 @@ absl::Status RunGen(const std::vector<std::string>& argv) {
   std::string out = flags.Get("out");
   const std::string stream = flags.Get("stream");
   if (out.empty() == stream.empty()) return UsageError("give one of --out and --stream");
+  PS_ASSIGN_OR_RETURN(int64_t history, flags.GetInt("history"));
+  if (history < 0 || history > 10000) return UsageError("--history must be in 0..10000");
+  if (history > 0) {
+    if (!stream.empty()) return UsageError("--history writes one file (--out), not a --stream");
+    worker::HistoryWorldOptions h;
+    h.rows = rows;
+    h.seed = static_cast<uint64_t>(seed);
+    h.first_row = first;
+    h.max_history = static_cast<int>(history);
+    h.positive_rate = pos;
+    PS_ASSIGN_OR_RETURN(worker::HistoryWorldReport report,
+                        worker::WriteHistoryWorld(h, out, out + ".schema.json"));
+    std::printf("wrote %lld rows (%.1f MB) with histories of up to %lld items to %s (schema: "
+                "%s.schema.json): positive rate %.4f, oracle AUC %.4f\n",
+                static_cast<long long>(report.rows), report.bytes / 1e6,
+                static_cast<long long>(history), out.c_str(), out.c_str(), report.positive_rate,
+                report.oracle_auc);
+    return absl::OkStatus();
+  }
   o.rows = rows;
   o.seed = static_cast<uint64_t>(seed);
   o.first_row = first;

@@ -164,22 +164,29 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
   std::printf("model %s (%s): %zu layers, %zu head%s, over %d dense and %d categorical columns\n\n",
               m.name.c_str(), file.c_str(), g.layers.size(), g.heads.size(),
               g.heads.size() == 1 ? "" : "s", m.num_dense, m.num_sparse);
-  std::printf("%-16s %-22s %-40s %s\n", "tensor", "what", "inputs", "width");
+  std::printf("%-16s %-28s %-40s %s\n", "tensor", "what", "inputs", "width");
   for (const graph::Tensor& t : r->tensors) {
     if (t.layer >= 0) continue;
     if (t.kind == graph::Tensor::Kind::kDense) {
-      std::printf("%-16s %-22s %-40s %d\n", t.name.c_str(), "input",
+      std::printf("%-16s %-28s %-40s %d\n", t.name.c_str(), "input",
                   absl::StrCat(t.width, " dense columns").c_str(), t.width);
     } else {
       const std::string pooling = m.pooling.empty() || m.pooling[t.field] == worker::BagPooling::kSum ? "sum" : "mean";
-      std::printf("%-16s %-22s %-40s %d\n", t.name.c_str(), ("embedding, " + pooling).c_str(),
-                  absl::StrCat("table emb.", worker::SparseFieldName(m, t.field)).c_str(), t.width);
+      // A column taking another's ids (ids_like) looks up that one's table.
+      const int owner = static_cast<size_t>(t.field) < m.field_ids_of.size() && m.field_ids_of[t.field] >= 0
+                            ? m.field_ids_of[t.field]
+                            : t.field;
+      std::printf("%-16s %-28s %-40s %d\n", t.name.c_str(), ("embedding, " + pooling).c_str(),
+                  absl::StrCat("table emb.", worker::SparseFieldName(m, owner)).c_str(), t.width);
     }
   }
   for (int i : r->order) {
     const graph::LayerSpec& l = g.layers[i];
     std::string what(graph::LayerTypeName(l.type));
     if (l.type == graph::LayerType::kMlp) absl::StrAppend(&what, " ", absl::StrJoin(l.widths, ","));
+    if (l.type == graph::LayerType::kTargetAttention) {
+      absl::StrAppend(&what, " ", absl::StrJoin(l.widths, ","), " over ", l.sequence);
+    }
     if (l.type == graph::LayerType::kCross) {
       absl::StrAppend(&what, " x", l.layers, l.rank > 0 ? absl::StrCat(" rank ", l.rank) : " full");
     }
@@ -187,11 +194,11 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
     if (r->layer_inputs[i].size() != l.inputs.size()) {
       absl::StrAppend(&inputs, " (", r->layer_inputs[i].size(), " tensors)");
     }
-    std::printf("%-16s %-22s %-40s %d\n", l.name.c_str(), what.c_str(), inputs.c_str(),
+    std::printf("%-16s %-28s %-40s %d\n", l.name.c_str(), what.c_str(), inputs.c_str(),
                 r->tensors[r->layer_output[i]].width);
   }
   for (const graph::HeadSpec& h : g.heads) {
-    std::printf("%-16s %-22s %-40s %d\n", ("head " + h.name).c_str(), "sigmoid, logloss",
+    std::printf("%-16s %-28s %-40s %d\n", ("head " + h.name).c_str(), "sigmoid, logloss",
                 h.input.c_str(), 1);
   }
   uint64_t dense = 0;

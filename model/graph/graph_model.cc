@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "model/graph/target_attention.h"
 #include "model/models/cross_net.h"
 #include "model/models/mlp.h"
 #include "model/models/model_base.h"
@@ -35,6 +36,7 @@ class GraphModel final : public ModelBase {
     std::unique_ptr<Mlp> mlp;
     std::unique_ptr<CrossNet> cross;
     CrossNet::Activations cross_acts;
+    std::unique_ptr<TargetAttention> attention;
     float dropout = 0.0f;
     bool packs = false;    // its input is its inputs side by side in x
     bool need_dx = false;  // an input wants its gradient
@@ -54,12 +56,17 @@ class GraphModel final : public ModelBase {
   absl::Status LayerBackward(const StepData& step, int i, bool accumulate);
 
   const ModelOptions& o() const { return options(); }
+  // The bags of sparse field f.
+  const nn::Bags& Bag(const StepData& step, int f) const {
+    return step.Bag(bag_of_[f].first, bag_of_[f].second);
+  }
 
   ResolvedGraph r_;
   std::vector<LayerSpec> specs_;
   std::vector<Node> nodes_;
   std::vector<Place> places_;
   std::vector<uint32_t> emb_table_;  // by field
+  std::vector<std::pair<int, int>> bag_of_;  // by field: (sparse position, slot) of its bags
   int reserved_ = 0;
   // The step's bindings for the rows being computed.
   nn::ConstMatrixView dense_;
@@ -89,15 +96,36 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
       case LayerType::kCross:
         n.cross = std::make_unique<CrossNet>(&registry(), l.name, in, l.layers, l.rank, o().seed);
         break;
+      case LayerType::kTargetAttention:
+        n.attention = std::make_unique<TargetAttention>(&registry(), l.name, in, l.widths, o().seed);
+        break;
       default:
         break;
     }
     n.packs = r_.layer_inputs[i].size() > 1 || l.type == LayerType::kConcat;
   }
+  // One table per field, or per group of fields sharing ids (its first's).
+  const std::vector<int>& ids_of = o().field_ids_of;
+  const auto owner = [&ids_of](int f) {
+    return static_cast<size_t>(f) < ids_of.size() && ids_of[f] >= 0 ? ids_of[f] : f;
+  };
+  emb_table_.assign(o().num_sparse, 0);
+  bag_of_.assign(o().num_sparse, {0, 0});
+  int position = 0;
   for (int f = 0; f < o().num_sparse; ++f) {
-    emb_table_.push_back(registry().AddSparse(absl::StrCat("emb.", SparseFieldName(o(), f)),
-                                              FieldDim(o(), f),
-                                              EmbeddingInit(FieldDim(o(), f), o().seed), {f}));
+    if (owner(f) != f) continue;
+    std::vector<int> fields;
+    for (int g = 0; g < o().num_sparse; ++g) {
+      if (owner(g) == f) {
+        bag_of_[g] = {position, static_cast<int>(fields.size())};
+        fields.push_back(g);
+      }
+    }
+    const uint32_t table =
+        registry().AddSparse(absl::StrCat("emb.", SparseFieldName(o(), f)), FieldDim(o(), f),
+                             EmbeddingInit(FieldDim(o(), f), o().seed), fields);
+    for (int g : fields) emb_table_[g] = table;
+    ++position;
   }
   // Which tensors need gradients: embeddings, and what a layer with tables
   // or such an input computes.
@@ -107,7 +135,7 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
   }
   for (int i : r_.order) {
     bool any = specs_[i].type == LayerType::kMlp || specs_[i].type == LayerType::kLinear ||
-               specs_[i].type == LayerType::kCross;
+               specs_[i].type == LayerType::kCross || specs_[i].type == LayerType::kTargetAttention;
     for (int t : r_.layer_inputs[i]) {
       any = any || places_[t].needs_grad;
       nodes_[i].need_dx = nodes_[i].need_dx || places_[t].needs_grad;
@@ -230,6 +258,10 @@ absl::Status GraphModel::LayerForward(const StepData& step, int i) {
                            /*accumulate=*/false, out);
     case LayerType::kCross:
       return n.cross->Forward(dev, x, step.params, &n.cross_acts, out);
+    case LayerType::kTargetAttention: {
+      const int f = r_.layer_sequence[i];
+      return n.attention->Forward(dev, step.params[emb_table_[f]], Bag(step, f), x, step.params, out);
+    }
   }
   return absl::InternalError("unknown layer type");
 }
@@ -241,8 +273,8 @@ absl::Status GraphModel::Forward(const StepData& step, nn::MatrixView logits) {
   logits_ = logits;
   for (size_t t = 0; t < r_.tensors.size(); ++t) {
     const Tensor& x = r_.tensors[t];
-    if (x.kind != Tensor::Kind::kEmbedding) continue;
-    PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[emb_table_[x.field]], step.Bag(x.field),
+    if (x.kind != Tensor::Kind::kEmbedding || x.consumers.empty()) continue;
+    PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[emb_table_[x.field]], Bag(step, x.field),
                                                FieldPooling(x.field), /*accumulate=*/false,
                                                Value(static_cast<int>(t), rows)));
   }
@@ -287,6 +319,13 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
                                           r_.tensors[ins[0]].width, /*accumulate=*/false, dx));
       }
       break;
+    case LayerType::kTargetAttention: {
+      const int f = r_.layer_sequence[i];
+      PS_RETURN_IF_ERROR(n.attention->Backward(dev, step.params[emb_table_[f]], Bag(step, f), x,
+                                               step.params, d_out, step.grads[emb_table_[f]], dx,
+                                               step.grads, accumulate, step.grad_ready));
+      break;
+    }
     case LayerType::kCross: {
       nn::MatrixView dx0 = dx.data != nullptr ? dx : nn::MatrixView(n.dx.as(), rows, r_.InputWidth(i));
       PS_RETURN_IF_ERROR(n.cross->Backward(dev, x, step.params, n.cross_acts, d_out, step.grads,
@@ -326,8 +365,8 @@ absl::Status GraphModel::Backward(const StepData& step, nn::ConstMatrixView /*lo
   }
   for (size_t t = 0; t < r_.tensors.size(); ++t) {
     const Tensor& x = r_.tensors[t];
-    if (x.kind != Tensor::Kind::kEmbedding) continue;
-    PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(Grad(static_cast<int>(t), rows), step.Bag(x.field),
+    if (x.kind != Tensor::Kind::kEmbedding || x.consumers.empty()) continue;
+    PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(Grad(static_cast<int>(t), rows), Bag(step, x.field),
                                                 FieldPooling(x.field),
                                                 step.grads[emb_table_[x.field]]));
   }
@@ -345,6 +384,7 @@ graph::GraphInputs GraphInputsOf(const ModelOptions& options) {
                              ? options.field_names[f]
                              : SparseFieldName(f));
     in.dims.push_back(FieldDim(options, f));
+    in.ids_of.push_back(static_cast<size_t>(f) < options.field_ids_of.size() ? options.field_ids_of[f] : -1);
   }
   return in;
 }
@@ -353,6 +393,13 @@ absl::StatusOr<std::unique_ptr<Model>> CreateGraphModel(const ModelOptions& opti
                                                         std::unique_ptr<nn::Device> device) {
   if (options.graph == nullptr) return absl::InvalidArgumentError("no model graph");
   PS_ASSIGN_OR_RETURN(ResolvedGraph r, graph::ResolveGraph(*options.graph, GraphInputsOf(options)));
+  for (const LayerSpec& l : options.graph->layers) {
+    if (l.type == LayerType::kTargetAttention && !device->host_memory()) {
+      return absl::UnimplementedError(absl::StrCat(
+          options.graph->file, ":", l.line, ": layer \"", l.name,
+          "\" (target_attention) runs on the CPU device in this build, not on ", device->name()));
+    }
+  }
   return std::unique_ptr<Model>(new GraphModel(options, std::move(device), std::move(r)));
 }
 

@@ -36,6 +36,7 @@ const std::vector<TypeInfo>& Types() {
       {LayerType::kDotInteraction, "dot_interaction", {}, true},
       {LayerType::kCross, "cross", {"layers", "rank"}, true},
       {LayerType::kFm, "fm", {}, true},
+      {LayerType::kTargetAttention, "target_attention", {"sequence", "widths"}, true},
   };
   return *types;
 }
@@ -227,6 +228,9 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       PS_ASSIGN_OR_RETURN(l.layers, Int(value, what, key_at, 1, 64));
     } else if (key == "rank") {
       PS_ASSIGN_OR_RETURN(l.rank, Int(value, what, key_at, 0, kMaxWidth));
+    } else if (key == "sequence") {
+      if (!value.is_string()) return Bad(key_at, absl::StrCat(what, " must be a column's name"));
+      l.sequence = value.get<std::string>();
     }
   }
   if (j.contains("input") && j.contains("inputs")) {
@@ -235,6 +239,13 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
   if (l.inputs.empty()) return Bad(at, absl::StrCat(layer, " needs an \"input\" (or \"inputs\")"));
   if (l.type == LayerType::kMlp && l.widths.empty()) {
     return Bad(at, absl::StrCat(layer, " (mlp) needs \"widths\", e.g. [64, 32]"));
+  }
+  if (l.type == LayerType::kTargetAttention) {
+    if (l.sequence.empty()) {
+      return Bad(at, absl::StrCat(layer, " (target_attention) needs a \"sequence\": the column "
+                                         "of the items, e.g. a history of clicked items"));
+    }
+    if (l.widths.empty()) l.widths = {36};  // DIN's attention unit
   }
   g->layers.push_back(std::move(l));
   return absl::OkStatus();
@@ -331,6 +342,15 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
     r.layer_output.push_back(static_cast<int>(r.tensors.size()));
     r.tensors.push_back(t);
   }
+  // Columns sharing ids share a table: of one width.
+  for (size_t f = 0; f < in.ids_of.size() && f < in.columns.size(); ++f) {
+    const int o = in.ids_of[f];
+    if (o >= 0 && in.dims[f] != in.dims[o]) {
+      return bad(1, absl::StrCat("column \"", in.columns[f], "\" takes its ids from \"",
+                                 in.columns[o], "\" (ids_like) and shares its table, but is ",
+                                 in.dims[f], " wide and \"", in.columns[o], "\" ", in.dims[o]));
+    }
+  }
   // Inputs by name.
   std::vector<std::string> known;
   for (const auto& [name, id] : by_name) known.push_back(name);
@@ -358,6 +378,17 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
       r.layer_inputs[i].push_back(it->second);
     }
     for (int t : r.layer_inputs[i]) r.tensors[t].consumers.push_back(static_cast<int>(i));
+  }
+  r.layer_sequence.assign(g.layers.size(), -1);
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const LayerSpec& l = g.layers[i];
+    if (l.type != LayerType::kTargetAttention) continue;
+    const auto col = std::find(in.columns.begin(), in.columns.end(), l.sequence);
+    if (col == in.columns.end()) {
+      return bad(l.line, absl::StrCat("layer \"", l.name, "\": \"sequence\": no categorical column \"",
+                                      l.sequence, "\"", Closest(l.sequence, in.columns)));
+    }
+    r.layer_sequence[i] = static_cast<int>(col - in.columns.begin());
   }
   // Order: Kahn's algorithm over the layers; what is left is a cycle.
   std::vector<int> pending(g.layers.size(), 0);
@@ -440,6 +471,16 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
         PS_RETURN_IF_ERROR(same_widths());
         out = 1;
         break;
+      case LayerType::kTargetAttention: {
+        const int d = in.dims[r.layer_sequence[i]];
+        if (in_width != d) {
+          return bad(l.line, absl::StrCat(layer, ": its input (the target) is ", in_width,
+                                          " wide, the items of \"", l.sequence, "\" ", d,
+                                          "; they are compared element by element"));
+        }
+        out = d;
+        break;
+      }
     }
     if (in_width > kMaxWidth || out > kMaxWidth) {
       return bad(l.line, absl::StrCat(layer, ": ", std::max(in_width, out), " columns, more than ",
@@ -475,8 +516,14 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
     stack.pop_back();
     if (used[t]) continue;
     used[t] = 1;
-    if (r.tensors[t].layer >= 0) {
-      for (int x : r.layer_inputs[r.tensors[t].layer]) stack.push_back(x);
+    if (const int layer = r.tensors[t].layer; layer >= 0) {
+      for (int x : r.layer_inputs[layer]) stack.push_back(x);
+      if (const int f = r.layer_sequence[layer]; f >= 0) {
+        // The sequence's column is used (its ids, not its pooled embedding).
+        for (size_t s = 0; s < r.tensors.size(); ++s) {
+          if (r.tensors[s].field == f) used[s] = 1;
+        }
+      }
     }
   }
   for (size_t t = 0; t < r.tensors.size(); ++t) {

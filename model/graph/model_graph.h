@@ -13,8 +13,12 @@
 //   }
 //
 // Inputs a layer may name: "dense" (the schema's dense columns), a
-// categorical column's name (its pooled embedding, table "emb.<column>"),
-// and "embeddings" (every categorical column's, in the schema's order).
+// categorical column's name (its pooled embedding, table "emb.<column>";
+// a column whose ids are another's, the schema's "ids_like", looks up that
+// one's table), and "embeddings" (every categorical column's, in the
+// schema's order). A target_attention layer reads a column's ids as a
+// sequence ("sequence": a multi-hot column, a behaviour history) against its
+// input (the target, e.g. the candidate item's embedding).
 // ReadModelGraph checks the file alone (keys, types, names, cycles);
 // ResolveGraph checks it against the job's columns (widths) and gives every
 // tensor's shape. Errors name the file, its line, the layer and the key.
@@ -37,6 +41,7 @@ enum class LayerType {
   kDotInteraction,  // DLRM's: [first input | <v_i, v_j> for i < j], inputs of one width
   kCross,           // DCN-v2's cross layers over its input (low rank with "rank")
   kFm,              // the factorization machine's second-order term (1 column), inputs of one width
+  kTargetAttention, // DIN: a sequence column's items weighted by an MLP's score against its input
 };
 absl::string_view LayerTypeName(LayerType t);
 
@@ -51,6 +56,7 @@ struct LayerSpec {
   int width = 1;                    // linear
   int layers = 3;                   // cross
   int rank = 0;                     // cross: 0 = full rank
+  std::string sequence;             // target_attention: the categorical column of the items
   int line = 0;                     // in the file, for messages
 };
 
@@ -79,6 +85,7 @@ struct GraphInputs {
   int num_dense = 0;
   std::vector<std::string> columns;  // categorical columns, in the batch's field order
   std::vector<int> dims;             // their embedding widths
+  std::vector<int> ids_of;           // the field whose ids (and table) each takes; -1: its own
 };
 
 // A tensor: an input or a layer's output.
@@ -102,6 +109,7 @@ struct ResolvedGraph {
   std::vector<int> layer_output;                 // by layer: its tensor id
   std::vector<int> order;                        // layer indices, inputs before readers
   std::vector<int> head_tensor;                  // by head
+  std::vector<int> layer_sequence;               // by layer: the sequence's field, or -1
   // Width of each layer's input (the sum of its inputs').
   int InputWidth(int layer) const;
 };

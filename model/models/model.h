@@ -78,6 +78,10 @@ struct ModelOptions {
   // The name of each sparse field, [num_sparse]: the schema's column names,
   // which name its tables ("emb.carrier"); empty: C1..Cn (the Criteo layout's).
   std::vector<std::string> field_names;
+  // The field whose ids each sparse field takes, [num_sparse] (the schema's
+  // ids_like; -1: its own); empty: every field its own. A model file's
+  // network gives such fields one table.
+  std::vector<int> field_ids_of;
   std::vector<int> bottom_mlp = {64, 16};    // dlrm: last width == embedding_dim
   std::vector<int> top_mlp = {64, 32};       // a final width-1 layer is added
   std::vector<int> deep_mlp = {256, 128};    // wide_deep, deepfm deep tower

@@ -1,5 +1,6 @@
 #include "data/schema_file.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -223,6 +224,52 @@ TEST_F(SchemaFileTest, StandardizeFromAFirstPass) {
   std::vector<ParsedRow> rows = ReadAll(csv, schema);
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_NEAR(rows[0].dense[0], (1 - 3) / std::sqrt(14.0 / 3.0), 1e-6);
+}
+
+// A behaviour history: its items hash as the candidate column's (one id, one
+// embedding row, for an item wherever it appears), and only its last
+// max_length items are kept.
+TEST_F(SchemaFileTest, AHistoryTakesItsIdsFromTheItemColumnAndKeepsItsLastItems) {
+  std::string csv = Write("h.csv",
+                          "clicked,item,history\n"
+                          "1,i7,i1|i2|i3|i7\n"
+                          "0,i2,i9\n");
+  const std::string schema = R"({
+    "format": "csv", "header": true, "label": "clicked", "hash_buckets": 1000,
+    "sparse": ["item", {"column": "history", "multi_hot": "|", "ids_like": "item", "max_length": 3}]
+  })";
+  absl::StatusOr<Schema> s = Parse(schema, {csv});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->sparse[1].ids_of, 0);
+  EXPECT_EQ(s->sparse[1].max_length, 3);
+  std::vector<ParsedRow> rows = ReadAll(csv, *s);
+  ASSERT_EQ(rows.size(), 2u);
+  // Row 0: the item, then the last 3 of 4 history items, hashed as items.
+  ASSERT_EQ(rows[0].ids.size(), 4u);
+  EXPECT_EQ(rows[0].ids[0], FeatureId(0, "i7", 1000));
+  EXPECT_EQ(rows[0].ids[1], FeatureId(0, "i2", 1000));
+  EXPECT_EQ(rows[0].ids[3], rows[0].ids[0]) << "i7 is one id in both columns";
+  EXPECT_EQ(rows[1].ids[0], rows[0].ids[1]) << "i2 is one id in both columns";
+  // The saved schema (an exported model's) reads back the same.
+  absl::StatusOr<Schema> back = SchemaFromJson(SchemaJson(*s), "model.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->sparse[1].ids_of, 0);
+  EXPECT_EQ(back->sparse[1].max_length, 3);
+  EXPECT_EQ(ReadAll(csv, *back)[0].ids, rows[0].ids);
+  // Mistakes name the key.
+  EXPECT_THAT(Parse(R"({"format": "csv", "header": true, "label": "clicked",
+    "sparse": ["item", {"column": "history", "multi_hot": "|", "ids_like": "clicked"}]})", {csv})
+                  .status().message(),
+              ::testing::HasSubstr("sparse[1].ids_like: column \"clicked\" is not a sparse column"));
+  EXPECT_THAT(Parse(R"({"format": "csv", "header": true, "label": "clicked",
+    "sparse": [{"column": "item", "hash_buckets": 10},
+               {"column": "history", "multi_hot": "|", "ids_like": "item"}]})", {csv})
+                  .status().message(),
+              ::testing::HasSubstr("share their hash size"));
+  EXPECT_THAT(Parse(R"({"format": "csv", "header": true, "label": "clicked",
+    "sparse": ["item", {"column": "history", "max_length": 3}]})", {csv})
+                  .status().message(),
+              ::testing::HasSubstr("sparse[1].max_length: only a multi_hot column"));
 }
 
 TEST_F(SchemaFileTest, SavedJsonRoundTrips) {

@@ -144,9 +144,11 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
   m->pooling.clear();
   m->field_dims.clear();
   m->field_names.clear();
+  m->field_ids_of.clear();
   for (const SparseColumn& c : schema->sparse) {
     m->pooling.push_back(c.pooling);
     m->field_names.push_back(c.name);
+    m->field_ids_of.push_back(c.ids_of);
     m->field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim : m->embedding_dim);
     if (m->field_dims.back() != m->embedding_dim && m->graph == nullptr &&
         (m->name == "dlrm" || m->name == "deepfm")) {

@@ -63,6 +63,21 @@ TEST(GraphModel, MeanPooledAndUnequalWidthsMatchFiniteDifferences) {
   testing::ExpectStepGradientsMatchFiniteDifferences(o);
 }
 
+// DIN: C3 is a history whose ids are C2's (one table), attended against C2.
+TEST(GraphModel, TargetAttentionOverASharedTableMatchesFiniteDifferences) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "din", "type": "target_attention", "sequence": "C3", "input": "C2", "widths": [5]},
+    {"name": "top", "type": "mlp", "inputs": ["din", "C1", "C2", "dense"], "widths": [6, 1]}],
+    "heads": [{"input": "top"}]})");
+  o.field_ids_of = {-1, -1, 1};
+  auto model = CreateModel(o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<std::string> sparse;
+  for (uint32_t t : (*model)->sparse_tables()) sparse.push_back((*model)->tables()[t].name);
+  EXPECT_EQ(sparse, (std::vector<std::string>{"emb.C1", "emb.C2"})) << "C3 looks up C2's table";
+  testing::ExpectStepGradientsMatchFiniteDifferences(o, 1e-3, 0.2);
+}
+
 TEST(GraphModel, PredictAgreesWithTrainStepLoss) {
   auto model_or = CreateModel(WithGraph(kEveryLayer));
   ASSERT_TRUE(model_or.ok()) << model_or.status();

@@ -133,6 +133,43 @@ TEST(ModelGraph, EveryBadGraphIsOneLineNamingTheLineLayerAndKey) {
   EXPECT_THAT(Error("{\"layer\": []}"), HasSubstr("m.json:1: unknown key \"layer\" (did you mean \"layers\"?)"));
 }
 
+TEST(ModelGraph, TargetAttentionNamesItsSequenceAndTarget) {
+  absl::StatusOr<ModelGraph> g = ParseModelGraph(R"({"layers": [
+    {"name": "din", "type": "target_attention", "sequence": "ad", "input": "item"},
+    {"name": "top", "type": "linear", "inputs": ["din", "dense", "user", "item"]}],
+    "heads": [{"input": "top"}]})", "m.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->layers[0].widths, std::vector<int>{36}) << "DIN's attention unit";
+  absl::StatusOr<ResolvedGraph> r = ResolveGraph(*g, Inputs());
+  ASSERT_TRUE(r.ok()) << r.status() << ": the sequence's column is used";
+  EXPECT_EQ(r->layer_sequence[0], 2);
+  EXPECT_EQ(r->tensors[r->layer_output[0]].width, 4);
+  EXPECT_THAT(Error(R"({"layers": [
+    {"name": "din", "type": "target_attention", "sequence": "add", "input": "item"},
+    {"name": "top", "type": "linear", "inputs": ["din", "dense", "user", "item", "ad"]}],
+    "heads": [{"input": "top"}]})"),
+              HasSubstr("layer \"din\": \"sequence\": no categorical column \"add\" (did you mean \"ad\"?)"));
+  EXPECT_THAT(Error(R"({"layers": [
+    {"name": "din", "type": "target_attention", "sequence": "ad", "inputs": ["item", "user"]},
+    {"name": "top", "type": "linear", "inputs": ["din", "dense"]}],
+    "heads": [{"input": "top"}]})"),
+              HasSubstr("its input (the target) is 8 wide, the items of \"ad\" 4"));
+  EXPECT_THAT(Error(R"({"layers": [
+    {"name": "din", "type": "target_attention", "input": "item"},
+    {"name": "top", "type": "linear", "inputs": ["din", "dense", "embeddings"]}],
+    "heads": [{"input": "top"}]})"),
+              HasSubstr("needs a \"sequence\""));
+  // Columns sharing a table share a width.
+  GraphInputs in = Inputs();
+  in.ids_of = {-1, -1, 1};
+  in.dims = {4, 4, 8};
+  absl::StatusOr<ModelGraph> plain = ParseModelGraph(R"({"layers": [
+    {"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]}], "heads": [{"input": "top"}]})", "m.json");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_THAT(std::string(ResolveGraph(*plain, in).status().message()),
+              HasSubstr("column \"ad\" takes its ids from \"item\" (ids_like) and shares its table, but is 8 wide"));
+}
+
 TEST(ModelGraph, MoreThanOneHeadIsRefusedUntilMultiTaskIsBuilt) {
   EXPECT_THAT(Error(R"({"layers": [{"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]},
     {"name": "other", "type": "linear", "inputs": ["dense", "embeddings"]}],
