@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "model/graph/model_graph.h"
 #include "model/models/model.h"
 #include "model/nn/device.h"
 #include "model/nn/interaction.h"
@@ -438,13 +439,10 @@ TEST_F(CudaDeviceTest, AnAllocationTooLargeIsAStatusNamingTheCall) {
 // Whole steps: a model on "cuda" and one on "cpu" with the same parameters.
 class CudaModelTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(CudaModelTest, WholeStepMatchesCpu) {
-  ModelOptions options;
-  options.name = GetParam();
+// One step of the model of `options` on "cuda" and on "cpu": loss, every
+// gradient and the probabilities agree.
+void ExpectWholeStepMatchesCpu(ModelOptions options) {
   options.device = "cuda";
-  // The towers drop the same elements on both devices (one chunk on the GPU,
-  // 256-row chunks on the CPU).
-  if (options.name != "lr" && options.name != "deep_tower") options.dropout = 0.2f;
   auto gpu = CreateModel(options);
   if (!gpu.ok()) {
     ASSERT_EQ(gpu.status().code(), absl::StatusCode::kUnavailable) << gpu.status();
@@ -486,6 +484,53 @@ TEST_P(CudaModelTest, WholeStepMatchesCpu) {
   ASSERT_TRUE((*cpu)->Predict(batch, plan, cpu_params, cpu_probs).ok());
   ASSERT_TRUE((*gpu)->Predict(batch, plan, gpu_params, gpu_probs).ok());
   ExpectClose(gpu_probs, cpu_probs, "probs");
+}
+
+TEST_P(CudaModelTest, WholeStepMatchesCpu) {
+  ModelOptions options;
+  options.name = GetParam();
+  // The towers drop the same elements on both devices (one chunk on the GPU,
+  // 256-row chunks on the CPU).
+  if (options.name != "lr" && options.name != "deep_tower") options.dropout = 0.2f;
+  ExpectWholeStepMatchesCpu(options);
+}
+
+// A model file's network with every layer the GPU runs (target_attention
+// runs on the CPU only: refused on a GPU, below).
+TEST(CudaGraphModelTest, EveryLayerStepMatchesCpu) {
+  ModelOptions options;
+  absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(R"({"layers": [
+    {"name": "b", "type": "mlp", "input": "dense", "widths": [32, 16], "relu_last": true},
+    {"name": "i", "type": "dot_interaction", "inputs": ["b", "embeddings"]},
+    {"name": "x", "type": "cross", "inputs": ["b", "embeddings"], "layers": 2, "rank": 8},
+    {"name": "f", "type": "fm", "inputs": ["embeddings"]},
+    {"name": "w", "type": "linear", "input": "dense", "width": 3},
+    {"name": "cat", "type": "concat", "inputs": ["x", "f", "w"]},
+    {"name": "top", "type": "mlp", "inputs": ["i", "cat", "dense"], "widths": [64, 1], "dropout": 0.2}],
+    "heads": [{"input": "top"}]})", "every_layer.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  options.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
+  ExpectWholeStepMatchesCpu(options);
+}
+
+TEST(CudaGraphModelTest, TargetAttentionIsRefusedOnAGpuNamingTheLayer) {
+  ModelOptions options;
+  options.device = "cuda";
+  absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(R"({"layers": [
+    {"name": "din", "type": "target_attention", "sequence": "C2", "input": "C1"},
+    {"name": "top", "type": "linear", "inputs": ["din", "dense", "embeddings"]}],
+    "heads": [{"input": "top"}]})", "din.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  options.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
+  auto model = CreateModel(options);
+  ASSERT_FALSE(model.ok());
+  if (model.status().code() == absl::StatusCode::kUnavailable) {
+    GTEST_SKIP() << "no GPU: " << model.status();
+  }
+  EXPECT_NE(model.status().message().find(
+                "din.json:2: layer \"din\" (target_attention) runs on the CPU device in this build"),
+            std::string::npos)
+      << model.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaModelTest, ::testing::Values("dlrm", "wide_deep", "lr", "dcn_v2", "deepfm",

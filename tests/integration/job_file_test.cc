@@ -18,18 +18,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Every file of a model folder, by name.
 std::map<std::string, std::string> ModelFiles(const std::string& dir) {
   std::map<std::string, std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    files[e.path().filename().string()] = Slurp(e.path().string());
+    files[e.path().filename().string()] = ReadFile(e.path().string());
   }
   return files;
 }

@@ -18,18 +18,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The table files of a model folder, by name.
 std::map<std::string, std::string> TableFiles(const std::string& dir) {
   std::map<std::string, std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".tbl") files[e.path().filename().string()] = Slurp(e.path().string());
+    if (e.path().extension() == ".tbl") files[e.path().filename().string()] = ReadFile(e.path().string());
   }
   return files;
 }
@@ -71,8 +64,8 @@ TEST_P(ModelFile, TheBuiltInNetworkAsAFileTrainsTheSameParameters) {
                        dir + "/p2.log", &scored_flag, absl::Minutes(1)),
             0)
       << scored_flag;
-  EXPECT_EQ(Slurp(dir + "/file.scores"), Slurp(dir + "/flag.scores"));
-  EXPECT_GT(Slurp(dir + "/file.scores").size(), 4000u);
+  EXPECT_EQ(ReadFile(dir + "/file.scores"), ReadFile(dir + "/flag.scores"));
+  EXPECT_GT(ReadFile(dir + "/file.scores").size(), 4000u);
   std::filesystem::remove_all(dir);
 }
 

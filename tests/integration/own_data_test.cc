@@ -24,13 +24,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 class OwnData : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = MakeTempDir("own-data"); }

@@ -33,13 +33,6 @@ using json = nlohmann::json;
 
 constexpr int kRows = 40;  // rows scored in each comparison
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The N of "(step N)" in a /healthz answer (-1: none).
 int64_t StepOf(const std::string& healthz) {
   const size_t at = healthz.find("(step ");

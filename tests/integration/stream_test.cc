@@ -289,11 +289,6 @@ TEST(Stream, WorkerKilledMidStreamWithRecoverWorkersTrainsEveryRowExactlyOnce) {
 namespace pstrain::testing {
 namespace {
 
-std::string FileText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // A writer restarted on its folder (a container restarted by its policy)
 // keeps the partitions it completed, which a trainer may have read, and
 // writes the rest: with the same seed, as the unbroken writer would have.
@@ -320,8 +315,8 @@ TEST(Stream, ARestartedWriterKeepsItsCompletePartitions) {
   EXPECT_EQ(std::filesystem::last_write_time(first), stamp) << "partition 0 was written again";
   for (int k = 0; k < 3; ++k) {
     const std::string part = "/" + PartitionName(k) + "/part-0.tsv";
-    EXPECT_FALSE(FileText(stream + part).empty()) << part;
-    EXPECT_EQ(FileText(stream + part), FileText(whole + part)) << part;
+    EXPECT_FALSE(ReadFile(stream + part).empty()) << part;
+    EXPECT_EQ(ReadFile(stream + part), ReadFile(whole + part)) << part;
   }
   std::filesystem::remove_all(dir);
 }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 
@@ -27,6 +28,11 @@ namespace pstrain::testing {
 std::string BinDir() {
   const char* d = std::getenv("PSTRAIN_BIN_DIR");
   return d != nullptr ? d : "build/bin";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 std::string MakeTempDir(const std::string& prefix) {

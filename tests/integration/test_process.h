@@ -18,6 +18,9 @@ namespace pstrain::testing {
 std::string BinDir();
 // A fresh temporary folder, removed by the caller (or left for inspection).
 std::string MakeTempDir(const std::string& prefix);
+
+// The bytes of the file at `path` ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
 // A TCP port that was free a moment ago on 127.0.0.1.
 int FreePort();
 

@@ -79,22 +79,7 @@ TEST(GraphModel, TargetAttentionOverASharedTableMatchesFiniteDifferences) {
 }
 
 TEST(GraphModel, PredictAgreesWithTrainStepLoss) {
-  auto model_or = CreateModel(WithGraph(kEveryLayer));
-  ASSERT_TRUE(model_or.ok()) << model_or.status();
-  Model& model = **model_or;
-  std::mt19937 rng(4);
-  Batch batch = RandomBatch(300, 3, 3, 2, 50, rng);  // more than one CPU chunk
-  LocalStep step(model, batch, 0.5f);
-  auto& [plan, store, params, grads] = step;
-  auto out = model.TrainStep(batch, plan, params, &grads);
-  ASSERT_TRUE(out.ok()) << out.status();
-  std::vector<float> probs(batch.size);
-  ASSERT_TRUE(model.Predict(batch, plan, params, probs).ok());
-  double loss = 0;
-  for (int r = 0; r < batch.size; ++r) {
-    loss -= batch.labels[r] == 1.0f ? std::log(probs[r]) : std::log(1.0 - probs[r]);
-  }
-  EXPECT_NEAR(loss, out->loss_sum, 1e-4 * out->loss_sum);
+  testing::ExpectPredictAgreesWithTrainStepLoss(WithGraph(kEveryLayer), 300);  // over chunks
 }
 
 // The built-in network `name` (TinyOptions) and the same network as a

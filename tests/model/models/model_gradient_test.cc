@@ -25,24 +25,7 @@ TEST_P(ModelGradientTest, StepGradientsMatchFiniteDifferences) {
 }
 
 TEST_P(ModelGradientTest, PredictAgreesWithTrainStepLoss) {
-  auto model_or = CreateModel(TinyOptions(GetParam()));
-  ASSERT_TRUE(model_or.ok()) << model_or.status();
-  Model& model = **model_or;
-  std::mt19937 rng(4);
-  Batch batch = RandomBatch(21, 3, 3, 2, 50, rng);
-  LocalStep step(model, batch, 0.5f);
-  auto& [plan, store, params, grads] = step;
-  auto out = model.TrainStep(batch, plan, params, &grads);
-  ASSERT_TRUE(out.ok()) << out.status();
-  std::vector<float> probs(batch.size);
-  ASSERT_TRUE(model.Predict(batch, plan, params, probs).ok());
-  double loss = 0;
-  for (int r = 0; r < batch.size; ++r) {
-    ASSERT_GT(probs[r], 0.0f);
-    ASSERT_LT(probs[r], 1.0f);
-    loss -= batch.labels[r] == 1.0f ? std::log(probs[r]) : std::log(1.0 - probs[r]);
-  }
-  EXPECT_NEAR(loss, out->loss_sum, 1e-4 * out->loss_sum);
+  testing::ExpectPredictAgreesWithTrainStepLoss(TinyOptions(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest,
