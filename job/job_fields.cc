@@ -68,6 +68,7 @@ const std::vector<JobField>& Table() {
       // The model.
       {"model.name", "model", W},
       {"model.file", "model_file", W},
+      {"model.graph", "model_graph", W},
       {"model.bottom_mlp", "bottom_mlp", W},
       {"model.top_mlp", "top_mlp", W},
       {"model.deep_mlp", "deep_mlp", W},

@@ -115,7 +115,7 @@ absl::Status Reader::Object(const std::string& prefix, const Json& v, size_t at)
   for (auto& [key, value] : v.items()) {
     key_at = Find(key, key_at);
     const std::string path = absl::StrCat(prefix, ".", key);
-    if (value.is_object()) {
+    if (value.is_object() && path != "model.graph") {
       PS_RETURN_IF_ERROR(Object(path, value, key_at));
       continue;
     }
@@ -179,6 +179,9 @@ absl::Status Reader::Value(const std::string& path, const Json& v, size_t at) {
   } else if (v.is_boolean()) {
     text = v.get<bool>() ? "true" : "false";
   } else if (v.is_number()) {
+    text = v.dump();
+  } else if (v.is_object()) {
+    // Only model.graph holds an object: a model file's network, inline.
     text = v.dump();
   } else if (v.is_array()) {
     std::vector<std::string> parts;
@@ -326,6 +329,14 @@ std::string JobSpec::ToJson() const {
     }
     Json* at = &j;
     for (size_t i = 0; i + 1 < parts.size(); ++i) at = &(*at)[parts[i]];
+    if (v.field->flag == "model_graph") {
+      // The network inline, as an object (as a job file writes it).
+      Json graph = Json::parse(v.value, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+      if (graph.is_object()) {
+        (*at)[parts.back()] = std::move(graph);
+        continue;
+      }
+    }
     (*at)[parts.back()] = v.value;
   }
   if (!table_order.empty()) {

@@ -184,6 +184,9 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
     const graph::LayerSpec& l = g.layers[i];
     std::string what(graph::LayerTypeName(l.type));
     if (l.type == graph::LayerType::kMlp) absl::StrAppend(&what, " ", absl::StrJoin(l.widths, ","));
+    if (l.type == graph::LayerType::kSelfAttention) {
+      absl::StrAppend(&what, " over ", l.sequence, ", ", l.heads, l.heads == 1 ? " head" : " heads");
+    }
     if (l.type == graph::LayerType::kTargetAttention) {
       absl::StrAppend(&what, " ", absl::StrJoin(l.widths, ","), " over ", l.sequence);
     }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "model/graph/self_attention.h"
 #include "model/graph/target_attention.h"
 #include "model/models/cross_net.h"
 #include "model/models/mlp.h"
@@ -37,6 +38,7 @@ class GraphModel final : public ModelBase {
     std::unique_ptr<CrossNet> cross;
     CrossNet::Activations cross_acts;
     std::unique_ptr<TargetAttention> attention;
+    std::unique_ptr<SelfAttention> self_attention;
     float dropout = 0.0f;
     bool packs = false;    // its input is its inputs side by side in x
     bool need_dx = false;  // an input wants its gradient
@@ -99,6 +101,11 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
       case LayerType::kTargetAttention:
         n.attention = std::make_unique<TargetAttention>(&registry(), l.name, in, l.widths, o().seed);
         break;
+      case LayerType::kSelfAttention:
+        n.self_attention = std::make_unique<SelfAttention>(
+            &registry(), l.name, r_.tensors[r_.layer_output[i]].width, l.heads, l.max_length,
+            o().seed);
+        break;
       default:
         break;
     }
@@ -135,7 +142,8 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
   }
   for (int i : r_.order) {
     bool any = specs_[i].type == LayerType::kMlp || specs_[i].type == LayerType::kLinear ||
-               specs_[i].type == LayerType::kCross || specs_[i].type == LayerType::kTargetAttention;
+               specs_[i].type == LayerType::kCross || specs_[i].type == LayerType::kTargetAttention ||
+               specs_[i].type == LayerType::kSelfAttention;
     for (int t : r_.layer_inputs[i]) {
       any = any || places_[t].needs_grad;
       nodes_[i].need_dx = nodes_[i].need_dx || places_[t].needs_grad;
@@ -189,6 +197,7 @@ nn::MatrixView GraphModel::Grad(int t, int rows) const {
 }
 
 nn::ConstMatrixView GraphModel::Input(int i, int rows) const {
+  if (r_.layer_inputs[i].empty()) return nn::ConstMatrixView();  // self_attention
   if (nodes_[i].packs) return nn::ConstMatrixView(nodes_[i].x.as(), rows, r_.InputWidth(i));
   const int t = r_.layer_inputs[i][0];
   if (r_.tensors[t].kind == Tensor::Kind::kDense) return dense_;
@@ -262,6 +271,11 @@ absl::Status GraphModel::LayerForward(const StepData& step, int i) {
       const int f = r_.layer_sequence[i];
       return n.attention->Forward(dev, step.params[emb_table_[f]], Bag(step, f), x, step.params, out);
     }
+    case LayerType::kSelfAttention: {
+      const int f = r_.layer_sequence[i];
+      return n.self_attention->Forward(dev, step.params[emb_table_[f]], Bag(step, f), step.params,
+                                       out);
+    }
   }
   return absl::InternalError("unknown layer type");
 }
@@ -324,6 +338,13 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
       PS_RETURN_IF_ERROR(n.attention->Backward(dev, step.params[emb_table_[f]], Bag(step, f), x,
                                                step.params, d_out, step.grads[emb_table_[f]], dx,
                                                step.grads, accumulate, step.grad_ready));
+      break;
+    }
+    case LayerType::kSelfAttention: {
+      const int f = r_.layer_sequence[i];
+      PS_RETURN_IF_ERROR(n.self_attention->Backward(dev, step.params[emb_table_[f]], Bag(step, f),
+                                                    step.params, d_out, step.grads[emb_table_[f]],
+                                                    step.grads, accumulate, step.grad_ready));
       break;
     }
     case LayerType::kCross: {
@@ -394,10 +415,12 @@ absl::StatusOr<std::unique_ptr<Model>> CreateGraphModel(const ModelOptions& opti
   if (options.graph == nullptr) return absl::InvalidArgumentError("no model graph");
   PS_ASSIGN_OR_RETURN(ResolvedGraph r, graph::ResolveGraph(*options.graph, GraphInputsOf(options)));
   for (const LayerSpec& l : options.graph->layers) {
-    if (l.type == LayerType::kTargetAttention && !device->host_memory()) {
+    if ((l.type == LayerType::kTargetAttention || l.type == LayerType::kSelfAttention) &&
+        !device->host_memory()) {
       return absl::UnimplementedError(absl::StrCat(
           options.graph->file, ":", l.line, ": layer \"", l.name,
-          "\" (target_attention) runs on the CPU device in this build, not on ", device->name()));
+          "\" (", graph::LayerTypeName(l.type), ") runs on the CPU device in this build, not on ",
+          device->name()));
     }
   }
   return std::unique_ptr<Model>(new GraphModel(options, std::move(device), std::move(r)));

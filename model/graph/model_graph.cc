@@ -37,6 +37,7 @@ const std::vector<TypeInfo>& Types() {
       {LayerType::kCross, "cross", {"layers", "rank"}, true},
       {LayerType::kFm, "fm", {}, true},
       {LayerType::kTargetAttention, "target_attention", {"sequence", "widths"}, true},
+      {LayerType::kSelfAttention, "self_attention", {"sequence", "heads", "max_length"}, true},
   };
   return *types;
 }
@@ -228,6 +229,10 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       PS_ASSIGN_OR_RETURN(l.layers, Int(value, what, key_at, 1, 64));
     } else if (key == "rank") {
       PS_ASSIGN_OR_RETURN(l.rank, Int(value, what, key_at, 0, kMaxWidth));
+    } else if (key == "heads") {
+      PS_ASSIGN_OR_RETURN(l.heads, Int(value, what, key_at, 1, 64));
+    } else if (key == "max_length") {
+      PS_ASSIGN_OR_RETURN(l.max_length, Int(value, what, key_at, 1, 100000));
     } else if (key == "sequence") {
       if (!value.is_string()) return Bad(key_at, absl::StrCat(what, " must be a column's name"));
       l.sequence = value.get<std::string>();
@@ -236,7 +241,18 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
   if (j.contains("input") && j.contains("inputs")) {
     return Bad(at, absl::StrCat(layer, ": give \"input\" or \"inputs\", not both"));
   }
-  if (l.inputs.empty()) return Bad(at, absl::StrCat(layer, " needs an \"input\" (or \"inputs\")"));
+  if (l.type == LayerType::kSelfAttention) {
+    if (!l.inputs.empty()) {
+      return Bad(at, absl::StrCat(layer, " (self_attention) reads its \"sequence\" only; it takes "
+                                         "no \"input\""));
+    }
+    if (l.sequence.empty()) {
+      return Bad(at, absl::StrCat(layer, " (self_attention) needs a \"sequence\": the column "
+                                         "of the items, e.g. a history of clicked items"));
+    }
+  } else if (l.inputs.empty()) {
+    return Bad(at, absl::StrCat(layer, " needs an \"input\" (or \"inputs\")"));
+  }
   if (l.type == LayerType::kMlp && l.widths.empty()) {
     return Bad(at, absl::StrCat(layer, " (mlp) needs \"widths\", e.g. [64, 32]"));
   }
@@ -382,7 +398,7 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
   r.layer_sequence.assign(g.layers.size(), -1);
   for (size_t i = 0; i < g.layers.size(); ++i) {
     const LayerSpec& l = g.layers[i];
-    if (l.type != LayerType::kTargetAttention) continue;
+    if (l.type != LayerType::kTargetAttention && l.type != LayerType::kSelfAttention) continue;
     const auto col = std::find(in.columns.begin(), in.columns.end(), l.sequence);
     if (col == in.columns.end()) {
       return bad(l.line, absl::StrCat("layer \"", l.name, "\": \"sequence\": no categorical column \"",
@@ -471,6 +487,15 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
         PS_RETURN_IF_ERROR(same_widths());
         out = 1;
         break;
+      case LayerType::kSelfAttention: {
+        const int d = in.dims[r.layer_sequence[i]];
+        if (d % l.heads != 0) {
+          return bad(l.line, absl::StrCat(layer, ": ", l.heads, " heads do not divide the items' width ",
+                                          d, " (of \"", l.sequence, "\")"));
+        }
+        out = d;
+        break;
+      }
       case LayerType::kTargetAttention: {
         const int d = in.dims[r.layer_sequence[i]];
         if (in_width != d) {

@@ -42,6 +42,7 @@ enum class LayerType {
   kCross,           // DCN-v2's cross layers over its input (low rank with "rank")
   kFm,              // the factorization machine's second-order term (1 column), inputs of one width
   kTargetAttention, // DIN: a sequence column's items weighted by an MLP's score against its input
+  kSelfAttention,   // BST: one self-attention layer over a sequence column, mean of its outputs
 };
 absl::string_view LayerTypeName(LayerType t);
 
@@ -56,7 +57,9 @@ struct LayerSpec {
   int width = 1;                    // linear
   int layers = 3;                   // cross
   int rank = 0;                     // cross: 0 = full rank
-  std::string sequence;             // target_attention: the categorical column of the items
+  std::string sequence;             // target_attention, self_attention: the column of the items
+  int heads = 1;                    // self_attention
+  int max_length = 50;              // self_attention: positions learned
   int line = 0;                     // in the file, for messages
 };
 

@@ -90,6 +90,43 @@ TEST(JobFile, ServerAndWorkerStartedWithOnlyTheCoordinatorTakeItsJob) {
   std::filesystem::remove_all(dir);
 }
 
+// One file for the whole job, the network included: the model's graph inline.
+TEST(JobFile, AJobFileWithItsNetworkInlineTrainsIt) {
+  const std::string dir = MakeTempDir("pstrain-job");
+  TrainEval d = WriteTrainEval(dir, 1, 8000, 2000);
+  const std::string job = dir + "/job.json";
+  std::ofstream(job) << absl::StrCat(R"({
+  "cluster": {"servers": 1, "workers": 2},
+  "model": {"graph": {
+    "name": "inline_dlrm_fm",
+    "layers": [
+      {"name": "bottom", "type": "mlp", "input": "dense", "widths": [32, 16], "relu_last": true},
+      {"name": "interaction", "type": "dot_interaction", "inputs": ["bottom", "embeddings"]},
+      {"name": "fm", "type": "fm", "inputs": ["embeddings"]},
+      {"name": "top", "type": "mlp", "inputs": ["interaction", "fm"], "widths": [32, 1]}
+    ],
+    "heads": [{"name": "click", "input": "top"}]}},
+  "data": {"train": ")", d.train, R"(", "eval": ")", d.eval, R"("},
+  "train": {"batch_size": 256}
+})");
+  std::string out;
+  ASSERT_EQ(RunPstrain({"local", "--job=" + job, "--timeout=120"}, dir + "/local.log", &out,
+                       absl::Minutes(2)),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("RESULT model=inline_dlrm_fm"));
+  // A mistake inside it names the layer before anything starts.
+  std::string text = ReadFile(job);
+  text.replace(text.find("\"fm\"]"), 5, "\"fn\"]");
+  std::ofstream(dir + "/bad.json") << text;
+  EXPECT_EQ(RunPstrain({"local", "--job=" + dir + "/bad.json"}, dir + "/bad.log", &out,
+                       absl::Seconds(30)),
+            2);
+  EXPECT_THAT(out, HasSubstr("the job's model.graph:1: layer \"top\": no input or layer \"fn\" "
+                             "(did you mean \"fm\"?)"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(JobFile, AFlagOverridesTheFileAndShowSaysWhereEachValueCameFrom) {
   const std::string dir = MakeTempDir("pstrain-job");
   TrainEval d = WriteTrainEval(dir, 3, 2000, 500);

@@ -55,6 +55,28 @@ TEST(JobSpec, ToJsonReadsBackToTheSameValues) {
   EXPECT_EQ(again->Find("train_data")->value, "a.tsv,b.tsv");
 }
 
+// The network inline: "model": {"graph": {...}} is one field whose value is
+// the graph's JSON, handed to the coordinator (ToJson) as an object again.
+TEST(JobSpec, AModelGraphInlineIsOneFieldThatReadsBack) {
+  auto spec = JobSpec::Parse(R"({"model": {"graph": {
+      // comments inside it too
+      "layers": [{"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]}],
+      "heads": [{"input": "top"}]}},
+    "train": {"batch_size": 64}})",
+                             "g.json");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const JobValue* graph = spec->Find("model_graph");
+  ASSERT_NE(graph, nullptr);
+  EXPECT_EQ(graph->value,
+            R"({"layers":[{"name":"top","type":"linear","inputs":["dense","embeddings"]}],"heads":[{"input":"top"}]})");
+  EXPECT_EQ(graph->where, "g.json:1");
+  EXPECT_THAT(spec->ToJson(), HasSubstr("\"graph\": {"));
+  auto again = JobSpec::Parse(spec->ToJson(), "coordinator", Source::kCoordinator);
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << spec->ToJson();
+  EXPECT_EQ(again->Find("model_graph")->value, graph->value);
+  EXPECT_EQ(again->Find("batch_size")->value, "64");
+}
+
 TEST(JobSpec, ErrorsNameTheFileTheLineAndTheClosestField) {
   auto typo = JobSpec::Parse("{\n  \"train\": {\n    \"batchsize\": 64\n  }\n}", "job.json");
   ASSERT_FALSE(typo.ok());

@@ -17,23 +17,45 @@ ABSL_FLAG(std::string, model_file, "",
           "has the built-in networks written as files). Replaces --model and its shape flags "
           "(--bottom_mlp, --top_mlp, --deep_mlp, --cross_*); ps and allreduce modes.");
 
+ABSL_FLAG(std::string, model_graph, "",
+          "A model file's contents inline (JSON): what a job file's \"model\": {\"graph\": "
+          "{...}} sets, so that one job file holds the network too. --model_file names a file "
+          "instead.");
+
 namespace pstrain::worker {
 
 absl::Status TakeModelFileFlag(WorkerOptions* o) {
   const std::string path = absl::GetFlag(FLAGS_model_file);
-  if (path.empty()) return absl::OkStatus();
+  const std::string inline_graph = absl::GetFlag(FLAGS_model_graph);
+  if (path.empty() && inline_graph.empty()) return absl::OkStatus();
+  if (!path.empty() && !inline_graph.empty()) {
+    return absl::InvalidArgumentError(
+        "--model_file and --model_graph (a job's model.file and model.graph) both describe the "
+        "network: give one");
+  }
   ModelOptions& m = o->train.model;
   if (o->mode == TrainMode::kPipeline) {
     return absl::InvalidArgumentError(
         "--model_file with --mode=pipeline: pipeline mode cuts the built-in networks into stages "
         "(--model); a model file runs in ps and allreduce modes");
   }
-  absl::StatusOr<graph::ModelGraph> g = graph::ReadModelGraph(path);
-  if (!g.ok()) return Annotate(g.status(), "--model_file");
+  absl::StatusOr<graph::ModelGraph> g =
+      path.empty() ? graph::ParseModelGraph(inline_graph, "the job's model.graph")
+                   : graph::ReadModelGraph(path);
+  if (!g.ok()) return Annotate(g.status(), path.empty() ? "--model_graph" : "--model_file");
   m.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
-  m.name = m.graph->name.empty() ? std::filesystem::path(path).stem().string() : m.graph->name;
+  m.name = !m.graph->name.empty() ? m.graph->name
+           : path.empty()          ? "model_graph"
+                                   : std::filesystem::path(path).stem().string();
   if (m.graph->embedding_dim > 0) m.embedding_dim = m.graph->embedding_dim;
   return absl::OkStatus();
+}
+
+absl::Status CheckModelGraph(const WorkerOptions& o) {
+  const ModelOptions& m = o.train.model;
+  if (m.graph == nullptr) return absl::OkStatus();
+  return Annotate(graph::ResolveGraph(*m.graph, GraphInputsOf(m)).status(),
+                  absl::GetFlag(FLAGS_model_file).empty() ? "--model_graph" : "--model_file");
 }
 
 }  // namespace pstrain::worker

@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cluster/coordinator_client.h"
-#include "model/graph/graph_model.h"
 #include "common/cpu_affinity.h"
 #include "common/status.h"
 #include "model/models/model.h"
@@ -337,11 +336,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
 
   PS_RETURN_IF_ERROR(TakeModelFileFlag(&o));
   PS_RETURN_IF_ERROR(TakeDataFlags(&o));
-  if (m.graph != nullptr) {
-    // The model file's widths against the job's columns, before anything starts.
-    PS_RETURN_IF_ERROR(
-        Annotate(graph::ResolveGraph(*m.graph, GraphInputsOf(m)).status(), "--model_file"));
-  }
+  PS_RETURN_IF_ERROR(CheckModelGraph(o));
   if (o.mode == TrainMode::kPipeline) {
     PS_RETURN_IF_ERROR(Annotate(CheckPipelineModel(m.name), "--mode=pipeline"));
     for (const SparseColumn& c : t.schema.sparse) {

@@ -31,6 +31,9 @@ absl::Status TakeDataFlags(WorkerOptions* o);
 // into o->train.model (its name, and its embedding_dim, which a schema's
 // overrides). REQUIRES: o->mode filled; before TakeDataFlags.
 absl::Status TakeModelFileFlag(WorkerOptions* o);
+// A model file's widths against the job's columns (no-op without one),
+// before anything starts. REQUIRES: TakeModelFileFlag and TakeDataFlags done.
+absl::Status CheckModelGraph(const WorkerOptions& o);
 // The export flags (flags/export_flags.cc) into o->train; called by
 // WorkerOptionsFromFlags after --save_model, --keep_best and --mode.
 absl::Status TakeExportFlags(WorkerOptions* o);

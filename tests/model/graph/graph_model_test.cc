@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "model/graph/model_graph.h"
 #include "model/models/model.h"
@@ -75,6 +76,26 @@ TEST(GraphModel, TargetAttentionOverASharedTableMatchesFiniteDifferences) {
   std::vector<std::string> sparse;
   for (uint32_t t : (*model)->sparse_tables()) sparse.push_back((*model)->tables()[t].name);
   EXPECT_EQ(sparse, (std::vector<std::string>{"emb.C1", "emb.C2"})) << "C3 looks up C2's table";
+  testing::ExpectStepGradientsMatchFiniteDifferences(o, 1e-3, 0.2);
+}
+
+// BST: one self-attention layer over C3's items (2 heads of 2; positions
+// past the second share it), beside DIN's attention over a shared table.
+TEST(GraphModel, SelfAttentionMatchesFiniteDifferences) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "C3", "heads": 2, "max_length": 2},
+    {"name": "din", "type": "target_attention", "sequence": "C3", "input": "C2", "widths": [3]},
+    {"name": "top", "type": "mlp", "inputs": ["bst", "din", "C1", "C2", "dense"], "widths": [6, 1]}],
+    "heads": [{"input": "top"}]})");
+  o.field_ids_of = {-1, -1, 1};
+  auto model = CreateModel(o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<std::string> dense;
+  for (const TableSpec& t : (*model)->tables()) {
+    if (t.name.rfind("bst.", 0) == 0) dense.push_back(absl::StrCat(t.name, ":", t.size));
+  }
+  EXPECT_EQ(dense, (std::vector<std::string>{"bst.position:8", "bst.q:16", "bst.k:16", "bst.v:16",
+                                             "bst.o:16"}));
   testing::ExpectStepGradientsMatchFiniteDifferences(o, 1e-3, 0.2);
 }
 

@@ -170,6 +170,28 @@ TEST(ModelGraph, TargetAttentionNamesItsSequenceAndTarget) {
               HasSubstr("column \"ad\" takes its ids from \"item\" (ids_like) and shares its table, but is 8 wide"));
 }
 
+TEST(ModelGraph, SelfAttentionReadsOnlyItsSequence) {
+  absl::StatusOr<ModelGraph> g = ParseModelGraph(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "ad", "heads": 2},
+    {"name": "top", "type": "linear", "inputs": ["bst", "dense", "user", "item"]}],
+    "heads": [{"input": "top"}]})", "m.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->layers[0].max_length, 50);
+  absl::StatusOr<ResolvedGraph> r = ResolveGraph(*g, Inputs());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tensors[r->layer_output[0]].width, 4);
+  EXPECT_THAT(Error(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "ad", "heads": 3},
+    {"name": "top", "type": "linear", "inputs": ["bst", "dense", "user", "item"]}],
+    "heads": [{"input": "top"}]})"),
+              HasSubstr("layer \"bst\" (self_attention): 3 heads do not divide the items' width 4"));
+  EXPECT_THAT(Error(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "ad", "input": "item"},
+    {"name": "top", "type": "linear", "inputs": ["bst", "dense", "user", "item"]}],
+    "heads": [{"input": "top"}]})"),
+              HasSubstr("reads its \"sequence\" only"));
+}
+
 TEST(ModelGraph, MoreThanOneHeadIsRefusedUntilMultiTaskIsBuilt) {
   EXPECT_THAT(Error(R"({"layers": [{"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]},
     {"name": "other", "type": "linear", "inputs": ["dense", "embeddings"]}],
