@@ -39,6 +39,11 @@ class GraphModel final : public ModelBase {
     CrossNet::Activations cross_acts;
     std::unique_ptr<TargetAttention> attention;
     std::unique_ptr<SelfAttention> self_attention;
+    // wide: its linear part's tables (-1: none) and each column's table and
+    // sparse position.
+    int wide_weight = -1, wide_bias = -1;
+    std::vector<uint32_t> wide_tables;
+    std::vector<int> wide_positions;
     float dropout = 0.0f;
     bool packs = false;    // its input is its inputs side by side in x
     bool need_dx = false;  // an input wants its gradient
@@ -58,6 +63,16 @@ class GraphModel final : public ModelBase {
   absl::Status LayerBackward(const StepData& step, int i, bool accumulate);
 
   const ModelOptions& o() const { return options(); }
+  // The model file's embedding_init for rows of `dim`.
+  InitializerConfig RowInit(int dim) const {
+    const graph::ModelGraph& g = *o().graph;
+    if (g.embedding_init.empty()) return EmbeddingInit(dim, o().seed);
+    InitializerConfig init = ZeroInit(o().seed);
+    if (g.embedding_init == "uniform") init.kind = InitKind::kUniform;
+    if (g.embedding_init == "normal") init.kind = InitKind::kNormal;
+    init.scale = g.embedding_init_scale;
+    return init;
+  }
   // The bags of sparse field f.
   const nn::Bags& Bag(const StepData& step, int f) const {
     return step.Bag(bag_of_[f].first, bag_of_[f].second);
@@ -80,6 +95,7 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
     : ModelBase(options, std::move(device)), r_(std::move(r)), specs_(options.graph->layers) {
   nodes_.resize(specs_.size());
   places_.resize(r_.tensors.size());
+  int position = 0;  // the next sparse table's BatchPlan position
   // Tables: the layers', in the file's order, then the embeddings.
   for (size_t i = 0; i < specs_.size(); ++i) {
     const LayerSpec& l = specs_[i];
@@ -101,6 +117,23 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
       case LayerType::kTargetAttention:
         n.attention = std::make_unique<TargetAttention>(&registry(), l.name, in, l.widths, o().seed);
         break;
+      case LayerType::kWide:
+        // As the built-in lr declares them: the linear part, then a 1-wide
+        // zero-started row per id of each column.
+        if (!r_.layer_inputs[i].empty()) {
+          n.wide_weight = static_cast<int>(registry().AddDense(
+              absl::StrCat(l.name, ".dense.weight"), in, ZeroInit(o().seed)));
+        }
+        if (l.bias) {
+          n.wide_bias =
+              static_cast<int>(registry().AddDense(absl::StrCat(l.name, ".bias"), 1, ZeroInit(o().seed)));
+        }
+        for (int f : r_.layer_columns[i]) {
+          n.wide_tables.push_back(registry().AddSparse(
+              absl::StrCat(l.name, ".", SparseFieldName(o(), f)), 1, ZeroInit(o().seed), {f}));
+          n.wide_positions.push_back(position++);
+        }
+        break;
       case LayerType::kSelfAttention:
         n.self_attention = std::make_unique<SelfAttention>(
             &registry(), l.name, r_.tensors[r_.layer_output[i]].width, l.heads, l.max_length,
@@ -109,7 +142,8 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
       default:
         break;
     }
-    n.packs = r_.layer_inputs[i].size() > 1 || l.type == LayerType::kConcat;
+    n.packs = (r_.layer_inputs[i].size() > 1 && l.type != LayerType::kAdd) ||
+              l.type == LayerType::kConcat;
   }
   // One table per field, or per group of fields sharing ids (its first's).
   const std::vector<int>& ids_of = o().field_ids_of;
@@ -118,9 +152,17 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
   };
   emb_table_.assign(o().num_sparse, 0);
   bag_of_.assign(o().num_sparse, {0, 0});
-  int position = 0;
+  // A column's embedding table exists when its embedding is read, pooled or
+  // as a sequence (a wide layer reads only its own rows).
+  std::vector<char> needed(o().num_sparse, 0);
+  for (const Tensor& t : r_.tensors) {
+    if (t.kind == Tensor::Kind::kEmbedding && !t.consumers.empty()) needed[owner(t.field)] = 1;
+  }
+  for (int f : r_.layer_sequence) {
+    if (f >= 0) needed[owner(f)] = 1;
+  }
   for (int f = 0; f < o().num_sparse; ++f) {
-    if (owner(f) != f) continue;
+    if (owner(f) != f || !needed[f]) continue;
     std::vector<int> fields;
     for (int g = 0; g < o().num_sparse; ++g) {
       if (owner(g) == f) {
@@ -130,7 +172,7 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
     }
     const uint32_t table =
         registry().AddSparse(absl::StrCat("emb.", SparseFieldName(o(), f)), FieldDim(o(), f),
-                             EmbeddingInit(FieldDim(o(), f), o().seed), fields);
+                             RowInit(FieldDim(o(), f)), fields);
     for (int g : fields) emb_table_[g] = table;
     ++position;
   }
@@ -142,6 +184,7 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
   }
   for (int i : r_.order) {
     bool any = specs_[i].type == LayerType::kMlp || specs_[i].type == LayerType::kLinear ||
+               specs_[i].type == LayerType::kWide ||
                specs_[i].type == LayerType::kCross || specs_[i].type == LayerType::kTargetAttention ||
                specs_[i].type == LayerType::kSelfAttention;
     for (int t : r_.layer_inputs[i]) {
@@ -276,6 +319,30 @@ absl::Status GraphModel::LayerForward(const StepData& step, int i) {
       return n.self_attention->Forward(dev, step.params[emb_table_[f]], Bag(step, f), step.params,
                                        out);
     }
+    case LayerType::kWide: {
+      // The linear part (or the bias alone) first, then each column's rows.
+      bool written = false;
+      if (n.wide_weight >= 0 || n.wide_bias >= 0) {
+        const nn::ConstMatrixView lin = n.wide_weight >= 0 ? x : nn::ConstMatrixView(dense_.data, rows, 0, 0);
+        PS_RETURN_IF_ERROR(dev.LinearForward(
+            lin, n.wide_weight >= 0 ? step.params[n.wide_weight] : nullptr,
+            n.wide_bias >= 0 ? step.params[n.wide_bias] : nullptr, nn::Activation::kNone, out));
+        written = true;
+      }
+      for (size_t c = 0; c < n.wide_tables.size(); ++c) {
+        const int f = r_.layer_columns[i][c];
+        PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[n.wide_tables[c]],
+                                                   step.Bag(n.wide_positions[c]), FieldPooling(f),
+                                                   /*accumulate=*/written, out));
+        written = true;
+      }
+      return absl::OkStatus();
+    }
+    case LayerType::kAdd: {
+      PS_RETURN_IF_ERROR(dev.CopyMatrix(Value(ins[0], rows), out));
+      for (size_t k = 1; k < ins.size(); ++k) PS_RETURN_IF_ERROR(dev.AddMatrix(Value(ins[k], rows), out));
+      return absl::OkStatus();
+    }
   }
   return absl::InternalError("unknown layer type");
 }
@@ -313,6 +380,30 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
   }
   const LayerSpec& l = specs_[i];
   nn::MatrixView d_out = Grad(out_t, rows);
+  if (l.type == LayerType::kAdd) {
+    // Each input's gradient is the output's.
+    for (int t : ins) {
+      if (!places_[t].needs_grad) continue;
+      PS_RETURN_IF_ERROR(places_[t].summed ? dev.AddMatrix(d_out, Grad(t, rows))
+                                           : dev.CopyMatrix(d_out, Grad(t, rows)));
+    }
+    return absl::OkStatus();
+  }
+  if (l.type == LayerType::kWide) {
+    for (size_t c = 0; c < n.wide_tables.size(); ++c) {
+      const int f = r_.layer_columns[i][c];
+      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(d_out, step.Bag(n.wide_positions[c]),
+                                                  FieldPooling(f), step.grads[n.wide_tables[c]]));
+    }
+    if (n.wide_weight >= 0 || n.wide_bias >= 0) {
+      const nn::ConstMatrixView lin = n.wide_weight >= 0 ? x : nn::ConstMatrixView(dense_.data, rows, 0, 0);
+      PS_RETURN_IF_ERROR(dev.LinearBackward(
+          lin, n.wide_weight >= 0 ? step.params[n.wide_weight] : nullptr, Value(out_t, rows),
+          nn::Activation::kNone, d_out, n.wide_weight >= 0 ? step.grads[n.wide_weight] : nullptr,
+          n.wide_bias >= 0 ? step.grads[n.wide_bias] : nullptr, n.wide_weight >= 0 ? dx : nn::MatrixView(),
+          accumulate));
+    }
+  }
   switch (l.type) {
     case LayerType::kMlp:
     case LayerType::kLinear:
@@ -320,7 +411,9 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
                                          dx, accumulate, step.grad_ready));
       break;
     case LayerType::kConcat:
-      break;  // dx is its output's gradient
+    case LayerType::kWide:
+    case LayerType::kAdd:
+      break;  // dx is its output's gradient (concat), or written above
     case LayerType::kDotInteraction:
       if (dx.data != nullptr) {
         PS_RETURN_IF_ERROR(dev.DotInteractionBackward(x, d_out, static_cast<int>(ins.size()),

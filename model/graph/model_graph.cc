@@ -38,6 +38,8 @@ const std::vector<TypeInfo>& Types() {
       {LayerType::kFm, "fm", {}, true},
       {LayerType::kTargetAttention, "target_attention", {"sequence", "widths"}, true},
       {LayerType::kSelfAttention, "self_attention", {"sequence", "heads", "max_length"}, true},
+      {LayerType::kWide, "wide", {"columns", "bias"}, true},
+      {LayerType::kAdd, "add", {}, true},
   };
   return *types;
 }
@@ -114,7 +116,8 @@ absl::StatusOr<ModelGraph> Parser::Run() {
   ModelGraph g;
   g.file = name_;
   g.text = std::string(text_);
-  const std::vector<std::string> top = {"name", "description", "embedding_dim", "layers", "heads"};
+  const std::vector<std::string> top = {"name", "description", "embedding_dim", "embedding_init",
+                                        "layers", "heads"};
   size_t at = 0;
   for (auto& [key, value] : j.items()) {
     at = Find(absl::StrCat("\"", key, "\""), at);
@@ -124,6 +127,23 @@ absl::StatusOr<ModelGraph> Parser::Run() {
     }
     if (key == "embedding_dim") {
       PS_ASSIGN_OR_RETURN(g.embedding_dim, Int(value, "\"embedding_dim\"", at, 1, kMaxWidth));
+    } else if (key == "embedding_init") {
+      // "zeros", {"uniform": SCALE} or {"normal": SCALE}.
+      const std::string usage =
+          "\"embedding_init\" is \"zeros\", {\"uniform\": SCALE} or {\"normal\": SCALE}";
+      if (value.is_string() && value.get<std::string>() == "zeros") {
+        g.embedding_init = "zeros";
+      } else if (value.is_object() && value.size() == 1 &&
+                 (value.contains("uniform") || value.contains("normal"))) {
+        g.embedding_init = value.begin().key();
+        const Json& s = value.begin().value();
+        if (!s.is_number() || !(s.get<double>() > 0 && s.get<double>() <= 100)) {
+          return Bad(at, absl::StrCat(usage, ", SCALE in (0, 100]"));
+        }
+        g.embedding_init_scale = s.get<float>();
+      } else {
+        return Bad(at, usage);
+      }
     } else if (key == "layers" || key == "heads") {
       if (!value.is_array()) return Bad(at, absl::StrCat("\"", key, "\" must be a list of objects"));
       size_t item_at = at;
@@ -229,6 +249,16 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       PS_ASSIGN_OR_RETURN(l.layers, Int(value, what, key_at, 1, 64));
     } else if (key == "rank") {
       PS_ASSIGN_OR_RETURN(l.rank, Int(value, what, key_at, 0, kMaxWidth));
+    } else if (key == "columns") {
+      if (!value.is_array() || value.empty()) {
+        return Bad(key_at, absl::StrCat(what, " must be a list of column names"));
+      }
+      for (const Json& v : value) {
+        if (!v.is_string()) return Bad(key_at, absl::StrCat(what, " must be a list of column names"));
+        l.columns.push_back(v.get<std::string>());
+      }
+    } else if (key == "bias") {
+      PS_ASSIGN_OR_RETURN(l.bias, Bool(value, what, key_at));
     } else if (key == "heads") {
       PS_ASSIGN_OR_RETURN(l.heads, Int(value, what, key_at, 1, 64));
     } else if (key == "max_length") {
@@ -250,7 +280,7 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       return Bad(at, absl::StrCat(layer, " (self_attention) needs a \"sequence\": the column "
                                          "of the items, e.g. a history of clicked items"));
     }
-  } else if (l.inputs.empty()) {
+  } else if (l.inputs.empty() && l.type != LayerType::kWide) {
     return Bad(at, absl::StrCat(layer, " needs an \"input\" (or \"inputs\")"));
   }
   if (l.type == LayerType::kMlp && l.widths.empty()) {
@@ -395,6 +425,22 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
     }
     for (int t : r.layer_inputs[i]) r.tensors[t].consumers.push_back(static_cast<int>(i));
   }
+  r.layer_columns.assign(g.layers.size(), {});
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const LayerSpec& l = g.layers[i];
+    if (l.type != LayerType::kWide) continue;
+    if (l.columns.empty()) {
+      for (size_t f = 0; f < in.columns.size(); ++f) r.layer_columns[i].push_back(static_cast<int>(f));
+    }
+    for (const std::string& name : l.columns) {
+      const auto col = std::find(in.columns.begin(), in.columns.end(), name);
+      if (col == in.columns.end()) {
+        return bad(l.line, absl::StrCat("layer \"", l.name, "\": \"columns\": no categorical column \"",
+                                        name, "\"", Closest(name, in.columns)));
+      }
+      r.layer_columns[i].push_back(static_cast<int>(col - in.columns.begin()));
+    }
+  }
   r.layer_sequence.assign(g.layers.size(), -1);
   for (size_t i = 0; i < g.layers.size(); ++i) {
     const LayerSpec& l = g.layers[i];
@@ -487,6 +533,14 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
         PS_RETURN_IF_ERROR(same_widths());
         out = 1;
         break;
+      case LayerType::kWide:
+        if (ins.size() > 1) return bad(l.line, absl::StrCat(layer, " takes one input (its linear part)"));
+        out = 1;
+        break;
+      case LayerType::kAdd:
+        PS_RETURN_IF_ERROR(same_widths());
+        out = r.tensors[ins[0]].width;
+        break;
       case LayerType::kSelfAttention: {
         const int d = in.dims[r.layer_sequence[i]];
         if (d % l.heads != 0) {
@@ -543,8 +597,11 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
     used[t] = 1;
     if (const int layer = r.tensors[t].layer; layer >= 0) {
       for (int x : r.layer_inputs[layer]) stack.push_back(x);
-      if (const int f = r.layer_sequence[layer]; f >= 0) {
-        // The sequence's column is used (its ids, not its pooled embedding).
+      std::vector<int> fields = r.layer_columns[layer];
+      if (const int f = r.layer_sequence[layer]; f >= 0) fields.push_back(f);
+      // The sequence's or wide layer's columns are used (their ids, not
+      // their pooled embeddings).
+      for (int f : fields) {
         for (size_t s = 0; s < r.tensors.size(); ++s) {
           if (r.tensors[s].field == f) used[s] = 1;
         }

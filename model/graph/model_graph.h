@@ -43,6 +43,8 @@ enum class LayerType {
   kFm,              // the factorization machine's second-order term (1 column), inputs of one width
   kTargetAttention, // DIN: a sequence column's items weighted by an MLP's score against its input
   kSelfAttention,   // BST: one self-attention layer over a sequence column, mean of its outputs
+  kWide,            // a weight per id of each column, summed (+ a linear layer over its input)
+  kAdd,             // its inputs summed, of one width
 };
 absl::string_view LayerTypeName(LayerType t);
 
@@ -60,6 +62,8 @@ struct LayerSpec {
   std::string sequence;             // target_attention, self_attention: the column of the items
   int heads = 1;                    // self_attention
   int max_length = 50;              // self_attention: positions learned
+  std::vector<std::string> columns; // wide: its columns (empty: every categorical column)
+  bool bias = false;                // wide: a bias
   int line = 0;                     // in the file, for messages
 };
 
@@ -73,6 +77,10 @@ struct ModelGraph {
   std::string file;        // where it was read from, for messages
   std::string name;        // its "name" ("" when it has none)
   int embedding_dim = 0;   // the tables' width, as --embedding_dim (0: the job's)
+  // How the embedding rows start: "uniform" U(-scale, scale), "normal"
+  // N(0, scale^2), "zeros"; "" : U(+-1/sqrt(dim)), the built-in models'.
+  std::string embedding_init;
+  float embedding_init_scale = 0;
   std::vector<LayerSpec> layers;  // in the file's order
   std::vector<HeadSpec> heads;
   std::string text;        // the file as read (saved with exported models)
@@ -113,6 +121,7 @@ struct ResolvedGraph {
   std::vector<int> order;                        // layer indices, inputs before readers
   std::vector<int> head_tensor;                  // by head
   std::vector<int> layer_sequence;               // by layer: the sequence's field, or -1
+  std::vector<std::vector<int>> layer_columns;   // by layer: a wide layer's fields
   // Width of each layer's input (the sum of its inputs').
   int InputWidth(int layer) const;
 };

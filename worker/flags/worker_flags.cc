@@ -281,6 +281,8 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   m.name = absl::GetFlag(FLAGS_model);
   PS_RETURN_IF_ERROR(Annotate(CheckModelName(m.name), "--model"));
   m.embedding_dim = absl::GetFlag(FLAGS_embedding_dim);
+  // A model file's network (its name, which picks the default --lr below).
+  PS_RETURN_IF_ERROR(TakeModelFileFlag(&o));
   PS_ASSIGN_OR_RETURN(m.bottom_mlp, ParseWidths("bottom_mlp", absl::GetFlag(FLAGS_bottom_mlp)));
   PS_ASSIGN_OR_RETURN(m.top_mlp, ParseWidths("top_mlp", absl::GetFlag(FLAGS_top_mlp)));
   PS_ASSIGN_OR_RETURN(m.deep_mlp, ParseWidths("deep_mlp", absl::GetFlag(FLAGS_deep_mlp)));
@@ -334,7 +336,6 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
     return absl::InvalidArgumentError(absl::StrCat("--lr must be positive, not ", lr));
   }
 
-  PS_RETURN_IF_ERROR(TakeModelFileFlag(&o));
   PS_RETURN_IF_ERROR(TakeDataFlags(&o));
   PS_RETURN_IF_ERROR(CheckModelGraph(o));
   if (o.mode == TrainMode::kPipeline) {
