@@ -105,7 +105,7 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
       case LayerType::kMlp:
         n.dropout = l.dropout >= 0 ? l.dropout : (l.tower ? o().dropout : 0.0f);
         n.mlp = std::make_unique<Mlp>(&registry(), l.name, in, l.widths, l.relu_last, o().seed,
-                                      /*dropout_hidden=*/n.dropout > 0.0f);
+                                      /*dropout_hidden=*/n.dropout > 0.0f, l.he_init);
         break;
       case LayerType::kLinear:
         n.mlp = std::make_unique<Mlp>(&registry(), l.name, in, std::vector<int>{l.width},

@@ -30,7 +30,7 @@ struct TypeInfo {
 
 const std::vector<TypeInfo>& Types() {
   static const auto* types = new std::vector<TypeInfo>{
-      {LayerType::kMlp, "mlp", {"widths", "relu_last", "tower", "dropout"}, true},
+      {LayerType::kMlp, "mlp", {"widths", "relu_last", "tower", "dropout", "init"}, true},
       {LayerType::kLinear, "linear", {"width"}, true},
       {LayerType::kConcat, "concat", {}, true},
       {LayerType::kDotInteraction, "dot_interaction", {}, true},
@@ -236,6 +236,13 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       }
     } else if (key == "relu_last") {
       PS_ASSIGN_OR_RETURN(l.relu_last, Bool(value, what, key_at));
+    } else if (key == "init") {
+      if (!value.is_string() || (value.get<std::string>() != "he" && value.get<std::string>() != "linear")) {
+        return Bad(key_at, absl::StrCat(what, " is \"linear\" (nn.Linear's U(+-1/sqrt(fan_in)), the "
+                                              "default) or \"he\" (U(+-sqrt(6/fan_in)) for the "
+                                              "hidden layers)"));
+      }
+      l.he_init = value.get<std::string>() == "he";
     } else if (key == "tower") {
       PS_ASSIGN_OR_RETURN(l.tower, Bool(value, what, key_at));
     } else if (key == "dropout") {

@@ -55,6 +55,7 @@ struct LayerSpec {
   std::vector<int> widths;          // mlp
   bool relu_last = false;           // mlp
   bool tower = false;               // mlp: the job's --dropout applies to its hidden layers
+  bool he_init = false;             // mlp: "init": "he" for its hidden layers' weights
   float dropout = -1;               // mlp: the rate on its hidden layers (-1: see tower)
   int width = 1;                    // linear
   int layers = 3;                   // cross

@@ -12,16 +12,6 @@
 namespace pstrain::worker {
 namespace {
 
-// U(-sqrt(6 / fan_in), sqrt(6 / fan_in)) (He et al. 2015): Var = 2 / fan_in,
-// which keeps the activations' scale through ReLU layers.
-InitializerConfig HeInit(int fan_in, uint64_t seed) {
-  InitializerConfig init;
-  init.kind = InitKind::kUniform;
-  init.scale = std::sqrt(6.0f / static_cast<float>(fan_in));
-  init.seed = seed;
-  return init;
-}
-
 // deep_tower's head: x = [emb_1 | ... | emb_F | dense features].
 class ConcatHead final : public FeatureHead {
  public:

@@ -19,7 +19,7 @@ uint64_t DropoutSalt(const std::string& prefix) {
 
 std::vector<LinearSpec> DeclareLinearLayers(TableRegistry* registry, const std::string& prefix,
                                             int in, const std::vector<int>& widths,
-                                            bool relu_last, uint64_t seed) {
+                                            bool relu_last, uint64_t seed, bool he_hidden) {
   std::vector<LinearSpec> layers;
   int fan_in = in;
   for (size_t i = 0; i < widths.size(); ++i) {
@@ -28,7 +28,9 @@ std::vector<LinearSpec> DeclareLinearLayers(TableRegistry* registry, const std::
     layer.out = widths[i];
     layer.weight = registry->AddDense(absl::StrCat(prefix, ".", i, ".weight"),
                                       static_cast<uint64_t>(layer.out) * layer.in,
-                                      LinearWeightInit(layer.in, seed));
+                                      he_hidden && i + 1 < widths.size()
+                                          ? HeInit(layer.in, seed)
+                                          : LinearWeightInit(layer.in, seed));
     layer.bias = registry->AddDense(absl::StrCat(prefix, ".", i, ".bias"), layer.out,
                                     registry->BiasInit(layer.in, seed));
     const bool last = i + 1 == widths.size();
@@ -40,8 +42,8 @@ std::vector<LinearSpec> DeclareLinearLayers(TableRegistry* registry, const std::
 }
 
 Mlp::Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector<int> widths,
-         bool relu_last, uint64_t seed, bool dropout_hidden)
-    : stack_(DeclareLinearLayers(registry, prefix, in, widths, relu_last, seed),
+         bool relu_last, uint64_t seed, bool dropout_hidden, bool he_hidden)
+    : stack_(DeclareLinearLayers(registry, prefix, in, widths, relu_last, seed, he_hidden),
              /*tp=*/nullptr, DropoutSalt(prefix)),
       dropout_hidden_(dropout_hidden) {}
 

@@ -21,9 +21,11 @@ namespace pstrain::worker {
 
 // Declares the tables of Linear layers `widths` from width `in` (ReLU after
 // each, but the last unless relu_last) and returns them as LinearSpecs.
+// `he_hidden`: the weights of every layer but the last start with HeInit
+// instead of LinearWeightInit.
 std::vector<LinearSpec> DeclareLinearLayers(TableRegistry* registry, const std::string& prefix,
                                             int in, const std::vector<int>& widths,
-                                            bool relu_last, uint64_t seed);
+                                            bool relu_last, uint64_t seed, bool he_hidden = false);
 
 class Mlp {
  public:
@@ -31,7 +33,7 @@ class Mlp {
   // and positive. `dropout_hidden`: Forward applies a DropoutRun to the
   // hidden layers' outputs (never to the last layer's).
   Mlp(TableRegistry* registry, const std::string& prefix, int in, std::vector<int> widths,
-      bool relu_last, uint64_t seed, bool dropout_hidden = false);
+      bool relu_last, uint64_t seed, bool dropout_hidden = false, bool he_hidden = false);
 
   int in() const { return stack_.in(); }
   int out() const { return stack_.out(); }

@@ -57,6 +57,14 @@ InitializerConfig LinearWeightInit(int fan_in, uint64_t seed) {
   return init;
 }
 
+InitializerConfig HeInit(int fan_in, uint64_t seed) {
+  InitializerConfig init;
+  init.kind = InitKind::kUniform;
+  init.scale = std::sqrt(6.0f / static_cast<float>(fan_in));
+  init.seed = seed;
+  return init;
+}
+
 InitializerConfig EmbeddingInit(int dim, uint64_t seed) {
   InitializerConfig init;
   init.kind = InitKind::kUniform;

@@ -21,6 +21,10 @@ namespace pstrain::worker {
 // Linear weights: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch's nn.Linear
 // default bound).
 InitializerConfig LinearWeightInit(int fan_in, uint64_t seed);
+// U(-sqrt(6 / fan_in), sqrt(6 / fan_in)) (He et al. 2015): Var = 2 / fan_in,
+// which keeps the activations' scale through ReLU layers (deep_tower's
+// hidden layers, a model file's mlp with "init": "he").
+InitializerConfig HeInit(int fan_in, uint64_t seed);
 // Embedding rows: U(-1/sqrt(dim), 1/sqrt(dim)). The DLRM reference scales by
 // 1/sqrt(num_rows), which does not exist for unbounded hashed ids; 1/sqrt(dim)
 // keeps a row's norm near 1/sqrt(3) whatever the dimension.

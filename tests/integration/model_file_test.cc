@@ -69,7 +69,7 @@ TEST_P(ModelFile, TheBuiltInNetworkAsAFileTrainsTheSameParameters) {
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(BuiltIn, ModelFile, ::testing::Values("dlrm", "dcn_v2", "lr"));
+INSTANTIATE_TEST_SUITE_P(BuiltIn, ModelFile, ::testing::Values("dlrm", "dcn_v2", "lr", "deep_tower"));
 
 // DIN on behaviour-history data (pstrain gen --history), as a user runs it:
 // pstrain local in ps and allreduce modes, then pstrain predict on the

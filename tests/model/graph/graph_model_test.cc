@@ -176,6 +176,13 @@ TEST(GraphModel, TheDcnV2FileIsTheBuiltInDcnV2) {
     "heads": [{"name": "click", "input": "top"}]})");
 }
 
+TEST(GraphModel, TheDeepTowerFileIsTheBuiltInDeepTower) {
+  ExpectSameAsBuiltIn("deep_tower", R"({"layers": [
+    {"name": "tower", "type": "mlp", "inputs": ["embeddings", "dense"], "widths": [6, 4, 1],
+     "init": "he"}],
+    "heads": [{"input": "tower"}]})");
+}
+
 TEST(GraphModel, TheLrFileIsTheBuiltInLr) {
   ExpectSameAsBuiltIn("lr", R"({"layers": [{"name": "lr", "type": "wide", "input": "dense", "bias": true}],
     "heads": [{"input": "lr"}]})");
