@@ -2,6 +2,10 @@
 // how "did you mean" hints find the closest flag, field or column.
 #pragma once
 
+#include "absl/strings/str_cat.h"
+
+#include <string>
+
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -23,6 +27,22 @@ inline size_t EditDistance(absl::string_view a, absl::string_view b) {
     }
   }
   return row[b.size()];
+}
+
+// " (did you mean \"NAME\"?)" for the name of `names` closest to `name`
+// when it is close enough to be a typo of it; "" otherwise.
+template <typename Names>
+std::string DidYouMeanQuoted(absl::string_view name, const Names& names) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
+  for (const auto& n : names) {
+    const size_t d = EditDistance(name, n);
+    if (d < best_d) {
+      best_d = d;
+      best = std::string(n);
+    }
+  }
+  return best.empty() ? "" : absl::StrCat(" (did you mean \"", best, "\"?)");
 }
 
 }  // namespace pstrain

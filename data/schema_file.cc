@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/edit_distance.h"
 #include "common/status.h"
 #include "data/delimited_parser.h"
 #include "data/file_set.h"
@@ -29,36 +30,6 @@ constexpr const char* kDenseKeys[] = {"column", "transform", "clip", "mean", "st
 constexpr const char* kSparseKeys[] = {"column", "hash_buckets", "multi_hot", "pooling",
                                        "embedding_dim", "ids_like", "max_length"};
 constexpr const char* kLabelKeys[] = {"column", "op", "threshold"};
-
-// Levenshtein distance, for "did you mean".
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-template <typename Names>
-std::string DidYouMean(const std::string& name, const Names& names) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
-  for (const auto& n : names) {
-    size_t d = Distance(name, n);
-    if (d < best_d) {
-      best_d = d;
-      best = n;
-    }
-  }
-  return best.empty() ? "" : absl::StrCat(" (did you mean \"", best, "\"?)");
-}
 
 // The parse of one schema file, with its errors' prefix.
 class Resolver {
@@ -114,7 +85,7 @@ absl::Status Resolver::CheckKeys(const json& j, const char* const (&keys)[N],
     if (std::find_if(std::begin(keys), std::end(keys),
                      [&](const char* k) { return it.key() == k; }) == std::end(keys)) {
       return Bad(where, where.empty() ? "" : ": ", "unknown key \"", it.key(), "\"",
-                 DidYouMean(it.key(), std::vector<std::string>(std::begin(keys), std::end(keys))));
+                 DidYouMeanQuoted(it.key(), std::vector<std::string>(std::begin(keys), std::end(keys))));
     }
   }
   return absl::OkStatus();
@@ -189,7 +160,7 @@ absl::StatusOr<int> Resolver::Column(const json& ref, const std::string& where) 
     auto it = std::find(s_.column_names.begin(), s_.column_names.end(), name);
     if (it == s_.column_names.end()) {
       return Bad(where, ": no column \"", name, "\" in ", names_from_,
-                 DidYouMean(name, s_.column_names), HeaderHint());
+                 DidYouMeanQuoted(name, s_.column_names), HeaderHint());
     }
     index = static_cast<int>(it - s_.column_names.begin());
   } else {

@@ -1,8 +1,6 @@
 #include "model/graph/model_graph.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -18,7 +16,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr size_t kMaxModelFileBytes = 1 << 20;
-constexpr int kMaxWidth = 1 << 16;
+
 constexpr int kMaxLayers = 1024;
 
 struct TypeInfo {
@@ -42,20 +40,6 @@ const std::vector<TypeInfo>& Types() {
       {LayerType::kAdd, "add", {}, true},
   };
   return *types;
-}
-
-// The closest of `names` to `key` when it looks like a typo of it.
-std::string Closest(const std::string& key, const std::vector<std::string>& names) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, key.size() / 3) + 1;
-  for (const std::string& n : names) {
-    const size_t d = EditDistance(key, n);
-    if (d < best_d) {
-      best_d = d;
-      best = n;
-    }
-  }
-  return best.empty() ? "" : absl::StrCat(" (did you mean \"", best, "\"?)");
 }
 
 // One parse of a model file: walks the JSON in file order, finding each
@@ -122,11 +106,11 @@ absl::StatusOr<ModelGraph> Parser::Run() {
   for (auto& [key, value] : j.items()) {
     at = Find(absl::StrCat("\"", key, "\""), at);
     if (std::find(top.begin(), top.end(), key) == top.end()) {
-      return Bad(at, absl::StrCat("unknown key \"", key, "\"", Closest(key, top), " (keys: ",
+      return Bad(at, absl::StrCat("unknown key \"", key, "\"", DidYouMeanQuoted(key, top), " (keys: ",
                                   absl::StrJoin(top, ", "), ")"));
     }
     if (key == "embedding_dim") {
-      PS_ASSIGN_OR_RETURN(g.embedding_dim, Int(value, "\"embedding_dim\"", at, 1, kMaxWidth));
+      PS_ASSIGN_OR_RETURN(g.embedding_dim, Int(value, "\"embedding_dim\"", at, 1, kMaxGraphWidth));
     } else if (key == "embedding_init") {
       // "zeros", {"uniform": SCALE} or {"normal": SCALE}.
       const std::string usage =
@@ -201,7 +185,7 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
     if (type == t.name) info = &t;
   }
   if (info == nullptr) {
-    return Bad(at, absl::StrCat(layer, ": unknown type \"", type, "\"", Closest(type, type_names),
+    return Bad(at, absl::StrCat(layer, ": unknown type \"", type, "\"", DidYouMeanQuoted(type, type_names),
                                 " (types: ", absl::StrJoin(type_names, ", "), ")"));
   }
   l.type = info->type;
@@ -213,7 +197,7 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
     const std::string what = absl::StrCat(layer, ": \"", key, "\"");
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       return Bad(key_at, absl::StrCat(layer, " (", type, "): unknown key \"", key, "\"",
-                                      Closest(key, keys), " (keys: ", absl::StrJoin(keys, ", "), ")"));
+                                      DidYouMeanQuoted(key, keys), " (keys: ", absl::StrJoin(keys, ", "), ")"));
     }
     if (key == "input") {
       if (!value.is_string()) return Bad(key_at, absl::StrCat(what, " must be a name"));
@@ -231,7 +215,7 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
         return Bad(key_at, absl::StrCat(what, " must be a list of widths, e.g. [64, 32]"));
       }
       for (const Json& v : value) {
-        PS_ASSIGN_OR_RETURN(int w, Int(v, what, key_at, 1, kMaxWidth));
+        PS_ASSIGN_OR_RETURN(int w, Int(v, what, key_at, 1, kMaxGraphWidth));
         l.widths.push_back(w);
       }
     } else if (key == "relu_last") {
@@ -251,11 +235,11 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       }
       l.dropout = value.get<float>();
     } else if (key == "width") {
-      PS_ASSIGN_OR_RETURN(l.width, Int(value, what, key_at, 1, kMaxWidth));
+      PS_ASSIGN_OR_RETURN(l.width, Int(value, what, key_at, 1, kMaxGraphWidth));
     } else if (key == "layers") {
       PS_ASSIGN_OR_RETURN(l.layers, Int(value, what, key_at, 1, 64));
     } else if (key == "rank") {
-      PS_ASSIGN_OR_RETURN(l.rank, Int(value, what, key_at, 0, kMaxWidth));
+      PS_ASSIGN_OR_RETURN(l.rank, Int(value, what, key_at, 0, kMaxGraphWidth));
     } else if (key == "columns") {
       if (!value.is_array() || value.empty()) {
         return Bad(key_at, absl::StrCat(what, " must be a list of column names"));
@@ -314,7 +298,7 @@ absl::Status Parser::Head(const Json& j, size_t at, ModelGraph* g) {
   for (auto& [key, value] : j.items()) {
     key_at = Find(absl::StrCat("\"", key, "\""), key_at);
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      return Bad(key_at, absl::StrCat(where, ": unknown key \"", key, "\"", Closest(key, keys),
+      return Bad(key_at, absl::StrCat(where, ": unknown key \"", key, "\"", DidYouMeanQuoted(key, keys),
                                       " (keys: name, input; a head's logit trains against the "
                                       "schema's label with binary cross-entropy)"));
     }
@@ -350,284 +334,6 @@ absl::StatusOr<ModelGraph> ReadModelGraph(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat("model file ", path, ": ", text.status().message()));
   }
   return ParseModelGraph(*text, path);
-}
-
-int ResolvedGraph::InputWidth(int layer) const {
-  int w = 0;
-  for (int t : layer_inputs[layer]) w += tensors[t].width;
-  return w;
-}
-
-absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInputs& in) {
-  ResolvedGraph r;
-  std::map<std::string, int> by_name;
-  const auto bad = [&g](int line, const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat(g.file, ":", line, ": ", what));
-  };
-  if (in.num_dense > 0) {
-    Tensor t;
-    t.name = "dense";
-    t.kind = Tensor::Kind::kDense;
-    t.width = in.num_dense;
-    by_name[t.name] = static_cast<int>(r.tensors.size());
-    r.tensors.push_back(t);
-  }
-  for (size_t f = 0; f < in.columns.size(); ++f) {
-    Tensor t;
-    t.name = in.columns[f];
-    t.kind = Tensor::Kind::kEmbedding;
-    t.width = in.dims[f];
-    t.field = static_cast<int>(f);
-    by_name[t.name] = static_cast<int>(r.tensors.size());
-    r.tensors.push_back(t);
-  }
-  for (size_t i = 0; i < g.layers.size(); ++i) {
-    const LayerSpec& l = g.layers[i];
-    if (l.name == "dense" || l.name == "embeddings" || by_name.count(l.name)) {
-      return bad(l.line, absl::StrCat("layer \"", l.name, "\": the name is taken by ",
-                                      l.name == "embeddings" ? "every categorical column's embedding"
-                                                             : "an input of the schema"));
-    }
-    Tensor t;
-    t.name = l.name;
-    t.layer = static_cast<int>(i);
-    by_name[t.name] = static_cast<int>(r.tensors.size());
-    r.layer_output.push_back(static_cast<int>(r.tensors.size()));
-    r.tensors.push_back(t);
-  }
-  // Columns sharing ids share a table: of one width.
-  for (size_t f = 0; f < in.ids_of.size() && f < in.columns.size(); ++f) {
-    const int o = in.ids_of[f];
-    if (o >= 0 && in.dims[f] != in.dims[o]) {
-      return bad(1, absl::StrCat("column \"", in.columns[f], "\" takes its ids from \"",
-                                 in.columns[o], "\" (ids_like) and shares its table, but is ",
-                                 in.dims[f], " wide and \"", in.columns[o], "\" ", in.dims[o]));
-    }
-  }
-  // Inputs by name.
-  std::vector<std::string> known;
-  for (const auto& [name, id] : by_name) known.push_back(name);
-  known.emplace_back("embeddings");
-  r.layer_inputs.resize(g.layers.size());
-  for (size_t i = 0; i < g.layers.size(); ++i) {
-    const LayerSpec& l = g.layers[i];
-    for (const std::string& name : l.inputs) {
-      if (name == "embeddings") {
-        if (in.columns.empty()) {
-          return bad(l.line, absl::StrCat("layer \"", l.name,
-                                          "\": \"embeddings\" but the schema has no categorical columns"));
-        }
-        for (size_t f = 0; f < in.columns.size(); ++f) r.layer_inputs[i].push_back(by_name[in.columns[f]]);
-        continue;
-      }
-      auto it = by_name.find(name);
-      if (it == by_name.end()) {
-        return bad(l.line, absl::StrCat("layer \"", l.name, "\": no input or layer \"", name, "\"",
-                                        Closest(name, known), name == "dense" ? " (the schema has no dense columns)" : ""));
-      }
-      if (it->second == r.layer_output[i]) {
-        return bad(l.line, absl::StrCat("layer \"", l.name, "\" reads itself"));
-      }
-      r.layer_inputs[i].push_back(it->second);
-    }
-    for (int t : r.layer_inputs[i]) r.tensors[t].consumers.push_back(static_cast<int>(i));
-  }
-  r.layer_columns.assign(g.layers.size(), {});
-  for (size_t i = 0; i < g.layers.size(); ++i) {
-    const LayerSpec& l = g.layers[i];
-    if (l.type != LayerType::kWide) continue;
-    if (l.columns.empty()) {
-      for (size_t f = 0; f < in.columns.size(); ++f) r.layer_columns[i].push_back(static_cast<int>(f));
-    }
-    for (const std::string& name : l.columns) {
-      const auto col = std::find(in.columns.begin(), in.columns.end(), name);
-      if (col == in.columns.end()) {
-        return bad(l.line, absl::StrCat("layer \"", l.name, "\": \"columns\": no categorical column \"",
-                                        name, "\"", Closest(name, in.columns)));
-      }
-      r.layer_columns[i].push_back(static_cast<int>(col - in.columns.begin()));
-    }
-  }
-  r.layer_sequence.assign(g.layers.size(), -1);
-  for (size_t i = 0; i < g.layers.size(); ++i) {
-    const LayerSpec& l = g.layers[i];
-    if (l.type != LayerType::kTargetAttention && l.type != LayerType::kSelfAttention) continue;
-    const auto col = std::find(in.columns.begin(), in.columns.end(), l.sequence);
-    if (col == in.columns.end()) {
-      return bad(l.line, absl::StrCat("layer \"", l.name, "\": \"sequence\": no categorical column \"",
-                                      l.sequence, "\"", Closest(l.sequence, in.columns)));
-    }
-    r.layer_sequence[i] = static_cast<int>(col - in.columns.begin());
-  }
-  // Order: Kahn's algorithm over the layers; what is left is a cycle.
-  std::vector<int> pending(g.layers.size(), 0);
-  for (size_t i = 0; i < g.layers.size(); ++i) {
-    for (int t : r.layer_inputs[i]) pending[i] += r.tensors[t].layer >= 0 ? 1 : 0;
-  }
-  std::vector<int> ready;
-  for (size_t i = 0; i < g.layers.size(); ++i) {
-    if (pending[i] == 0) ready.push_back(static_cast<int>(i));
-  }
-  while (!ready.empty()) {
-    const int i = ready.front();
-    ready.erase(ready.begin());
-    r.order.push_back(i);
-    for (int c : r.tensors[r.layer_output[i]].consumers) {
-      if (--pending[c] == 0) ready.push_back(c);
-    }
-  }
-  if (r.order.size() != g.layers.size()) {
-    // What is left is the cycles and what they feed; strip what no layer
-    // left reads until only the cycles stay.
-    for (bool stripped = true; stripped;) {
-      stripped = false;
-      for (size_t i = 0; i < g.layers.size(); ++i) {
-        if (pending[i] <= 0) continue;
-        bool read = false;
-        for (int c : r.tensors[r.layer_output[i]].consumers) read = read || pending[c] > 0;
-        if (!read) {
-          pending[i] = 0;
-          stripped = true;
-        }
-      }
-    }
-    std::vector<std::string> cycle;
-    for (size_t i = 0; i < g.layers.size(); ++i) {
-      if (pending[i] > 0) cycle.push_back(absl::StrCat("\"", g.layers[i].name, "\""));
-    }
-    const int first = static_cast<int>(
-        std::find_if(pending.begin(), pending.end(), [](int p) { return p > 0; }) - pending.begin());
-    return bad(g.layers[first].line,
-               absl::StrCat("a cycle: layers ", absl::StrJoin(cycle, ", "), " read each other"));
-  }
-  // Widths, in order.
-  for (int i : r.order) {
-    const LayerSpec& l = g.layers[i];
-    const std::vector<int>& ins = r.layer_inputs[i];
-    const int in_width = r.InputWidth(i);
-    const std::string layer = absl::StrCat("layer \"", l.name, "\" (", LayerTypeName(l.type), ")");
-    int out = 0;
-    const auto same_widths = [&]() -> absl::Status {
-      for (int t : ins) {
-        if (r.tensors[t].width != r.tensors[ins[0]].width) {
-          return bad(l.line, absl::StrCat(layer, ": its inputs must be of one width; \"",
-                                          r.tensors[ins[0]].name, "\" is ", r.tensors[ins[0]].width,
-                                          " wide, \"", r.tensors[t].name, "\" ", r.tensors[t].width));
-        }
-      }
-      return absl::OkStatus();
-    };
-    switch (l.type) {
-      case LayerType::kMlp:
-        out = l.widths.back();
-        break;
-      case LayerType::kLinear:
-        out = l.width;
-        break;
-      case LayerType::kConcat:
-      case LayerType::kCross:
-        out = in_width;
-        break;
-      case LayerType::kDotInteraction: {
-        if (ins.size() < 2) return bad(l.line, absl::StrCat(layer, " needs at least 2 inputs"));
-        PS_RETURN_IF_ERROR(same_widths());
-        const int n = static_cast<int>(ins.size());
-        out = r.tensors[ins[0]].width + n * (n - 1) / 2;
-        break;
-      }
-      case LayerType::kFm:
-        if (ins.size() < 2) return bad(l.line, absl::StrCat(layer, " needs at least 2 inputs"));
-        PS_RETURN_IF_ERROR(same_widths());
-        out = 1;
-        break;
-      case LayerType::kWide:
-        if (ins.size() > 1) return bad(l.line, absl::StrCat(layer, " takes one input (its linear part)"));
-        out = 1;
-        break;
-      case LayerType::kAdd:
-        PS_RETURN_IF_ERROR(same_widths());
-        out = r.tensors[ins[0]].width;
-        break;
-      case LayerType::kSelfAttention: {
-        const int d = in.dims[r.layer_sequence[i]];
-        if (d % l.heads != 0) {
-          return bad(l.line, absl::StrCat(layer, ": ", l.heads, " heads do not divide the items' width ",
-                                          d, " (of \"", l.sequence, "\")"));
-        }
-        out = d;
-        break;
-      }
-      case LayerType::kTargetAttention: {
-        const int d = in.dims[r.layer_sequence[i]];
-        if (in_width != d) {
-          return bad(l.line, absl::StrCat(layer, ": its input (the target) is ", in_width,
-                                          " wide, the items of \"", l.sequence, "\" ", d,
-                                          "; they are compared element by element"));
-        }
-        out = d;
-        break;
-      }
-    }
-    if (in_width > kMaxWidth || out > kMaxWidth) {
-      return bad(l.line, absl::StrCat(layer, ": ", std::max(in_width, out), " columns, more than ",
-                                      kMaxWidth));
-    }
-    r.tensors[r.layer_output[i]].width = out;
-  }
-  for (const HeadSpec& h : g.heads) {
-    auto it = by_name.find(h.input);
-    if (it == by_name.end()) {
-      return bad(h.line, absl::StrCat("head \"", h.name, "\": no layer \"", h.input, "\"",
-                                      Closest(h.input, known)));
-    }
-    Tensor& t = r.tensors[it->second];
-    if (t.layer < 0 || !t.consumers.empty()) {
-      return bad(h.line, absl::StrCat("head \"", h.name, "\": \"", h.input, "\" ",
-                                      t.layer < 0 ? "is an input" : "is read by another layer",
-                                      "; a head's input is a layer of its own, its logit"));
-    }
-    if (t.width != 1) {
-      return bad(h.line, absl::StrCat("head \"", h.name, "\": \"", h.input, "\" is ", t.width,
-                                      " wide; a head's input is its logit, 1 wide (end the layer "
-                                      "at width 1, or add a linear layer)"));
-    }
-    t.head = true;
-    r.head_tensor.push_back(it->second);
-  }
-  // Use: every tensor reaches a head.
-  std::vector<char> used(r.tensors.size(), 0);
-  std::vector<int> stack(r.head_tensor.begin(), r.head_tensor.end());
-  while (!stack.empty()) {
-    const int t = stack.back();
-    stack.pop_back();
-    if (used[t]) continue;
-    used[t] = 1;
-    if (const int layer = r.tensors[t].layer; layer >= 0) {
-      for (int x : r.layer_inputs[layer]) stack.push_back(x);
-      std::vector<int> fields = r.layer_columns[layer];
-      if (const int f = r.layer_sequence[layer]; f >= 0) fields.push_back(f);
-      // The sequence's or wide layer's columns are used (their ids, not
-      // their pooled embeddings).
-      for (int f : fields) {
-        for (size_t s = 0; s < r.tensors.size(); ++s) {
-          if (r.tensors[s].field == f) used[s] = 1;
-        }
-      }
-    }
-  }
-  for (size_t t = 0; t < r.tensors.size(); ++t) {
-    if (used[t]) continue;
-    const Tensor& x = r.tensors[t];
-    if (x.layer >= 0) {
-      return bad(g.layers[x.layer].line,
-                 absl::StrCat("layer \"", x.name, "\": no head depends on it (remove it or use it)"));
-    }
-    return bad(1, absl::StrCat(x.kind == Tensor::Kind::kDense ? "the dense columns (\"dense\")"
-                                                              : absl::StrCat("column \"", x.name, "\""),
-                               " feed no layer: use them (\"dense\", \"", x.kind == Tensor::Kind::kDense ? "dense" : x.name,
-                               "\" or \"embeddings\") or drop them from the schema"));
-  }
-  return r;
 }
 
 }  // namespace pstrain::worker::graph

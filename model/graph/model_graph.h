@@ -34,6 +34,9 @@
 
 namespace pstrain::worker::graph {
 
+// The widest tensor a graph may have (and the widest mlp layer).
+inline constexpr int kMaxGraphWidth = 1 << 16;
+
 enum class LayerType {
   kMlp,             // Linear layers, ReLU after each (the last too with relu_last)
   kLinear,          // one Linear layer without activation: "width" outputs (1: a logit)
