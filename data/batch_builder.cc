@@ -1,6 +1,7 @@
 #include "data/batch_builder.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -13,13 +14,16 @@ constexpr int kMaxRows = std::numeric_limits<int>::max();
 
 }  // namespace
 
-BatchBuilder::BatchBuilder(int num_dense, int num_sparse, int expected_rows)
-    : num_dense_(num_dense), num_sparse_(num_sparse), expected_rows_(expected_rows) {
+BatchBuilder::BatchBuilder(int num_dense, int num_sparse, int expected_rows, int num_extra_labels)
+    : num_dense_(num_dense),
+      num_sparse_(num_sparse),
+      expected_rows_(expected_rows),
+      num_extra_labels_(num_extra_labels) {
   Reset();
 }
 
 void BatchBuilder::Reset() {
-  batch_ = std::make_shared<Batch>(EmptyBatch(num_dense_, num_sparse_));
+  batch_ = std::make_shared<Batch>(EmptyBatch(num_dense_, num_sparse_, num_extra_labels_));
   if (expected_rows_ > 0) {
     size_t n = static_cast<size_t>(expected_rows_);
     batch_->labels.reserve(n);
@@ -36,7 +40,7 @@ bool BatchBuilder::Fits(int f, size_t n) const {
 }
 
 bool BatchBuilder::Append(float label, const float* dense, const uint64_t* ids,
-                          const uint32_t* field_end) {
+                          const uint32_t* field_end, const float* extra_labels) {
   Batch& b = *batch_;
   if (b.size == kMaxRows) return false;
   uint32_t begin = 0;
@@ -45,6 +49,9 @@ bool BatchBuilder::Append(float label, const float* dense, const uint64_t* ids,
     begin = field_end[f];
   }
   b.labels.push_back(label);
+  if (num_extra_labels_ > 0) {
+    b.extra_labels.insert(b.extra_labels.end(), extra_labels, extra_labels + num_extra_labels_);
+  }
   b.dense.insert(b.dense.end(), dense, dense + num_dense_);
   begin = 0;
   for (int f = 0; f < num_sparse_; ++f) {
@@ -69,6 +76,10 @@ bool BatchBuilder::AppendFrom(const Batch& src, int r) {
     if (!Fits(f, src.offsets[f][r + 1] - src.offsets[f][r])) return false;
   }
   b.labels.push_back(src.labels[r]);
+  if (num_extra_labels_ > 0) {
+    const float* e = src.extra_labels.data() + static_cast<size_t>(r) * num_extra_labels_;
+    b.extra_labels.insert(b.extra_labels.end(), e, e + num_extra_labels_);
+  }
   const float* d = src.dense.data() + static_cast<size_t>(r) * num_dense_;
   b.dense.insert(b.dense.end(), d, d + num_dense_);
   for (int f = 0; f < num_sparse_; ++f) {
@@ -86,8 +97,9 @@ std::shared_ptr<const Batch> BatchBuilder::Finish() {
   return out;
 }
 
-Batch EmptyBatch(int num_dense, int num_sparse) {
+Batch EmptyBatch(int num_dense, int num_sparse, int num_extra_labels) {
   Batch b;
+  b.num_extra_labels = num_extra_labels;
   b.num_dense = num_dense;
   b.num_sparse = num_sparse;
   b.ids.resize(num_sparse);
@@ -102,6 +114,10 @@ absl::Status ValidateBatch(const Batch& b) {
   if (b.size < 0 || b.num_dense < 0 || b.num_sparse < 0) return bad("negative size");
   size_t n = static_cast<size_t>(b.size);
   if (b.labels.size() != n) return bad("labels.size()=", b.labels.size(), " != size=", n);
+  if (b.num_extra_labels < 0 || b.extra_labels.size() != n * b.num_extra_labels) {
+    return bad("extra_labels.size()=", b.extra_labels.size(), " != size*num_extra_labels=",
+               n * std::max(0, b.num_extra_labels));
+  }
   if (b.dense.size() != n * b.num_dense) {
     return bad("dense.size()=", b.dense.size(), " != size*num_dense=", n * b.num_dense);
   }
@@ -122,9 +138,11 @@ absl::Status ValidateBatch(const Batch& b) {
 }
 
 Batch SliceBatch(const Batch& batch, int begin, int end) {
-  Batch b = EmptyBatch(batch.num_dense, batch.num_sparse);
+  Batch b = EmptyBatch(batch.num_dense, batch.num_sparse, batch.num_extra_labels);
   b.size = end - begin;
   b.labels.assign(batch.labels.begin() + begin, batch.labels.begin() + end);
+  const size_t ne = static_cast<size_t>(batch.num_extra_labels);
+  b.extra_labels.assign(batch.extra_labels.begin() + begin * ne, batch.extra_labels.begin() + end * ne);
   size_t nd = static_cast<size_t>(batch.num_dense);
   b.dense.assign(batch.dense.begin() + begin * nd, batch.dense.begin() + end * nd);
   for (int f = 0; f < batch.num_sparse; ++f) {
@@ -160,7 +178,7 @@ absl::StatusOr<std::shared_ptr<const Batch>> ConcatBatches(
   size_t rows = 0;
   std::vector<size_t> ids(ns, 0);
   for (const auto& b : batches) {
-    if (b->num_dense != nd || b->num_sparse != ns) {
+    if (b->num_dense != nd || b->num_sparse != ns || b->num_extra_labels != batches[0]->num_extra_labels) {
       return absl::InvalidArgumentError(absl::StrCat("ConcatBatches: shape (", b->num_dense,
                                                      ", ", b->num_sparse, ") != (", nd, ", ",
                                                      ns, ")"));
@@ -172,7 +190,7 @@ absl::StatusOr<std::shared_ptr<const Batch>> ConcatBatches(
       std::any_of(ids.begin(), ids.end(), [](size_t n) { return n > kMaxIdsPerField; })) {
     return absl::ResourceExhaustedError("ConcatBatches: result exceeds the limits of a Batch");
   }
-  auto out = std::make_shared<Batch>(EmptyBatch(nd, ns));
+  auto out = std::make_shared<Batch>(EmptyBatch(nd, ns, batches[0]->num_extra_labels));
   out->size = static_cast<int>(rows);
   out->labels.reserve(rows);
   out->dense.reserve(rows * nd);
@@ -182,6 +200,7 @@ absl::StatusOr<std::shared_ptr<const Batch>> ConcatBatches(
   }
   for (const auto& b : batches) {
     out->labels.insert(out->labels.end(), b->labels.begin(), b->labels.end());
+    out->extra_labels.insert(out->extra_labels.end(), b->extra_labels.begin(), b->extra_labels.end());
     out->dense.insert(out->dense.end(), b->dense.begin(), b->dense.end());
     for (int f = 0; f < ns; ++f) {
       uint32_t base = static_cast<uint32_t>(out->ids[f].size());
@@ -193,8 +212,13 @@ absl::StatusOr<std::shared_ptr<const Batch>> ConcatBatches(
 }
 
 bool BatchesEqual(const Batch& a, const Batch& b) {
+  // Extra labels bit for bit: a missing one is NaN.
+  const bool extra_equal =
+      a.num_extra_labels == b.num_extra_labels && a.extra_labels.size() == b.extra_labels.size() &&
+      std::memcmp(a.extra_labels.data(), b.extra_labels.data(), 4 * a.extra_labels.size()) == 0;
   return a.size == b.size && a.num_dense == b.num_dense && a.num_sparse == b.num_sparse &&
-         a.labels == b.labels && a.dense == b.dense && a.ids == b.ids && a.offsets == b.offsets;
+         a.labels == b.labels && extra_equal && a.dense == b.dense && a.ids == b.ids &&
+         a.offsets == b.offsets;
 }
 
 }  // namespace pstrain::worker

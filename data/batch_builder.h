@@ -18,8 +18,9 @@ namespace pstrain::worker {
 
 class BatchBuilder {
  public:
-  // `expected_rows` only reserves memory.
-  BatchBuilder(int num_dense, int num_sparse, int expected_rows = 0);
+  // `expected_rows` only reserves memory. `num_extra_labels`: the schema's
+  // extra_labels, taken from each row.
+  BatchBuilder(int num_dense, int num_sparse, int expected_rows = 0, int num_extra_labels = 0);
 
   BatchBuilder(const BatchBuilder&) = delete;
   BatchBuilder& operator=(const BatchBuilder&) = delete;
@@ -28,11 +29,14 @@ class BatchBuilder {
   // Returns false (appending nothing) when the batch would exceed its
   // limits: 2^31 - 1 rows or 2^32 - 1 ids in one field.
   bool Append(const ParsedRow& row) {
-    return Append(row.label, row.dense.data(), row.ids.data(), row.field_end.data());
+    return Append(row.label, row.dense.data(), row.ids.data(), row.field_end.data(),
+                  row.extra_labels.data());
   }
   // The same from raw arrays: dense[num_dense], field_end[num_sparse] (the
-  // end of each field's ids in `ids`, as in ParsedRow).
-  bool Append(float label, const float* dense, const uint64_t* ids, const uint32_t* field_end);
+  // end of each field's ids in `ids`, as in ParsedRow), extra_labels
+  // [num_extra_labels] (ignored when there are none).
+  bool Append(float label, const float* dense, const uint64_t* ids, const uint32_t* field_end,
+              const float* extra_labels = nullptr);
   // Appends row `r` of `batch`. Same limits. REQUIRES: same shape.
   bool AppendFrom(const Batch& batch, int r);
 
@@ -49,11 +53,12 @@ class BatchBuilder {
   int num_dense_;
   int num_sparse_;
   int expected_rows_;
+  int num_extra_labels_;
   std::shared_ptr<Batch> batch_;
 };
 
 // An empty batch of the given shape (offsets hold the single 0).
-Batch EmptyBatch(int num_dense, int num_sparse);
+Batch EmptyBatch(int num_dense, int num_sparse, int num_extra_labels = 0);
 
 // OK when the batch's arrays are consistent with size/num_dense/num_sparse
 // (sizes, monotone offsets starting at 0, >= 1 id per row and field);

@@ -175,6 +175,9 @@ DelimitedParser::DelimitedParser(const Schema& schema)
   roles_.assign(schema_.num_columns, Role{Role::kIgnore});
   roles_[schema_.label.column] =
       Role{Role::kLabel, schema_.label.op == LabelColumn::Op::kBinary};
+  for (size_t k = 0; k < schema_.extra_labels.size(); ++k) {
+    roles_[schema_.extra_labels[k].column] = Role{Role::kExtraLabel, false, static_cast<uint32_t>(k)};
+  }
   for (int j = 0; j < schema_.num_dense; ++j) {
     const DenseColumn& d = schema_.dense[j];
     IntegerPath path = IntegerPath::kNone;
@@ -213,6 +216,23 @@ inline absl::Status DelimitedParser::CustomLabel(std::string_view t, ParsedRow* 
     return absl::InvalidArgumentError(absl::StrCat(
         "label column ", ColumnName(schema_, label.column),
         label.op == LabelColumn::Op::kBinary ? ": not 0 or 1: \"" : ": not a number: \"",
+        Snippet(t), "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DelimitedParser::CustomExtraLabel(int k, std::string_view t, ParsedRow* row) const {
+  const LabelColumn& label = schema_.extra_labels[k];
+  float& out = row->extra_labels[k];
+  if (t.empty() || missing_.Contains(t)) {
+    out = std::numeric_limits<float>::quiet_NaN();
+    return absl::OkStatus();
+  }
+  double v;
+  if (!ParseNumber(t, 0, &v) || !LabelOf(label, v, &out)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "label \"", label.name, "\" (column ", ColumnName(schema_, label.column),
+        label.op == LabelColumn::Op::kBinary ? "): not 0 or 1 or empty: \"" : "): not a number: \"",
         Snippet(t), "\""));
   }
   return absl::OkStatus();
@@ -304,6 +324,8 @@ inline bool DelimitedParser::FastColumn(const Role& role, std::string_view t, Pa
       return true;
     case Role::kIgnore:
       return true;
+    case Role::kExtraLabel:
+      return false;
   }
   return false;
 }
@@ -313,6 +335,8 @@ inline absl::Status DelimitedParser::CustomColumn(int column, std::string_view t
   switch (role.kind) {
     case Role::kLabel:
       return CustomLabel(t, row);
+    case Role::kExtraLabel:
+      return CustomExtraLabel(static_cast<int>(role.index), t, row);
     case Role::kDense:
       return CustomDense(static_cast<int>(role.index), t, row);
     case Role::kSparse:
@@ -326,6 +350,7 @@ inline absl::Status DelimitedParser::CustomColumn(int column, std::string_view t
 
 absl::Status DelimitedParser::ParseCustom(std::string_view line, ParsedRow* row) const {
   row->dense.resize(schema_.num_dense);
+  row->extra_labels.resize(schema_.extra_labels.size());
   row->ids.clear();
   row->field_end.resize(schema_.num_sparse);
   const char sep = schema_.field_sep;

@@ -49,12 +49,12 @@ class DelimitedParser final : public Parser {
  private:
   // What a column of a custom layout is.
   struct Role {
-    enum Kind : uint8_t { kIgnore, kLabel, kDense, kSparse };
+    enum Kind : uint8_t { kIgnore, kLabel, kDense, kSparse, kExtraLabel };
     Kind kind;
     // The common case, parsed inline in one pass: a 0/1 label, a dense
     // column of log1p_clamp'ed integers, a single-hot categorical column.
     bool fast = false;
-    uint32_t index = 0;    // kDense, kSparse: the field
+    uint32_t index = 0;    // kDense, kSparse: the field; kExtraLabel: which
     uint64_t buckets = 0;  // kSparse: its hash_buckets
     uint32_t hash_field = 0;  // kSparse: the field whose ids its tokens take
   };
@@ -71,6 +71,8 @@ class DelimitedParser final : public Parser {
   bool FastColumn(const Role& role, std::string_view token, ParsedRow* row) const;
   absl::Status CustomColumn(int column, std::string_view token, ParsedRow* row) const;
   absl::Status CustomLabel(std::string_view token, ParsedRow* row) const;
+  // One of the schema's extra_labels: NaN (none) when empty or missing.
+  absl::Status CustomExtraLabel(int k, std::string_view token, ParsedRow* row) const;
   absl::Status CustomDense(int field, std::string_view token, ParsedRow* row) const;
   void CustomSparse(int field, std::string_view token, ParsedRow* row) const;
   absl::Status CustomColumnCountError(std::string_view line, size_t columns) const;

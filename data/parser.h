@@ -24,6 +24,8 @@ namespace pstrain::worker {
 // One parsed record. Reused across records to avoid allocations.
 struct ParsedRow {
   float label = 0.0f;
+  // The schema's extra_labels, [extra_labels.size()]; NaN: the row has none.
+  std::vector<float> extra_labels;
   std::vector<float> dense;  // [num_dense], already transformed
   // The ids of every sparse field, field after field: field f owns
   // ids[f == 0 ? 0 : field_end[f - 1] .. field_end[f]); at least one each.

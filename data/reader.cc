@@ -64,7 +64,8 @@ std::unique_ptr<ShuffleBuffer> MakeShuffle(const ReaderOptions& options) {
   if (options.shuffle_buffer_rows == 0) return nullptr;
   return std::make_unique<ShuffleBuffer>(options.shuffle_buffer_rows, options.schema.num_dense,
                                          options.schema.num_sparse,
-                                         !AnyMultiHot(options.schema));
+                                         !AnyMultiHot(options.schema),
+                                         static_cast<int>(options.schema.extra_labels.size()));
 }
 
 // Adds `row` (or a shuffled row) to `builder`; when the builder refuses it
@@ -309,7 +310,8 @@ absl::StatusOr<bool> DataReader::Impl::NextPartition(int epoch) {
 
 absl::Status DataReader::Impl::Produce() {
   const Schema& schema = options_.schema;
-  BatchBuilder builder(schema.num_dense, schema.num_sparse, options_.batch_size);
+  BatchBuilder builder(schema.num_dense, schema.num_sparse, options_.batch_size,
+                       static_cast<int>(schema.extra_labels.size()));
   std::unique_ptr<ShuffleBuffer> shuffle = MakeShuffle(options_);
   ParsedRow row;
   int epoch = options_.first_epoch;
@@ -388,7 +390,8 @@ absl::StatusOr<std::shared_ptr<const Batch>> ReadAll(const ReaderOptions& option
   PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandFilePatterns(options.patterns));
   PS_ASSIGN_OR_RETURN(std::unique_ptr<ShardScanner> scanner,
                       MakeScanner(options, std::move(files)));
-  BatchBuilder builder(options.schema.num_dense, options.schema.num_sparse);
+  BatchBuilder builder(options.schema.num_dense, options.schema.num_sparse, 0,
+                       static_cast<int>(options.schema.extra_labels.size()));
   std::unique_ptr<ShuffleBuffer> shuffle = MakeShuffle(options);
   if (shuffle != nullptr) shuffle->Reseed(EpochSeed(options.seed, 0));
   auto full = [] { return false; };  // one Batch: running out of room is an error

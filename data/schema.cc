@@ -41,6 +41,9 @@ absl::Status ValidateColumns(const Schema& s) {
     return absl::OkStatus();
   };
   PS_RETURN_IF_ERROR(take(s.label.column, "label"));
+  for (const LabelColumn& l : s.extra_labels) {
+    PS_RETURN_IF_ERROR(take(l.column, absl::StrCat("labels.", l.name)));
+  }
   for (const DenseColumn& d : s.dense) {
     PS_RETURN_IF_ERROR(take(d.column, "dense"));
     if (!(d.clip_lo <= d.clip_hi)) return bad("dense ", d.name, ": clip low above high");
@@ -67,6 +70,12 @@ bool AnyMultiHot(const Schema& schema) {
     if (c.multi_hot_sep != 0) return true;
   }
   return false;
+}
+
+std::vector<std::string> LabelNames(const Schema& schema) {
+  std::vector<std::string> names = {schema.label.name.empty() ? "label" : schema.label.name};
+  for (const LabelColumn& l : schema.extra_labels) names.push_back(l.name);
+  return names;
 }
 
 std::string ColumnName(const Schema& schema, int column) {

@@ -103,6 +103,11 @@ struct Schema {
   int num_columns = 0;                    // columns per line
   std::vector<std::string> column_names;  // [num_columns], or empty
   LabelColumn label;
+  // More labels, by name (the schema's "labels"), for the heads of a
+  // multi-task model: a row whose field is empty or a missing token has no
+  // such label (NaN in Batch::extra_labels: masked out of its head's loss
+  // and metrics). The first label, `label`, is every row's.
+  std::vector<LabelColumn> extra_labels;
   std::vector<DenseColumn> dense;    // in model order
   std::vector<SparseColumn> sparse;  // in model order (embedding tables C1, C2...)
   std::string source;                // the schema file, for messages
@@ -126,6 +131,10 @@ inline char FieldMultiHotSep(const Schema& schema, int f) {
 }
 // Whether some sparse field may hold more than one id per row.
 bool AnyMultiHot(const Schema& schema);
+
+// The labels' names: the first label's (its column's name), then each of
+// extra_labels' (their names in the schema's "labels").
+std::vector<std::string> LabelNames(const Schema& schema);
 
 // The name of column `column` of a line (the header's, or "label", "I3",
 // "C12" in the Criteo layout, or "column 7").

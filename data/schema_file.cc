@@ -25,7 +25,8 @@ using nlohmann::json;
 constexpr const char* kKeys[] = {"separator", "header",  "columns",       "num_columns",
                                  "label",     "dense",   "sparse",        "ignore",
                                  "weight",    "hash_buckets", "embedding_dim", "dense_transform",
-                                 "max_line_bytes", "stats_rows", "format", "missing_values"};
+                                 "max_line_bytes", "stats_rows", "format", "missing_values",
+                                 "labels"};
 constexpr const char* kDenseKeys[] = {"column", "transform", "clip", "mean", "stddev", "missing"};
 constexpr const char* kSparseKeys[] = {"column", "hash_buckets", "multi_hot", "pooling",
                                        "embedding_dim", "ids_like", "max_length"};
@@ -55,7 +56,10 @@ class Resolver {
   absl::StatusOr<char> Separator(const json& v, const std::string& key) const;
   absl::Status Names(const json& j);
   absl::StatusOr<int> Column(const json& ref, const std::string& where);
-  absl::Status Label(const json& v);
+  // Reads a label (a column, "delay > 15", or {"column", "op",
+  // "threshold"}) at `where` ("label", "labels.conversion").
+  absl::Status Label(const json& v, const std::string& where, LabelColumn* label);
+  absl::Status Labels(const json& v);
   absl::Status Dense(const json& v, size_t i, Transform default_transform);
   absl::Status Sparse(const json& v, size_t i);
   absl::StatusOr<Transform> TransformOf(const json& v, const std::string& where) const;
@@ -177,21 +181,21 @@ absl::StatusOr<double> Resolver::Number(const json& v, const std::string& where)
   return d;
 }
 
-absl::Status Resolver::Label(const json& v) {
-  LabelColumn& label = s_.label;
+absl::Status Resolver::Label(const json& v, const std::string& where, LabelColumn* out) {
+  LabelColumn& label = *out;
   if (v.is_object()) {
-    PS_RETURN_IF_ERROR(CheckKeys(v, kLabelKeys, "label"));
-    if (!v.contains("column")) return Bad("label: no \"column\"");
-    PS_ASSIGN_OR_RETURN(label.column, Column(v["column"], "label"));
+    PS_RETURN_IF_ERROR(CheckKeys(v, kLabelKeys, where));
+    if (!v.contains("column")) return Bad(where, ": no \"column\"");
+    PS_ASSIGN_OR_RETURN(label.column, Column(v["column"], where));
     std::string op = v.value("op", std::string());
     if (!op.empty() || v.contains("threshold")) {
-      if (!v.contains("threshold")) return Bad("label: \"op\" without \"threshold\"");
-      PS_ASSIGN_OR_RETURN(label.threshold, Number(v["threshold"], "label.threshold"));
+      if (!v.contains("threshold")) return Bad(where, ": \"op\" without \"threshold\"");
+      PS_ASSIGN_OR_RETURN(label.threshold, Number(v["threshold"], where + ".threshold"));
       static const std::map<std::string, LabelColumn::Op> kOps = {
           {">", LabelColumn::Op::kGt},  {">=", LabelColumn::Op::kGe}, {"<", LabelColumn::Op::kLt},
           {"<=", LabelColumn::Op::kLe}, {"==", LabelColumn::Op::kEq}, {"!=", LabelColumn::Op::kNe}};
       auto it = kOps.find(op.empty() ? ">" : op);
-      if (it == kOps.end()) return Bad("label.op: \"", op, "\" is not one of > >= < <= == !=");
+      if (it == kOps.end()) return Bad(where, ".op: \"", op, "\" is not one of > >= < <= == !=");
       label.op = it->second;
     }
   } else if (v.is_string()) {
@@ -199,7 +203,7 @@ absl::Status Resolver::Label(const json& v) {
     std::string text = v.get<std::string>();
     size_t at = text.find_first_of("<>=!");
     if (at == std::string::npos) {
-      PS_ASSIGN_OR_RETURN(label.column, Column(v, "label"));
+      PS_ASSIGN_OR_RETURN(label.column, Column(v, where));
     } else {
       size_t op_end = text.find_first_not_of("<>=!", at);
       std::string name(absl::StripAsciiWhitespace(text.substr(0, at)));
@@ -208,7 +212,7 @@ absl::Status Resolver::Label(const json& v) {
           op_end == std::string::npos ? std::string() : text.substr(op_end)));
       double threshold;
       if (!absl::SimpleAtod(value, &threshold) || !std::isfinite(threshold)) {
-        return Bad("label: \"", text, "\": \"", value, "\" is not a number (e.g. \"delay > 15\")");
+        return Bad(where, ": \"", text, "\": \"", value, "\" is not a number (e.g. \"delay > 15\")");
       }
       json obj = {{"op", op}, {"threshold", threshold}};
       int64_t index;
@@ -217,14 +221,41 @@ absl::Status Resolver::Label(const json& v) {
       } else {
         obj["column"] = name;
       }
-      return Label(obj);
+      return Label(obj, where, out);
     }
   } else {
-    PS_ASSIGN_OR_RETURN(label.column, Column(v, "label"));
+    PS_ASSIGN_OR_RETURN(label.column, Column(v, where));
   }
-  label.name = label.column < static_cast<int>(s_.column_names.size())
-                   ? s_.column_names[label.column]
-                   : absl::StrCat(label.column);
+  if (label.name.empty()) {
+    label.name = label.column < static_cast<int>(s_.column_names.size())
+                     ? s_.column_names[label.column]
+                     : absl::StrCat(label.column);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::Labels(const json& v) {
+  if (!v.is_object()) {
+    return Bad("labels: an object of named labels, e.g. {\"conversion\": \"converted\", "
+               "\"long_view\": \"watch_secs > 30\"}");
+  }
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string where = absl::StrCat("labels.", it.key());
+    if (it.key().empty()) return Bad("labels: a label without a name");
+    if (it.key() == s_.label.name) {
+      return Bad(where, ": the first label (\"label\") is already named \"", it.key(), "\"");
+    }
+    LabelColumn l;
+    l.name = it.key();
+    PS_RETURN_IF_ERROR(Label(it.value(), where, &l));
+    if (l.column == s_.label.column) return Bad(where, ": column ", ColumnName(s_, l.column), " is the first label's");
+    for (const LabelColumn& o : s_.extra_labels) {
+      if (o.column == l.column) {
+        return Bad(where, ": column ", ColumnName(s_, l.column), " is label \"", o.name, "\"'s too");
+      }
+    }
+    s_.extra_labels.push_back(std::move(l));
+  }
   return absl::OkStatus();
 }
 
@@ -470,7 +501,8 @@ absl::StatusOr<SchemaFile> Resolver::Run(const json& j) {
   }
   PS_RETURN_IF_ERROR(Names(j));
   if (!j.contains("label")) return Bad("no \"label\" (a column name or index, or \"delay > 15\")");
-  PS_RETURN_IF_ERROR(Label(j["label"]));
+  PS_RETURN_IF_ERROR(Label(j["label"], "label", &s_.label));
+  if (j.contains("labels")) PS_RETURN_IF_ERROR(Labels(j["labels"]));
   Transform default_transform = Transform::kNone;
   if (j.contains("dense_transform")) {
     PS_ASSIGN_OR_RETURN(default_transform, TransformOf(j["dense_transform"], "dense_transform"));
@@ -519,6 +551,7 @@ absl::StatusOr<SchemaFile> Resolver::Run(const json& j) {
   // Every column has a role: a column left out is a typo more often than not.
   std::vector<bool> has_role(s_.num_columns, ignore_rest);
   has_role[s_.label.column] = true;
+  for (const LabelColumn& l : s_.extra_labels) has_role[l.column] = true;
   for (const DenseColumn& d : s_.dense) has_role[d.column] = true;
   for (const SparseColumn& c : s_.sparse) has_role[c.column] = true;
   for (int c : ignored) has_role[c] = true;

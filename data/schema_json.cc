@@ -26,11 +26,15 @@ const char* PoolingName(BagPooling p) { return p == BagPooling::kMean ? "mean" :
 
 json SchemaJson(const Schema& s) {
   static const char* kOps[] = {"", ">", ">=", "<", "<=", "==", "!="};
-  json label = {{"column", s.label.column}};
-  if (s.label.op != LabelColumn::Op::kBinary) {
-    label["op"] = kOps[static_cast<int>(s.label.op)];
-    label["threshold"] = s.label.threshold;
-  }
+  const auto label_json = [](const LabelColumn& l) {
+    json label = {{"column", l.column}};
+    if (l.op != LabelColumn::Op::kBinary) {
+      label["op"] = kOps[static_cast<int>(l.op)];
+      label["threshold"] = l.threshold;
+    }
+    return label;
+  };
+  const json label = label_json(s.label);
   json dense = json::array();
   for (const DenseColumn& d : s.dense) {
     json e = {{"column", d.column}, {"transform", TransformName(d.transform)}};
@@ -69,6 +73,11 @@ json SchemaJson(const Schema& s) {
               {"missing_values", s.missing_tokens},
               {"ignore", "rest"}};
   if (!s.column_names.empty()) out["columns"] = s.column_names;
+  if (!s.extra_labels.empty()) {
+    json labels = json::object();
+    for (const LabelColumn& l : s.extra_labels) labels[l.name] = label_json(l);
+    out["labels"] = labels;
+  }
   return out;
 }
 

@@ -7,12 +7,14 @@
 
 namespace pstrain::worker {
 
-ShuffleBuffer::ShuffleBuffer(size_t capacity, int num_dense, int num_sparse, bool single_hot)
+ShuffleBuffer::ShuffleBuffer(size_t capacity, int num_dense, int num_sparse, bool single_hot,
+                             int num_extra_labels)
     : capacity_(capacity),
       num_dense_(num_dense),
       num_sparse_(num_sparse),
       single_hot_(single_hot),
-      labels_(capacity),
+      num_labels_(1 + num_extra_labels),
+      labels_(capacity * num_labels_),
       dense_(capacity * num_dense) {
   if (single_hot_) {
     flat_ids_.resize(capacity * num_sparse);
@@ -33,7 +35,9 @@ uint64_t ShuffleBuffer::NextRandom() {
 
 void ShuffleBuffer::Insert(const ParsedRow& row) {
   const size_t s = size_++;
-  labels_[s] = row.label;
+  float* labels = labels_.data() + s * num_labels_;
+  labels[0] = row.label;
+  std::copy_n(row.extra_labels.data(), num_labels_ - 1, labels + 1);
   std::copy_n(row.dense.data(), num_dense_, dense_.data() + s * num_dense_);
   if (single_hot_) {
     std::copy_n(row.ids.data(), num_sparse_, flat_ids_.data() + s * num_sparse_);
@@ -44,7 +48,7 @@ void ShuffleBuffer::Insert(const ParsedRow& row) {
 }
 
 void ShuffleBuffer::MoveSlot(size_t from, size_t to) {
-  labels_[to] = labels_[from];
+  std::copy_n(labels_.data() + from * num_labels_, num_labels_, labels_.data() + to * num_labels_);
   std::copy_n(dense_.data() + from * num_dense_, num_dense_, dense_.data() + to * num_dense_);
   if (single_hot_) {
     std::copy_n(flat_ids_.data() + from * num_sparse_, num_sparse_,
@@ -60,10 +64,12 @@ bool ShuffleBuffer::PopRandomInto(BatchBuilder* out) {
   const size_t j = static_cast<size_t>(
       (static_cast<unsigned __int128>(NextRandom()) * size_) >> 64);
   const float* dense = dense_.data() + j * num_dense_;
+  const float* labels = labels_.data() + j * num_labels_;
   bool ok = single_hot_
-                ? out->Append(labels_[j], dense, flat_ids_.data() + j * num_sparse_,
-                              iota_ends_.data())
-                : out->Append(labels_[j], dense, ids_[j].data(), ends_.data() + j * num_sparse_);
+                ? out->Append(labels[0], dense, flat_ids_.data() + j * num_sparse_,
+                              iota_ends_.data(), labels + 1)
+                : out->Append(labels[0], dense, ids_[j].data(), ends_.data() + j * num_sparse_,
+                              labels + 1);
   if (!ok) return false;
   if (j != size_ - 1) MoveSlot(size_ - 1, j);
   --size_;

@@ -17,8 +17,10 @@ namespace pstrain::worker {
 class ShuffleBuffer {
  public:
   // `single_hot`: every row has exactly one id per field (then ids are kept
-  // in one flat array). REQUIRES: capacity > 0.
-  ShuffleBuffer(size_t capacity, int num_dense, int num_sparse, bool single_hot);
+  // in one flat array); `num_extra_labels`: the schema's extra_labels.
+  // REQUIRES: capacity > 0.
+  ShuffleBuffer(size_t capacity, int num_dense, int num_sparse, bool single_hot,
+                int num_extra_labels = 0);
 
   ShuffleBuffer(const ShuffleBuffer&) = delete;
   ShuffleBuffer& operator=(const ShuffleBuffer&) = delete;
@@ -45,9 +47,10 @@ class ShuffleBuffer {
   const int num_dense_;
   const int num_sparse_;
   const bool single_hot_;
+  const int num_labels_;                   // 1 + the extra labels
   size_t size_ = 0;
   uint64_t rng_state_ = 0;
-  std::vector<float> labels_;              // [capacity]
+  std::vector<float> labels_;              // [capacity * num_labels]: the label, then the extra ones
   std::vector<float> dense_;               // [capacity * num_dense]
   std::vector<uint64_t> flat_ids_;         // single-hot: [capacity * num_sparse]
   std::vector<uint32_t> iota_ends_;        // single-hot: 1, 2, ..., num_sparse

@@ -39,6 +39,7 @@ struct Row {
   int age = 0;
   int price = 0;
   double logit = 0;  // without the bias
+  double conversion_logit = 0;  // without its bias
 };
 
 class World {
@@ -78,6 +79,9 @@ class World {
     }
     row->logit = 0.6 * Weight(o_.seed, 1, row->item) + 0.3 * Weight(o_.seed, 2, row->user) +
                  0.4 * std::tanh((row->age - 45) / 15.0) + o_.strength * relevance;
+    row->conversion_logit = 1.5 * relevance + 0.5 * Weight(o_.seed, 1, row->item) +
+                            0.8 * Weight(o_.seed, 3, row->user) -
+                            0.6 * std::log(row->price) / std::log(500.0);
   }
 
  private:
@@ -91,29 +95,38 @@ double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 absl::StatusOr<HistoryWorldReport> WriteHistoryWorld(const HistoryWorldOptions& o,
                                                      const std::string& path,
                                                      const std::string& schema_path) {
-  if (o.rows < 1 || o.max_history < 1 || o.topics < 3 || o.items_per_topic < 1 || o.users < 1) {
+  if (o.rows < 1 || o.max_history < 1 || o.topics < 3 || o.items_per_topic < 1 || o.users < 1 ||
+      o.tasks < 1 || o.tasks > 2) {
     return absl::InvalidArgumentError("history world: rows, max_history, topics (>= 3), "
-                                      "items_per_topic and users must be positive");
+                                      "items_per_topic and users must be positive, tasks 1 or 2");
   }
   World world(o);
-  // The bias for the target click rate, from a pilot far from any real row.
-  std::vector<double> pilot;
+  // The biases for the target click and conversion rates, from a pilot far
+  // from any real row.
+  std::vector<double> pilot, conversion_pilot;
   Row row;
   for (int i = 0; i < 20000; ++i) {
     world.Sample((int64_t{1} << 62) + i, &row);
     pilot.push_back(row.logit);
+    conversion_pilot.push_back(row.conversion_logit);
   }
-  double lo = -20, hi = 20;
-  for (int it = 0; it < 60; ++it) {
-    const double mid = (lo + hi) / 2;
-    double rate = 0;
-    for (double l : pilot) rate += Sigmoid(l + mid);
-    (rate / pilot.size() < o.positive_rate ? lo : hi) = mid;
-  }
-  const double bias = (lo + hi) / 2;
-  std::string text = "clicked,age,price,user,item,category,history,history_category\n";
-  std::vector<double> probs;
-  std::vector<float> labels;
+  const auto bias_for = [](const std::vector<double>& logits, double target) {
+    double lo = -20, hi = 20;
+    for (int it = 0; it < 60; ++it) {
+      const double mid = (lo + hi) / 2;
+      double rate = 0;
+      for (double l : logits) rate += Sigmoid(l + mid);
+      (rate / logits.size() < target ? lo : hi) = mid;
+    }
+    return (lo + hi) / 2;
+  };
+  const double bias = bias_for(pilot, o.positive_rate);
+  const double conversion_bias = bias_for(conversion_pilot, o.conversion_rate);
+  const bool conversions = o.tasks == 2;
+  std::string text = absl::StrCat("clicked,", conversions ? "converted," : "",
+                                  "age,price,user,item,category,history,history_category\n");
+  std::vector<double> probs, conversion_probs;
+  std::vector<float> labels, conversion_labels;
   probs.reserve(o.rows);
   labels.reserve(o.rows);
   for (int64_t r = o.first_row; r < o.first_row + o.rows; ++r) {
@@ -123,7 +136,18 @@ absl::StatusOr<HistoryWorldReport> WriteHistoryWorld(const HistoryWorldOptions& 
     const int clicked = label_rng.Uniform() < p ? 1 : 0;
     probs.push_back(p);
     labels.push_back(static_cast<float>(clicked));
-    absl::StrAppend(&text, clicked, ",", row.age, ",", row.price, ",u", row.user, ",i", row.item,
+    absl::StrAppend(&text, clicked, ",");
+    if (conversions) {
+      if (clicked == 1) {
+        const double q = Sigmoid(row.conversion_logit + conversion_bias);
+        const int converted = label_rng.Uniform() < q ? 1 : 0;
+        conversion_probs.push_back(q);
+        conversion_labels.push_back(static_cast<float>(converted));
+        absl::StrAppend(&text, converted);
+      }
+      text += ',';  // empty: no conversion observed without a click
+    }
+    absl::StrAppend(&text, row.age, ",", row.price, ",u", row.user, ",i", row.item,
                     ",c", world.TopicOf(row.item), ",");
     for (size_t k = 0; k < row.history.size(); ++k) {
       absl::StrAppend(&text, k > 0 ? "|" : "", "i", row.history[k]);
@@ -139,7 +163,10 @@ absl::StatusOr<HistoryWorldReport> WriteHistoryWorld(const HistoryWorldOptions& 
       "{\n"
       "  // pstrain gen --history: the history lists items, hashed as the item column's\n"
       "  // (one embedding row per item wherever it appears), the last ", o.max_history, " kept.\n"
-      "  \"format\": \"csv\", \"header\": true, \"label\": \"clicked\", \"hash_buckets\": 1000000,\n"
+      "  \"format\": \"csv\", \"header\": true, \"label\": \"clicked\", \"hash_buckets\": 1000000,\n",
+      conversions ? "  // converted: after a click only (empty otherwise: masked out of its head)\n"
+                    "  \"labels\": {\"converted\": \"converted\"},\n"
+                  : "",
       "  \"dense\": [\"age\", \"price\"], \"dense_transform\": \"log1p\",\n"
       "  \"sparse\": [\"user\", \"item\", \"category\",\n"
       "             {\"column\": \"history\", \"multi_hot\": \"|\", \"ids_like\": \"item\", "
@@ -155,6 +182,13 @@ absl::StatusOr<HistoryWorldReport> WriteHistoryWorld(const HistoryWorldOptions& 
   report.positive_rate = positives / o.rows;
   report.oracle_auc = RocAuc(std::span<const double>(probs), std::span<const float>(labels));
   report.bytes = text.size();
+  if (conversions) {
+    double converted = 0;
+    for (float l : conversion_labels) converted += l;
+    report.conversion_rate = conversion_labels.empty() ? 0 : converted / conversion_labels.size();
+    report.conversion_oracle_auc =
+        RocAuc(std::span<const double>(conversion_probs), std::span<const float>(conversion_labels));
+  }
   return report;
 }
 

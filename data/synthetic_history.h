@@ -16,6 +16,15 @@
 // (category: an item's topic; history_category: the history's items'), and
 // a schema file for it (the histories' ids are the item and category
 // columns').
+//
+// With tasks = 2 a second label follows the click, "converted" (a
+// purchase after the click, ESMM's conversion): 0/1 on clicked rows, empty
+// on the others (no conversion is observed without a click; the schema's
+// "labels" reads it and a head on it learns from the clicked rows only).
+// Its logit shares the click's relevance and item effect and adds a user
+// propensity of its own and the price:
+//   conv_bias + 1.5 relevance + 0.5 item effect + 0.8 user propensity
+//   - 0.6 log(price) / log(500).
 #pragma once
 
 #include <cstdint>
@@ -35,12 +44,17 @@ struct HistoryWorldOptions {
   int users = 20000;
   double strength = 2.5;  // the relevance's weight in the logit
   double positive_rate = 0.25;
+  int tasks = 1;                      // 2: the "converted" label too
+  double conversion_rate = 0.3;       // of clicked rows
 };
 
 struct HistoryWorldReport {
   int64_t rows = 0;
   double positive_rate = 0;
   double oracle_auc = 0;
+  // tasks = 2: over the clicked rows.
+  double conversion_rate = 0;
+  double conversion_oracle_auc = 0;
   uint64_t bytes = 0;
 };
 

@@ -45,7 +45,10 @@ FlagSet GenFlags() {
               "Write behaviour-history data instead (CSV: clicked, age, price, user, item, "
               "history): history lists up to this many items the user clicked before, and the "
               "click depends on whether the candidate item's topic is among the recent ones "
-              "(a DIN-style teacher; OUT.schema.json reads it). 0: the Criteo-layout world.");
+              "(a DIN-style teacher; OUT.schema.json reads it). 0: the Criteo-layout world.")
+      .Define("tasks", "1",
+              "--history: 2 adds a second label after the click, \"converted\" (0/1 on clicked "
+              "rows, empty on the others), for multi-task models (examples/models/mmoe.json).");
   return flags;
 }
 
@@ -136,6 +139,8 @@ absl::Status RunGen(const std::vector<std::string>& argv) {
   if (out.empty() == stream.empty()) return UsageError("give one of --out and --stream");
   PS_ASSIGN_OR_RETURN(int64_t history, flags.GetInt("history"));
   if (history < 0 || history > 10000) return UsageError("--history must be in 0..10000");
+  PS_ASSIGN_OR_RETURN(int64_t tasks, flags.GetInt("tasks"));
+  if (tasks < 1 || tasks > 2) return UsageError("--tasks must be 1 or 2");
   if (history > 0) {
     if (!stream.empty()) return UsageError("--history writes one file (--out), not a --stream");
     worker::HistoryWorldOptions h;
@@ -144,6 +149,7 @@ absl::Status RunGen(const std::vector<std::string>& argv) {
     h.first_row = first;
     h.max_history = static_cast<int>(history);
     h.positive_rate = pos;
+    h.tasks = static_cast<int>(tasks);
     PS_ASSIGN_OR_RETURN(worker::HistoryWorldReport report,
                         worker::WriteHistoryWorld(h, out, out + ".schema.json"));
     std::printf("wrote %lld rows (%.1f MB) with histories of up to %lld items to %s (schema: "
@@ -151,8 +157,13 @@ absl::Status RunGen(const std::vector<std::string>& argv) {
                 static_cast<long long>(report.rows), report.bytes / 1e6,
                 static_cast<long long>(history), out.c_str(), out.c_str(), report.positive_rate,
                 report.oracle_auc);
+    if (tasks == 2) {
+      std::printf("converted (on the clicked rows): rate %.4f, oracle AUC %.4f\n",
+                  report.conversion_rate, report.conversion_oracle_auc);
+    }
     return absl::OkStatus();
   }
+  if (tasks != 1) return UsageError("--tasks=2 goes with --history (behaviour data with a conversion label)");
   o.rows = rows;
   o.seed = static_cast<uint64_t>(seed);
   o.first_row = first;

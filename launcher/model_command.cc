@@ -193,16 +193,29 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
     if (l.type == graph::LayerType::kCross) {
       absl::StrAppend(&what, " x", l.layers, l.rank > 0 ? absl::StrCat(" rank ", l.rank) : " full");
     }
+    if (l.type == graph::LayerType::kExperts) {
+      absl::StrAppend(&what, " ", l.count, " x mlp ", absl::StrJoin(l.widths, ","));
+    }
+    if (l.type == graph::LayerType::kGate) absl::StrAppend(&what, " of ", absl::StrJoin(l.experts, ", "));
     std::string inputs = absl::StrJoin(l.inputs, ", ");
-    if (r->layer_inputs[i].size() != l.inputs.size()) {
+    if (l.type == graph::LayerType::kGate) {
+      // The selector's tensors only: the experts are named beside the type.
+      if (r->layer_gate_inputs[i] != static_cast<int>(l.inputs.size())) {
+        absl::StrAppend(&inputs, " (", r->layer_gate_inputs[i], " tensors)");
+      }
+    } else if (r->layer_inputs[i].size() != l.inputs.size()) {
       absl::StrAppend(&inputs, " (", r->layer_inputs[i].size(), " tensors)");
     }
     std::printf("%-16s %-28s %-40s %d\n", l.name.c_str(), what.c_str(), inputs.c_str(),
                 r->tensors[r->layer_output[i]].width);
   }
-  for (const graph::HeadSpec& h : g.heads) {
-    std::printf("%-16s %-28s %-40s %d\n", ("head " + h.name).c_str(), "sigmoid, logloss",
-                h.input.c_str(), 1);
+  const std::vector<std::string> labels = m.label_names.empty() ? std::vector<std::string>{"label"} : m.label_names;
+  for (size_t k = 0; k < g.heads.size(); ++k) {
+    const graph::HeadSpec& h = g.heads[k];
+    std::string what = absl::StrCat(h.regression ? "value, squared error" : "sigmoid, logloss", " on ",
+                                    labels[r->head_label[k]]);
+    if (h.weight != 1.0f) absl::StrAppend(&what, " x", h.weight);
+    std::printf("%-16s %-28s %-40s %d\n", ("head " + h.name).c_str(), what.c_str(), h.input.c_str(), 1);
   }
   uint64_t dense = 0;
   std::printf("\n%-24s %-8s %s\n", "table", "kind", "size");

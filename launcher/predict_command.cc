@@ -90,7 +90,9 @@ std::string PredictHelp() {
       "Scores every row of FILES with the exported model in DIR (no cluster needed),\n"
       "writes the probabilities to SCORES, one line per input line in order (so that\n"
       "`paste FILE SCORES` lines them up), and prints AUC and log loss against the\n"
-      "files' labels. A line that does not parse gets an empty prediction and, after a\n"
+      "files' labels. A model of several heads (a model file's) writes one column per\n"
+      "head, tab-separated, in the model file's order, and prints each head's figures\n"
+      "(a regression head's value and RMSE). A line that does not parse gets an empty prediction and, after a\n"
       "tab, the reason (or, with --on_bad_line=fail, stops the command naming FILE:LINE).\n"
       "Bad input exits 2: flags, a model folder or data file that cannot be read, data\n"
       "whose first lines are not in the model's layout (the separator it seems to use\n"
@@ -129,6 +131,7 @@ absl::Status RunPredict(const std::vector<std::string>& argv) {
               static_cast<long long>(r->rows), r->seconds, r->metrics.auc, r->metrics.logloss,
               r->metrics.normalized_entropy, r->metrics.calibration,
               o.out.empty() ? "" : "; scores in ", o.out.c_str());
+  for (const worker::HeadEval& h : r->heads) std::printf("  %s\n", worker::HeadEvalText(h).c_str());
   if (r->bad_lines > 0) {
     std::printf("%lld bad line%s: an empty prediction and the reason each%s; the first: %s\n",
                 static_cast<long long>(r->bad_lines), r->bad_lines == 1 ? "" : "s",

@@ -270,6 +270,7 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
       out.model.field_dims.clear();
       out.model.field_names.clear();
       out.model.field_ids_of.clear();
+      out.model.label_names = LabelNames(out.schema);
       for (const SparseColumn& c : out.schema.sparse) {
         out.model.pooling.push_back(c.pooling);
         out.model.field_names.push_back(c.name);

@@ -388,21 +388,37 @@ http::HttpResponse ModelServer::Predict(const http::HttpRequest& request) {
   absl::Status s = v->model->Score(batch, scratch->get(), &probs);
   v->model->ReleaseScratch(*std::move(scratch));
   if (!s.ok()) return answer(JsonError(HttpCode(s), s.message()));
-  rows_->Inc(static_cast<double>(probs.size()));
+  const std::vector<ModelHead>& heads = v->model->heads();
+  const size_t num_heads = heads.size();
+  rows_->Inc(static_cast<double>(batch.size));
 
   http::HttpResponse r;
   r.content_type = "application/json";
   std::string& out = r.body;
-  out.reserve(96 + probs.size() * 12);
+  out.reserve(96 + probs.size() * 12 + num_heads * 32);
+  // Column h of probs ([rows x heads]) as a JSON list.
+  const auto append_head = [&out, &probs, num_heads](size_t h) {
+    char buf[32];
+    out += '[';
+    for (size_t i = h; i < probs.size(); i += num_heads) {
+      if (i > h) out += ',';
+      auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), probs[i]);
+      out.append(buf, ec == std::errc() ? end : buf);
+    }
+    out += ']';
+  };
   absl::StrAppend(&out, "{\"model_version\":\"", v->model->version(), "\",\"model_step\":",
-                  v->model->step(), ",\"probabilities\":[");
-  char buf[32];
-  for (size_t i = 0; i < probs.size(); ++i) {
-    if (i > 0) out += ',';
-    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), probs[i]);
-    out.append(buf, ec == std::errc() ? end : buf);
+                  v->model->step(), ",\"probabilities\":");
+  append_head(0);  // the first head's: what a client of a one-head model reads
+  if (num_heads > 1) {
+    // Every head's by name: a probability, or a regression head's value.
+    out += ",\"heads\":{";
+    for (size_t h = 0; h < num_heads; ++h) {
+      absl::StrAppend(&out, h > 0 ? "," : "", Dump(nlohmann::json(heads[h].name)), ":");
+      append_head(h);
+    }
+    out += '}';
   }
-  out += ']';
   if (!rows->warnings.empty()) {
     absl::StrAppend(&out, ",\"warnings\":", Dump(nlohmann::json(rows->warnings)));
   }

@@ -13,6 +13,7 @@
 #include "data/file_set.h"
 #include "data/line_reader.h"
 #include "data/parser.h"
+#include "model/models/head_eval.h"
 #include "serve/scorer.h"
 
 namespace pstrain::worker {
@@ -39,7 +40,8 @@ class AlignedScorer {
         scratch_(scratch),
         out_(out),
         batch_size_(batch_size),
-        builder_(model.schema().num_dense, model.schema().num_sparse, batch_size) {}
+        builder_(model.schema().num_dense, model.schema().num_sparse, batch_size,
+                 static_cast<int>(model.schema().extra_labels.size())) {}
 
   absl::Status AddRow(const ParsedRow& row) {
     if (!builder_.Append(row)) {  // the batch's limits: score what is there first
@@ -60,18 +62,26 @@ class AlignedScorer {
       std::shared_ptr<const Batch> batch = builder_.Finish();
       PS_RETURN_IF_ERROR(model_.Score(*batch, scratch_, &probs_));
       all_probs_.insert(all_probs_.end(), probs_.begin(), probs_.end());
-      all_labels_.insert(all_labels_.end(), batch->labels.begin(), batch->labels.end());
+      if (OneLabelHead(model_.heads())) {
+        all_labels_.insert(all_labels_.end(), batch->labels.begin(), batch->labels.end());
+      } else {
+        AppendHeadLabels(*batch, model_.heads(), &all_labels_);
+      }
     } else {
       probs_.clear();
     }
     if (out_ != nullptr) {
+      // One column per head; an unscored line's are empty, then its reason.
       text_.clear();
+      const size_t heads = model_.heads().size();
       size_t next = 0;
       for (const std::optional<std::string>& reason : lines_) {
         if (reason.has_value()) {
-          absl::StrAppend(&text_, "\t", *reason, "\n");
-        } else {
-          absl::StrAppend(&text_, absl::StrFormat("%.6f\n", probs_[next++]));
+          absl::StrAppend(&text_, std::string(heads, '\t'), *reason, "\n");
+          continue;
+        }
+        for (size_t h = 0; h < heads; ++h) {
+          absl::StrAppend(&text_, absl::StrFormat(h + 1 < heads ? "%.6f\t" : "%.6f\n", probs_[next++]));
         }
       }
       PS_RETURN_IF_ERROR(out_->Append(text_.data(), text_.size()));
@@ -167,8 +177,14 @@ absl::StatusOr<PredictResult> PredictFile(const PredictOptions& options) {
   }
   PS_RETURN_IF_ERROR(scorer.Flush());
   if (out) PS_RETURN_IF_ERROR(out->Commit());
-  r.rows = static_cast<int64_t>(scorer.probs().size());
-  r.metrics = ComputeBinaryMetrics(scorer.probs(), scorer.labels());
+  const std::vector<ModelHead>& heads = model->heads();
+  r.rows = static_cast<int64_t>(scorer.probs().size() / heads.size());
+  if (OneLabelHead(heads)) {
+    r.metrics = ComputeBinaryMetrics(scorer.probs(), scorer.labels());
+  } else {
+    r.heads = EvaluateHeads(heads, scorer.probs(), scorer.labels());
+    r.metrics = r.heads[0].binary;
+  }
   r.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return r;
 }

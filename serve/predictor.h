@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/eval/metrics.h"
+#include "model/models/head_eval.h"
 
 namespace pstrain::worker {
 
@@ -35,7 +36,8 @@ struct PredictResult {
   int64_t bad_lines = 0;    // lines that did not parse
   int64_t blank_lines = 0;  // empty lines (an empty prediction each)
   std::string first_bad;    // FILE:LINE: reason; the line: "..." ("" none)
-  BinaryMetrics metrics;    // of the scored lines, against their labels
+  BinaryMetrics metrics;    // of the scored lines, against their labels (the first head's)
+  std::vector<HeadEval> heads;  // a model of several heads: each head's, in its columns' order
   double seconds = 0;
 };
 

@@ -149,6 +149,7 @@ absl::Status LoadedModel::Build() {
   PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateModel(saved_.model));
   PS_RETURN_IF_ERROR(CheckSameTables(model->tables(), saved_));
   sparse_ids_ = model->sparse_tables();
+  heads_ = model->heads();
   dense_.assign(saved_.tables.size(), nullptr);
   for (const TableValues& t : saved_.tables) {
     if (t.spec.kind == TableKind::kDense) dense_[t.spec.id] = t.dense.data();
@@ -225,7 +226,7 @@ absl::Status LoadedModel::Score(const Batch& batch, ScoreScratch* scratch,
     }
     scratch->params.tables[sparse_ids_[k]] = rows.data();
   }
-  probs->resize(batch.size);
+  probs->resize(static_cast<size_t>(batch.size) * heads_.size());
   return model.Predict(batch, scratch->plan, scratch->params, *probs);
 }
 

@@ -64,7 +64,11 @@ class LoadedModel {
   // are not counted).
   uint64_t sparse_rows() const;
 
-  // Click probabilities of every row of `batch` into `probs` (resized).
+  // The model's outputs (one; a model file's heads).
+  const std::vector<ModelHead>& heads() const { return heads_; }
+
+  // Every row's output of each head into `probs` (resized), [rows x
+  // heads] row-major: click probabilities (a regression head's values).
   // Thread-safe. REQUIRES: `scratch` from this model's AcquireScratch().
   absl::Status Score(const Batch& batch, ScoreScratch* scratch, std::vector<float>* probs) const;
 
@@ -86,6 +90,7 @@ class LoadedModel {
   SavedModel saved_;
   std::string version_;
   std::vector<uint32_t> sparse_ids_;  // TableSpec::id of each sparse table, in plan order
+  std::vector<ModelHead> heads_;
   std::vector<SparseTable> sparse_;
   std::vector<const float*> dense_;  // by TableSpec::id; null for sparse tables
 

@@ -12,7 +12,8 @@
 namespace pstrain::worker {
 
 void RecordEval(const BinaryMetrics& m, int64_t step, const std::string& where,
-                double elapsed_seconds, MetricsFile* metrics, TrainResult* result) {
+                double elapsed_seconds, MetricsFile* metrics, TrainResult* result,
+                const std::vector<HeadEval>& heads) {
   result->eval_auc = m.auc;
   result->eval_logloss = m.logloss;
   result->eval_accuracy = m.accuracy;
@@ -21,7 +22,14 @@ void RecordEval(const BinaryMetrics& m, int64_t step, const std::string& where,
   result->eval_rows = m.count;
   spdlog::info("eval {}: AUC {:.4f}, logloss {:.4f}, NE {:.4f}, calibration {:.3f} over {} rows",
                where, m.auc, m.logloss, m.normalized_entropy, m.calibration, m.count);
-  metrics->Write(EvalEventLine(step, m, elapsed_seconds));
+  result->eval_heads = heads;
+  JsonLine line = EvalEventLine(step, m, elapsed_seconds);
+  if (!heads.empty()) {
+    for (const HeadEval& h : heads) spdlog::info("  {}", HeadEvalText(h));
+    spdlog::info("  weighted loss of the {} heads: {:.4f}", heads.size(), WeightedHeadLoss(heads));
+    AddHeadFields(heads, &line);
+  }
+  metrics->Write(line);
 }
 
 absl::StatusOr<double> ReadOracleAuc(const std::string& path) {
@@ -49,6 +57,7 @@ void AddSummaryFigures(const TrainResult& result, const JobFigures& job, JsonLin
       .Add("compute_seconds", result.compute_seconds)
       .Add("wait_seconds", result.wait_seconds)
       .Add("data_seconds", result.data_seconds);
+  if (evaluated && !result.eval_heads.empty()) AddHeadFields(result.eval_heads, line);
 }
 
 }  // namespace pstrain::worker

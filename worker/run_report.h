@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "common/json_line.h"
 #include "data/eval/metrics.h"
+#include "model/models/head_eval.h"
 
 namespace pstrain::worker {
 
@@ -24,8 +25,10 @@ struct TrainResult;  // worker/trainer.h
 // `result`'s eval fields, a log line "eval <where>: AUC ..." (`where`: "at
 // step 40", "after epoch 2 (step 40)") and the "eval" event in `metrics`.
 // `elapsed_seconds`: since the process started.
+// With several heads (`heads`, whose first is `m`), each head's figures too.
 void RecordEval(const BinaryMetrics& m, int64_t step, const std::string& where,
-                double elapsed_seconds, MetricsFile* metrics, TrainResult* result);
+                double elapsed_seconds, MetricsFile* metrics, TrainResult* result,
+                const std::vector<HeadEval>& heads = {});
 
 // The "oracle_auc" number of a data generator's meta file (--eval_meta):
 // NaN when `path` is empty or the file has no such number; an error when

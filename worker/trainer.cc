@@ -545,10 +545,16 @@ absl::Status Trainer::Score(int shard, int64_t clock, std::vector<float>* probs,
     if (!b) break;
     PS_ASSIGN_OR_RETURN(auto p, Prepare(b, clock));
     PS_RETURN_IF_ERROR(Bind(*p, &params));
+    // [rows x heads]: each head's prediction and label.
+    const std::vector<ModelHead>& heads = model_->heads();
     size_t at = probs->size();
-    probs->resize(at + b->size);
+    probs->resize(at + static_cast<size_t>(b->size) * heads.size());
     PS_RETURN_IF_ERROR(model_->Predict(*b, p->plan, params, std::span<float>(*probs).subspan(at)));
-    labels->insert(labels->end(), b->labels.begin(), b->labels.end());
+    if (OneLabelHead(heads)) {
+      labels->insert(labels->end(), b->labels.begin(), b->labels.end());
+    } else {
+      AppendHeadLabels(*b, heads, labels);
+    }
   }
   return absl::OkStatus();
 }

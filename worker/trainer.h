@@ -41,6 +41,7 @@
 #include "worker/allreduce/dense_replica.h"
 #include "worker/eval/best_round.h"
 #include "worker/eval/eval_schedule.h"
+#include "model/models/head_eval.h"
 #include "worker/kv_client.h"
 #include "worker/progress.h"
 #include "worker/training_loop.h"
@@ -162,6 +163,8 @@ struct TrainResult {
   double eval_ne = 0;           // normalized entropy: logloss over the base rate's entropy
   double eval_calibration = 0;  // mean prediction over the observed positive rate
   int64_t eval_rows = 0;
+  // A model of several heads: each head's (the fields above are the first's).
+  std::vector<HeadEval> eval_heads;
 };
 
 // A dead worker's shard trained by this one (elastic workers).

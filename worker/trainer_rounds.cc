@@ -370,7 +370,16 @@ absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainR
   // The final round is the model of the job's last step, whichever
   // worker took it.
   if (final_round) clock = std::max(clock, job_steps_);
-  BinaryMetrics m = ComputeBinaryMetrics(all_probs, all_labels);
+  // A model of several heads: each head's metrics; the first head's are
+  // the job's (the log's and dashboard's AUC, --keep_best, early stopping).
+  std::vector<HeadEval> heads;
+  BinaryMetrics m;
+  if (OneLabelHead(model_->heads())) {
+    m = ComputeBinaryMetrics(all_probs, all_labels);
+  } else {
+    heads = EvaluateHeads(model_->heads(), all_probs, all_labels);
+    m = heads[0].binary;
+  }
   last_eval_auc_ = m.auc;
   last_eval_step_ = clock;
   if (options_.train_metrics != nullptr) options_.train_metrics->OnEval(clock, m.auc, m.logloss);
@@ -378,7 +387,7 @@ absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainR
              final_round || !schedule_.by_epochs()
                  ? absl::StrCat("at step ", clock)
                  : absl::StrCat("after epoch ", schedule_.EpochOf(round), " (step ", clock, ")"),
-             Seconds(process_start_), metrics_.get(), result);
+             Seconds(process_start_), metrics_.get(), result, heads);
   if (!final_round) {
     next_collect_ = std::max(next_collect_, round + 1);
     if (elastic_) {

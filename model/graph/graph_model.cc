@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "model/graph/mixture_of_experts.h"
 #include "model/graph/self_attention.h"
 #include "model/graph/target_attention.h"
 #include "model/models/cross_net.h"
@@ -39,6 +40,8 @@ class GraphModel final : public ModelBase {
     CrossNet::Activations cross_acts;
     std::unique_ptr<TargetAttention> attention;
     std::unique_ptr<SelfAttention> self_attention;
+    std::unique_ptr<Experts> experts;
+    std::unique_ptr<ExpertGate> gate;
     // wide: its linear part's tables (-1: none) and each column's table and
     // sparse position.
     int wide_weight = -1, wide_bias = -1;
@@ -84,6 +87,7 @@ class GraphModel final : public ModelBase {
   std::vector<Place> places_;
   std::vector<uint32_t> emb_table_;  // by field
   std::vector<std::pair<int, int>> bag_of_;  // by field: (sparse position, slot) of its bags
+  std::vector<int> head_of_;         // by tensor: the head whose logit it is, or -1
   int reserved_ = 0;
   // The step's bindings for the rows being computed.
   nn::ConstMatrixView dense_;
@@ -139,6 +143,17 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
             &registry(), l.name, r_.tensors[r_.layer_output[i]].width, l.heads, l.max_length,
             o().seed);
         break;
+      case LayerType::kExperts:
+        n.experts = std::make_unique<Experts>(&registry(), l.name, in, l.count, l.widths, o().seed);
+        break;
+      case LayerType::kGate: {
+        int gate_in = 0;
+        for (int k = 0; k < r_.layer_gate_inputs[i]; ++k) gate_in += r_.tensors[r_.layer_inputs[i][k]].width;
+        const int width = r_.tensors[r_.layer_output[i]].width;
+        n.gate = std::make_unique<ExpertGate>(&registry(), l.name, gate_in, (in - gate_in) / width,
+                                              width, o().seed);
+        break;
+      }
       default:
         break;
     }
@@ -186,7 +201,8 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
     bool any = specs_[i].type == LayerType::kMlp || specs_[i].type == LayerType::kLinear ||
                specs_[i].type == LayerType::kWide ||
                specs_[i].type == LayerType::kCross || specs_[i].type == LayerType::kTargetAttention ||
-               specs_[i].type == LayerType::kSelfAttention;
+               specs_[i].type == LayerType::kSelfAttention ||
+               specs_[i].type == LayerType::kExperts || specs_[i].type == LayerType::kGate;
     for (int t : r_.layer_inputs[i]) {
       any = any || places_[t].needs_grad;
       nodes_[i].need_dx = nodes_[i].need_dx || places_[t].needs_grad;
@@ -208,12 +224,21 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
     }
   }
   for (size_t t = 0; t < r_.tensors.size(); ++t) places_[t].summed = r_.tensors[t].consumers.size() > 1;
+  // The heads: their logits are the columns of the step's [rows x heads].
+  head_of_.assign(r_.tensors.size(), -1);
+  std::vector<ModelHead> heads;
+  for (size_t h = 0; h < options.graph->heads.size(); ++h) {
+    const graph::HeadSpec& spec = options.graph->heads[h];
+    head_of_[r_.head_tensor[h]] = static_cast<int>(h);
+    heads.push_back(ModelHead{spec.name, r_.head_label[h], spec.regression, spec.weight});
+  }
+  SetHeads(std::move(heads));
 }
 
 nn::MatrixView GraphModel::Value(int t, int rows) const {
   const Tensor& x = r_.tensors[t];
   const Place& p = places_[t];
-  if (x.head) return logits_;
+  if (x.head) return logits_.Columns(head_of_[t], 1);
   if (p.home >= 0) {
     const Node& h = nodes_[p.home];
     return nn::MatrixView(h.x.as(), rows, r_.InputWidth(p.home)).Columns(p.column, x.width);
@@ -228,7 +253,7 @@ nn::MatrixView GraphModel::Grad(int t, int rows) const {
   const Tensor& x = r_.tensors[t];
   const Place& p = places_[t];
   if (!p.needs_grad) return nn::MatrixView();
-  if (x.head) return dlogits_;
+  if (x.head) return dlogits_.Columns(head_of_[t], 1);
   if (p.home >= 0) {
     const Node& h = nodes_[p.home];
     return nn::MatrixView(h.dx.as(), rows, r_.InputWidth(p.home)).Columns(p.column, x.width);
@@ -267,6 +292,7 @@ absl::Status GraphModel::Reserve(int batch) {
     // dx: the packed input's gradient, or scratch for a summed input's.
     PS_RETURN_IF_ERROR(n.dx.ReserveElements(dev, rows * in));
     if (n.mlp) PS_RETURN_IF_ERROR(n.mlp->Reserve(dev, batch));
+    if (n.experts) PS_RETURN_IF_ERROR(n.experts->Reserve(dev, batch));
   }
   reserved_ = batch;
   return absl::OkStatus();
@@ -338,6 +364,10 @@ absl::Status GraphModel::LayerForward(const StepData& step, int i) {
       }
       return absl::OkStatus();
     }
+    case LayerType::kExperts:
+      return n.experts->Forward(dev, x, step.params, out);
+    case LayerType::kGate:
+      return n.gate->Forward(dev, x, step.params, out);
     case LayerType::kAdd: {
       PS_RETURN_IF_ERROR(dev.CopyMatrix(Value(ins[0], rows), out));
       for (size_t k = 1; k < ins.size(); ++k) PS_RETURN_IF_ERROR(dev.AddMatrix(Value(ins[k], rows), out));
@@ -414,6 +444,14 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
     case LayerType::kWide:
     case LayerType::kAdd:
       break;  // dx is its output's gradient (concat), or written above
+    case LayerType::kExperts:
+      PS_RETURN_IF_ERROR(n.experts->Backward(dev, x, step.params, Value(out_t, rows), d_out, step.grads,
+                                             dx, accumulate, step.grad_ready));
+      break;
+    case LayerType::kGate:
+      PS_RETURN_IF_ERROR(n.gate->Backward(dev, x, step.params, d_out, step.grads, dx, accumulate,
+                                          step.grad_ready));
+      break;
     case LayerType::kDotInteraction:
       if (dx.data != nullptr) {
         PS_RETURN_IF_ERROR(dev.DotInteractionBackward(x, d_out, static_cast<int>(ins.size()),
@@ -500,6 +538,7 @@ graph::GraphInputs GraphInputsOf(const ModelOptions& options) {
     in.dims.push_back(FieldDim(options, f));
     in.ids_of.push_back(static_cast<size_t>(f) < options.field_ids_of.size() ? options.field_ids_of[f] : -1);
   }
+  in.labels = options.label_names;
   return in;
 }
 
@@ -507,8 +546,18 @@ absl::StatusOr<std::unique_ptr<Model>> CreateGraphModel(const ModelOptions& opti
                                                         std::unique_ptr<nn::Device> device) {
   if (options.graph == nullptr) return absl::InvalidArgumentError("no model graph");
   PS_ASSIGN_OR_RETURN(ResolvedGraph r, graph::ResolveGraph(*options.graph, GraphInputsOf(options)));
+  if (!device->host_memory()) {
+    const graph::ModelGraph& g = *options.graph;
+    if (g.heads.size() > 1 || g.heads[0].regression) {
+      return absl::UnimplementedError(absl::StrCat(
+          g.file, ":", g.heads[g.heads.size() > 1 ? 1 : 0].line, ": ",
+          g.heads.size() > 1 ? "several heads" : "a regression head (\"loss\": \"mse\")",
+          " train on the CPU device in this build, not on ", device->name()));
+    }
+  }
   for (const LayerSpec& l : options.graph->layers) {
-    if ((l.type == LayerType::kTargetAttention || l.type == LayerType::kSelfAttention) &&
+    if ((l.type == LayerType::kTargetAttention || l.type == LayerType::kSelfAttention ||
+         l.type == LayerType::kGate) &&
         !device->host_memory()) {
       return absl::UnimplementedError(absl::StrCat(
           options.graph->file, ":", l.line, ": layer \"", l.name,

@@ -89,6 +89,25 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
       }
       r.layer_inputs[i].push_back(it->second);
     }
+    r.layer_gate_inputs.push_back(0);
+    if (l.type == LayerType::kGate) {
+      // Its selector, then the experts it mixes.
+      r.layer_gate_inputs[i] = static_cast<int>(r.layer_inputs[i].size());
+      for (const std::string& name : l.experts) {
+        auto it = by_name.find(name);
+        const int layer = it == by_name.end() ? -1 : r.tensors[it->second].layer;
+        if (layer < 0 || g.layers[layer].type != LayerType::kExperts) {
+          std::vector<std::string> experts;
+          for (const LayerSpec& e : g.layers) {
+            if (e.type == LayerType::kExperts) experts.push_back(e.name);
+          }
+          return bad(l.line, absl::StrCat("layer \"", l.name, "\" (gate): \"experts\": \"", name,
+                                          "\" is not an experts layer", DidYouMeanQuoted(name, experts),
+                                          experts.empty() ? " (the file has none)" : ""));
+        }
+        r.layer_inputs[i].push_back(it->second);
+      }
+    }
     for (int t : r.layer_inputs[i]) r.tensors[t].consumers.push_back(static_cast<int>(i));
   }
   r.layer_columns.assign(g.layers.size(), {});
@@ -207,6 +226,25 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
         PS_RETURN_IF_ERROR(same_widths());
         out = r.tensors[ins[0]].width;
         break;
+      case LayerType::kExperts:
+        out = l.count * l.widths.back();
+        break;
+      case LayerType::kGate: {
+        const int k = r.layer_gate_inputs[i];
+        int experts = 0;
+        for (size_t e = k; e < ins.size(); ++e) {
+          const LayerSpec& x = g.layers[r.tensors[ins[e]].layer];
+          if (e > static_cast<size_t>(k) && x.widths.back() != out) {
+            return bad(l.line, absl::StrCat(layer, ": its experts must be of one width; \"",
+                                            l.experts[0], "\"'s are ", out, " wide, \"", x.name, "\"'s ",
+                                            x.widths.back()));
+          }
+          out = x.widths.back();
+          experts += x.count;
+        }
+        if (experts > 256) return bad(l.line, absl::StrCat(layer, ": ", experts, " experts, more than 256"));
+        break;
+      }
       case LayerType::kSelfAttention: {
         const int d = in.dims[r.layer_sequence[i]];
         if (d % l.heads != 0) {
@@ -233,13 +271,36 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
     }
     r.tensors[r.layer_output[i]].width = out;
   }
+  const std::vector<std::string> labels = in.labels.empty() ? std::vector<std::string>{"label"} : in.labels;
   for (const HeadSpec& h : g.heads) {
+    int label = 0;
+    if (!h.label.empty()) {
+      const auto at = std::find(labels.begin(), labels.end(), h.label);
+      if (at == labels.end()) {
+        return bad(h.line, absl::StrCat("head \"", h.name, "\": no label \"", h.label, "\" in the schema",
+                                        DidYouMeanQuoted(h.label, labels), " (its labels: ",
+                                        absl::StrJoin(labels, ", "),
+                                        "; more are named under the schema's \"labels\")"));
+      }
+      label = static_cast<int>(at - labels.begin());
+    }
+    if (&h == &g.heads[0] && h.regression) {
+      return bad(h.line, absl::StrCat("head \"", h.name, "\": the first head is the job's headline "
+                                      "(its AUC is the one --keep_best and the dashboard follow): make "
+                                      "it a probability head (\"loss\": \"bce\") and list the "
+                                      "regression head after it"));
+    }
+    r.head_label.push_back(label);
     auto it = by_name.find(h.input);
     if (it == by_name.end()) {
       return bad(h.line, absl::StrCat("head \"", h.name, "\": no layer \"", h.input, "\"",
                                       DidYouMeanQuoted(h.input, known)));
     }
     Tensor& t = r.tensors[it->second];
+    if (t.head) {
+      return bad(h.line, absl::StrCat("head \"", h.name, "\": \"", h.input,
+                                      "\" is another head's logit; give each head a layer of its own"));
+    }
     if (t.layer < 0 || !t.consumers.empty()) {
       return bad(h.line, absl::StrCat("head \"", h.name, "\": \"", h.input, "\" ",
                                       t.layer < 0 ? "is an input" : "is read by another layer",

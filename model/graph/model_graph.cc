@@ -38,6 +38,8 @@ const std::vector<TypeInfo>& Types() {
       {LayerType::kSelfAttention, "self_attention", {"sequence", "heads", "max_length"}, true},
       {LayerType::kWide, "wide", {"columns", "bias"}, true},
       {LayerType::kAdd, "add", {}, true},
+      {LayerType::kExperts, "experts", {"count", "widths"}, true},
+      {LayerType::kGate, "gate", {"experts"}, true},
   };
   return *types;
 }
@@ -150,10 +152,13 @@ absl::StatusOr<ModelGraph> Parser::Run() {
     return Bad(0, "no \"heads\": name the layer that gives the logit, e.g. "
                   "\"heads\": [{\"name\": \"click\", \"input\": \"top\"}]");
   }
-  if (g.heads.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-               name_, ":", g.heads[1].line, ": ", g.heads.size(), " heads: this build trains one head per model "
-                                            "(multi-task heads are not built yet)"));
+  for (size_t a = 0; a < g.heads.size(); ++a) {
+    for (size_t b = 0; b < a; ++b) {
+      if (g.heads[a].name == g.heads[b].name) {
+        return absl::InvalidArgumentError(absl::StrCat(name_, ":", g.heads[a].line, ": two heads named \"",
+                                                       g.heads[a].name, "\""));
+      }
+    }
   }
   return g;
 }
@@ -252,6 +257,16 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       PS_ASSIGN_OR_RETURN(l.bias, Bool(value, what, key_at));
     } else if (key == "heads") {
       PS_ASSIGN_OR_RETURN(l.heads, Int(value, what, key_at, 1, 64));
+    } else if (key == "count") {
+      PS_ASSIGN_OR_RETURN(l.count, Int(value, what, key_at, 1, 64));
+    } else if (key == "experts") {
+      if (!value.is_array() || value.empty()) {
+        return Bad(key_at, absl::StrCat(what, " must be a list of experts layers' names"));
+      }
+      for (const Json& v : value) {
+        if (!v.is_string()) return Bad(key_at, absl::StrCat(what, " must be a list of experts layers' names"));
+        l.experts.push_back(v.get<std::string>());
+      }
     } else if (key == "max_length") {
       PS_ASSIGN_OR_RETURN(l.max_length, Int(value, what, key_at, 1, 100000));
     } else if (key == "sequence") {
@@ -274,6 +289,14 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
   } else if (l.inputs.empty() && l.type != LayerType::kWide) {
     return Bad(at, absl::StrCat(layer, " needs an \"input\" (or \"inputs\")"));
   }
+  if (l.type == LayerType::kExperts && (l.count == 0 || l.widths.empty())) {
+    return Bad(at, absl::StrCat(layer, " (experts) needs a \"count\" and \"widths\" (each "
+                                       "expert's MLP), e.g. \"count\": 4, \"widths\": [64, 32]"));
+  }
+  if (l.type == LayerType::kGate && l.experts.empty()) {
+    return Bad(at, absl::StrCat(layer, " (gate) needs \"experts\": the experts layers it mixes, "
+                                       "e.g. [\"shared_experts\"]"));
+  }
   if (l.type == LayerType::kMlp && l.widths.empty()) {
     return Bad(at, absl::StrCat(layer, " (mlp) needs \"widths\", e.g. [64, 32]"));
   }
@@ -293,20 +316,36 @@ absl::Status Parser::Head(const Json& j, size_t at, ModelGraph* g) {
   if (!j.is_object()) return Bad(at, absl::StrCat(where, " must be an object"));
   HeadSpec h;
   h.line = LineAt(at);
-  const std::vector<std::string> keys = {"name", "input"};
+  const std::vector<std::string> keys = {"name", "input", "label", "loss", "weight"};
   size_t key_at = at;
   for (auto& [key, value] : j.items()) {
     key_at = Find(absl::StrCat("\"", key, "\""), key_at);
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       return Bad(key_at, absl::StrCat(where, ": unknown key \"", key, "\"", DidYouMeanQuoted(key, keys),
-                                      " (keys: name, input; a head's logit trains against the "
-                                      "schema's label with binary cross-entropy)"));
+                                      " (keys: ", absl::StrJoin(keys, ", "), ")"));
+    }
+    if (key == "weight") {
+      if (!value.is_number() || !(value.get<double>() > 0 && value.get<double>() <= 1000)) {
+        return Bad(key_at, absl::StrCat(where, ": \"weight\" must be a number in (0, 1000]"));
+      }
+      h.weight = value.get<float>();
+      continue;
     }
     if (!value.is_string()) return Bad(key_at, absl::StrCat(where, ": \"", key, "\" must be a string"));
-    (key == "name" ? h.name : h.input) = value.get<std::string>();
+    const std::string v = value.get<std::string>();
+    if (key == "loss") {
+      if (v != "bce" && v != "mse") {
+        return Bad(key_at, absl::StrCat(where, ": \"loss\" is \"bce\" (binary cross-entropy of a "
+                                               "probability, the default) or \"mse\" (squared error "
+                                               "of a value)"));
+      }
+      h.regression = v == "mse";
+    } else {
+      (key == "name" ? h.name : key == "input" ? h.input : h.label) = v;
+    }
   }
   if (h.input.empty()) return Bad(at, absl::StrCat(where, " needs an \"input\": the layer giving its logit"));
-  if (h.name.empty()) h.name = "click";
+  if (h.name.empty()) h.name = g->heads.empty() ? "click" : absl::StrCat("head", g->heads.size());
   g->heads.push_back(std::move(h));
   return absl::OkStatus();
 }

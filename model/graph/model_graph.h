@@ -48,6 +48,8 @@ enum class LayerType {
   kSelfAttention,   // BST: one self-attention layer over a sequence column, mean of its outputs
   kWide,            // a weight per id of each column, summed (+ a linear layer over its input)
   kAdd,             // its inputs summed, of one width
+  kExperts,         // MMoE's/PLE's experts: "count" MLPs over one input, side by side
+  kGate,            // a task's gate: softmax(linear(input)) mixing the experts of "experts" layers
 };
 absl::string_view LayerTypeName(LayerType t);
 
@@ -68,12 +70,17 @@ struct LayerSpec {
   int max_length = 50;              // self_attention: positions learned
   std::vector<std::string> columns; // wide: its columns (empty: every categorical column)
   bool bias = false;                // wide: a bias
+  int count = 0;                    // experts: how many
+  std::vector<std::string> experts; // gate: the experts layers it mixes
   int line = 0;                     // in the file, for messages
 };
 
 struct HeadSpec {
   std::string name;
   std::string input;  // a tensor of width 1: the logit
+  std::string label;  // the schema's label it learns ("": the first label)
+  bool regression = false;  // "loss": "mse" (the logit is the prediction); else "bce"
+  float weight = 1.0f;      // its loss's weight in the step's sum
   int line = 0;
 };
 
@@ -101,6 +108,8 @@ struct GraphInputs {
   std::vector<std::string> columns;  // categorical columns, in the batch's field order
   std::vector<int> dims;             // their embedding widths
   std::vector<int> ids_of;           // the field whose ids (and table) each takes; -1: its own
+  // The schema's labels, by name (LabelNames); empty: one, "label".
+  std::vector<std::string> labels;
 };
 
 // A tensor: an input or a layer's output.
@@ -124,6 +133,10 @@ struct ResolvedGraph {
   std::vector<int> layer_output;                 // by layer: its tensor id
   std::vector<int> order;                        // layer indices, inputs before readers
   std::vector<int> head_tensor;                  // by head
+  std::vector<int> head_label;                   // by head: its label (GraphInputs::labels)
+  // by layer: a gate's selector tensors (the first of layer_inputs; the
+  // rest are its experts layers' outputs); 0 for other layers.
+  std::vector<int> layer_gate_inputs;
   std::vector<int> layer_sequence;               // by layer: the sequence's field, or -1
   std::vector<std::vector<int>> layer_columns;   // by layer: a wide layer's fields
   // Width of each layer's input (the sum of its inputs').

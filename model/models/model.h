@@ -55,11 +55,25 @@ struct GradRefs {
   std::function<void(uint32_t table)> on_ready;
 };
 
+// One output of a model: a logit trained against one of the batch's labels.
+struct ModelHead {
+  std::string name = "click";
+  int label = 0;            // the batch's label it learns (LabelOf): 0 the first
+  bool regression = false;  // squared error of the logit itself; else sigmoid + BCE
+  float weight = 1.0f;      // its loss's weight in the step's sum
+};
+
 struct StepOutput {
-  double loss_sum = 0;  // sum of per-sample binary cross-entropy
+  // Sum of per-sample losses (binary cross-entropy; with several heads,
+  // their weighted sum over the rows that have each head's label).
+  double loss_sum = 0;
   int num_samples = 0;
-  // Each row's predicted probability, from the forward pass before the
-  // step's update (progressive validation); only with
+  // With several heads: each head's unweighted loss sum and the rows that
+  // had its label, by head; else empty.
+  std::vector<double> head_loss_sum;
+  std::vector<int64_t> head_rows;
+  // Each row's predicted probability (the first head's), from the forward
+  // pass before the step's update (progressive validation); only with
   // ModelOptions::step_probs, else empty.
   std::vector<float> probs;
 };
@@ -82,6 +96,9 @@ struct ModelOptions {
   // ids_like; -1: its own); empty: every field its own. A model file's
   // network gives such fields one table.
   std::vector<int> field_ids_of;
+  // The schema's labels by name (LabelNames: the first label, then its
+  // "labels"), which a model file's heads name; empty: one, "label".
+  std::vector<std::string> label_names;
   std::vector<int> bottom_mlp = {64, 16};    // dlrm: last width == embedding_dim
   std::vector<int> top_mlp = {64, 32};       // a final width-1 layer is added
   std::vector<int> deep_mlp = {256, 128};    // wide_deep, deepfm deep tower
@@ -140,7 +157,11 @@ class Model {
   virtual absl::StatusOr<StepOutput> TrainStep(const Batch& batch, const BatchPlan& plan,
                                                const ParamRefs& params, GradRefs* grads) = 0;
 
-  // Forward only: click probabilities, one per row, into `probs`.
+  // Its outputs: one for the built-in networks, a model file's heads.
+  virtual const std::vector<ModelHead>& heads() const = 0;
+
+  // Forward only: each row's output of every head into `probs`, [B x
+  // heads().size()] row-major: a probability (a regression head's value).
   virtual absl::Status Predict(const Batch& batch, const BatchPlan& plan,
                                const ParamRefs& params, std::span<float> probs) = 0;
 };

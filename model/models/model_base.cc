@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "model/models/step_checks.h"
+#include "model/nn/loss.h"
 
 namespace pstrain::worker {
 
@@ -107,8 +108,9 @@ size_t ModelBase::TableFloats(uint32_t table, const BatchPlan& plan) const {
 absl::Status ModelBase::Stage(const Batch& batch, const BatchPlan& plan, const ParamRefs& params,
                               const GradRefs* grads) {
   const int rows = batch.size;
-  PS_RETURN_IF_ERROR(logits_.ReserveElements(device_.get(), rows));
-  PS_RETURN_IF_ERROR(dlogits_.ReserveElements(device_.get(), rows));
+  const size_t outputs = static_cast<size_t>(rows) * heads_.size();
+  PS_RETURN_IF_ERROR(logits_.ReserveElements(device_.get(), outputs));
+  PS_RETURN_IF_ERROR(dlogits_.ReserveElements(device_.get(), outputs));
   chunk_rows_ = device_->host_memory() ? std::min(rows, kCpuChunkRows) : rows;
   PS_RETURN_IF_ERROR(Reserve(chunk_rows_));
   const size_t num_tables = registry_.tables().size();
@@ -267,6 +269,14 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
   IndexTables();
   if (grads == nullptr) return absl::InvalidArgumentError("TrainStep needs gradient outputs");
   PS_RETURN_IF_ERROR(Validate(batch, plan, params, grads));
+  for (const ModelHead& h : heads_) {
+    if (h.label > batch.num_extra_labels ||
+        batch.extra_labels.size() != static_cast<size_t>(batch.size) * batch.num_extra_labels) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "head \"", h.name, "\" learns the batch's label ", h.label, ", the batch has ",
+          1 + batch.num_extra_labels, " (its schema's \"labels\" are not in the data)"));
+    }
+  }
   PS_RETURN_IF_ERROR(Stage(batch, plan, params, grads));
   const int rows = batch.size;
   PS_RETURN_IF_ERROR(ZeroSparseGrads());
@@ -277,6 +287,12 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
   reported_.assign(registry_.tables().size(), 0);
   double loss = 0.0;
   ++train_steps_;
+  StepOutput out;
+  const int num_heads = static_cast<int>(heads_.size());
+  if (!OneBceHead()) {
+    out.head_loss_sum.assign(num_heads, 0.0);
+    out.head_rows.assign(num_heads, 0);
+  }
   const uint64_t dropout_seed = nn::DropoutMix(
       options_.seed ^ nn::DropoutMix(options_.dropout_stream ^ nn::DropoutMix(train_steps_)));
   for (int begin = 0; begin < rows; begin += chunk_rows_) {
@@ -286,12 +302,17 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
     const bool last_chunk = begin + n >= rows;
     chunk_.grad_ready = reporting_ != nullptr && last_chunk && device_->host_memory() ? &ready_fn_
                                                                                        : nullptr;
-    nn::MatrixView logits(logits_.as() + begin, n, 1);
-    nn::MatrixView dlogits(dlogits_.as() + begin, n, 1);
+    const size_t at = static_cast<size_t>(begin) * num_heads;
+    nn::MatrixView logits(logits_.as() + at, n, num_heads);
+    nn::MatrixView dlogits(dlogits_.as() + at, n, num_heads);
     PS_RETURN_IF_ERROR(Forward(chunk_, logits));
-    PS_ASSIGN_OR_RETURN(double chunk_loss,
-                        device_->SigmoidBceLoss(logits.data, chunk_.labels, n, dlogits.data));
-    loss += chunk_loss;
+    if (OneBceHead()) {
+      PS_ASSIGN_OR_RETURN(double chunk_loss,
+                          device_->SigmoidBceLoss(logits.data, chunk_.labels, n, dlogits.data));
+      loss += chunk_loss;
+    } else {
+      loss += HeadLosses(batch, begin, logits, dlogits, &out);
+    }
     PS_RETURN_IF_ERROR(Backward(chunk_, logits, dlogits, /*accumulate=*/begin > 0));
   }
   PS_RETURN_IF_ERROR(ExportGrads(*grads));
@@ -301,32 +322,79 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
     }
     reporting_ = nullptr;
   }
-  StepOutput out;
   out.loss_sum = loss;
   out.num_samples = rows;
   if (options_.step_probs) {
     out.probs.resize(rows);
-    PS_RETURN_IF_ERROR(device_->CopyToHost(out.probs.data(), logits_.as(), rows * sizeof(float)));
-    for (float& p : out.probs) p = 1.0f / (1.0f + std::exp(-p));
+    if (num_heads == 1) {
+      PS_RETURN_IF_ERROR(device_->CopyToHost(out.probs.data(), logits_.as(), rows * sizeof(float)));
+    } else {
+      for (int r = 0; r < rows; ++r) out.probs[r] = logits_.as()[static_cast<size_t>(r) * num_heads];
+    }
+    for (float& p : out.probs) p = heads_[0].regression ? p : 1.0f / (1.0f + std::exp(-p));
   }
   return out;
+}
+
+double ModelBase::HeadLosses(const Batch& batch, int begin, nn::ConstMatrixView logits,
+                             nn::MatrixView dlogits, StepOutput* out) const {
+  double total = 0;
+  for (size_t h = 0; h < heads_.size(); ++h) {
+    const ModelHead& head = heads_[h];
+    double sum = 0;
+    int64_t labelled = 0;
+    for (int r = 0; r < logits.rows; ++r) {
+      const float y = LabelOf(batch, head.label, begin + r);
+      const float z = logits.row(r)[h];
+      float& d = dlogits.row(r)[h];
+      if (std::isnan(y)) {  // no label: no loss
+        d = 0.0f;
+        continue;
+      }
+      ++labelled;
+      if (head.regression) {
+        const float e = z - y;
+        sum += static_cast<double>(e) * e;
+        d = head.weight * 2.0f * e;
+      } else {
+        sum += nn::BceFromLogit(z, y);
+        d = head.weight * (1.0f / (1.0f + std::exp(-z)) - y);
+      }
+    }
+    out->head_loss_sum[h] += sum;
+    out->head_rows[h] += labelled;
+    total += head.weight * sum;
+  }
+  return total;
 }
 
 absl::Status ModelBase::Predict(const Batch& batch, const BatchPlan& plan,
                                 const ParamRefs& params, std::span<float> probs) {
   IndexTables();
   PS_RETURN_IF_ERROR(Validate(batch, plan, params, nullptr));
-  if (probs.size() < static_cast<size_t>(batch.size)) {
+  const int num_heads = static_cast<int>(heads_.size());
+  if (probs.size() < static_cast<size_t>(batch.size) * num_heads) {
     return absl::InvalidArgumentError(absl::StrCat("probs holds ", probs.size(),
-                                                   " values for a batch of ", batch.size));
+                                                   " values for a batch of ", batch.size,
+                                                   " rows and ", num_heads, " head(s)"));
   }
   PS_RETURN_IF_ERROR(Stage(batch, plan, params, nullptr));
   const int rows = batch.size;
-  nn::MatrixView logits(logits_.as(), rows, 1);
+  nn::MatrixView logits(logits_.as(), rows, num_heads);
   for (int begin = 0; begin < rows; begin += chunk_rows_) {
     const int n = std::min(chunk_rows_, rows - begin);
     SliceStep(begin, n);
     PS_RETURN_IF_ERROR(Forward(chunk_, logits.Rows(begin, n)));
+  }
+  if (!OneBceHead()) {
+    // Several heads (host memory): each column a probability or a value.
+    for (int r = 0; r < rows; ++r) {
+      for (int h = 0; h < num_heads; ++h) {
+        const float z = logits.row(r)[h];
+        probs[static_cast<size_t>(r) * num_heads + h] = heads_[h].regression ? z : 1.0f / (1.0f + std::exp(-z));
+      }
+    }
+    return absl::OkStatus();
   }
   if (device_->host_memory()) return device_->Sigmoid(logits.data, rows, probs.data());
   PS_RETURN_IF_ERROR(device_->Sigmoid(logits.data, rows, dlogits_.as()));

@@ -44,6 +44,7 @@ class ModelBase : public Model {
   absl::Status Predict(const Batch& batch, const BatchPlan& plan, const ParamRefs& params,
                        std::span<float> probs) final;
 
+  const std::vector<ModelHead>& heads() const final { return heads_; }
   const ModelOptions& options() const { return options_; }
   // How sparse field `field`'s bags are pooled (ModelOptions::pooling).
   nn::Pooling FieldPooling(size_t field) const {
@@ -81,14 +82,18 @@ class ModelBase : public Model {
 
   TableRegistry& registry() { return registry_; }
   nn::Device& device() { return *device_; }
+  // A model of several outputs (or a regression one) declares them here, in
+  // its constructor; Forward then writes [B x heads] logits. Such a model
+  // runs on devices with host memory.
+  void SetHeads(std::vector<ModelHead> heads) { heads_ = std::move(heads); }
 
   // Grows the subclass's scratch for `batch` rows (no-op when large enough).
   // Forward/Backward then see at most that many rows at a time.
   virtual absl::Status Reserve(int batch) = 0;
-  // Writes the logits of the batch into `logits` ([B x 1]).
+  // Writes the logits of the batch into `logits` ([B x heads], a view).
   virtual absl::Status Forward(const StepData& step, nn::MatrixView logits) = 0;
   // Writes the gradients of every table given the logits of the preceding
-  // Forward on the same rows and dL/dlogits ([B x 1], may be modified).
+  // Forward on the same rows and dL/dlogits ([B x heads], may be modified).
   // Sparse gradients arrive zeroed: always add to them. Dense ones are
   // overwritten, or added to with `accumulate` (the batch's later chunks).
   virtual absl::Status Backward(const StepData& step, nn::ConstMatrixView logits,
@@ -108,6 +113,13 @@ class ModelBase : public Model {
   template <class IndexOf, class OffsetsOf>
   void BindBags(const Batch& batch, IndexOf index_of, OffsetsOf offsets_of);
   absl::Status ZeroSparseGrads();
+  // True when the step's loss is the single BCE head the devices compute.
+  bool OneBceHead() const { return heads_.size() == 1 && !heads_[0].regression; }
+  // The heads' losses of rows [begin, begin + n) of `batch` from their
+  // logits ([n x heads]); writes dL/dlogits and adds to out's sums.
+  // Returns the chunk's weighted loss. Host memory only.
+  double HeadLosses(const Batch& batch, int begin, nn::ConstMatrixView logits,
+                    nn::MatrixView dlogits, StepOutput* out) const;
   // chunk_ = rows [begin, begin + rows) of step_.
   void SliceStep(int begin, int rows);
   absl::Status ExportGrads(const GradRefs& grads);
@@ -116,6 +128,7 @@ class ModelBase : public Model {
   void IndexTables() const;
 
   ModelOptions options_;
+  std::vector<ModelHead> heads_ = {ModelHead{}};
   std::unique_ptr<nn::Device> device_;
   TableRegistry registry_;
   mutable std::vector<int> sparse_pos_;    // by table id: BatchPlan position or -1

@@ -12,6 +12,7 @@
 
 #include "data/delimited_parser.h"
 #include "data/file_set.h"
+#include "data/reader.h"
 #include "data/shard_scanner.h"
 
 namespace pstrain::worker {
@@ -270,6 +271,74 @@ TEST_F(SchemaFileTest, AHistoryTakesItsIdsFromTheItemColumnAndKeepsItsLastItems)
     "sparse": ["item", {"column": "history", "max_length": 3}]})", {csv})
                   .status().message(),
               ::testing::HasSubstr("sparse[1].max_length: only a multi_hot column"));
+}
+
+// A multi-task model's labels: named, each a column or a threshold, and
+// missing (NaN: masked out of its head) where the field is empty.
+TEST_F(SchemaFileTest, NamedLabelsAreReadAndAnEmptyOneIsMissing) {
+  std::string csv = Write("l.csv",
+                          "clicked,converted,watch,item\n"
+                          "1,1,40,i1\n"
+                          "0,,5,i2\n"
+                          "1,0,,i3\n");
+  const std::string schema = R"({
+    "format": "csv", "header": true, "label": "clicked", "hash_buckets": 1000,
+    "labels": {"converted": "converted", "long_view": "watch > 30"},
+    "sparse": ["item"]
+  })";
+  absl::StatusOr<Schema> s = Parse(schema, {csv});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(LabelNames(*s), (std::vector<std::string>{"clicked", "converted", "long_view"}));
+  std::vector<ParsedRow> rows = ReadAll(csv, *s);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].extra_labels, (std::vector<float>{1, 1}));
+  EXPECT_TRUE(std::isnan(rows[1].extra_labels[0]));
+  EXPECT_EQ(rows[1].extra_labels[1], 0.0f);
+  EXPECT_EQ(rows[2].extra_labels[0], 0.0f);
+  EXPECT_TRUE(std::isnan(rows[2].extra_labels[1]));
+  // The saved schema (an exported model's) reads back the same.
+  absl::StatusOr<Schema> back = SchemaFromJson(SchemaJson(*s), "model.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(LabelNames(*back), LabelNames(*s));
+  EXPECT_EQ(ReadAll(csv, *back)[0].extra_labels, rows[0].extra_labels);
+  // Through the reader's shuffle window, each row keeps its own labels.
+  ReaderOptions ro;
+  ro.patterns = {csv};
+  ro.schema = *s;
+  ro.shuffle_buffer_rows = 3;
+  ro.seed = 5;
+  absl::StatusOr<std::shared_ptr<const Batch>> all = worker::ReadAll(ro);
+  ASSERT_TRUE(all.ok()) << all.status();
+  const Batch& b = **all;
+  ASSERT_EQ(b.size, 3);
+  ASSERT_EQ(b.num_extra_labels, 2);
+  for (int r = 0; r < 3; ++r) {
+    // The row it came from, by its item.
+    const int source = b.ids[0][r] == rows[0].ids[0] ? 0 : b.ids[0][r] == rows[1].ids[0] ? 1 : 2;
+    EXPECT_EQ(b.labels[r], rows[source].label);
+    for (int j = 0; j < 2; ++j) {
+      const float want = rows[source].extra_labels[j];
+      const float got = LabelOf(b, 1 + j, r);
+      EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : got == want) << "row " << r << " label " << j;
+    }
+  }
+  // Mistakes name the label.
+  const auto error = [&](const std::string& labels) {
+    return std::string(Parse(R"({"format": "csv", "header": true, "label": "clicked",
+      "sparse": ["item"], "ignore": "rest", "labels": )" + labels + "}", {csv})
+                           .status().message());
+  };
+  EXPECT_THAT(error(R"({"again": "clicked"})"), ::testing::HasSubstr("labels.again: column \"clicked\" is the first label's"));
+  EXPECT_THAT(error(R"({"clicked": "converted"})"), ::testing::HasSubstr("labels.clicked: the first label"));
+  EXPECT_THAT(error(R"({"c": "convertd"})"), ::testing::HasSubstr("labels.c: no column \"convertd\""));
+  EXPECT_THAT(error(R"(["converted"])"), ::testing::HasSubstr("labels: an object of named labels"));
+  EXPECT_THAT(error(R"({"a": "converted", "b": "converted"})"), ::testing::HasSubstr("is label \"a\"'s too"));
+  // A value that is not a label is a bad line naming the label.
+  auto parser = CreateParser(*s);
+  ASSERT_TRUE(parser.ok());
+  ParsedRow row;
+  EXPECT_THAT(std::string((*parser)->Parse("1,2,40,i1", &row).message()),
+              ::testing::HasSubstr("label \"converted\" (column \"converted\"): not 0 or 1 or empty: \"2\""));
 }
 
 TEST_F(SchemaFileTest, SavedJsonRoundTrips) {

@@ -145,6 +145,7 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
   m->field_dims.clear();
   m->field_names.clear();
   m->field_ids_of.clear();
+  m->label_names = LabelNames(*schema);
   for (const SparseColumn& c : schema->sparse) {
     m->pooling.push_back(c.pooling);
     m->field_names.push_back(c.name);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/graph/model_graph.h"
 #include "model/models/model.h"
@@ -102,6 +103,83 @@ TEST(GraphModel, SelfAttentionMatchesFiniteDifferences) {
 
 TEST(GraphModel, PredictAgreesWithTrainStepLoss) {
   testing::ExpectPredictAgreesWithTrainStepLoss(WithGraph(kEveryLayer), 300);  // over chunks
+}
+
+// MMoE with three heads: a click head, a conversion head whose label is
+// missing on some rows (masked) with weight 0.5, and a regression head.
+constexpr const char* kMmoe = R"({"layers": [
+    {"name": "x", "type": "concat", "inputs": ["dense", "embeddings"]},
+    {"name": "shared", "type": "experts", "input": "x", "count": 3, "widths": [5, 4]},
+    {"name": "own", "type": "experts", "input": "dense", "count": 1, "widths": [4]},
+    {"name": "g1", "type": "gate", "input": "x", "experts": ["shared"]},
+    {"name": "g2", "type": "gate", "inputs": ["dense", "C1"], "experts": ["shared", "own"]},
+    {"name": "t1", "type": "mlp", "input": "g1", "widths": [5, 1]},
+    {"name": "t2", "type": "mlp", "input": "g2", "widths": [3, 1]},
+    {"name": "t3", "type": "linear", "input": "g2"}],
+  "heads": [{"name": "ctr", "input": "t1"},
+            {"name": "cvr", "input": "t2", "label": "bought", "weight": 0.5},
+            {"name": "spend", "input": "t3", "label": "spent", "loss": "mse", "weight": 2}]})";
+
+ModelOptions MmoeOptions() {
+  ModelOptions o = WithGraph(kMmoe, "mmoe.json");
+  o.label_names = {"clicked", "bought", "spent"};
+  return o;
+}
+
+TEST(GraphModel, MmoeWithThreeHeadsMatchesFiniteDifferences) {
+  auto model = CreateModel(MmoeOptions());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ((*model)->heads().size(), 3u);
+  EXPECT_EQ((*model)->heads()[1].name, "cvr");
+  EXPECT_EQ((*model)->heads()[1].label, 1);
+  EXPECT_TRUE((*model)->heads()[2].regression);
+  std::vector<std::string> tables;
+  for (const TableSpec& t : (*model)->tables()) {
+    if (t.name.rfind("g2.", 0) == 0 || t.name.rfind("shared.2", 0) == 0) tables.push_back(t.name);
+  }
+  EXPECT_EQ(tables, (std::vector<std::string>{"shared.2.0.weight", "shared.2.0.bias", "shared.2.1.weight",
+                                              "shared.2.1.bias", "g2.0.weight", "g2.0.bias"}));
+  testing::ExpectStepGradientsMatchFiniteDifferences(MmoeOptions(), 1e-3, 0.2, /*extra_labels=*/2);
+}
+
+// Predict gives every head's output, [rows x heads], and the step's loss is
+// their weighted losses over the rows that have each label.
+TEST(GraphModel, PredictGivesEveryHeadAndTheLossMasksMissingLabels) {
+  auto model_or = CreateModel(MmoeOptions());
+  ASSERT_TRUE(model_or.ok()) << model_or.status();
+  Model& model = **model_or;
+  std::mt19937 rng(4);
+  Batch batch = RandomBatch(300, 3, 3, 2, 50, rng);  // over chunks
+  testing::AddExtraLabels(&batch, 2, rng);
+  LocalStep step(model, batch, 0.5f);
+  auto out = model.TrainStep(batch, step.plan, step.params, &step.grads);
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<float> probs(batch.size * 3);
+  ASSERT_TRUE(model.Predict(batch, step.plan, step.params, probs).ok());
+  std::vector<double> head_loss(3, 0);
+  std::vector<int64_t> rows(3, 0);
+  for (int r = 0; r < batch.size; ++r) {
+    for (int h = 0; h < 3; ++h) {
+      const float y = LabelOf(batch, h, r);
+      const float p = probs[r * 3 + h];
+      if (std::isnan(y)) continue;
+      ++rows[h];
+      head_loss[h] += h == 2 ? (p - y) * (p - y) : -(y == 1.0f ? std::log(p) : std::log(1.0 - p));
+    }
+  }
+  EXPECT_EQ(rows, (std::vector<int64_t>{300, 200, 300}));  // every third bought is missing
+  EXPECT_EQ(out->head_rows, rows);
+  for (int h = 0; h < 3; ++h) EXPECT_NEAR(out->head_loss_sum[h], head_loss[h], 1e-4 * head_loss[h]);
+  EXPECT_NEAR(out->loss_sum, head_loss[0] + 0.5 * head_loss[1] + 2 * head_loss[2], 1e-4 * out->loss_sum);
+  // A buffer for one head is refused, not overrun.
+  std::vector<float> one(batch.size);
+  EXPECT_FALSE(model.Predict(batch, step.plan, step.params, one).ok());
+  // A batch without the heads' labels is refused naming the head.
+  Batch plain = RandomBatch(10, 3, 3, 2, 50, rng);
+  LocalStep plain_step(model, plain, 0.5f);
+  auto refused = model.TrainStep(plain, plain_step.plan, plain_step.params, &plain_step.grads);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("head \"cvr\""));
 }
 
 // The built-in network `name` (TinyOptions) and the same network as a

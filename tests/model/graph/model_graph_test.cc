@@ -103,7 +103,7 @@ TEST(ModelGraph, EveryBadGraphIsOneLineNamingTheLineLayerAndKey) {
   // A head read by another layer.
   EXPECT_THAT(Error(file(R"({"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]},
 {"name": "more", "type": "linear", "input": "top"})", R"([{"input": "top"}, {"input": "more"}])")),
-              HasSubstr("2 heads"));
+              HasSubstr("head \"click\": \"top\" is read by another layer"));
   EXPECT_THAT(Error(file(R"({"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]},
 {"name": "more", "type": "linear", "input": "top"})", R"([{"input": "top"}])")),
               HasSubstr("head \"click\": \"top\" is read by another layer"));
@@ -192,11 +192,78 @@ TEST(ModelGraph, SelfAttentionReadsOnlyItsSequence) {
               HasSubstr("reads its \"sequence\" only"));
 }
 
-TEST(ModelGraph, MoreThanOneHeadIsRefusedUntilMultiTaskIsBuilt) {
-  EXPECT_THAT(Error(R"({"layers": [{"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]},
-    {"name": "other", "type": "linear", "inputs": ["dense", "embeddings"]}],
-    "heads": [{"name": "click", "input": "top"}, {"name": "buy", "input": "other"}]})"),
-              HasSubstr("2 heads: this build trains one head per model"));
+// MMoE over the test inputs: two experts, a gate and a tower per task.
+constexpr const char* kMmoe = R"({"layers": [
+    {"name": "x", "type": "concat", "inputs": ["dense", "embeddings"]},
+    {"name": "experts", "type": "experts", "input": "x", "count": 2, "widths": [6, 5]},
+    {"name": "gate_click", "type": "gate", "input": "x", "experts": ["experts"]},
+    {"name": "gate_buy", "type": "gate", "input": "x", "experts": ["experts"]},
+    {"name": "click", "type": "mlp", "input": "gate_click", "widths": [4, 1]},
+    {"name": "buy", "type": "mlp", "input": "gate_buy", "widths": [4, 1]},
+    {"name": "spend", "type": "linear", "input": "gate_buy"}],
+  "heads": [{"name": "ctr", "input": "click"},
+            {"name": "cvr", "input": "buy", "label": "bought", "weight": 0.5},
+            {"name": "amount", "input": "spend", "label": "spent", "loss": "mse"}]})";
+
+TEST(ModelGraph, SeveralHeadsEachLearnANamedLabel) {
+  absl::StatusOr<ModelGraph> g = ParseModelGraph(kMmoe, "mmoe.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->heads.size(), 3u);
+  EXPECT_EQ(g->heads[1].label, "bought");
+  EXPECT_EQ(g->heads[1].weight, 0.5f);
+  EXPECT_TRUE(g->heads[2].regression);
+  GraphInputs in = Inputs();
+  in.labels = {"clicked", "bought", "spent"};
+  absl::StatusOr<ResolvedGraph> r = ResolveGraph(*g, in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->head_label, (std::vector<int>{0, 1, 2}));
+  // The experts side by side; each gate gives one expert's width.
+  EXPECT_EQ(r->tensors[r->layer_output[1]].width, 2 * 5);
+  EXPECT_EQ(r->tensors[r->layer_output[2]].width, 5);
+  // A gate reads its selector, then the experts.
+  EXPECT_EQ(r->layer_gate_inputs[2], 1);
+  EXPECT_EQ(r->layer_inputs[2].size(), 2u);
+  EXPECT_EQ(r->InputWidth(2), 15 + 10);
+}
+
+TEST(ModelGraph, BadHeadsAndGatesAreRefusedNamingTheHeadOrLayer) {
+  GraphInputs in = Inputs();
+  in.labels = {"clicked", "bought"};
+  const auto error = [&in](const std::string& text) -> std::string {
+    absl::StatusOr<ModelGraph> g = ParseModelGraph(text, "m.json");
+    if (!g.ok()) return std::string(g.status().message());
+    absl::StatusOr<ResolvedGraph> r = ResolveGraph(*g, in);
+    if (!r.ok()) return std::string(r.status().message());
+    ADD_FAILURE() << "accepted:\n" << text;
+    return "";
+  };
+  const std::string two = R"({"layers": [{"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]},
+    {"name": "other", "type": "linear", "inputs": ["dense", "embeddings"]}], "heads": )";
+  EXPECT_THAT(error(two + R"([{"input": "top"}, {"input": "other", "label": "bougth"}]})"),
+              HasSubstr("head \"head1\": no label \"bougth\" in the schema (did you mean \"bought\"?) "
+                        "(its labels: clicked, bought"));
+  EXPECT_THAT(error(two + R"([{"input": "top"}, {"name": "head1", "input": "other"}, {"input": "top"}]})"),
+              HasSubstr("head \"head2\": \"top\" is another head's logit"));
+  EXPECT_THAT(error(two + R"([{"name": "a", "input": "top"}, {"name": "a", "input": "other"}]})"),
+              HasSubstr("m.json:2: two heads named \"a\""));
+  EXPECT_THAT(error(two + R"([{"input": "top", "loss": "mse"}, {"input": "other"}]})"),
+              HasSubstr("the first head is the job's headline"));
+  EXPECT_THAT(error(two + R"([{"input": "top", "loss": "l1"}, {"input": "other"}]})"),
+              HasSubstr("\"loss\" is \"bce\""));
+  EXPECT_THAT(error(two + R"([{"input": "top", "weight": 0}, {"input": "other"}]})"),
+              HasSubstr("\"weight\" must be a number in (0, 1000]"));
+  EXPECT_THAT(error(R"({"layers": [{"name": "e", "type": "mlp", "inputs": ["dense", "embeddings"], "widths": [4]},
+    {"name": "g", "type": "gate", "input": "dense", "experts": ["e"]},
+    {"name": "top", "type": "linear", "input": "g"}], "heads": [{"input": "top"}]})"),
+              HasSubstr("layer \"g\" (gate): \"experts\": \"e\" is not an experts layer (the file has none)"));
+  EXPECT_THAT(error(R"({"layers": [{"name": "a", "type": "experts", "inputs": ["dense", "embeddings"], "count": 2, "widths": [4]},
+    {"name": "b", "type": "experts", "input": "dense", "count": 2, "widths": [3]},
+    {"name": "g", "type": "gate", "input": "dense", "experts": ["a", "b"]},
+    {"name": "top", "type": "linear", "input": "g"}], "heads": [{"input": "top"}]})"),
+              HasSubstr("layer \"g\" (gate): its experts must be of one width"));
+  EXPECT_THAT(error(R"({"layers": [{"name": "a", "type": "experts", "inputs": ["dense", "embeddings"], "widths": [4]},
+    {"name": "top", "type": "linear", "input": "a"}], "heads": [{"input": "top"}]})"),
+              HasSubstr("layer \"a\" (experts) needs a \"count\" and \"widths\""));
 }
 
 }  // namespace

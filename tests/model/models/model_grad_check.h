@@ -14,17 +14,34 @@
 
 namespace pstrain::worker::testing {
 
+// Gives `batch` `n` extra labels (a multi-task model's): the even ones 0/1
+// and missing (NaN) on every third row, the odd ones values in [-1, 2].
+inline void AddExtraLabels(Batch* batch, int n, std::mt19937& rng) {
+  batch->num_extra_labels = n;
+  batch->extra_labels.resize(static_cast<size_t>(batch->size) * n);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (int r = 0; r < batch->size; ++r) {
+    for (int k = 0; k < n; ++k) {
+      float& y = batch->extra_labels[static_cast<size_t>(r) * n + k];
+      y = k % 2 == 1 ? 3.0f * u(rng) - 1.0f : (r % 3 == 2 ? NAN : (u(rng) < 0.4f ? 1.0f : 0.0f));
+    }
+  }
+}
+
 // `eps`: the central differences' step; `kinks`: the fraction of a table's
 // elements that may be skipped for a ReLU kink within it (deep graphs of
 // ReLUs want a small step and a table as small as a bias may hit one).
+// `extra_labels`: the batch's (AddExtraLabels), for a model of several heads.
 inline void ExpectStepGradientsMatchFiniteDifferences(const ModelOptions& options,
-                                                      double eps = 1e-2, double kinks = 0.05) {
+                                                      double eps = 1e-2, double kinks = 0.05,
+                                                      int extra_labels = 0) {
   auto model_or = CreateModel(options);
   ASSERT_TRUE(model_or.ok()) << model_or.status();
   Model& model = **model_or;
   std::mt19937 rng(3);
   // Multi-hot bags over few ids: rows repeat within and across samples.
   Batch batch = RandomBatch(6, 3, 3, 3, 4, rng);
+  if (extra_labels > 0) AddExtraLabels(&batch, extra_labels, rng);
   LocalStep step(model, batch, 0.5f);
   auto& [plan, store, params, grads] = step;
   auto out = model.TrainStep(batch, plan, params, &grads);
