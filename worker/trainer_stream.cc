@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -36,7 +37,20 @@ std::string Trainer::PartitionKey(int epoch) const { return absl::StrCat("pv/", 
 
 void Trainer::ScoreRows(const Batch& batch, const StepOutput& out) {
   if (!streaming() || out.probs.empty()) return;
-  score_.Add(out.probs, std::span<const float>(batch.labels.data(), out.probs.size()));
+  const int label = model_->heads()[0].label;
+  if (label == 0) {
+    score_.Add(out.probs, std::span<const float>(batch.labels.data(), out.probs.size()));
+    return;
+  }
+  // A model file whose first head learns another label: the rows that have it.
+  std::vector<float> probs, labels;
+  for (int r = 0; r < batch.size && static_cast<size_t>(r) < out.probs.size(); ++r) {
+    const float y = LabelOf(batch, label, r);
+    if (std::isnan(y)) continue;
+    probs.push_back(out.probs[r]);
+    labels.push_back(y);
+  }
+  score_.Add(probs, labels);
 }
 
 void Trainer::AddPending(int epoch, std::string name) {

@@ -9,8 +9,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "tests/integration/test_process.h"
 
 namespace pstrain::testing {
@@ -120,11 +124,51 @@ double NumberAfter(const std::string& text, const std::string& key) {
   return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size()));
 }
 
+// `pstrain serve` on `model`: every head's answers for the first `rows`
+// lines of `data` (CSV with a header), by head name; empty on failure.
+std::map<std::string, std::vector<double>> ServeHeads(const std::string& dir, const std::string& model,
+                                                      const std::string& data, int rows) {
+  const int port = FreePort();
+  TestProcess serve(BinDir() + "/pstrain",
+                    {"serve", "--model_dir=" + model, absl::StrCat("--port=", port)}, dir + "/serve.log");
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10, 0);
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (true) {
+    if (httplib::Result r = c.Get("/readyz"); r && r->status == 200) break;
+    if (absl::Now() > give_up || !serve.running()) {
+      ADD_FAILURE() << "serve did not come up: " << serve.Log();
+      return {};
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  std::vector<std::string> lines = absl::StrSplit(ReadFile(data), '\n', absl::SkipEmpty());
+  std::string body;
+  for (int i = 1; i <= rows; ++i) body += lines[i] + "\n";  // past the header
+  httplib::Result r = c.Post("/predict", body, "text/plain");
+  if (!r || r->status != 200) {
+    ADD_FAILURE() << (r ? r->body : "no answer") << serve.Log();
+    return {};
+  }
+  nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
+  std::map<std::string, std::vector<double>> heads;
+  if (!j.is_object() || !j.contains("heads")) {
+    ADD_FAILURE() << r->body;
+    return {};
+  }
+  for (auto& [name, values] : j["heads"].items()) heads[name] = values.get<std::vector<double>>();
+  EXPECT_EQ(j["probabilities"].get<std::vector<double>>(), heads["click"]) << "the first head's";
+  return heads;
+}
+
 // MMoE with a click head and a conversion head whose label exists only on
-// clicked rows: both heads learn (above chance on their own rows), every
-// head's figures reach the log and the metrics file, and the export scores
-// one column per head.
-TEST(MultiTaskModelFile, BothHeadsLearnAndEveryOutputNamesThem) {
+// clicked rows, in ps and allreduce mode: both heads learn (above chance on
+// their own rows), every head's figures reach the log and the metrics file,
+// the export scores one column per head, and pstrain serve answers both
+// heads as pstrain predict scores them.
+class MultiTaskModelFile : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MultiTaskModelFile, BothHeadsLearnAndPredictAndServeAnswerEach) {
   const std::string dir = MakeTempDir("pstrain-mmoe");
   std::string out;
   ASSERT_EQ(RunPstrain({"gen", "--rows=150000", "--seed=3", "--history=20", "--tasks=2",
@@ -138,7 +182,8 @@ TEST(MultiTaskModelFile, BothHeadsLearnAndEveryOutputNamesThem) {
             0)
       << out;
   const std::vector<std::string> train = {
-      "local", "--servers=2", "--workers=2", "--schema=" + dir + "/train.csv.schema.json",
+      "local", "--servers=2", "--workers=2", "--mode=" + GetParam(),
+      "--schema=" + dir + "/train.csv.schema.json",
       "--train_data=" + dir + "/train.csv", "--eval_data=" + dir + "/eval.csv",
       "--batch_size=256", "--epochs=2", "--timeout=120", "--metrics_out=" + dir + "/metrics.jsonl",
       "--model_file=" + std::string(PSTRAIN_SOURCE_DIR) + "/examples/models/mmoe.json",
@@ -150,7 +195,7 @@ TEST(MultiTaskModelFile, BothHeadsLearnAndEveryOutputNamesThem) {
   const size_t summary = metrics.find("\"event\":\"summary\"");
   ASSERT_NE(summary, std::string::npos) << metrics;
   const std::string line = metrics.substr(summary);
-  std::printf("mmoe: click AUC %.4f, convert AUC %.4f\n", NumberAfter(line, "\"click.eval_auc\":"),
+  std::printf("mmoe, %s mode: click AUC %.4f, convert AUC %.4f\n", GetParam().c_str(), NumberAfter(line, "\"click.eval_auc\":"),
               NumberAfter(line, "\"convert.eval_auc\":"));
   // The conversion teacher's oracle is about 0.68 on the clicked rows; a
   // head that saw no signal is at 0.5.
@@ -174,18 +219,29 @@ TEST(MultiTaskModelFile, BothHeadsLearnAndEveryOutputNamesThem) {
   EXPECT_THAT(scored, HasSubstr("head convert: AUC"));
   std::istringstream scores(ReadFile(dir + "/scores"));
   std::string score_line;
-  int lines = 0;
+  std::vector<double> clicks, converts;
   while (std::getline(scores, score_line)) {
-    ++lines;
     const size_t tab = score_line.find('\t');
     ASSERT_NE(tab, std::string::npos) << score_line;
-    const double click = std::stod(score_line.substr(0, tab));
-    const double convert = std::stod(score_line.substr(tab + 1));
-    ASSERT_TRUE(click > 0 && click < 1 && convert > 0 && convert < 1) << score_line;
+    clicks.push_back(std::stod(score_line.substr(0, tab)));
+    converts.push_back(std::stod(score_line.substr(tab + 1)));
+    ASSERT_TRUE(clicks.back() > 0 && clicks.back() < 1 && converts.back() > 0 && converts.back() < 1)
+        << score_line;
   }
-  EXPECT_EQ(lines, 10000);
+  EXPECT_EQ(clicks.size(), 10000u);
+  // pstrain serve answers every head, as predict scored them (to its 6 digits).
+  constexpr int kServed = 50;
+  std::map<std::string, std::vector<double>> served = ServeHeads(dir, dir + "/model", dir + "/eval.csv", kServed);
+  ASSERT_EQ(served["click"].size(), static_cast<size_t>(kServed));
+  ASSERT_EQ(served["convert"].size(), static_cast<size_t>(kServed));
+  for (int i = 0; i < kServed; ++i) {
+    EXPECT_NEAR(served["click"][i], clicks[i], 1e-6) << "row " << i;
+    EXPECT_NEAR(served["convert"][i], converts[i], 1e-6) << "row " << i;
+  }
   std::filesystem::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, MultiTaskModelFile, ::testing::Values("ps", "allreduce"));
 
 TEST(ModelShow, PrintsEveryTensorsWidthAndTheTables) {
   const std::string dir = MakeTempDir("pstrain-model-show");
