@@ -30,6 +30,8 @@
 #include "common/metrics/registry.h"
 #include "common/optim/initializer.h"
 #include "common/status.h"
+#include "data/reader.h"
+#include "data/schema_file.h"
 #include "data/synthetic.h"
 #include "model/models/model.h"
 #include "worker/train_metrics.h"
@@ -331,8 +333,45 @@ absl::Status BindLocalBatch(const worker::Model& model, const std::vector<const 
   return absl::OkStatus();
 }
 
+namespace {
+
+// The local bench's batches from options.train_data read with its schema:
+// its first rows, batch_size at a time; sets mo's columns.
+absl::StatusOr<std::vector<std::shared_ptr<const worker::Batch>>> BatchesFromFiles(
+    const TrainBenchOptions& options, worker::ModelOptions* mo) {
+  if (options.schema_file.empty()) {
+    return absl::InvalidArgumentError("--train_data needs --schema: the file that reads it");
+  }
+  PS_ASSIGN_OR_RETURN(worker::SchemaFile file,
+                      worker::LoadSchemaFile(options.schema_file, options.train_data, 0));
+  if (file.embedding_dim > 0) mo->embedding_dim = file.embedding_dim;
+  worker::SetSchemaColumns(file.schema, mo);
+  worker::ReaderOptions ro;
+  ro.patterns = options.train_data;
+  ro.schema = file.schema;
+  ro.batch_size = options.batch_size;
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::DataReader> reader, worker::DataReader::Open(ro));
+  std::vector<std::shared_ptr<const worker::Batch>> out;
+  while (static_cast<int>(out.size()) < std::max(1, options.local_batches)) {
+    PS_ASSIGN_OR_RETURN(std::shared_ptr<const worker::Batch> b, reader->Next());
+    if (!b || b->size < options.batch_size) break;
+    out.push_back(std::move(b));
+  }
+  if (out.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--train_data: fewer than --batch_size=",
+                                                   options.batch_size, " rows"));
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<TrainBenchResult> RunTrainLocal(const TrainBenchOptions& options) {
   worker::ModelOptions mo = ModelFor(options);
+  std::vector<std::shared_ptr<const worker::Batch>> from_files;
+  if (!options.train_data.empty()) {
+    PS_ASSIGN_OR_RETURN(from_files, BatchesFromFiles(options, &mo));
+  }
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::CreateModel(mo));
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::SyntheticWorld> world,
                       worker::SyntheticWorld::Create(WorldFor(mo, 0)));
@@ -346,11 +385,16 @@ absl::StatusOr<TrainBenchResult> RunTrainLocal(const TrainBenchOptions& options)
   }
   std::vector<const float*> dense_refs(tables.size(), nullptr);
   for (const TableSpec& t : tables) dense_refs[t.id] = dense[t.id].data();
-  std::vector<LocalBatch> batches(std::max(1, options.local_batches));
+  std::vector<LocalBatch> batches(from_files.empty() ? std::max(1, options.local_batches)
+                                                     : from_files.size());
   for (size_t k = 0; k < batches.size(); ++k) {
-    PS_ASSIGN_OR_RETURN(batches[k].batch,
-                        worker::GenerateBatch(*world, static_cast<int64_t>(k) * options.batch_size,
-                                              options.batch_size, SchemaFor(mo)));
+    if (!from_files.empty()) {
+      batches[k].batch = from_files[k];
+    } else {
+      PS_ASSIGN_OR_RETURN(batches[k].batch,
+                          worker::GenerateBatch(*world, static_cast<int64_t>(k) * options.batch_size,
+                                                options.batch_size, SchemaFor(mo)));
+    }
     PS_RETURN_IF_ERROR(BindLocalBatch(*model, dense_refs, &batches[k]));
   }
   auto step = [&](LocalBatch& b) -> absl::StatusOr<worker::StepOutput> {

@@ -22,6 +22,11 @@ struct TrainBenchOptions {
   // A model file's network (--model_file) instead of the built-in `model`.
   std::shared_ptr<const worker::graph::ModelGraph> model_graph;
   std::string device = "cpu";  // where the model computes: cpu | cuda
+  // local: the batches are the first rows of these files read with this
+  // schema file (e.g. `pstrain gen --history` data for DIN), instead of the
+  // synthetic Criteo-layout world's; the model's columns are the schema's.
+  std::vector<std::string> train_data;
+  std::string schema_file;
   int batch_size = 1024;
   double seconds = 3.0;       // local: timed TrainStep loop
   int local_batches = 8;      // local: distinct batches cycled through

@@ -266,18 +266,7 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
                                                 "match the model's fields"));
       }
       out.schema = *std::move(schema);
-      out.model.pooling.clear();
-      out.model.field_dims.clear();
-      out.model.field_names.clear();
-      out.model.field_ids_of.clear();
-      out.model.label_names = LabelNames(out.schema);
-      for (const SparseColumn& c : out.schema.sparse) {
-        out.model.pooling.push_back(c.pooling);
-        out.model.field_names.push_back(c.name);
-        out.model.field_ids_of.push_back(c.ids_of);
-        out.model.field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim
-                                                           : out.model.embedding_dim);
-      }
+      SetSchemaColumns(out.schema, &out.model);
     }
     out.step = manifest.value("step", int64_t{0});
     if (manifest.contains("kept_best")) {

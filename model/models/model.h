@@ -166,6 +166,11 @@ class Model {
                                const ParamRefs& params, std::span<float> probs) = 0;
 };
 
+// The model's columns from `schema`: num_dense, num_sparse, each sparse
+// field's pooling, name, ids_of and width (its embedding_dim, or
+// options.embedding_dim), and the label names.
+void SetSchemaColumns(const Schema& schema, ModelOptions* options);
+
 // Builds the model named in options.name. InvalidArgument for unknown names
 // or inconsistent shapes; Unavailable for device=cuda without a GPU/CUDA build.
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options);

@@ -51,6 +51,22 @@ absl::Status CheckDropout(const std::string& model, float rate) {
   return absl::OkStatus();
 }
 
+void SetSchemaColumns(const Schema& schema, ModelOptions* m) {
+  m->num_dense = schema.num_dense;
+  m->num_sparse = schema.num_sparse;
+  m->pooling.clear();
+  m->field_dims.clear();
+  m->field_names.clear();
+  m->field_ids_of.clear();
+  m->label_names = LabelNames(schema);
+  for (const SparseColumn& c : schema.sparse) {
+    m->pooling.push_back(c.pooling);
+    m->field_names.push_back(c.name);
+    m->field_ids_of.push_back(c.ids_of);
+    m->field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim : m->embedding_dim);
+  }
+}
+
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) {
   nn::UseSingleThreadedBlas();
   if (options.graph == nullptr) {

@@ -139,23 +139,13 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
     }
   }
   PS_RETURN_IF_ERROR(ComputeDenseStats(train_data, file.stats_rows, schema));
-  m->num_dense = schema->num_dense;
-  m->num_sparse = schema->num_sparse;
-  m->pooling.clear();
-  m->field_dims.clear();
-  m->field_names.clear();
-  m->field_ids_of.clear();
-  m->label_names = LabelNames(*schema);
+  SetSchemaColumns(*schema, m);
   for (const SparseColumn& c : schema->sparse) {
-    m->pooling.push_back(c.pooling);
-    m->field_names.push_back(c.name);
-    m->field_ids_of.push_back(c.ids_of);
-    m->field_dims.push_back(c.embedding_dim > 0 ? c.embedding_dim : m->embedding_dim);
-    if (m->field_dims.back() != m->embedding_dim && m->graph == nullptr &&
+    if (c.embedding_dim > 0 && c.embedding_dim != m->embedding_dim && m->graph == nullptr &&
         (m->name == "dlrm" || m->name == "deepfm")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--schema=", path, ": column \"", c.name, "\" has embedding_dim ",
-          m->field_dims.back(), ", but ",
+          c.embedding_dim, ", but ",
           m->name == "dlrm" ? "dlrm's dot interaction" : "deepfm's FM", " needs every embedding ",
           m->embedding_dim, " wide (--model=wide_deep, deep_tower or dcn_v2 take per-column widths)"));
     }
