@@ -30,6 +30,14 @@ TrainMetrics::TrainMetrics(metrics::Registry* r) : sampled_at_(absl::Now()) {
   eval_auc_ = r->GetGauge("pstrain_worker_eval_auc", "AUC of the latest evaluation (worker 0).");
   eval_logloss_ = r->GetGauge("pstrain_worker_eval_logloss",
                               "Logloss of the latest evaluation (worker 0).");
+  head_auc_ = r->AddGauge("pstrain_worker_eval_head_auc",
+                          "AUC of each head of a multi-task model at the latest evaluation "
+                          "(worker 0; NaN for a regression head).",
+                          {"head"});
+  head_logloss_ = r->AddGauge("pstrain_worker_eval_head_logloss",
+                              "Log loss (a regression head: mean squared error) of each head at "
+                              "the latest evaluation (worker 0).",
+                              {"head"});
   eval_step_ = r->GetGauge("pstrain_worker_eval_step", "Step of the latest evaluation (worker 0).");
   partitions_ = r->GetCounter("pstrain_worker_partitions_total",
                               "Stream partitions this worker has passed (--train_stream).");
@@ -79,6 +87,11 @@ void TrainMetrics::OnEval(int64_t step, double auc, double logloss) {
   eval_auc_value_ = auc;
   eval_logloss_value_ = logloss;
   eval_step_value_ = step;
+}
+
+void TrainMetrics::OnHeadEval(const std::string& head, double auc, double logloss) {
+  head_auc_->Get({head})->Set(auc);
+  head_logloss_->Get({head})->Set(logloss);
 }
 
 void TrainMetrics::OnPartition(double auc, double logloss, int64_t rows) {

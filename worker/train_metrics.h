@@ -38,6 +38,8 @@ class TrainMetrics {
   void OnEval(int64_t step, double auc, double logloss);
   // A stream partition this worker has passed: the progressive AUC and
   // logloss of its share (NaN: none scored) and the rows it trained of it.
+  // A model of several heads: each head's evaluation (worker 0), after OnEval.
+  void OnHeadEval(const std::string& head, double auc, double logloss);
   void OnPartition(double auc, double logloss, int64_t rows);
   // The data position whose gradients have all reached the servers (sent
   // in the heartbeats: a dead worker's shard is adopted from there).
@@ -62,6 +64,8 @@ class TrainMetrics {
   metrics::Gauge* eval_auc_;
   metrics::Gauge* eval_logloss_;
   metrics::Gauge* eval_step_;
+  metrics::Family<metrics::Gauge>* head_auc_;      // by head: a model of several heads
+  metrics::Family<metrics::Gauge>* head_logloss_;
   metrics::Counter* partitions_;
   metrics::Gauge* partition_auc_;
   metrics::Gauge* partition_logloss_;

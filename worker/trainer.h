@@ -93,6 +93,9 @@ struct TrainOptions {
   // scored best by this metric, exported at each round that improves on the
   // best so far (unset: the last model, saved at the end).
   std::optional<EvalMetric> keep_best;
+  // The head of a model of several heads whose metric keep_best and early
+  // stopping follow ("HEAD.eval_auc"; "": the first head's).
+  std::string keep_best_head;
   // The lead also exports the model to save_model every this many steps
   // (0: only at the end). REQUIRES: save_model, no keep_best.
   int64_t export_every_steps = 0;

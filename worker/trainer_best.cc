@@ -60,8 +60,16 @@ absl::Status Trainer::LoadBest() {
 absl::Status Trainer::JudgeRound(int round, int64_t clock, bool final_round,
                                  const TrainResult& result) {
   if (!best_) return absl::OkStatus();
-  const EvalRound r{round + 1, clock, result.eval_auc, result.eval_logloss};
-  const char* metric = EvalMetricName(best_->metric());
+  EvalRound r{round + 1, clock, result.eval_auc, result.eval_logloss};
+  for (const HeadEval& h : result.eval_heads) {
+    if (h.name == options_.keep_best_head) {  // --keep_best=HEAD.metric
+      r.auc = h.binary.auc;
+      r.logloss = h.regression ? h.mse : h.binary.logloss;
+    }
+  }
+  const std::string metric = options_.keep_best_head.empty()
+                                 ? std::string(EvalMetricName(best_->metric()))
+                                 : absl::StrCat(options_.keep_best_head, ".", EvalMetricName(best_->metric()));
   if (best_->Offer(r)) {
     std::string kept;
     if (options_.keep_best) {

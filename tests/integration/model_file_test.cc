@@ -187,8 +187,15 @@ TEST_P(MultiTaskModelFile, BothHeadsLearnAndPredictAndServeAnswerEach) {
       "--train_data=" + dir + "/train.csv", "--eval_data=" + dir + "/eval.csv",
       "--batch_size=256", "--epochs=2", "--timeout=120", "--metrics_out=" + dir + "/metrics.jsonl",
       "--model_file=" + std::string(PSTRAIN_SOURCE_DIR) + "/examples/models/mmoe.json",
-      "--save_model=" + dir + "/model"};
+      "--save_model=" + dir + "/model", "--keep_best=convert.eval_auc"};
+  // A head that does not exist is refused before anything starts.
+  std::vector<std::string> wrong = train;
+  wrong.back() = "--keep_best=convrt.eval_auc";
+  ASSERT_EQ(RunPstrain(wrong, dir + "/wrong.log", &out, absl::Seconds(30)), 2) << out;
+  EXPECT_THAT(out, HasSubstr("no head \"convrt\" (did you mean \"convert\"?) (heads: click, convert)"));
   ASSERT_EQ(RunPstrain(train, dir + "/train.log", &out, absl::Minutes(3)), 0) << out;
+  // --keep_best follows the conversion head's AUC (a round each epoch).
+  EXPECT_THAT(out, ::testing::ContainsRegex("round 1 \\(step [0-9]+\\): convert.eval_auc 0.[0-9]+ is the best so far"));
   EXPECT_THAT(out, HasSubstr("head click: AUC"));
   EXPECT_THAT(out, HasSubstr("head convert: AUC"));
   const std::string metrics = ReadFile(dir + "/metrics.jsonl");

@@ -4,15 +4,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cluster/coordinator_client.h"
 #include "common/cpu_affinity.h"
+#include "common/edit_distance.h"
 #include "common/status.h"
 #include "model/models/model.h"
 #include "worker/eval/best_round.h"
@@ -157,8 +160,9 @@ ABSL_FLAG(std::string, keep_best, "",
           "round that improves on the best so far exports the model there (to DIR.tmp, then "
           "swapped in whole); its manifest records the round, step and metrics. Needs "
           "--eval_data and --save_model; without --eval_every_steps or --eval_every_epochs it "
-          "evaluates every epoch. A bare --keep_best means eval_auc. Empty: off, the last "
-          "model is saved.");
+          "evaluates every epoch. A bare --keep_best means eval_auc. A model file of several "
+          "heads: HEAD.eval_auc or HEAD.eval_logloss follows that head (default: the first "
+          "head's). Empty: off, the last model is saved.");
 ABSL_FLAG(int, early_stop_rounds, 0,
           "Stop training, every worker at the same step, when the evaluation metric (that of "
           "--keep_best, else eval_auc) has not improved for this many evaluations in a row; "
@@ -205,9 +209,28 @@ absl::Status TakeKeepBestFlags(WorkerOptions* o) {
   TrainOptions& t = o->train;
   if (std::string name = absl::GetFlag(FLAGS_keep_best); !name.empty()) {
     if (name == "true" || name == "1") name = "eval_auc";  // a bare --keep_best
+    // "convert.eval_auc": a head's, as --metrics_out names it.
+    if (const size_t dot = name.rfind('.'); dot != std::string::npos) {
+      t.keep_best_head = name.substr(0, dot);
+      name = name.substr(dot + 1);
+    }
     absl::StatusOr<EvalMetric> metric = ParseEvalMetric(name);
     if (!metric.ok()) return Annotate(metric.status(), "--keep_best");
     t.keep_best = *metric;
+    if (!t.keep_best_head.empty()) {
+      std::vector<std::string> heads;
+      if (t.model.graph != nullptr) {
+        for (const graph::HeadSpec& h : t.model.graph->heads) heads.push_back(h.name);
+      }
+      if (std::find(heads.begin(), heads.end(), t.keep_best_head) == heads.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--keep_best=", absl::GetFlag(FLAGS_keep_best), ": ",
+            heads.empty() ? "names a head, but the model has one (--keep_best=eval_auc)"
+                          : absl::StrCat("no head \"", t.keep_best_head, "\"",
+                                         DidYouMeanQuoted(t.keep_best_head, heads), " (heads: ",
+                                         absl::StrJoin(heads, ", "), ")")));
+      }
+    }
   }
   t.early_stop_rounds = absl::GetFlag(FLAGS_early_stop_rounds);
   if (t.early_stop_rounds < 0) {
