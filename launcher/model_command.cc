@@ -197,6 +197,9 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
       absl::StrAppend(&what, " ", l.count, " x mlp ", absl::StrJoin(l.widths, ","));
     }
     if (l.type == graph::LayerType::kGate) absl::StrAppend(&what, " of ", absl::StrJoin(l.experts, ", "));
+    if (l.type == graph::LayerType::kPool) {
+      absl::StrAppend(&what, l.mean_pool ? " mean" : " sum", " over ", l.sequence);
+    }
     std::string inputs = absl::StrJoin(l.inputs, ", ");
     if (l.type == graph::LayerType::kGate) {
       // The selector's tensors only: the experts are named beside the type.

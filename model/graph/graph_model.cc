@@ -202,7 +202,8 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
                specs_[i].type == LayerType::kWide ||
                specs_[i].type == LayerType::kCross || specs_[i].type == LayerType::kTargetAttention ||
                specs_[i].type == LayerType::kSelfAttention ||
-               specs_[i].type == LayerType::kExperts || specs_[i].type == LayerType::kGate;
+               specs_[i].type == LayerType::kExperts || specs_[i].type == LayerType::kGate ||
+               specs_[i].type == LayerType::kPool;
     for (int t : r_.layer_inputs[i]) {
       any = any || places_[t].needs_grad;
       nodes_[i].need_dx = nodes_[i].need_dx || places_[t].needs_grad;
@@ -364,6 +365,12 @@ absl::Status GraphModel::LayerForward(const StepData& step, int i) {
       }
       return absl::OkStatus();
     }
+    case LayerType::kPool: {
+      const int f = r_.layer_sequence[i];
+      return dev.EmbeddingBagForward(step.params[emb_table_[f]], Bag(step, f),
+                                     l.mean_pool ? nn::Pooling::kMean : nn::Pooling::kSum,
+                                     /*accumulate=*/false, out);
+    }
     case LayerType::kExperts:
       return n.experts->Forward(dev, x, step.params, out);
     case LayerType::kGate:
@@ -444,6 +451,13 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
     case LayerType::kWide:
     case LayerType::kAdd:
       break;  // dx is its output's gradient (concat), or written above
+    case LayerType::kPool: {
+      const int f = r_.layer_sequence[i];
+      PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(d_out, Bag(step, f),
+                                                  l.mean_pool ? nn::Pooling::kMean : nn::Pooling::kSum,
+                                                  step.grads[emb_table_[f]]));
+      break;
+    }
     case LayerType::kExperts:
       PS_RETURN_IF_ERROR(n.experts->Backward(dev, x, step.params, Value(out_t, rows), d_out, step.grads,
                                              dx, accumulate, step.grad_ready));

@@ -129,7 +129,10 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
   r.layer_sequence.assign(g.layers.size(), -1);
   for (size_t i = 0; i < g.layers.size(); ++i) {
     const LayerSpec& l = g.layers[i];
-    if (l.type != LayerType::kTargetAttention && l.type != LayerType::kSelfAttention) continue;
+    if (l.type != LayerType::kTargetAttention && l.type != LayerType::kSelfAttention &&
+        l.type != LayerType::kPool) {
+      continue;
+    }
     const auto col = std::find(in.columns.begin(), in.columns.end(), l.sequence);
     if (col == in.columns.end()) {
       return bad(l.line, absl::StrCat("layer \"", l.name, "\": \"sequence\": no categorical column \"",
@@ -228,6 +231,9 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
         break;
       case LayerType::kExperts:
         out = l.count * l.widths.back();
+        break;
+      case LayerType::kPool:
+        out = in.dims[r.layer_sequence[i]];
         break;
       case LayerType::kGate: {
         const int k = r.layer_gate_inputs[i];

@@ -40,6 +40,7 @@ const std::vector<TypeInfo>& Types() {
       {LayerType::kAdd, "add", {}, true},
       {LayerType::kExperts, "experts", {"count", "widths"}, true},
       {LayerType::kGate, "gate", {"experts"}, true},
+      {LayerType::kPool, "pool", {"sequence", "pooling"}, true},
   };
   return *types;
 }
@@ -257,6 +258,11 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       PS_ASSIGN_OR_RETURN(l.bias, Bool(value, what, key_at));
     } else if (key == "heads") {
       PS_ASSIGN_OR_RETURN(l.heads, Int(value, what, key_at, 1, 64));
+    } else if (key == "pooling") {
+      if (!value.is_string() || (value.get<std::string>() != "sum" && value.get<std::string>() != "mean")) {
+        return Bad(key_at, absl::StrCat(what, " is \"sum\" or \"mean\""));
+      }
+      l.mean_pool = value.get<std::string>() == "mean";
     } else if (key == "count") {
       PS_ASSIGN_OR_RETURN(l.count, Int(value, what, key_at, 1, 64));
     } else if (key == "experts") {
@@ -277,13 +283,13 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
   if (j.contains("input") && j.contains("inputs")) {
     return Bad(at, absl::StrCat(layer, ": give \"input\" or \"inputs\", not both"));
   }
-  if (l.type == LayerType::kSelfAttention) {
+  if (l.type == LayerType::kSelfAttention || l.type == LayerType::kPool) {
     if (!l.inputs.empty()) {
-      return Bad(at, absl::StrCat(layer, " (self_attention) reads its \"sequence\" only; it takes "
+      return Bad(at, absl::StrCat(layer, " (", type, ") reads its \"sequence\" only; it takes "
                                          "no \"input\""));
     }
     if (l.sequence.empty()) {
-      return Bad(at, absl::StrCat(layer, " (self_attention) needs a \"sequence\": the column "
+      return Bad(at, absl::StrCat(layer, " (", type, ") needs a \"sequence\": the column "
                                          "of the items, e.g. a history of clicked items"));
     }
   } else if (l.inputs.empty() && l.type != LayerType::kWide) {

@@ -50,6 +50,7 @@ enum class LayerType {
   kAdd,             // its inputs summed, of one width
   kExperts,         // MMoE's/PLE's experts: "count" MLPs over one input, side by side
   kGate,            // a task's gate: softmax(linear(input)) mixing the experts of "experts" layers
+  kPool,            // a sequence column's items summed or averaged ("pooling")
 };
 absl::string_view LayerTypeName(LayerType t);
 
@@ -70,6 +71,7 @@ struct LayerSpec {
   int max_length = 50;              // self_attention: positions learned
   std::vector<std::string> columns; // wide: its columns (empty: every categorical column)
   bool bias = false;                // wide: a bias
+  bool mean_pool = false;           // pool: "pooling": "mean" (else "sum")
   int count = 0;                    // experts: how many
   std::vector<std::string> experts; // gate: the experts layers it mixes
   int line = 0;                     // in the file, for messages

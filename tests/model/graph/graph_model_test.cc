@@ -105,6 +105,34 @@ TEST(GraphModel, PredictAgreesWithTrainStepLoss) {
   testing::ExpectPredictAgreesWithTrainStepLoss(WithGraph(kEveryLayer), 300);  // over chunks
 }
 
+// A pool layer sums (or averages) a sequence's items: the sum is the
+// column's own (sum-pooled) input, bit for bit; the mean trains.
+TEST(GraphModel, PoolIsTheColumnsBagAndTheMeanMatchesFiniteDifferences) {
+  const auto step = [](const std::string& file) {
+    auto model = CreateModel(WithGraph(file));
+    EXPECT_TRUE(model.ok()) << model.status();
+    std::mt19937 rng(5);
+    Batch batch = RandomBatch(50, 3, 3, 4, 30, rng);
+    LocalStep s(**model, batch, 0.5f);
+    auto out = (*model)->TrainStep(batch, s.plan, s.params, &s.grads);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return std::make_pair(out.ok() ? out->loss_sum : 0.0, s.store.grad((*model)->tables().back().id));
+  };
+  const auto own = step(R"({"layers": [
+    {"name": "top", "type": "mlp", "inputs": ["C3", "C1", "C2", "dense"], "widths": [5, 1]}],
+    "heads": [{"input": "top"}]})");
+  const auto pooled = step(R"({"layers": [
+    {"name": "pooled", "type": "pool", "sequence": "C3", "pooling": "sum"},
+    {"name": "top", "type": "mlp", "inputs": ["pooled", "C1", "C2", "dense"], "widths": [5, 1]}],
+    "heads": [{"input": "top"}]})");
+  EXPECT_EQ(own.first, pooled.first);
+  EXPECT_EQ(own.second, pooled.second) << "emb.C3's gradient";
+  testing::ExpectStepGradientsMatchFiniteDifferences(WithGraph(R"({"layers": [
+    {"name": "pooled", "type": "pool", "sequence": "C3", "pooling": "mean"},
+    {"name": "top", "type": "mlp", "inputs": ["pooled", "C1", "C2", "dense"], "widths": [5, 1]}],
+    "heads": [{"input": "top"}]})"));
+}
+
 // MMoE with three heads: a click head, a conversion head whose label is
 // missing on some rows (masked) with weight 0.5, and a regression head.
 constexpr const char* kMmoe = R"({"layers": [

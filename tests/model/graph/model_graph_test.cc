@@ -261,6 +261,12 @@ TEST(ModelGraph, BadHeadsAndGatesAreRefusedNamingTheHeadOrLayer) {
     {"name": "g", "type": "gate", "input": "dense", "experts": ["a", "b"]},
     {"name": "top", "type": "linear", "input": "g"}], "heads": [{"input": "top"}]})"),
               HasSubstr("layer \"g\" (gate): its experts must be of one width"));
+  EXPECT_THAT(error(R"({"layers": [{"name": "p", "type": "pool", "sequence": "ad", "pooling": "max"},
+    {"name": "top", "type": "linear", "inputs": ["p", "dense", "user", "item"]}], "heads": [{"input": "top"}]})"),
+              HasSubstr("layer \"p\": \"pooling\" is \"sum\" or \"mean\""));
+  EXPECT_THAT(error(R"({"layers": [{"name": "p", "type": "pool", "input": "ad"},
+    {"name": "top", "type": "linear", "inputs": ["p", "dense", "user", "item"]}], "heads": [{"input": "top"}]})"),
+              HasSubstr("layer \"p\" (pool) reads its \"sequence\" only"));
   EXPECT_THAT(error(R"({"layers": [{"name": "a", "type": "experts", "inputs": ["dense", "embeddings"], "widths": [4]},
     {"name": "top", "type": "linear", "input": "a"}], "heads": [{"input": "top"}]})"),
               HasSubstr("layer \"a\" (experts) needs a \"count\" and \"widths\""));
