@@ -227,8 +227,13 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
       dense += t.size;
       std::printf("%-24s %-8s %" PRIu64 " floats\n", t.name.c_str(), "dense", t.size);
     } else {
-      std::printf("%-24s %-8s rows of %u floats (grows with the ids seen)\n", t.name.c_str(),
-                  "sparse", t.dim);
+      // How its rows start.
+      const std::string init = t.init.kind == InitKind::kZeros     ? "zeros"
+                               : t.init.kind == InitKind::kUniform ? absl::StrCat("U(+-", t.init.scale, ")")
+                               : t.init.kind == InitKind::kNormal  ? absl::StrCat("N(0, ", t.init.scale, "^2)")
+                                                                   : absl::StrCat("constant ", t.init.scale);
+      std::printf("%-24s %-8s rows of %u floats, starting %s (grows with the ids seen)\n",
+                  t.name.c_str(), "sparse", t.dim, init.c_str());
     }
   }
   std::printf("\n%" PRIu64 " dense parameters; %zu embedding tables\n", dense,

@@ -66,14 +66,23 @@ class GraphModel final : public ModelBase {
   absl::Status LayerBackward(const StepData& step, int i, bool accumulate);
 
   const ModelOptions& o() const { return options(); }
-  // The model file's embedding_init for rows of `dim`.
-  InitializerConfig RowInit(int dim) const {
+  // How table `table`'s rows of `dim` start: its table_init, else the
+  // file's embedding_init, else U(+-1/sqrt(dim)).
+  InitializerConfig RowInit(const std::string& table, int dim) const {
     const graph::ModelGraph& g = *o().graph;
-    if (g.embedding_init.empty()) return EmbeddingInit(dim, o().seed);
+    std::string kind = g.embedding_init;
+    float scale = g.embedding_init_scale;
+    for (const graph::ModelGraph::TableInit& t : g.table_init) {
+      if (t.table == table) {
+        kind = t.kind;
+        scale = t.scale;
+      }
+    }
+    if (kind.empty()) return EmbeddingInit(dim, o().seed);
     InitializerConfig init = ZeroInit(o().seed);
-    if (g.embedding_init == "uniform") init.kind = InitKind::kUniform;
-    if (g.embedding_init == "normal") init.kind = InitKind::kNormal;
-    init.scale = g.embedding_init_scale;
+    if (kind == "uniform") init.kind = InitKind::kUniform;
+    if (kind == "normal") init.kind = InitKind::kNormal;
+    init.scale = scale;
     return init;
   }
   // The bags of sparse field f.
@@ -185,9 +194,9 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
         fields.push_back(g);
       }
     }
+    const std::string name = absl::StrCat("emb.", SparseFieldName(o(), f));
     const uint32_t table =
-        registry().AddSparse(absl::StrCat("emb.", SparseFieldName(o(), f)), FieldDim(o(), f),
-                             RowInit(FieldDim(o(), f)), fields);
+        registry().AddSparse(name, FieldDim(o(), f), RowInit(name, FieldDim(o(), f)), fields);
     for (int g : fields) emb_table_[g] = table;
     ++position;
   }

@@ -63,6 +63,24 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
                                  in.dims[f], " wide and \"", in.columns[o], "\" ", in.dims[o]));
     }
   }
+  // table_init names embedding tables: "emb.<column>" of a column with a
+  // table of its own (not one whose ids are another's).
+  std::vector<std::string> tables;
+  for (size_t f = 0; f < in.columns.size(); ++f) {
+    if (f >= in.ids_of.size() || in.ids_of[f] < 0) tables.push_back("emb." + in.columns[f]);
+  }
+  for (const ModelGraph::TableInit& t : g.table_init) {
+    if (std::find(tables.begin(), tables.end(), t.table) != tables.end()) continue;
+    std::string why;
+    for (size_t f = 0; f < in.columns.size(); ++f) {
+      if (t.table == "emb." + in.columns[f]) {
+        why = absl::StrCat(" (\"", in.columns[f], "\" looks up \"emb.", in.columns[in.ids_of[f]],
+                           "\": its ids are that column's)");
+      }
+    }
+    return bad(t.line, absl::StrCat("\"table_init\": no embedding table \"", t.table, "\"",
+                                    why.empty() ? DidYouMeanQuoted(t.table, tables) : why));
+  }
   // Inputs by name.
   std::vector<std::string> known;
   for (const auto& [name, id] : by_name) known.push_back(name);

@@ -69,6 +69,9 @@ class Parser {
   absl::Status Head(const Json& j, size_t at, ModelGraph* g);
   absl::StatusOr<int> Int(const Json& v, const std::string& what, size_t at, int lo, int hi) const;
   absl::StatusOr<bool> Bool(const Json& v, const std::string& what, size_t at) const;
+  // An embedding initializer: "zeros", {"uniform": SCALE} or {"normal": SCALE}.
+  absl::Status Init(const Json& v, const std::string& what, size_t at, std::string* kind,
+                    float* scale) const;
 
   absl::string_view text_;
   std::string name_;
@@ -85,6 +88,25 @@ absl::StatusOr<int> Parser::Int(const Json& v, const std::string& what, size_t a
 absl::StatusOr<bool> Parser::Bool(const Json& v, const std::string& what, size_t at) const {
   if (!v.is_boolean()) return Bad(at, absl::StrCat(what, " must be true or false"));
   return v.get<bool>();
+}
+
+absl::Status Parser::Init(const Json& v, const std::string& what, size_t at, std::string* kind,
+                          float* scale) const {
+  const std::string usage = absl::StrCat(what, " is \"zeros\", {\"uniform\": SCALE} or {\"normal\": SCALE}");
+  if (v.is_string() && v.get<std::string>() == "zeros") {
+    *kind = "zeros";
+    return absl::OkStatus();
+  }
+  if (!v.is_object() || v.size() != 1 || !(v.contains("uniform") || v.contains("normal"))) {
+    return Bad(at, usage);
+  }
+  const Json& s = v.begin().value();
+  if (!s.is_number() || !(s.get<double>() > 0 && s.get<double>() <= 100)) {
+    return Bad(at, absl::StrCat(usage, ", SCALE in (0, 100]"));
+  }
+  *kind = v.begin().key();
+  *scale = s.get<float>();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ModelGraph> Parser::Run() {
@@ -104,7 +126,7 @@ absl::StatusOr<ModelGraph> Parser::Run() {
   g.file = name_;
   g.text = std::string(text_);
   const std::vector<std::string> top = {"name", "description", "embedding_dim", "embedding_init",
-                                        "layers", "heads"};
+                                        "table_init", "layers", "heads"};
   size_t at = 0;
   for (auto& [key, value] : j.items()) {
     at = Find(absl::StrCat("\"", key, "\""), at);
@@ -115,21 +137,20 @@ absl::StatusOr<ModelGraph> Parser::Run() {
     if (key == "embedding_dim") {
       PS_ASSIGN_OR_RETURN(g.embedding_dim, Int(value, "\"embedding_dim\"", at, 1, kMaxGraphWidth));
     } else if (key == "embedding_init") {
-      // "zeros", {"uniform": SCALE} or {"normal": SCALE}.
-      const std::string usage =
-          "\"embedding_init\" is \"zeros\", {\"uniform\": SCALE} or {\"normal\": SCALE}";
-      if (value.is_string() && value.get<std::string>() == "zeros") {
-        g.embedding_init = "zeros";
-      } else if (value.is_object() && value.size() == 1 &&
-                 (value.contains("uniform") || value.contains("normal"))) {
-        g.embedding_init = value.begin().key();
-        const Json& s = value.begin().value();
-        if (!s.is_number() || !(s.get<double>() > 0 && s.get<double>() <= 100)) {
-          return Bad(at, absl::StrCat(usage, ", SCALE in (0, 100]"));
-        }
-        g.embedding_init_scale = s.get<float>();
-      } else {
-        return Bad(at, usage);
+      PS_RETURN_IF_ERROR(Init(value, "\"embedding_init\"", at, &g.embedding_init, &g.embedding_init_scale));
+    } else if (key == "table_init") {
+      if (!value.is_object()) {
+        return Bad(at, "\"table_init\" is an object of embedding tables' starts, e.g. "
+                       "{\"emb.item\": {\"normal\": 0.01}}");
+      }
+      size_t entry_at = at;
+      for (auto& [table, init] : value.items()) {
+        entry_at = Find(absl::StrCat("\"", table, "\""), entry_at);
+        ModelGraph::TableInit t;
+        t.table = table;
+        t.line = LineAt(entry_at);
+        PS_RETURN_IF_ERROR(Init(init, absl::StrCat("\"table_init\": \"", table, "\""), entry_at, &t.kind, &t.scale));
+        g.table_init.push_back(std::move(t));
       }
     } else if (key == "layers" || key == "heads") {
       if (!value.is_array()) return Bad(at, absl::StrCat("\"", key, "\" must be a list of objects"));

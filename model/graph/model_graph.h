@@ -94,6 +94,15 @@ struct ModelGraph {
   // N(0, scale^2), "zeros"; "" : U(+-1/sqrt(dim)), the built-in models'.
   std::string embedding_init;
   float embedding_init_scale = 0;
+  // "table_init": {"emb.item": {"normal": 0.01}, ...}: one embedding
+  // table's start, over embedding_init's (kind and scale as there).
+  struct TableInit {
+    std::string table;
+    std::string kind;
+    float scale = 0;
+    int line = 0;
+  };
+  std::vector<TableInit> table_init;
   std::vector<LayerSpec> layers;  // in the file's order
   std::vector<HeadSpec> heads;
   std::string text;        // the file as read (saved with exported models)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -103,6 +104,21 @@ TEST(GraphModel, SelfAttentionMatchesFiniteDifferences) {
 
 TEST(GraphModel, PredictAgreesWithTrainStepLoss) {
   testing::ExpectPredictAgreesWithTrainStepLoss(WithGraph(kEveryLayer), 300);  // over chunks
+}
+
+// Each embedding table may start its own way (table_init), over the file's
+// embedding_init.
+TEST(GraphModel, TableInitSetsEachEmbeddingTablesStart) {
+  auto model = CreateModel(WithGraph(R"({"embedding_init": {"uniform": 0.05},
+    "table_init": {"emb.C1": {"normal": 0.5}, "emb.C2": "zeros"},
+    "layers": [{"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]}],
+    "heads": [{"input": "top"}]})"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::map<std::string, std::pair<InitKind, float>> init;
+  for (const TableSpec& t : (*model)->tables()) init[t.name] = {t.init.kind, t.init.scale};
+  EXPECT_EQ(init["emb.C1"], std::make_pair(InitKind::kNormal, 0.5f));
+  EXPECT_EQ(init["emb.C2"].first, InitKind::kZeros);
+  EXPECT_EQ(init["emb.C3"], std::make_pair(InitKind::kUniform, 0.05f));
 }
 
 // A pool layer sums (or averages) a sequence's items: the sum is the

@@ -261,6 +261,15 @@ TEST(ModelGraph, BadHeadsAndGatesAreRefusedNamingTheHeadOrLayer) {
     {"name": "g", "type": "gate", "input": "dense", "experts": ["a", "b"]},
     {"name": "top", "type": "linear", "input": "g"}], "heads": [{"input": "top"}]})"),
               HasSubstr("layer \"g\" (gate): its experts must be of one width"));
+  const std::string linear = R"("layers": [{"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]}], "heads": [{"input": "top"}]})";
+  EXPECT_THAT(error(R"({"table_init": {"emb.itme": "zeros"}, )" + linear),
+              HasSubstr("m.json:1: \"table_init\": no embedding table \"emb.itme\" (did you mean \"emb.item\"?)"));
+  EXPECT_THAT(error(R"({"table_init": {"emb.item": {"normal": -1}}, )" + linear),
+              HasSubstr("\"table_init\": \"emb.item\" is \"zeros\", {\"uniform\": SCALE} or {\"normal\": SCALE}, SCALE in (0, 100]"));
+  in.ids_of = {-1, -1, 1};  // ad's ids are item's: one table, emb.item
+  EXPECT_THAT(error(R"({"table_init": {"emb.ad": "zeros"}, )" + linear),
+              HasSubstr("no embedding table \"emb.ad\" (\"ad\" looks up \"emb.item\": its ids are that column's)"));
+  in.ids_of.clear();
   EXPECT_THAT(error(R"({"layers": [{"name": "p", "type": "pool", "sequence": "ad", "pooling": "max"},
     {"name": "top", "type": "linear", "inputs": ["p", "dense", "user", "item"]}], "heads": [{"input": "top"}]})"),
               HasSubstr("layer \"p\": \"pooling\" is \"sum\" or \"mean\""));
