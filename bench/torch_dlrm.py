@@ -151,13 +151,15 @@ def init_like_pstrain(model, vocab, seed, zero_bias):
 
 
 class Dlrm(nn.Module):
-    def __init__(self, num_dense, vocab_sizes, dim, bottom, top, zero_bias, embedding_init):
+    def __init__(self, num_dense, vocab_sizes, dim, bottom, top, zero_bias, embedding_init,
+                 embedding_scale=0.0):
         super().__init__()
         self.bottom = mlp([num_dense] + bottom, True, zero_bias)
         self.emb = nn.ModuleList(nn.Embedding(n, dim, sparse=True) for n in vocab_sizes)
         for e in self.emb:
             if embedding_init == "uniform":
-                nn.init.uniform_(e.weight, -1 / math.sqrt(dim), 1 / math.sqrt(dim))
+                bound = embedding_scale if embedding_scale > 0 else 1 / math.sqrt(dim)
+                nn.init.uniform_(e.weight, -bound, bound)
             elif embedding_init == "dlrm":  # facebookresearch/dlrm: U(+-sqrt(1 / rows))
                 bound = math.sqrt(1 / e.num_embeddings)
                 nn.init.uniform_(e.weight, -bound, bound)
@@ -205,6 +207,8 @@ def main():
     ap.add_argument("--zero_bias", action="store_true",
                     help="biases start at 0 (pstrain --bias_init=zeros)")
     ap.add_argument("--embedding_init", choices=["uniform", "normal", "dlrm"], default="uniform")
+    ap.add_argument("--embedding_scale", type=float, default=0,
+                    help="--embedding_init=uniform: U(+-this) (0: U(+-1/sqrt(dim)))")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--init", choices=["torch", "pstrain"], default="torch",
                     help="pstrain: start from the exact values of `pstrain train --seed=SEED "
@@ -219,7 +223,7 @@ def main():
     read_s = time.time() - start
     model = Dlrm(a.dense_fields, [max(1, len(v)) for v in vocab], a.embedding_dim,
                  [int(w) for w in a.bottom_mlp.split(",")], [int(w) for w in a.top_mlp.split(",")],
-                 a.zero_bias, a.embedding_init)
+                 a.zero_bias, a.embedding_init, a.embedding_scale)
     if a.init == "pstrain":
         init_like_pstrain(model, vocab, a.seed, a.zero_bias)
     dense_lr = a.dense_lr if a.dense_lr >= 0 else a.lr / 5

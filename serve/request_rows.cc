@@ -1,5 +1,6 @@
 #include "serve/request_rows.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +72,9 @@ absl::StatusOr<RequestRows> RequestRows::Create(const Schema& schema) {
   RequestRows r(std::move(parser));
   r.num_columns_ = NumColumns(schema);
   r.label_column_ = schema.custom ? schema.label.column : 0;
+  r.label_columns_ = {r.label_column_};
+  for (const LabelColumn& l : schema.extra_labels) r.label_columns_.push_back(l.column);
+  std::sort(r.label_columns_.begin(), r.label_columns_.end());
   r.names_.assign(r.num_columns_, "");
   if (schema.custom) {
     r.names_[schema.label.column] = schema.label.name;
@@ -119,7 +123,9 @@ std::string RequestRows::TooFewHint(std::string_view line, size_t columns) const
   const size_t with = columns;
   size_t without = columns;
   for (size_t c = 0, seen = 0; c < static_cast<size_t>(num_columns_); ++c) {
-    if (static_cast<int>(c) == label_column_) continue;
+    if (std::find(label_columns_.begin(), label_columns_.end(), static_cast<int>(c)) != label_columns_.end()) {
+      continue;
+    }
     if (seen++ == columns) {
       without = c;
       break;
@@ -127,7 +133,7 @@ std::string RequestRows::TooFewHint(std::string_view line, size_t columns) const
   }
   if (with == without) return absl::StrCat(": no value for column ", name(with), " on");
   return absl::StrCat(": no value for column ", name(with), " on (", name(without),
-                      " on, without the label)");
+                      label_columns_.size() > 1 ? " on, without the labels)" : " on, without the label)");
 }
 
 std::vector<std::string> RequestRows::Warnings(const Lacking& lacking, int rows) const {
@@ -149,15 +155,23 @@ absl::Status RequestRows::AddLine(std::string_view line, int row, ParsedRow* par
   std::vector<std::string_view>& cols = parsed->columns;
   SplitColumns(line, sep, &cols);
   std::string_view text = line;
-  if (static_cast<int>(cols.size()) == num_columns_ - 1) {
-    // Without the label: put a 0 in its place.
-    with_label->clear();
-    if (label_column_ >= static_cast<int>(cols.size())) {
-      with_label->append(line).append(1, sep).append("0");
-    } else {
-      size_t pos = static_cast<size_t>(cols[label_column_].data() - line.data());
-      if (pos > 0 && line[pos - 1] == '"') --pos;  // a quoted column
-      with_label->append(line.substr(0, pos)).append("0").append(1, sep).append(line.substr(pos));
+  const int labels = static_cast<int>(label_columns_.size());
+  if (static_cast<int>(cols.size()) == num_columns_ - labels) {
+    // Without the labels: a 0 in the first label's place, nothing (no
+    // label) in the others'. Inserted last first, so that the positions
+    // before each insertion hold.
+    with_label->assign(line);
+    for (int k = labels; k-- > 0;) {
+      const int column = label_columns_[k];
+      const std::string fill = column == label_column_ ? "0" : "";
+      const size_t reduced = static_cast<size_t>(column - k);  // its place among the row's columns
+      if (reduced >= cols.size()) {
+        with_label->insert(line.size(), std::string(1, sep) + fill);
+      } else {
+        size_t pos = static_cast<size_t>(cols[reduced].data() - line.data());
+        if (pos > 0 && line[pos - 1] == '"') --pos;  // a quoted column
+        with_label->insert(pos, fill + std::string(1, sep));
+      }
     }
     text = *with_label;
   }
@@ -165,7 +179,7 @@ absl::Status RequestRows::AddLine(std::string_view line, int row, ParsedRow* par
     if (text == line && static_cast<int>(cols.size()) != num_columns_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "row ", row, ": ", cols.size(), cols.size() == 1 ? " column" : " columns", ", want ",
-          num_columns_, " (or ", num_columns_ - 1, " without the label)",
+          num_columns_, " (or ", num_columns_ - labels, labels > 1 ? " without the labels)" : " without the label)",
           TooFewHint(line, cols.size())));
     }
     return RowError(row, s);

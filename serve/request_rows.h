@@ -67,6 +67,9 @@ class RequestRows {
   std::unique_ptr<const Parser> parser_;
   int num_columns_ = 0;
   int label_column_ = 0;
+  // Every label's column (the first, then the schema's "labels"), ascending:
+  // a text row may leave them all out.
+  std::vector<int> label_columns_;
   std::vector<std::string> names_;  // [num_columns]
   std::vector<std::string> scored_with_;  // [num_columns]: what a lacking column scores with
   std::string header_;              // the header line the schema's names make ("" none)

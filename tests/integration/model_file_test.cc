@@ -158,6 +158,16 @@ std::map<std::string, std::vector<double>> ServeHeads(const std::string& dir, co
   }
   for (auto& [name, values] : j["heads"].items()) heads[name] = values.get<std::vector<double>>();
   EXPECT_EQ(j["probabilities"].get<std::vector<double>>(), heads["click"]) << "the first head's";
+  // The same rows without their labels (clicked, converted: the first two
+  // columns) score the same.
+  std::string unlabelled;
+  for (int i = 1; i <= rows; ++i) unlabelled += lines[i].substr(lines[i].find(',', lines[i].find(',') + 1) + 1) + "\n";
+  r = c.Post("/predict", unlabelled, "text/plain");
+  EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  if (r && r->status == 200) {
+    nlohmann::json k = nlohmann::json::parse(r->body, nullptr, false);
+    EXPECT_EQ(k["heads"]["convert"].get<std::vector<double>>(), heads["convert"]) << r->body;
+  }
   return heads;
 }
 
