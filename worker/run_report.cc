@@ -26,7 +26,9 @@ void RecordEval(const BinaryMetrics& m, int64_t step, const std::string& where,
   JsonLine line = EvalEventLine(step, m, elapsed_seconds);
   if (!heads.empty()) {
     for (const HeadEval& h : heads) spdlog::info("  {}", HeadEvalText(h));
-    spdlog::info("  weighted loss of the {} heads: {:.4f}", heads.size(), WeightedHeadLoss(heads));
+    if (heads.size() > 1) {
+      spdlog::info("  weighted loss of the {} heads: {:.4f}", heads.size(), WeightedHeadLoss(heads));
+    }
     AddHeadFields(heads, &line);
   }
   metrics->Write(line);
