@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "data/label_rule.h"
 #include "data/separator_sniff.h"
 
 namespace pstrain::worker {
@@ -37,24 +38,6 @@ inline const char* TokenEnd(const char* p, const char* end, char sep) {
 std::string_view StripQuotes(std::string_view t) {
   if (t.size() >= 2 && t.front() == '"' && t.back() == '"') return t.substr(1, t.size() - 2);
   return t;
-}
-
-bool LabelOf(const LabelColumn& label, double v, float* out) {
-  bool on = false;
-  switch (label.op) {
-    case LabelColumn::Op::kBinary:
-      if (v != 0.0 && v != 1.0) return false;
-      on = v == 1.0;
-      break;
-    case LabelColumn::Op::kGt: on = v > label.threshold; break;
-    case LabelColumn::Op::kGe: on = v >= label.threshold; break;
-    case LabelColumn::Op::kLt: on = v < label.threshold; break;
-    case LabelColumn::Op::kLe: on = v <= label.threshold; break;
-    case LabelColumn::Op::kEq: on = v == label.threshold; break;
-    case LabelColumn::Op::kNe: on = v != label.threshold; break;
-  }
-  *out = on ? 1.0f : 0.0f;
-  return true;
 }
 
 }  // namespace
@@ -212,7 +195,7 @@ inline absl::Status DelimitedParser::CustomLabel(std::string_view t, ParsedRow* 
     return absl::OkStatus();
   }
   double v;
-  if (t.empty() || !ParseNumber(t, 0, &v) || !LabelOf(label, v, &row->label)) {
+  if (t.empty() || !ParseNumber(t, 0, &v) || !ApplyLabelRule(label, v, &row->label)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "label column ", ColumnName(schema_, label.column),
         label.op == LabelColumn::Op::kBinary ? ": not 0 or 1: \"" : ": not a number: \"",
@@ -229,7 +212,7 @@ absl::Status DelimitedParser::CustomExtraLabel(int k, std::string_view t, Parsed
     return absl::OkStatus();
   }
   double v;
-  if (!ParseNumber(t, 0, &v) || !LabelOf(label, v, &out)) {
+  if (!ParseNumber(t, 0, &v) || !ApplyLabelRule(label, v, &out)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "label \"", label.name, "\" (column ", ColumnName(schema_, label.column),
         label.op == LabelColumn::Op::kBinary ? "): not 0 or 1 or empty: \"" : "): not a number: \"",

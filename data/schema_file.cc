@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -14,6 +13,7 @@
 #include "common/status.h"
 #include "data/delimited_parser.h"
 #include "data/file_set.h"
+#include "data/label_rule.h"
 #include "data/line_reader.h"
 #include "data/separator_sniff.h"
 
@@ -191,35 +191,23 @@ absl::Status Resolver::Label(const json& v, const std::string& where, LabelColum
     if (!op.empty() || v.contains("threshold")) {
       if (!v.contains("threshold")) return Bad(where, ": \"op\" without \"threshold\"");
       PS_ASSIGN_OR_RETURN(label.threshold, Number(v["threshold"], where + ".threshold"));
-      static const std::map<std::string, LabelColumn::Op> kOps = {
-          {">", LabelColumn::Op::kGt},  {">=", LabelColumn::Op::kGe}, {"<", LabelColumn::Op::kLt},
-          {"<=", LabelColumn::Op::kLe}, {"==", LabelColumn::Op::kEq}, {"!=", LabelColumn::Op::kNe}};
-      auto it = kOps.find(op.empty() ? ">" : op);
-      if (it == kOps.end()) return Bad(where, ".op: \"", op, "\" is not one of > >= < <= == !=");
-      label.op = it->second;
+      absl::StatusOr<LabelColumn::Op> parsed = ParseLabelOp(op.empty() ? ">" : op);
+      if (!parsed.ok()) return Bad(where, ".op: ", parsed.status().message());
+      label.op = *parsed;
     }
   } else if (v.is_string()) {
     // "clicked", or "delay > 15".
-    std::string text = v.get<std::string>();
-    size_t at = text.find_first_of("<>=!");
-    if (at == std::string::npos) {
+    absl::StatusOr<std::optional<LabelComparison>> c = ParseLabelComparison(v.get<std::string>());
+    if (!c.ok()) return Bad(where, ": ", c.status().message());
+    if (!c->has_value()) {
       PS_ASSIGN_OR_RETURN(label.column, Column(v, where));
     } else {
-      size_t op_end = text.find_first_not_of("<>=!", at);
-      std::string name(absl::StripAsciiWhitespace(text.substr(0, at)));
-      std::string op = text.substr(at, op_end == std::string::npos ? std::string::npos : op_end - at);
-      std::string value(absl::StripAsciiWhitespace(
-          op_end == std::string::npos ? std::string() : text.substr(op_end)));
-      double threshold;
-      if (!absl::SimpleAtod(value, &threshold) || !std::isfinite(threshold)) {
-        return Bad(where, ": \"", text, "\": \"", value, "\" is not a number (e.g. \"delay > 15\")");
-      }
-      json obj = {{"op", op}, {"threshold", threshold}};
+      json obj = {{"op", (*c)->op}, {"threshold", (*c)->threshold}};
       int64_t index;
-      if (absl::SimpleAtoi(name, &index)) {
+      if (absl::SimpleAtoi((*c)->column, &index)) {
         obj["column"] = index;
       } else {
-        obj["column"] = name;
+        obj["column"] = (*c)->column;
       }
       return Label(obj, where, out);
     }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/label_rule.h"
 #include "data/schema_file.h"
 
 namespace pstrain::worker {
@@ -25,11 +26,10 @@ const char* TransformName(Transform t) {
 const char* PoolingName(BagPooling p) { return p == BagPooling::kMean ? "mean" : "sum"; }
 
 json SchemaJson(const Schema& s) {
-  static const char* kOps[] = {"", ">", ">=", "<", "<=", "==", "!="};
   const auto label_json = [](const LabelColumn& l) {
     json label = {{"column", l.column}};
     if (l.op != LabelColumn::Op::kBinary) {
-      label["op"] = kOps[static_cast<int>(l.op)];
+      label["op"] = LabelOpName(l.op);
       label["threshold"] = l.threshold;
     }
     return label;

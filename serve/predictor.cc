@@ -62,11 +62,7 @@ class AlignedScorer {
       std::shared_ptr<const Batch> batch = builder_.Finish();
       PS_RETURN_IF_ERROR(model_.Score(*batch, scratch_, &probs_));
       all_probs_.insert(all_probs_.end(), probs_.begin(), probs_.end());
-      if (OneLabelHead(model_.heads())) {
-        all_labels_.insert(all_labels_.end(), batch->labels.begin(), batch->labels.end());
-      } else {
-        AppendHeadLabels(*batch, model_.heads(), &all_labels_);
-      }
+      AppendHeadLabels(*batch, model_.heads(), &all_labels_);
     } else {
       probs_.clear();
     }

@@ -550,11 +550,7 @@ absl::Status Trainer::Score(int shard, int64_t clock, std::vector<float>* probs,
     size_t at = probs->size();
     probs->resize(at + static_cast<size_t>(b->size) * heads.size());
     PS_RETURN_IF_ERROR(model_->Predict(*b, p->plan, params, std::span<float>(*probs).subspan(at)));
-    if (OneLabelHead(heads)) {
-      labels->insert(labels->end(), b->labels.begin(), b->labels.end());
-    } else {
-      AppendHeadLabels(*b, heads, labels);
-    }
+    AppendHeadLabels(*b, heads, labels);
   }
   return absl::OkStatus();
 }

@@ -69,6 +69,9 @@ class Parser {
   absl::Status Head(const Json& j, size_t at, ModelGraph* g);
   absl::StatusOr<int> Int(const Json& v, const std::string& what, size_t at, int lo, int hi) const;
   absl::StatusOr<bool> Bool(const Json& v, const std::string& what, size_t at) const;
+  // A non-empty list of strings ("must be a list of `kind`") appended to *out.
+  absl::Status Names(const Json& v, const std::string& what, size_t at, const char* kind,
+                     std::vector<std::string>* out) const;
   // An embedding initializer: "zeros", {"uniform": SCALE} or {"normal": SCALE}.
   absl::Status Init(const Json& v, const std::string& what, size_t at, std::string* kind,
                     float* scale) const;
@@ -88,6 +91,17 @@ absl::StatusOr<int> Parser::Int(const Json& v, const std::string& what, size_t a
 absl::StatusOr<bool> Parser::Bool(const Json& v, const std::string& what, size_t at) const {
   if (!v.is_boolean()) return Bad(at, absl::StrCat(what, " must be true or false"));
   return v.get<bool>();
+}
+
+absl::Status Parser::Names(const Json& v, const std::string& what, size_t at, const char* kind,
+                           std::vector<std::string>* out) const {
+  const auto bad = [&] { return Bad(at, absl::StrCat(what, " must be a list of ", kind)); };
+  if (!v.is_array() || v.empty()) return bad();
+  for (const Json& x : v) {
+    if (!x.is_string()) return bad();
+    out->push_back(x.get<std::string>());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Parser::Init(const Json& v, const std::string& what, size_t at, std::string* kind,
@@ -230,13 +244,7 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       if (!value.is_string()) return Bad(key_at, absl::StrCat(what, " must be a name"));
       l.inputs.push_back(value.get<std::string>());
     } else if (key == "inputs") {
-      if (!value.is_array() || value.empty()) {
-        return Bad(key_at, absl::StrCat(what, " must be a list of names"));
-      }
-      for (const Json& v : value) {
-        if (!v.is_string()) return Bad(key_at, absl::StrCat(what, " must be a list of names"));
-        l.inputs.push_back(v.get<std::string>());
-      }
+      PS_RETURN_IF_ERROR(Names(value, what, key_at, "names", &l.inputs));
     } else if (key == "widths") {
       if (!value.is_array() || value.empty()) {
         return Bad(key_at, absl::StrCat(what, " must be a list of widths, e.g. [64, 32]"));
@@ -268,13 +276,7 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
     } else if (key == "rank") {
       PS_ASSIGN_OR_RETURN(l.rank, Int(value, what, key_at, 0, kMaxGraphWidth));
     } else if (key == "columns") {
-      if (!value.is_array() || value.empty()) {
-        return Bad(key_at, absl::StrCat(what, " must be a list of column names"));
-      }
-      for (const Json& v : value) {
-        if (!v.is_string()) return Bad(key_at, absl::StrCat(what, " must be a list of column names"));
-        l.columns.push_back(v.get<std::string>());
-      }
+      PS_RETURN_IF_ERROR(Names(value, what, key_at, "column names", &l.columns));
     } else if (key == "bias") {
       PS_ASSIGN_OR_RETURN(l.bias, Bool(value, what, key_at));
     } else if (key == "heads") {
@@ -287,13 +289,7 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
     } else if (key == "count") {
       PS_ASSIGN_OR_RETURN(l.count, Int(value, what, key_at, 1, 64));
     } else if (key == "experts") {
-      if (!value.is_array() || value.empty()) {
-        return Bad(key_at, absl::StrCat(what, " must be a list of experts layers' names"));
-      }
-      for (const Json& v : value) {
-        if (!v.is_string()) return Bad(key_at, absl::StrCat(what, " must be a list of experts layers' names"));
-        l.experts.push_back(v.get<std::string>());
-      }
+      PS_RETURN_IF_ERROR(Names(value, what, key_at, "experts layers' names", &l.experts));
     } else if (key == "max_length") {
       PS_ASSIGN_OR_RETURN(l.max_length, Int(value, what, key_at, 1, 100000));
     } else if (key == "sequence") {

@@ -79,6 +79,16 @@ void ModelBase::Plan(const Batch& batch, BatchPlan* plan) const {
 absl::Status ModelBase::Validate(const Batch& batch, const BatchPlan& plan,
                                  const ParamRefs& params, const GradRefs* grads) const {
   PS_RETURN_IF_ERROR(CheckBatch(batch, options_, /*needs_labels=*/grads != nullptr));
+  // A training step needs every head's label column (NaN where a row has none).
+  for (const ModelHead& h : heads_) {
+    if (grads != nullptr &&
+        (h.label > batch.num_extra_labels ||
+         batch.extra_labels.size() != static_cast<size_t>(batch.size) * batch.num_extra_labels)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "head \"", h.name, "\" learns the batch's label ", h.label, ", the batch has ",
+          1 + batch.num_extra_labels, " (its schema's \"labels\" are not in the data)"));
+    }
+  }
   PS_RETURN_IF_ERROR(CheckPlan(batch, plan, registry_));
   const size_t num_tables = registry_.tables().size();
   if (params.tables.size() != num_tables) {
@@ -269,14 +279,6 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
   IndexTables();
   if (grads == nullptr) return absl::InvalidArgumentError("TrainStep needs gradient outputs");
   PS_RETURN_IF_ERROR(Validate(batch, plan, params, grads));
-  for (const ModelHead& h : heads_) {
-    if (h.label > batch.num_extra_labels ||
-        batch.extra_labels.size() != static_cast<size_t>(batch.size) * batch.num_extra_labels) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "head \"", h.name, "\" learns the batch's label ", h.label, ", the batch has ",
-          1 + batch.num_extra_labels, " (its schema's \"labels\" are not in the data)"));
-    }
-  }
   PS_RETURN_IF_ERROR(Stage(batch, plan, params, grads));
   const int rows = batch.size;
   PS_RETURN_IF_ERROR(ZeroSparseGrads());
@@ -331,7 +333,7 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
     } else {
       for (int r = 0; r < rows; ++r) out.probs[r] = logits_.as()[static_cast<size_t>(r) * num_heads];
     }
-    for (float& p : out.probs) p = heads_[0].regression ? p : 1.0f / (1.0f + std::exp(-p));
+    for (float& p : out.probs) p = heads_[0].regression ? p : nn::SigmoidOf(p);
   }
   return out;
 }
@@ -358,7 +360,7 @@ double ModelBase::HeadLosses(const Batch& batch, int begin, nn::ConstMatrixView 
         d = head.weight * 2.0f * e;
       } else {
         sum += nn::BceFromLogit(z, y);
-        d = head.weight * (1.0f / (1.0f + std::exp(-z)) - y);
+        d = head.weight * (nn::SigmoidOf(z) - y);
       }
     }
     out->head_loss_sum[h] += sum;
@@ -391,7 +393,7 @@ absl::Status ModelBase::Predict(const Batch& batch, const BatchPlan& plan,
     for (int r = 0; r < rows; ++r) {
       for (int h = 0; h < num_heads; ++h) {
         const float z = logits.row(r)[h];
-        probs[static_cast<size_t>(r) * num_heads + h] = heads_[h].regression ? z : 1.0f / (1.0f + std::exp(-z));
+        probs[static_cast<size_t>(r) * num_heads + h] = heads_[h].regression ? z : nn::SigmoidOf(z);
       }
     }
     return absl::OkStatus();

@@ -4,16 +4,6 @@
 #include <cmath>
 
 namespace pstrain::worker::nn {
-namespace {
-
-inline float SigmoidF(float z) {
-  // exp of a non-positive argument never overflows.
-  if (z >= 0.0f) return 1.0f / (1.0f + std::exp(-z));
-  const float e = std::exp(z);
-  return e / (1.0f + e);
-}
-
-}  // namespace
 
 double BceFromLogit(double z, double y) {
   return std::max(z, 0.0) - z * y + std::log1p(std::exp(-std::abs(z)));
@@ -25,13 +15,13 @@ double SigmoidBceLoss(const float* logits, const float* labels, int n, float* dl
     const float z = logits[i];
     const float y = labels[i];
     sum += BceFromLogit(z, y);
-    dlogits[i] = SigmoidF(z) - y;
+    dlogits[i] = SigmoidOf(z) - y;
   }
   return sum;
 }
 
 void Sigmoid(const float* logits, int n, float* probs) {
-  for (int i = 0; i < n; ++i) probs[i] = SigmoidF(logits[i]);
+  for (int i = 0; i < n; ++i) probs[i] = SigmoidOf(logits[i]);
 }
 
 }  // namespace pstrain::worker::nn

@@ -2,6 +2,8 @@
 // for any logit (no exp overflow, no log(0)). Stateless, thread-safe.
 #pragma once
 
+#include <cmath>
+
 namespace pstrain::worker::nn {
 
 // Returns sum_i [max(z_i, 0) - z_i * y_i + log(1 + exp(-|z_i|))], the sum of
@@ -9,6 +11,14 @@ namespace pstrain::worker::nn {
 // the gradient of that sum, dlogits_i = sigmoid(z_i) - y_i.
 // `dlogits` may equal `logits`.
 double SigmoidBceLoss(const float* logits, const float* labels, int n, float* dlogits);
+
+// 1 / (1 + exp(-z)), computed without overflow.
+inline float SigmoidOf(float z) {
+  // exp of a non-positive argument never overflows.
+  if (z >= 0.0f) return 1.0f / (1.0f + std::exp(-z));
+  const float e = std::exp(z);
+  return e / (1.0f + e);
+}
 
 // probs_i = 1 / (1 + exp(-z_i)), computed without overflow. probs may equal
 // logits.
