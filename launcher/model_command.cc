@@ -6,6 +6,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,7 @@
 #include "launcher/job_check.h"
 #include "model/graph/graph_model.h"
 #include "model/graph/model_graph.h"
+#include "model/models/built_in_graphs.h"
 #include "model/models/model.h"
 #include "model/models/table_registry.h"
 #include "serve/model_io.h"
@@ -135,8 +137,9 @@ absl::Status InspectVersions(const std::string& dir) {
   return absl::OkStatus();
 }
 
-// pstrain model show FILE [job flags]: a model file's graph over the job's
-// columns, every tensor's width and every table, as the workers build it.
+// pstrain model show FILE|NAME [job flags]: a model file's graph (or the
+// built-in network NAME's, of the job's shape flags) over the job's columns,
+// every tensor's width and every table, as the workers build it.
 absl::Status Show(const std::string& file, const std::vector<std::string>& rest) {
   absl::StatusOr<std::vector<Arg>> args = ParseArgs(rest);
   if (!args.ok()) return UsageError(args.status().message());
@@ -149,20 +152,30 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
       return UsageError(absl::StrCat("unknown flag --", a.name, DidYouMean(a.name, known)));
     }
   }
-  job.spec.Set(*job::FieldOfFlag("model_file"), file, job::Source::kFlag, "FILE");
+  // A built-in network's name (when no such file is here) shows its graph.
+  const bool built_in = worker::CheckModelName(file).ok() && !std::filesystem::exists(file);
+  job.spec.Set(*job::FieldOfFlag(built_in ? "model" : "model_file"), file, job::Source::kFlag,
+               built_in ? "NAME" : "FILE");
   if (job.spec.Find("train_data") == nullptr) {
     job.spec.Set(*job::FieldOfFlag("train_data"), "(none)", job::Source::kDefault, "");
   }
   PS_ASSIGN_OR_RETURN(CheckedJob checked, CheckJob(job.spec, {}));
   worker::ModelOptions m = checked.worker.train.model;
   m.device = "cpu";
+  if (built_in) {
+    absl::StatusOr<graph::ModelGraph> g = worker::BuiltInGraph(m);
+    if (!g.ok()) return UsageError(g.status().message());
+    m.graph = std::make_shared<const graph::ModelGraph>(*std::move(g));
+    m.field_ids_of.clear();  // as CreateModel builds it: a table per column
+  }
   absl::StatusOr<graph::ResolvedGraph> r = graph::ResolveGraph(*m.graph, worker::GraphInputsOf(m));
   if (!r.ok()) return UsageError(r.status().message());
   absl::StatusOr<std::unique_ptr<worker::Model>> model = worker::CreateModel(m);
   if (!model.ok()) return UsageError(model.status().message());
   const graph::ModelGraph& g = *m.graph;
   std::printf("model %s (%s): %zu layers, %zu head%s, over %d dense and %d categorical columns\n\n",
-              m.name.c_str(), file.c_str(), g.layers.size(), g.heads.size(),
+              m.name.c_str(), (built_in ? "built in, --model=" + file : file).c_str(),
+              g.layers.size(), g.heads.size(),
               g.heads.size() == 1 ? "" : "s", m.num_dense, m.num_sparse);
   std::printf("%-16s %-28s %-40s %s\n", "tensor", "what", "inputs", "width");
   for (const graph::Tensor& t : r->tensors) {
@@ -245,8 +258,10 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
 
 std::string ModelHelp() {
   return "usage: pstrain model inspect DIR\n"
-         "       pstrain model show FILE [--schema=F --train_data=FILES] [job flags]\n\n"
-         "show: a model file's network over the job's columns (the Criteo layout, or --schema's):\n"
+         "       pstrain model show FILE|NAME [--schema=F --train_data=FILES] [job flags]\n\n"
+         "show: a model file's network (or the built-in network NAME's: lr, wide_deep, dlrm,\n"
+         "deep_tower, dcn_v2, deepfm, shaped by --bottom_mlp, --top_mlp, --deep_mlp, --cross_layers,\n"
+         "--cross_rank) over the job's columns (the Criteo layout, or --schema's):\n"
          "every tensor with its width, every layer's inputs, the heads, and the tables with\n"
          "their sizes, as the workers will build them. A wrong graph is one line naming the\n"
          "file, line, layer and key (exit 2). See docs/model-file.md.\n\n"

@@ -2,21 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "model/models/dcn_v2_model.h"
-#include "model/models/deep_tower_model.h"
-#include "model/models/dlrm_model.h"
 #include "model/models/table_registry.h"
 
 namespace pstrain::worker {
-
-absl::StatusOr<std::unique_ptr<FeatureHead>> CreateFeatureHead(const ModelOptions& options,
-                                                               const Model& model) {
-  if (options.name == "deep_tower") return CreateDeepTowerHead(options, model);
-  if (options.name == "dcn_v2") return CreateDcnV2Head(options, model);
-  if (options.name == "dlrm") return CreateDlrmHead(options, model);
-  return absl::InvalidArgumentError(
-      absl::StrCat("model '", options.name, "' is not a head and a tower"));
-}
 
 nn::Pooling FieldPooling(const ModelOptions& options, size_t field) {
   return field < options.pooling.size() && options.pooling[field] == BagPooling::kMean

@@ -1,12 +1,13 @@
-// FeatureHead: the part of a model below its top tower: it turns rows
+// FeatureHead: the part of a network below its top tower, as pipeline mode
+// runs it on stage 0 while it cuts the tower into stages: it turns rows
 // (dense features and embedding bags) into the tower's input, and
 // back-propagates the tower input's gradient into the embedding rows and
 // the head's own dense tables (DLRM's bottom MLP and dot interaction,
-// DCN-v2's bottom MLP and cross layers, deep_tower's concatenation). The
-// models compute their forward as head + tower with it, and pipeline mode
-// runs the same head on stage 0 and cuts the tower into stages: one
-// implementation of each network. Activations needed by the backward pass
-// live in a HeadActivations per micro-batch in flight. Not thread-safe.
+// DCN-v2's bottom MLP and cross layers, deep_tower's concatenation; their
+// implementations: pipeline_heads.cc). The heads find their tables by name
+// in the built-in network's graph model, so a stage pulls exactly what the
+// unsplit network trains. Activations needed by the backward pass live in a
+// HeadActivations per micro-batch in flight. Not thread-safe.
 #pragma once
 
 #include <cstdint>

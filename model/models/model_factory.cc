@@ -1,15 +1,11 @@
-// CreateModel(): picks the device and the model named in the options.
+// CreateModel(): picks the device and builds the options' network: a model
+// file's graph, or the built-in network of that name (BuiltInGraph).
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "model/graph/graph_model.h"
-#include "model/models/dcn_v2_model.h"
-#include "model/models/deep_tower_model.h"
-#include "model/models/deepfm_model.h"
-#include "model/models/dlrm_model.h"
-#include "model/models/lr_model.h"
+#include "model/models/built_in_graphs.h"
 #include "model/models/model.h"
 #include "model/models/table_registry.h"
-#include "model/models/wide_deep_model.h"
 #include "model/nn/blas.h"
 #include "model/nn/device.h"
 
@@ -23,21 +19,6 @@ absl::Status CheckModelName(const std::string& name) {
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown model '", name, "' (expected lr, wide_deep, dlrm, deep_tower, dcn_v2 or deepfm)"));
 }
-
-namespace {
-
-absl::StatusOr<std::unique_ptr<Model>> CreateNamedModel(const ModelOptions& options,
-                                                        std::unique_ptr<nn::Device> device) {
-  const std::string& name = options.name;
-  if (name == "lr") return CreateLrModel(options, std::move(device));
-  if (name == "wide_deep") return CreateWideDeepModel(options, std::move(device));
-  if (name == "deep_tower") return CreateDeepTowerModel(options, std::move(device));
-  if (name == "dcn_v2") return CreateDcnV2Model(options, std::move(device));
-  if (name == "deepfm") return CreateDeepFmModel(options, std::move(device));
-  return CreateDlrmModel(options, std::move(device));
-}
-
-}  // namespace
 
 absl::Status CheckDropout(const std::string& model, float rate) {
   if (!(rate >= 0.0f && rate < 1.0f)) {
@@ -69,16 +50,23 @@ void SetSchemaColumns(const Schema& schema, ModelOptions* m) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) {
   nn::UseSingleThreadedBlas();
+  ModelOptions built_in;
   if (options.graph == nullptr) {
     PS_RETURN_IF_ERROR(CheckModelName(options.name));
     PS_RETURN_IF_ERROR(CheckDropout(options.name, options.dropout));
+    // A built-in network is the graph of its name and shape flags; as
+    // before model files, each column looks up a table of its own (a
+    // model file shares a table among a schema's ids_like columns).
+    built_in = options;
+    PS_ASSIGN_OR_RETURN(graph::ModelGraph g, BuiltInGraph(options));
+    built_in.graph = std::make_shared<const graph::ModelGraph>(std::move(g));
+    built_in.field_ids_of.clear();
   } else {
     PS_RETURN_IF_ERROR(CheckDropout("graph", options.dropout));
   }
   PS_ASSIGN_OR_RETURN(std::unique_ptr<nn::Device> device, nn::CreateDevice(options.device));
   PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                      options.graph != nullptr ? CreateGraphModel(options, std::move(device))
-                                               : CreateNamedModel(options, std::move(device)));
+                      CreateGraphModel(options.graph == nullptr ? built_in : options, std::move(device)));
   PS_RETURN_IF_ERROR(
       CheckTablePatterns("table_weight_decay", options.table_weight_decay, model->tables()));
   return model;

@@ -215,8 +215,11 @@ TEST_P(MultiTaskModelFile, BothHeadsLearnAndPredictAndServeAnswerEach) {
   std::printf("mmoe, %s mode: click AUC %.4f, convert AUC %.4f\n", GetParam().c_str(), NumberAfter(line, "\"click.eval_auc\":"),
               NumberAfter(line, "\"convert.eval_auc\":"));
   // The conversion teacher's oracle is about 0.68 on the clicked rows; a
-  // head that saw no signal is at 0.5.
-  EXPECT_GT(NumberAfter(line, "\"click.eval_auc\":"), 0.62) << line;
+  // head that saw no signal is at 0.5 (+-0.006 on 10000 rows, +-0.012 on
+  // 2500). The click head reaches 0.64-0.65 on an idle machine and 0.61 was
+  // seen under CI's load, where ps mode's asynchronous workers read staler
+  // weights.
+  EXPECT_GT(NumberAfter(line, "\"click.eval_auc\":"), 0.58) << line;
   EXPECT_GT(NumberAfter(line, "\"convert.eval_auc\":"), 0.53) << line;
   EXPECT_EQ(NumberAfter(line, "\"click.eval_rows\":"), 10000) << line;
   // The conversion head is evaluated on the clicked rows only.
@@ -277,6 +280,28 @@ TEST(ModelShow, PrintsEveryTensorsWidthAndTheTables) {
   EXPECT_THAT(out, ::testing::ContainsRegex("top +mlp 64,32,1 +interaction, fm, wide +1\n"));
   EXPECT_THAT(out, ::testing::ContainsRegex("wide.0.weight +dense +52 floats"));
   EXPECT_THAT(out, ::testing::ContainsRegex("emb.C26 +sparse +rows of 16 floats"));
+  std::filesystem::remove_all(dir);
+}
+
+// A built-in network's name shows the graph --model=NAME builds, shaped by
+// the job's flags; a shape it cannot have names the flag.
+TEST(ModelShow, ABuiltInNetworkIsTheGraphOfItsShapeFlags) {
+  const std::string dir = MakeTempDir("pstrain-model-show-builtin");
+  std::string out;
+  ASSERT_EQ(RunPstrain({"model", "show", "dcn_v2", "--top_mlp=128", "--cross_layers=2", "--cross_rank=8"},
+                       dir + "/show.log", &out, absl::Seconds(30)),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("model dcn_v2 (built in, --model=dcn_v2): 3 layers, 1 head"));
+  // x_0: the bottom's 16 and 26 embeddings of 16.
+  EXPECT_THAT(out, ::testing::ContainsRegex("cross +cross x2 rank 8 +bottom, embeddings \\(27 tensors\\) +432"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("top +mlp 128,1 +cross +1\n"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("top.0.weight +dense +55296 floats"));
+  ASSERT_EQ(RunPstrain({"model", "show", "dlrm", "--bottom_mlp=64,8"}, dir + "/bad.log", &out,
+                       absl::Seconds(30)),
+            2)
+      << out;
+  EXPECT_THAT(out, HasSubstr("the last bottom_mlp width must equal embedding_dim (16)"));
   std::filesystem::remove_all(dir);
 }
 

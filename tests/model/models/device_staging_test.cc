@@ -10,11 +10,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "model/models/dcn_v2_model.h"
-#include "model/models/deepfm_model.h"
-#include "model/models/dlrm_model.h"
-#include "model/models/lr_model.h"
-#include "model/models/wide_deep_model.h"
+#include "model/graph/graph_model.h"
+#include "model/models/built_in_graphs.h"
 #include "model/nn/cpu_device.h"
 #include "tests/model/models/model_test_util.h"
 
@@ -202,14 +199,12 @@ class CheckingDevice final : public nn::Device {
   int foreign_ = 0;
 };
 
-absl::StatusOr<std::unique_ptr<Model>> Create(const ModelOptions& o,
-                                              std::unique_ptr<nn::Device> d) {
-  if (o.name == "lr") return CreateLrModel(o, std::move(d));
-  if (o.name == "wide_deep") return CreateWideDeepModel(o, std::move(d));
-  if (o.name == "dcn_v2") return CreateDcnV2Model(o, std::move(d));
-  if (o.name == "deepfm") return CreateDeepFmModel(o, std::move(d));
-  EXPECT_EQ(o.name, "dlrm");
-  return CreateDlrmModel(o, std::move(d));
+// The built-in network of o.name on device `d`.
+absl::StatusOr<std::unique_ptr<Model>> Create(ModelOptions o, std::unique_ptr<nn::Device> d) {
+  absl::StatusOr<graph::ModelGraph> g = BuiltInGraph(o);
+  if (!g.ok()) return g.status();
+  o.graph = std::make_shared<const graph::ModelGraph>(*std::move(g));
+  return CreateGraphModel(o, std::move(d));
 }
 
 class DeviceStagingTest : public ::testing::TestWithParam<std::string> {};
