@@ -569,19 +569,8 @@ absl::StatusOr<std::unique_ptr<Model>> CreateGraphModel(const ModelOptions& opti
                                                         std::unique_ptr<nn::Device> device) {
   if (options.graph == nullptr) return absl::InvalidArgumentError("no model graph");
   PS_ASSIGN_OR_RETURN(ResolvedGraph r, graph::ResolveGraph(*options.graph, GraphInputsOf(options)));
-  if (!device->host_memory()) {
-    const graph::ModelGraph& g = *options.graph;
-    if (g.heads.size() > 1 || g.heads[0].regression) {
-      return absl::UnimplementedError(absl::StrCat(
-          g.file, ":", g.heads[g.heads.size() > 1 ? 1 : 0].line, ": ",
-          g.heads.size() > 1 ? "several heads" : "a regression head (\"loss\": \"mse\")",
-          " train on the CPU device in this build, not on ", device->name()));
-    }
-  }
   for (const LayerSpec& l : options.graph->layers) {
-    if ((l.type == LayerType::kTargetAttention || l.type == LayerType::kSelfAttention ||
-         l.type == LayerType::kGate) &&
-        !device->host_memory()) {
+    if (l.type == LayerType::kSelfAttention && !device->host_memory()) {
       return absl::UnimplementedError(absl::StrCat(
           options.graph->file, ":", l.line, ": layer \"", l.name,
           "\" (", graph::LayerTypeName(l.type), ") runs on the CPU device in this build, not on ",

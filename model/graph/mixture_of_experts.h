@@ -8,8 +8,8 @@
 //   one or more Experts layers, and their weighted sum, [rows x width].
 //
 // MMoE is one Experts layer and a gate per task; PLE's gate of a task mixes
-// the shared experts and that task's own. Run on host memory (the CPU
-// device). Not thread-safe.
+// the shared experts and that task's own. Run on any device (the MLPs' ops
+// and nn/expert_mix.h's). Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +48,7 @@ class Experts {
  private:
   const int width_;
   std::vector<std::unique_ptr<Mlp>> experts_;
-  nn::AlignedBuffer<float> dx_scratch_;  // an expert's dL/dx, summed into dx
+  nn::DeviceBuffer dx_scratch_;  // an expert's dL/dx, summed into dx
 };
 
 class ExpertGate {
@@ -71,7 +71,7 @@ class ExpertGate {
  private:
   const int gate_in_, experts_, width_;
   Mlp gate_;
-  nn::AlignedBuffer<float> logits_, weights_, d_logits_;  // [rows x experts]
+  nn::DeviceBuffer logits_, weights_, d_logits_;  // [rows x experts], on the device
 };
 
 }  // namespace pstrain::worker

@@ -26,43 +26,24 @@ absl::Status TargetAttention::Forward(nn::Device& device, const float* items,
                                       const nn::Bags& seq, nn::ConstMatrixView target,
                                       const std::vector<const float*>& params,
                                       nn::MatrixView out) {
-  if (!device.host_memory()) {
-    return absl::UnimplementedError("target_attention runs on the CPU device in this build");
+  // The item count sizes the scoring MLP's rows: read on the host.
+  const uint32_t* offsets = seq.host_offsets != nullptr ? seq.host_offsets : seq.offsets;
+  if (seq.host_offsets == nullptr && !device.host_memory()) {
+    return absl::InternalError("target_attention: the bags' offsets are not on the host");
   }
-  const int rows = seq.batch;
   const int d = dim_;
-  const uint32_t first = seq.offsets[0];
-  items_ = static_cast<int>(seq.offsets[rows] - first);
-  features_.resize(static_cast<size_t>(std::max(items_, 1)) * 4 * d);
-  scores_.resize(std::max(items_, 1));
-  // One feature row per item: [h, t, h - t, h * t].
-  for (int b = 0; b < rows; ++b) {
-    const float* t = target.row(b);
-    for (uint32_t k = seq.offsets[b]; k < seq.offsets[b + 1]; ++k) {
-      const float* h = items + static_cast<size_t>(seq.index[k]) * d;
-      float* f = features_.data() + static_cast<size_t>(k - first) * 4 * d;
-      for (int c = 0; c < d; ++c) {
-        f[c] = h[c];
-        f[d + c] = t[c];
-        f[2 * d + c] = h[c] - t[c];
-        f[3 * d + c] = h[c] * t[c];
-      }
-    }
-  }
+  first_ = offsets[0];
+  items_ = static_cast<int>(offsets[seq.batch] - first_);
+  const size_t n = static_cast<size_t>(std::max(items_, 1));
+  PS_RETURN_IF_ERROR(features_.ReserveElements(&device, n * 4 * d));
+  PS_RETURN_IF_ERROR(scores_.ReserveElements(&device, n));
   if (items_ > 0) {
-    PS_RETURN_IF_ERROR(mlp_.Forward(device, nn::ConstMatrixView(features_.data(), items_, 4 * d),
-                                    params, &acts_, nn::MatrixView(scores_.data(), items_, 1)));
+    // One feature row per item, [h, t, h - t, h * t], scored by the MLP.
+    PS_RETURN_IF_ERROR(device.AttentionFeatures(items, seq, first_, target, Features()));
+    PS_RETURN_IF_ERROR(mlp_.Forward(device, Features(), params, &acts_,
+                                    nn::MatrixView(scores_.as(), items_, 1)));
   }
-  for (int b = 0; b < rows; ++b) {
-    float* o = out.row(b);
-    std::fill(o, o + d, 0.0f);
-    for (uint32_t k = seq.offsets[b]; k < seq.offsets[b + 1]; ++k) {
-      const float* h = items + static_cast<size_t>(seq.index[k]) * d;
-      const float s = scores_[k - first];
-      for (int c = 0; c < d; ++c) o[c] += s * h[c];
-    }
-  }
-  return absl::OkStatus();
+  return device.WeightedBagSum(items, seq, first_, scores_.as(), out);
 }
 
 absl::Status TargetAttention::Backward(nn::Device& device, const float* items,
@@ -72,55 +53,31 @@ absl::Status TargetAttention::Backward(nn::Device& device, const float* items,
                                        nn::MatrixView d_target, const std::vector<float*>& grads,
                                        bool accumulate,
                                        const std::function<void(uint32_t)>* ready) {
-  const int rows = seq.batch;
-  const int d = dim_;
-  const uint32_t first = seq.offsets[0];
-  if (static_cast<int>(seq.offsets[rows] - first) != items_) {
+  const uint32_t* offsets = seq.host_offsets != nullptr ? seq.host_offsets : seq.offsets;
+  if (offsets[0] != first_ || static_cast<int>(offsets[seq.batch] - first_) != items_) {
     return absl::InternalError("target_attention: backward of other rows than its forward");
   }
-  d_scores_.resize(std::max(items_, 1));
-  d_features_.resize(static_cast<size_t>(std::max(items_, 1)) * 4 * d);
-  // dL/dscore of an item: <dL/dout of its row, h>.
-  for (int b = 0; b < rows; ++b) {
-    const float* g = d_out.row(b);
-    for (uint32_t k = seq.offsets[b]; k < seq.offsets[b + 1]; ++k) {
-      const float* h = items + static_cast<size_t>(seq.index[k]) * d;
-      float s = 0.0f;
-      for (int c = 0; c < d; ++c) s += g[c] * h[c];
-      d_scores_[k - first] = s;
-    }
-  }
+  const int d = dim_;
+  const size_t n = static_cast<size_t>(std::max(items_, 1));
+  PS_RETURN_IF_ERROR(d_scores_.ReserveElements(&device, n));
+  PS_RETURN_IF_ERROR(d_features_.ReserveElements(&device, n * 4 * d));
+  nn::MatrixView d_features(d_features_.as(), items_, 4 * d);
   if (items_ > 0) {
-    PS_RETURN_IF_ERROR(mlp_.Backward(
-        device, nn::ConstMatrixView(features_.data(), items_, 4 * d), params, acts_,
-        nn::ConstMatrixView(scores_.data(), items_, 1), nn::MatrixView(d_scores_.data(), items_, 1),
-        grads, nn::MatrixView(d_features_.data(), items_, 4 * d), accumulate, ready));
-  } else {
-    // No item in these rows: the MLP's gradients are zero (or unchanged).
+    // dL/dscore of an item: <dL/dout of its row, h>; then through the MLP.
+    PS_RETURN_IF_ERROR(device.WeightedBagDot(d_out, items, seq, first_, d_scores_.as()));
+    PS_RETURN_IF_ERROR(mlp_.Backward(device, Features(), params, acts_,
+                                     nn::ConstMatrixView(scores_.as(), items_, 1),
+                                     nn::MatrixView(d_scores_.as(), items_, 1), grads, d_features,
+                                     accumulate, ready));
+  } else if (!accumulate) {
+    // No item in these rows: the MLP's gradients are zero.
     for (const LinearSpec& l : mlp_.layers()) {
-      if (accumulate) continue;
-      std::fill(grads[l.weight], grads[l.weight] + static_cast<size_t>(l.in) * l.out, 0.0f);
-      std::fill(grads[l.bias], grads[l.bias] + l.out, 0.0f);
+      PS_RETURN_IF_ERROR(device.Zero(grads[l.weight], sizeof(float) * l.in * l.out));
+      PS_RETURN_IF_ERROR(device.Zero(grads[l.bias], sizeof(float) * l.out));
     }
   }
-  for (int b = 0; b < rows; ++b) {
-    const float* g = d_out.row(b);
-    const float* t = target.row(b);
-    float* dt = d_target.data != nullptr ? d_target.row(b) : nullptr;
-    if (dt != nullptr) std::fill(dt, dt + d, 0.0f);
-    for (uint32_t k = seq.offsets[b]; k < seq.offsets[b + 1]; ++k) {
-      const float* h = items + static_cast<size_t>(seq.index[k]) * d;
-      float* dh = d_items + static_cast<size_t>(seq.index[k]) * d;
-      const float s = scores_[k - first];
-      const float* df = d_features_.data() + static_cast<size_t>(k - first) * 4 * d;
-      for (int c = 0; c < d; ++c) {
-        // out = s h; features [h, t, h - t, h * t].
-        dh[c] += s * g[c] + df[c] + df[2 * d + c] + df[3 * d + c] * t[c];
-        if (dt != nullptr) dt[c] += df[d + c] - df[2 * d + c] + df[3 * d + c] * h[c];
-      }
-    }
-  }
-  return absl::OkStatus();
+  return device.AttentionPoolingBackward(d_out, d_features, items, seq, first_, scores_.as(),
+                                         target, d_items, d_target);
 }
 
 }  // namespace pstrain::worker

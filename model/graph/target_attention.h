@@ -4,7 +4,8 @@
 // over [h, t, h - t, h * t] against the row's target t, and the output is
 // the score-weighted sum of the items (no softmax, as DIN: the scores keep
 // the strength of the interest). A row's sequence is its bag: its length
-// masks the rest. Runs on host memory (the CPU device). Not thread-safe.
+// masks the rest. Runs on any device (nn/attention_pooling.h's ops, the
+// MLP's). Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -46,11 +47,16 @@ class TargetAttention {
                         const std::function<void(uint32_t)>* ready);
 
  private:
+  nn::MatrixView Features() const { return nn::MatrixView(features_.as(), items_, 4 * dim_); }
+
   const int dim_;
   LayerStack mlp_;
   StackActivations acts_;
-  int items_ = 0;  // items of the last Forward
-  nn::AlignedBuffer<float> features_, scores_, d_scores_, d_features_;
+  uint32_t first_ = 0;  // the last Forward's bags.offsets[0]
+  int items_ = 0;       // and its items
+  // On the device: per item, the MLP's input and its score, and their
+  // gradients.
+  nn::DeviceBuffer features_, scores_, d_scores_, d_features_;
 };
 
 }  // namespace pstrain::worker

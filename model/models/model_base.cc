@@ -153,7 +153,7 @@ void ModelBase::BindBags(const Batch& batch, IndexOf index_of, OffsetsOf offsets
     step_.bag_begin[s] = static_cast<uint32_t>(step_.bags.size());
     const uint32_t* index = index_of(s);
     for (int f : fields[s]) {  // a table's fields follow each other in its index
-      step_.bags.push_back(nn::Bags{index, offsets_of(f), batch.size});
+      step_.bags.push_back(nn::Bags{index, offsets_of(f), batch.size, batch.offsets[f].data()});
       index += batch.ids[f].size();
     }
   }
@@ -242,7 +242,9 @@ void ModelBase::SliceStep(int begin, int rows) {
   for (size_t i = 0; i < step_.bags.size(); ++i) {
     // Offsets are absolute positions in the plan's index: shifting the
     // offsets pointer selects the rows.
-    chunk_.bags[i] = nn::Bags{step_.bags[i].index, step_.bags[i].offsets + begin, rows};
+    const nn::Bags& all = step_.bags[i];
+    chunk_.bags[i] = nn::Bags{all.index, all.offsets + begin, rows,
+                              all.host_offsets != nullptr ? all.host_offsets + begin : nullptr};
   }
 }
 
@@ -312,8 +314,11 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
       PS_ASSIGN_OR_RETURN(double chunk_loss,
                           device_->SigmoidBceLoss(logits.data, chunk_.labels, n, dlogits.data));
       loss += chunk_loss;
-    } else {
+    } else if (device_->host_memory()) {
       loss += HeadLosses(batch, begin, logits, dlogits, &out);
+    } else {
+      PS_ASSIGN_OR_RETURN(double chunk_loss, DeviceHeadLosses(batch, begin, logits, dlogits, &out));
+      loss += chunk_loss;
     }
     PS_RETURN_IF_ERROR(Backward(chunk_, logits, dlogits, /*accumulate=*/begin > 0));
   }
@@ -327,13 +332,15 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
   out.loss_sum = loss;
   out.num_samples = rows;
   if (options_.step_probs) {
+    // The first head's, from a copy of the logits on the host.
     out.probs.resize(rows);
-    if (num_heads == 1) {
-      PS_RETURN_IF_ERROR(device_->CopyToHost(out.probs.data(), logits_.as(), rows * sizeof(float)));
-    } else {
-      for (int r = 0; r < rows; ++r) out.probs[r] = logits_.as()[static_cast<size_t>(r) * num_heads];
+    host_logits_.resize(static_cast<size_t>(rows) * num_heads);
+    PS_RETURN_IF_ERROR(device_->CopyToHost(host_logits_.data(), logits_.as(),
+                                           sizeof(float) * rows * num_heads));
+    for (int r = 0; r < rows; ++r) {
+      const float z = host_logits_.data()[static_cast<size_t>(r) * num_heads];
+      out.probs[r] = heads_[0].regression ? z : nn::SigmoidOf(z);
     }
-    for (float& p : out.probs) p = heads_[0].regression ? p : nn::SigmoidOf(p);
   }
   return out;
 }
@@ -370,6 +377,30 @@ double ModelBase::HeadLosses(const Batch& batch, int begin, nn::ConstMatrixView 
   return total;
 }
 
+absl::StatusOr<double> ModelBase::DeviceHeadLosses(const Batch& batch, int begin,
+                                                   nn::ConstMatrixView logits,
+                                                   nn::MatrixView dlogits, StepOutput* out) {
+  const size_t n = static_cast<size_t>(logits.rows) * logits.cols;
+  host_logits_.resize(2 * n);
+  PS_RETURN_IF_ERROR(device_->CopyToHost(host_logits_.data(), logits.data, sizeof(float) * n));
+  const nn::MatrixView host_d(host_logits_.data() + n, logits.rows, logits.cols);
+  const double loss = HeadLosses(
+      batch, begin, nn::ConstMatrixView(host_logits_.data(), logits.rows, logits.cols), host_d, out);
+  PS_RETURN_IF_ERROR(device_->CopyToDevice(dlogits.data, host_d.data, sizeof(float) * n));
+  return loss;
+}
+
+absl::Status ModelBase::HeadOutputs(nn::ConstMatrixView logits, float* probs) {
+  const int num_heads = logits.cols;
+  const size_t n = static_cast<size_t>(logits.rows) * num_heads;
+  PS_RETURN_IF_ERROR(device_->CopyToHost(probs, logits.data, sizeof(float) * n));
+  for (size_t i = 0; i < n; ++i) {
+    const ModelHead& head = heads_[i % num_heads];
+    probs[i] = head.regression ? probs[i] : nn::SigmoidOf(probs[i]);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ModelBase::Predict(const Batch& batch, const BatchPlan& plan,
                                 const ParamRefs& params, std::span<float> probs) {
   IndexTables();
@@ -388,16 +419,7 @@ absl::Status ModelBase::Predict(const Batch& batch, const BatchPlan& plan,
     SliceStep(begin, n);
     PS_RETURN_IF_ERROR(Forward(chunk_, logits.Rows(begin, n)));
   }
-  if (!OneBceHead()) {
-    // Several heads (host memory): each column a probability or a value.
-    for (int r = 0; r < rows; ++r) {
-      for (int h = 0; h < num_heads; ++h) {
-        const float z = logits.row(r)[h];
-        probs[static_cast<size_t>(r) * num_heads + h] = heads_[h].regression ? z : nn::SigmoidOf(z);
-      }
-    }
-    return absl::OkStatus();
-  }
+  if (!OneBceHead()) return HeadOutputs(logits, probs.data());
   if (device_->host_memory()) return device_->Sigmoid(logits.data, rows, probs.data());
   PS_RETURN_IF_ERROR(device_->Sigmoid(logits.data, rows, dlogits_.as()));
   return device_->CopyToHost(probs.data(), dlogits_.as(), sizeof(float) * rows);

@@ -83,8 +83,7 @@ class ModelBase : public Model {
   TableRegistry& registry() { return registry_; }
   nn::Device& device() { return *device_; }
   // A model of several outputs (or a regression one) declares them here, in
-  // its constructor; Forward then writes [B x heads] logits. Such a model
-  // runs on devices with host memory.
+  // its constructor; Forward then writes [B x heads] logits.
   void SetHeads(std::vector<ModelHead> heads) { heads_ = std::move(heads); }
 
   // Grows the subclass's scratch for `batch` rows (no-op when large enough).
@@ -120,6 +119,14 @@ class ModelBase : public Model {
   // Returns the chunk's weighted loss. Host memory only.
   double HeadLosses(const Batch& batch, int begin, nn::ConstMatrixView logits,
                     nn::MatrixView dlogits, StepOutput* out) const;
+  // The same for logits in device memory: the [n x heads] logits come to
+  // the host (small), the losses are computed there, dL/dlogits go back.
+  absl::StatusOr<double> DeviceHeadLosses(const Batch& batch, int begin,
+                                          nn::ConstMatrixView logits, nn::MatrixView dlogits,
+                                          StepOutput* out);
+  // The heads' outputs of [rows x heads] logits (device memory) into probs:
+  // a probability, or a regression head's value.
+  absl::Status HeadOutputs(nn::ConstMatrixView logits, float* probs);
   // chunk_ = rows [begin, begin + rows) of step_.
   void SliceStep(int begin, int rows);
   absl::Status ExportGrads(const GradRefs& grads);
@@ -152,6 +159,7 @@ class ModelBase : public Model {
   nn::AlignedBuffer<uint32_t> host_u32_;
   nn::AlignedBuffer<float> host_f32_;
   nn::AlignedBuffer<float> host_grads_;
+  nn::AlignedBuffer<float> host_logits_;  // several heads on a device: logits, dlogits
   nn::DeviceBuffer dev_u32_, dev_f32_, dev_params_, dev_grads_;
 };
 

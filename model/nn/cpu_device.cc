@@ -4,9 +4,11 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "model/nn/attention_pooling.h"
 #include "model/nn/blas.h"
 #include "model/nn/concat.h"
 #include "model/nn/dropout.h"
+#include "model/nn/expert_mix.h"
 #include "model/nn/feature_cross.h"
 #include "model/nn/interaction.h"
 #include "model/nn/loss.h"
@@ -96,6 +98,39 @@ class CpuDevice final : public Device {
   absl::Status CrossCombineBackward(ConstMatrixView g, ConstMatrixView x0, ConstMatrixView u,
                                     MatrixView du, MatrixView dx0, bool accumulate) override {
     nn::CrossCombineBackward(g, x0, u, du, dx0, accumulate);
+    return absl::OkStatus();
+  }
+  absl::Status AttentionFeatures(const float* items, const Bags& bags, uint32_t first,
+                                 ConstMatrixView target, MatrixView features) override {
+    nn::AttentionFeatures(items, bags, first, target, features);
+    return absl::OkStatus();
+  }
+  absl::Status WeightedBagSum(const float* items, const Bags& bags, uint32_t first,
+                              const float* scores, MatrixView out) override {
+    nn::WeightedBagSum(items, bags, first, scores, out);
+    return absl::OkStatus();
+  }
+  absl::Status WeightedBagDot(ConstMatrixView d_out, const float* items, const Bags& bags,
+                              uint32_t first, float* d_scores) override {
+    nn::WeightedBagDot(d_out, items, bags, first, d_scores);
+    return absl::OkStatus();
+  }
+  absl::Status AttentionPoolingBackward(ConstMatrixView d_out, ConstMatrixView d_features,
+                                        const float* items, const Bags& bags, uint32_t first,
+                                        const float* scores, ConstMatrixView target,
+                                        float* d_items, MatrixView d_target) override {
+    nn::AttentionPoolingBackward(d_out, d_features, items, bags, first, scores, target, d_items,
+                                 d_target);
+    return absl::OkStatus();
+  }
+  absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
+                                MatrixView out) override {
+    nn::ExpertMixForward(z, y, g, out);
+    return absl::OkStatus();
+  }
+  absl::Status ExpertMixBackward(ConstMatrixView g, ConstMatrixView y, ConstMatrixView d_out,
+                                 MatrixView dz, MatrixView dy) override {
+    nn::ExpertMixBackward(g, y, d_out, dz, dy);
     return absl::OkStatus();
   }
   absl::Status DropoutForward(MatrixView y, float rate, uint64_t seed,

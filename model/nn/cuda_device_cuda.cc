@@ -167,6 +167,52 @@ class CudaDevice final : public Device {
         dx0.stride, du.rows, du.cols, accumulate, stream_));
     return absl::OkStatus();
   }
+  absl::Status AttentionFeatures(const float* items, const Bags& bags, uint32_t first,
+                                 ConstMatrixView target, MatrixView features) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::AttentionFeatures(
+        items, bags.index, bags.offsets, bags.batch, first, target.data, target.stride,
+        target.cols, features.data, features.stride, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status WeightedBagSum(const float* items, const Bags& bags, uint32_t first,
+                              const float* scores, MatrixView out) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::WeightedBagSum(items, bags.index, bags.offsets,
+                                                         bags.batch, first, scores, out.cols,
+                                                         out.data, out.stride, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status WeightedBagDot(ConstMatrixView d_out, const float* items, const Bags& bags,
+                              uint32_t first, float* d_scores) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::WeightedBagDot(d_out.data, d_out.stride, items,
+                                                         bags.index, bags.offsets, bags.batch,
+                                                         first, d_out.cols, d_scores, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status AttentionPoolingBackward(ConstMatrixView d_out, ConstMatrixView d_features,
+                                        const float* items, const Bags& bags, uint32_t first,
+                                        const float* scores, ConstMatrixView target,
+                                        float* d_items, MatrixView d_target) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::AttentionPoolingBackward(
+        d_out.data, d_out.stride, d_features.data, d_features.stride, items, bags.index,
+        bags.offsets, bags.batch, first, scores, target.data, target.stride, d_out.cols, d_items,
+        d_target.data, d_target.stride, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
+                                MatrixView out) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::ExpertMixForward(z.data, z.stride, y.data, y.stride,
+                                                           z.rows, z.cols, out.cols, g.data,
+                                                           g.stride, out.data, out.stride,
+                                                           stream_));
+    return absl::OkStatus();
+  }
+  absl::Status ExpertMixBackward(ConstMatrixView g, ConstMatrixView y, ConstMatrixView d_out,
+                                 MatrixView dz, MatrixView dy) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::ExpertMixBackward(
+        g.data, g.stride, y.data, y.stride, d_out.data, d_out.stride, g.rows, g.cols, d_out.cols,
+        dz.data, dz.stride, dy.data, dy.stride, stream_));
+    return absl::OkStatus();
+  }
   absl::Status DropoutForward(MatrixView y, float rate, uint64_t seed,
                               int64_t first_row) override {
     PS_CUDA_RETURN_IF_ERROR(cuda_kernels::DropoutForward(y.data, y.stride, y.rows, y.cols, rate,

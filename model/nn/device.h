@@ -1,7 +1,7 @@
 // Device: where the layer math runs (the host CPU or a CUDA GPU), behind one
 // interface so that the models are written once. Every op mirrors the CPU
 // function of the same name in linear.h, embedding_bag.h, interaction.h,
-// concat.h, feature_cross.h, dropout.h and loss.h; all pointers and views passed to ops are device
+// concat.h, feature_cross.h, attention_pooling.h, expert_mix.h, dropout.h and loss.h; all pointers and views passed to ops are device
 // pointers (plain host pointers when host_memory()). Ops may run
 // asynchronously in issue order; CopyToHost, SigmoidBceLoss and Synchronize
 // wait for them. Errors (a device fault, out of memory, a shape the device
@@ -72,6 +72,24 @@ class Device {
                                  MatrixView out) = 0;
   virtual absl::Status FmBackward(ConstMatrixView t, ConstMatrixView dy, int n, int dim,
                                   bool accumulate, MatrixView dt) = 0;
+  // DIN's attention pooling (see attention_pooling.h): per-item arrays
+  // are indexed by k - first, first = the host's bags.offsets[0].
+  virtual absl::Status AttentionFeatures(const float* items, const Bags& bags, uint32_t first,
+                                         ConstMatrixView target, MatrixView features) = 0;
+  virtual absl::Status WeightedBagSum(const float* items, const Bags& bags, uint32_t first,
+                                      const float* scores, MatrixView out) = 0;
+  virtual absl::Status WeightedBagDot(ConstMatrixView d_out, const float* items,
+                                      const Bags& bags, uint32_t first, float* d_scores) = 0;
+  virtual absl::Status AttentionPoolingBackward(ConstMatrixView d_out, ConstMatrixView d_features,
+                                                const float* items, const Bags& bags,
+                                                uint32_t first, const float* scores,
+                                                ConstMatrixView target, float* d_items,
+                                                MatrixView d_target) = 0;
+  // A gate's softmax mix of experts and its backward (see expert_mix.h).
+  virtual absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
+                                        MatrixView out) = 0;
+  virtual absl::Status ExpertMixBackward(ConstMatrixView g, ConstMatrixView y,
+                                         ConstMatrixView d_out, MatrixView dz, MatrixView dy) = 0;
   // Inverted dropout in place and its backward (see dropout.h): the same
   // elements are dropped on every device for the same seed and rows.
   virtual absl::Status DropoutForward(MatrixView y, float rate, uint64_t seed,

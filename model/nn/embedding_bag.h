@@ -20,6 +20,10 @@ struct Bags {
   const uint32_t* index = nullptr;    // row positions in the [unique x dim] matrix
   const uint32_t* offsets = nullptr;  // [batch + 1]
   int batch = 0;
+  // The same offsets in host memory (the same pointer on the CPU), for the
+  // sizes a layer needs on the host (DIN's item count); null where the
+  // caller has none.
+  const uint32_t* host_offsets = nullptr;
 };
 
 // out[b, :] (+)= pool_{k in bag b} rows[index[k], :], dim = out.cols.

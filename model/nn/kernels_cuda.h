@@ -61,6 +61,31 @@ cudaError_t DropoutForward(float* y, int y_stride, int rows, int cols, float rat
                            int64_t first_row, cudaStream_t stream);
 cudaError_t DropoutBackward(const float* y, int y_stride, float* dy, int dy_stride, int rows,
                             int cols, float rate, cudaStream_t stream);
+// DIN's attention pooling (attention_pooling.h; kernels_attention_cuda.cu):
+// per-item rows are at k - first; d_target may be null.
+cudaError_t AttentionFeatures(const float* items, const uint32_t* index, const uint32_t* offsets,
+                              int batch, uint32_t first, const float* target, int t_stride, int d,
+                              float* features, int f_stride, cudaStream_t stream);
+cudaError_t WeightedBagSum(const float* items, const uint32_t* index, const uint32_t* offsets,
+                           int batch, uint32_t first, const float* scores, int d, float* out,
+                           int out_stride, cudaStream_t stream);
+cudaError_t WeightedBagDot(const float* d_out, int g_stride, const float* items,
+                           const uint32_t* index, const uint32_t* offsets, int batch,
+                           uint32_t first, int d, float* d_scores, cudaStream_t stream);
+cudaError_t AttentionPoolingBackward(const float* d_out, int g_stride, const float* d_features,
+                                     int df_stride, const float* items, const uint32_t* index,
+                                     const uint32_t* offsets, int batch, uint32_t first,
+                                     const float* scores, const float* target, int t_stride,
+                                     int d, float* d_items, float* d_target, int dt_stride,
+                                     cudaStream_t stream);
+// A gate's softmax mix of k experts of `width` (expert_mix.h).
+cudaError_t ExpertMixForward(const float* z, int z_stride, const float* y, int y_stride, int rows,
+                             int k, int width, float* g, int g_stride, float* out, int out_stride,
+                             cudaStream_t stream);
+cudaError_t ExpertMixBackward(const float* g, int g_stride, const float* y, int y_stride,
+                              const float* d_out, int d_stride, int rows, int k, int width,
+                              float* dz, int dz_stride, float* dy, int dy_stride,
+                              cudaStream_t stream);
 // dlogits = sigmoid(z) - y; *loss_sum (device, zeroed here) = sum of BCE.
 cudaError_t SigmoidBce(const float* logits, const float* labels, int n, float* dlogits,
                        double* loss_sum, cudaStream_t stream);

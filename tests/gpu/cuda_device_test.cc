@@ -3,7 +3,8 @@
 // kernels' block size (256 threads), strided views, a batch of one and an
 // empty batch; embedding bags with repeated ids (the backward's atomics);
 // a CUDA error as a Status naming the call; and whole model steps (the
-// gradients every model pushes). Label gpu; skipped, naming why, where no
+// gradients every model pushes), built-in networks and model files with
+// DIN's attention, MMoE's gates and several heads. Label gpu; skipped, naming why, where no
 // GPU (or no CUDA build) is available. Agreement: |gpu - cpu| <= 1e-4
 // (1 + |cpu|) per element for the layers; for whole steps, 1e-4 relative to
 // the largest element of each tensor (sums over hundreds of rows run in
@@ -20,6 +21,7 @@
 #include "model/models/model.h"
 #include "model/nn/device.h"
 #include "model/nn/interaction.h"
+#include "tests/model/models/model_grad_check.h"
 #include "tests/model/models/model_test_util.h"
 #include "tests/model/nn/grad_check.h"
 
@@ -163,6 +165,103 @@ TEST_F(CudaDeviceTest, EmbeddingBagMatchesCpu) {
       ExpectClose(Down(gd_rows, d_rows.size()), d_rows, "embedding bag d_rows");
     }
   }
+}
+
+// DIN's four ops over bags that start mid-array (a chunk: offsets[0] > 0),
+// with empty bags, repeated items (the backward's atomics) and strided
+// views of 13 columns (not a multiple of any block).
+TEST_F(CudaDeviceTest, AttentionPoolingMatchesCpu) {
+  const int batch = 301, unique = 37, d = 13, stride = 17, skipped = 5;
+  std::uniform_int_distribution<int> bag(0, 6), row(0, unique - 1);
+  std::vector<uint32_t> index, offsets;
+  for (int k = 0; k < skipped; ++k) index.push_back(row(rng_));  // rows before the chunk
+  offsets.push_back(static_cast<uint32_t>(index.size()));
+  for (int b = 0; b < batch; ++b) {
+    for (int k = bag(rng_); k > 0; --k) index.push_back(row(rng_));
+    offsets.push_back(static_cast<uint32_t>(index.size()));
+  }
+  const uint32_t first = offsets[0];
+  const int items_n = static_cast<int>(offsets[batch] - first);
+  auto items = RandomVector(static_cast<size_t>(unique) * d, rng_);
+  auto target = RandomVector(static_cast<size_t>(batch) * stride, rng_);
+  auto scores = RandomVector(items_n, rng_);
+  auto d_out = RandomVector(static_cast<size_t>(batch) * stride, rng_);
+  auto d_features = RandomVector(static_cast<size_t>(items_n) * 4 * d, rng_);
+  // CPU.
+  Bags cb{index.data(), offsets.data(), batch, offsets.data()};
+  std::vector<float> features(static_cast<size_t>(items_n) * 4 * d), out(target.size(), 0.0f),
+      d_scores(items_n), d_items(items.size(), 0.0f), d_target(target.size(), 0.0f);
+  const ConstMatrixView ct(target.data(), batch, d, stride);
+  ASSERT_TRUE(cpu_->AttentionFeatures(items.data(), cb, first, ct,
+                                      MatrixView(features.data(), items_n, 4 * d)).ok());
+  ASSERT_TRUE(cpu_->WeightedBagSum(items.data(), cb, first, scores.data(),
+                                   MatrixView(out.data(), batch, d, stride)).ok());
+  ASSERT_TRUE(cpu_->WeightedBagDot(ConstMatrixView(d_out.data(), batch, d, stride), items.data(),
+                                   cb, first, d_scores.data()).ok());
+  ASSERT_TRUE(cpu_->AttentionPoolingBackward(
+      ConstMatrixView(d_out.data(), batch, d, stride),
+      ConstMatrixView(d_features.data(), items_n, 4 * d), items.data(), cb, first, scores.data(),
+      ct, d_items.data(), MatrixView(d_target.data(), batch, d, stride)).ok());
+  // GPU.
+  Bags gb{Up(index), Up(offsets), batch, offsets.data()};
+  const float* g_items = Up(items);
+  const ConstMatrixView gt(Up(target), batch, d, stride);
+  float* g_features = Up(std::vector<float>(features.size(), 0.0f));
+  float* g_out = Up(std::vector<float>(out.size(), 0.0f));
+  float* g_d_scores = Up(std::vector<float>(d_scores.size(), 0.0f));
+  float* g_d_items = Up(std::vector<float>(d_items.size(), 0.0f));
+  float* g_d_target = Up(std::vector<float>(d_target.size(), 0.0f));
+  const float* g_scores = Up(scores);
+  const ConstMatrixView g_d_out(Up(d_out), batch, d, stride);
+  ASSERT_TRUE(gpu_->AttentionFeatures(g_items, gb, first, gt,
+                                      MatrixView(g_features, items_n, 4 * d)).ok());
+  ASSERT_TRUE(gpu_->WeightedBagSum(g_items, gb, first, g_scores,
+                                   MatrixView(g_out, batch, d, stride)).ok());
+  ASSERT_TRUE(gpu_->WeightedBagDot(g_d_out, g_items, gb, first, g_d_scores).ok());
+  ASSERT_TRUE(gpu_->AttentionPoolingBackward(
+      g_d_out, ConstMatrixView(Up(d_features), items_n, 4 * d), g_items, gb, first, g_scores, gt,
+      g_d_items, MatrixView(g_d_target, batch, d, stride)).ok());
+  ExpectClose(Down(g_features, features.size()), features, "attention features");
+  ExpectClose(Down(g_out, out.size()), out, "weighted bag sum");
+  ExpectClose(Down(g_d_scores, d_scores.size()), d_scores, "d_scores");
+  ExpectClose(Down(g_d_items, d_items.size()), d_items, "d_items");
+  ExpectClose(Down(g_d_target, d_target.size()), d_target, "d_target");
+}
+
+// A gate's softmax mix of 3 experts of width 7 over strided views.
+TEST_F(CudaDeviceTest, ExpertMixMatchesCpu) {
+  const int rows = 257, k = 3, width = 7, y_stride = 25, stride = 9;
+  auto z = RandomVector(static_cast<size_t>(rows) * stride, rng_, -3.0f, 3.0f);
+  auto y = RandomVector(static_cast<size_t>(rows) * y_stride, rng_);
+  auto d_out = RandomVector(static_cast<size_t>(rows) * stride, rng_);
+  std::vector<float> g(static_cast<size_t>(rows) * k), out(static_cast<size_t>(rows) * stride, 0.0f),
+      dz(static_cast<size_t>(rows) * k), dy(static_cast<size_t>(rows) * y_stride, 0.0f);
+  ASSERT_TRUE(cpu_->ExpertMixForward(ConstMatrixView(z.data(), rows, k, stride),
+                                     ConstMatrixView(y.data(), rows, k * width, y_stride),
+                                     MatrixView(g.data(), rows, k),
+                                     MatrixView(out.data(), rows, width, stride)).ok());
+  ASSERT_TRUE(cpu_->ExpertMixBackward(ConstMatrixView(g.data(), rows, k),
+                                      ConstMatrixView(y.data(), rows, k * width, y_stride),
+                                      ConstMatrixView(d_out.data(), rows, width, stride),
+                                      MatrixView(dz.data(), rows, k),
+                                      MatrixView(dy.data(), rows, k * width, y_stride)).ok());
+  float* gg = Up(std::vector<float>(g.size(), 0.0f));
+  float* gout = Up(std::vector<float>(out.size(), 0.0f));
+  float* gdz = Up(std::vector<float>(dz.size(), 0.0f));
+  float* gdy = Up(std::vector<float>(dy.size(), 0.0f));
+  const float* gy = Up(y);
+  ASSERT_TRUE(gpu_->ExpertMixForward(ConstMatrixView(Up(z), rows, k, stride),
+                                     ConstMatrixView(gy, rows, k * width, y_stride),
+                                     MatrixView(gg, rows, k), MatrixView(gout, rows, width, stride)).ok());
+  ASSERT_TRUE(gpu_->ExpertMixBackward(ConstMatrixView(gg, rows, k),
+                                      ConstMatrixView(gy, rows, k * width, y_stride),
+                                      ConstMatrixView(Up(d_out), rows, width, stride),
+                                      MatrixView(gdz, rows, k),
+                                      MatrixView(gdy, rows, k * width, y_stride)).ok());
+  ExpectClose(Down(gg, g.size()), g, "gate weights");
+  ExpectClose(Down(gout, out.size()), out, "mix");
+  ExpectClose(Down(gdz, dz.size()), dz, "dz");
+  ExpectClose(Down(gdy, dy.size()), dy, "dy");
 }
 
 TEST_F(CudaDeviceTest, DotInteractionMatchesCpu) {
@@ -440,8 +539,9 @@ TEST_F(CudaDeviceTest, AnAllocationTooLargeIsAStatusNamingTheCall) {
 class CudaModelTest : public ::testing::TestWithParam<std::string> {};
 
 // One step of the model of `options` on "cuda" and on "cpu": loss, every
-// gradient and the probabilities agree.
-void ExpectWholeStepMatchesCpu(ModelOptions options) {
+// gradient and every head's output agree. `extra_labels`: the batch's
+// labels beside the first (for several heads; every third missing).
+void ExpectWholeStepMatchesCpu(ModelOptions options, int extra_labels = 0) {
   options.device = "cuda";
   auto gpu = CreateModel(options);
   if (!gpu.ok()) {
@@ -454,6 +554,7 @@ void ExpectWholeStepMatchesCpu(ModelOptions options) {
   std::mt19937 rng(9);
   // 600 rows: the CPU computes them in chunks, the GPU at once.
   Batch batch = testing::RandomBatch(600, 13, 26, 2, 300, rng);
+  if (extra_labels > 0) testing::AddExtraLabels(&batch, extra_labels, rng);
   BatchPlan plan;
   (*cpu)->Plan(batch, &plan);
   testing::LocalParams cpu_store(**cpu, 0.3f), gpu_store(**gpu, 0.3f);
@@ -480,7 +581,9 @@ void ExpectWholeStepMatchesCpu(ModelOptions options) {
     }
     EXPECT_EQ(bad, 0u) << t.name;
   }
-  std::vector<float> cpu_probs(batch.size), gpu_probs(batch.size);
+  EXPECT_EQ(gpu_out->head_rows, cpu_out->head_rows);
+  const size_t outputs = static_cast<size_t>(batch.size) * (*cpu)->heads().size();
+  std::vector<float> cpu_probs(outputs), gpu_probs(outputs);
   ASSERT_TRUE((*cpu)->Predict(batch, plan, cpu_params, cpu_probs).ok());
   ASSERT_TRUE((*gpu)->Predict(batch, plan, gpu_params, gpu_probs).ok());
   ExpectClose(gpu_probs, cpu_probs, "probs");
@@ -495,11 +598,18 @@ TEST_P(CudaModelTest, WholeStepMatchesCpu) {
   ExpectWholeStepMatchesCpu(options);
 }
 
-// A model file's network with every layer the GPU runs (target_attention
-// runs on the CPU only: refused on a GPU, below).
-TEST(CudaGraphModelTest, EveryLayerStepMatchesCpu) {
+// A model file's network of `text` over the Criteo layout's columns.
+ModelOptions WithGraph(const std::string& text, const std::string& name) {
   ModelOptions options;
-  absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(R"({"layers": [
+  absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(text, name);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (g.ok()) options.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
+  return options;
+}
+
+// A model file's network with the layers of the built-in networks.
+TEST(CudaGraphModelTest, EveryLayerStepMatchesCpu) {
+  ExpectWholeStepMatchesCpu(WithGraph(R"({"layers": [
     {"name": "b", "type": "mlp", "input": "dense", "widths": [32, 16], "relu_last": true},
     {"name": "i", "type": "dot_interaction", "inputs": ["b", "embeddings"]},
     {"name": "x", "type": "cross", "inputs": ["b", "embeddings"], "layers": 2, "rank": 8},
@@ -507,28 +617,54 @@ TEST(CudaGraphModelTest, EveryLayerStepMatchesCpu) {
     {"name": "w", "type": "linear", "input": "dense", "width": 3},
     {"name": "cat", "type": "concat", "inputs": ["x", "f", "w"]},
     {"name": "top", "type": "mlp", "inputs": ["i", "cat", "dense"], "widths": [64, 1], "dropout": 0.2}],
-    "heads": [{"input": "top"}]})", "every_layer.json");
-  ASSERT_TRUE(g.ok()) << g.status();
-  options.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
+    "heads": [{"input": "top"}]})", "every_layer.json"));
+}
+
+// DIN: C26 as a history of C25's items (one table), attended against C25,
+// and pooled by mean beside it.
+TEST(CudaGraphModelTest, TargetAttentionAndPoolStepMatchesCpu) {
+  ModelOptions options = WithGraph(R"({"layers": [
+    {"name": "din", "type": "target_attention", "sequence": "C26", "input": "C25", "widths": [36]},
+    {"name": "mean", "type": "pool", "sequence": "C26", "pooling": "mean"},
+    {"name": "top", "type": "mlp", "inputs": ["din", "mean", "embeddings", "dense"], "widths": [64, 1]}],
+    "heads": [{"input": "top"}]})", "din.json");
+  options.field_ids_of.assign(26, -1);
+  options.field_ids_of[25] = 24;
   ExpectWholeStepMatchesCpu(options);
 }
 
-TEST(CudaGraphModelTest, TargetAttentionIsRefusedOnAGpuNamingTheLayer) {
-  ModelOptions options;
+// MMoE with a click head, a conversion head with missing labels and a
+// regression head.
+TEST(CudaGraphModelTest, MmoeWithThreeHeadsStepMatchesCpu) {
+  ModelOptions options = WithGraph(R"({"layers": [
+    {"name": "x", "type": "concat", "inputs": ["dense", "embeddings"]},
+    {"name": "experts", "type": "experts", "input": "x", "count": 4, "widths": [64, 32]},
+    {"name": "g1", "type": "gate", "input": "x", "experts": ["experts"]},
+    {"name": "g2", "type": "gate", "input": "x", "experts": ["experts"]},
+    {"name": "g3", "type": "gate", "input": "dense", "experts": ["experts"]},
+    {"name": "t1", "type": "mlp", "input": "g1", "widths": [16, 1]},
+    {"name": "t2", "type": "mlp", "input": "g2", "widths": [16, 1]},
+    {"name": "t3", "type": "linear", "input": "g3"}],
+    "heads": [{"name": "ctr", "input": "t1"},
+              {"name": "cvr", "input": "t2", "label": "bought", "weight": 0.5},
+              {"name": "spend", "input": "t3", "label": "spent", "loss": "mse"}]})", "mmoe.json");
+  options.label_names = {"clicked", "bought", "spent"};
+  ExpectWholeStepMatchesCpu(options, /*extra_labels=*/2);
+}
+
+TEST(CudaGraphModelTest, SelfAttentionIsRefusedOnAGpuNamingTheLayer) {
+  ModelOptions options = WithGraph(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "C2"},
+    {"name": "top", "type": "linear", "inputs": ["bst", "dense", "embeddings"]}],
+    "heads": [{"input": "top"}]})", "bst.json");
   options.device = "cuda";
-  absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(R"({"layers": [
-    {"name": "din", "type": "target_attention", "sequence": "C2", "input": "C1"},
-    {"name": "top", "type": "linear", "inputs": ["din", "dense", "embeddings"]}],
-    "heads": [{"input": "top"}]})", "din.json");
-  ASSERT_TRUE(g.ok()) << g.status();
-  options.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
   auto model = CreateModel(options);
   ASSERT_FALSE(model.ok());
   if (model.status().code() == absl::StatusCode::kUnavailable) {
     GTEST_SKIP() << "no GPU: " << model.status();
   }
   EXPECT_NE(model.status().message().find(
-                "din.json:2: layer \"din\" (target_attention) runs on the CPU device in this build"),
+                "bst.json:2: layer \"bst\" (self_attention) runs on the CPU device in this build"),
             std::string::npos)
       << model.status();
 }

@@ -13,6 +13,7 @@
 #include "model/graph/graph_model.h"
 #include "model/models/built_in_graphs.h"
 #include "model/nn/cpu_device.h"
+#include "tests/model/models/model_grad_check.h"
 #include "tests/model/models/model_test_util.h"
 
 namespace pstrain::worker {
@@ -148,6 +149,62 @@ class CheckingDevice final : public nn::Device {
     Check(dx0.data);
     return cpu_->CrossCombineBackward(g, x0, u, du, dx0, accumulate);
   }
+  absl::Status AttentionFeatures(const float* items, const Bags& bags, uint32_t first,
+                                 ConstMatrixView target, MatrixView features) override {
+    Check(items);
+    CheckBags(bags);
+    Check(target.data);
+    Check(features.data);
+    return cpu_->AttentionFeatures(items, bags, first, target, features);
+  }
+  absl::Status WeightedBagSum(const float* items, const Bags& bags, uint32_t first,
+                              const float* scores, MatrixView out) override {
+    Check(items);
+    CheckBags(bags);
+    Check(scores);
+    Check(out.data);
+    return cpu_->WeightedBagSum(items, bags, first, scores, out);
+  }
+  absl::Status WeightedBagDot(ConstMatrixView d_out, const float* items, const Bags& bags,
+                              uint32_t first, float* d_scores) override {
+    Check(d_out.data);
+    Check(items);
+    CheckBags(bags);
+    Check(d_scores);
+    return cpu_->WeightedBagDot(d_out, items, bags, first, d_scores);
+  }
+  absl::Status AttentionPoolingBackward(ConstMatrixView d_out, ConstMatrixView d_features,
+                                        const float* items, const Bags& bags, uint32_t first,
+                                        const float* scores, ConstMatrixView target,
+                                        float* d_items, MatrixView d_target) override {
+    Check(d_out.data);
+    Check(d_features.data);
+    Check(items);
+    CheckBags(bags);
+    Check(scores);
+    Check(target.data);
+    Check(d_items);
+    Check(d_target.data, d_target.data != nullptr);
+    return cpu_->AttentionPoolingBackward(d_out, d_features, items, bags, first, scores, target,
+                                          d_items, d_target);
+  }
+  absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
+                                MatrixView out) override {
+    Check(z.data);
+    Check(y.data);
+    Check(g.data);
+    Check(out.data);
+    return cpu_->ExpertMixForward(z, y, g, out);
+  }
+  absl::Status ExpertMixBackward(ConstMatrixView g, ConstMatrixView y, ConstMatrixView d_out,
+                                 MatrixView dz, MatrixView dy) override {
+    Check(g.data);
+    Check(y.data);
+    Check(d_out.data);
+    Check(dz.data);
+    Check(dy.data);
+    return cpu_->ExpertMixBackward(g, y, d_out, dz, dy);
+  }
   absl::Status DropoutForward(MatrixView y, float rate, uint64_t seed,
                               int64_t first_row) override {
     Check(y.data);
@@ -185,6 +242,13 @@ class CheckingDevice final : public nn::Device {
   }
 
  private:
+  // Device bags: index and offsets in device memory; the host's offsets
+  // (for sizes) must not be the device's.
+  void CheckBags(const Bags& bags) {
+    Check(bags.index);
+    Check(bags.offsets);
+    if (bags.host_offsets == bags.offsets) ++foreign_;
+  }
   void Check(const void* p, bool required = true) {
     if (!required) return;
     const auto addr = reinterpret_cast<uintptr_t>(p);
@@ -199,26 +263,32 @@ class CheckingDevice final : public nn::Device {
   int foreign_ = 0;
 };
 
-// The built-in network of o.name on device `d`.
+// The network of `o` (its graph, or the built-in network o.name's) on
+// device `d`.
 absl::StatusOr<std::unique_ptr<Model>> Create(ModelOptions o, std::unique_ptr<nn::Device> d) {
-  absl::StatusOr<graph::ModelGraph> g = BuiltInGraph(o);
-  if (!g.ok()) return g.status();
-  o.graph = std::make_shared<const graph::ModelGraph>(*std::move(g));
+  if (o.graph == nullptr) {
+    absl::StatusOr<graph::ModelGraph> g = BuiltInGraph(o);
+    if (!g.ok()) return g.status();
+    o.graph = std::make_shared<const graph::ModelGraph>(*std::move(g));
+  }
   return CreateGraphModel(o, std::move(d));
 }
 
-class DeviceStagingTest : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(DeviceStagingTest, SeparateDeviceMemoryGivesTheCpuStep) {
-  ModelOptions options = testing::TinyOptions(GetParam());
+// One step and a Predict of `options`' network on the checking device give
+// the CPU's loss, every gradient and every head's output, and every op's
+// pointers lie in the device's memory. `extra_labels`: the batch's labels
+// beside the first (every third missing).
+void ExpectStagedStepIsTheCpuStep(const ModelOptions& options, int extra_labels = 0) {
   auto device = std::make_unique<CheckingDevice>();
   CheckingDevice* checking = device.get();
   auto staged = Create(options, std::move(device));
   auto cpu = CreateModel(options);
-  ASSERT_TRUE(staged.ok() && cpu.ok());
+  ASSERT_TRUE(staged.ok() && cpu.ok()) << staged.status() << cpu.status();
+  const int heads = static_cast<int>((*cpu)->heads().size());
   std::mt19937 rng(12);
   for (int size : {600, 40}) {  // shrinking batches reuse the buffers
     Batch batch = testing::RandomBatch(size, 3, 3, 3, 30, rng);
+    if (extra_labels > 0) testing::AddExtraLabels(&batch, extra_labels, rng);
     BatchPlan plan;
     (*cpu)->Plan(batch, &plan);
     testing::LocalParams cpu_store(**cpu, 0.4f), staged_store(**staged, 0.4f);
@@ -230,6 +300,7 @@ TEST_P(DeviceStagingTest, SeparateDeviceMemoryGivesTheCpuStep) {
     auto b = (*staged)->TrainStep(batch, plan, staged_params, &staged_grads);
     ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
     EXPECT_NEAR(a->loss_sum, b->loss_sum, 1e-5 * a->loss_sum);
+    EXPECT_EQ(a->head_rows, b->head_rows);
     for (const TableSpec& t : (*cpu)->tables()) {
       const auto& ga = cpu_store.grad(t.id);
       const auto& gb = staged_store.grad(t.id);
@@ -238,15 +309,63 @@ TEST_P(DeviceStagingTest, SeparateDeviceMemoryGivesTheCpuStep) {
         ASSERT_NEAR(ga[i], gb[i], 1e-4 * (1 + std::abs(ga[i]))) << t.name << "[" << i << "]";
       }
     }
-    std::vector<float> pa(size), pb(size);
+    std::vector<float> pa(size * heads), pb(size * heads);
     ASSERT_TRUE((*cpu)->Predict(batch, plan, cpu_params, pa).ok());
     ASSERT_TRUE((*staged)->Predict(batch, plan, staged_params, pb).ok());
-    for (int r = 0; r < size; ++r) ASSERT_NEAR(pa[r], pb[r], 1e-5);
+    for (int i = 0; i < size * heads; ++i) ASSERT_NEAR(pa[i], pb[i], 1e-5 * (1 + std::abs(pa[i])));
   }
   EXPECT_EQ(checking->foreign_pointers(), 0) << "an op got a pointer outside device memory";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, DeviceStagingTest, ::testing::Values("lr", "wide_deep", "dlrm", "dcn_v2", "deepfm"));
+class DeviceStagingTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceStagingTest, SeparateDeviceMemoryGivesTheCpuStep) {
+  ExpectStagedStepIsTheCpuStep(testing::TinyOptions(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, DeviceStagingTest,
+                         ::testing::Values("lr", "wide_deep", "dlrm", "dcn_v2", "deepfm",
+                                           "deep_tower"));
+
+ModelOptions WithGraph(const std::string& text) {
+  ModelOptions o = testing::TinyOptions("dlrm");
+  absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(text, "staged.json");
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (g.ok()) o.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
+  return o;
+}
+
+// DIN's target attention over a history (C3) sharing C2's table, and C3
+// pooled by mean, as a GPU runs them.
+TEST(DeviceStagingGraph, TargetAttentionAndPoolGiveTheCpuStep) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "din", "type": "target_attention", "sequence": "C3", "input": "C2", "widths": [5]},
+    {"name": "mean", "type": "pool", "sequence": "C3", "pooling": "mean"},
+    {"name": "top", "type": "mlp", "inputs": ["din", "mean", "C1", "C2", "dense"], "widths": [6, 1],
+     "dropout": 0.3}],
+    "heads": [{"input": "top"}]})");
+  o.field_ids_of = {-1, -1, 1};
+  ExpectStagedStepIsTheCpuStep(o);
+}
+
+// MMoE and PLE's gates over experts, three heads (one with missing labels,
+// one a regression), as a GPU runs them.
+TEST(DeviceStagingGraph, GatesAndSeveralHeadsGiveTheCpuStep) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "x", "type": "concat", "inputs": ["dense", "embeddings"]},
+    {"name": "shared", "type": "experts", "input": "x", "count": 3, "widths": [5, 4]},
+    {"name": "own", "type": "experts", "input": "dense", "count": 1, "widths": [4]},
+    {"name": "g1", "type": "gate", "input": "x", "experts": ["shared"]},
+    {"name": "g2", "type": "gate", "inputs": ["dense", "C1"], "experts": ["shared", "own"]},
+    {"name": "t1", "type": "mlp", "input": "g1", "widths": [5, 1]},
+    {"name": "t2", "type": "mlp", "input": "g2", "widths": [3, 1]},
+    {"name": "t3", "type": "linear", "input": "g2"}],
+    "heads": [{"name": "ctr", "input": "t1"},
+              {"name": "cvr", "input": "t2", "label": "bought", "weight": 0.5},
+              {"name": "spend", "input": "t3", "label": "spent", "loss": "mse", "weight": 2}]})");
+  o.label_names = {"clicked", "bought", "spent"};
+  ExpectStagedStepIsTheCpuStep(o, /*extra_labels=*/2);
+}
 
 }  // namespace
 }  // namespace pstrain::worker
