@@ -299,10 +299,6 @@ absl::Status TakeModel(const std::vector<Arg>& rest, const FlagSet& flags, PlanI
   }
   PS_ASSIGN_OR_RETURN(CheckedJob checked, CheckJob(job.spec, node));
   const worker::WorkerOptions& options = checked.worker;
-  if (options.train.model.graph != nullptr) {
-    return UsageError("--model_file: pstrain plan lays out pipeline stages of the built-in "
-                      "networks (--model); a model file runs in ps and allreduce modes");
-  }
   in->model = options.train.model;
   in->model.device = "cpu";  // pipeline mode computes on the CPU
   in->batch_size = options.train.batch_size;

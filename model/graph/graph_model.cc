@@ -1,5 +1,7 @@
 #include "model/graph/graph_model.h"
 
+#include "model/graph/graph_model_impl.h"
+
 #include <utility>
 #include <vector>
 
@@ -21,87 +23,7 @@ using graph::LayerType;
 using graph::ResolvedGraph;
 using graph::Tensor;
 
-class GraphModel final : public ModelBase {
- public:
-  GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> device, ResolvedGraph r);
-
- private:
-  // Where a tensor lives for the rows being computed.
-  struct Place {
-    int home = -1;       // the layer whose input block holds it (-1: a buffer of its own)
-    int column = 0;      // its first column there
-    bool needs_grad = false;
-    bool summed = false;  // read by several layers: its gradient is zeroed, then summed
-    nn::DeviceBuffer value, grad;  // own buffers (home < 0)
-  };
-  struct Node {
-    std::unique_ptr<Mlp> mlp;
-    std::unique_ptr<CrossNet> cross;
-    CrossNet::Activations cross_acts;
-    std::unique_ptr<TargetAttention> attention;
-    std::unique_ptr<SelfAttention> self_attention;
-    std::unique_ptr<Experts> experts;
-    std::unique_ptr<ExpertGate> gate;
-    // wide: its linear part's tables (-1: none) and each column's table and
-    // sparse position.
-    int wide_weight = -1, wide_bias = -1;
-    std::vector<uint32_t> wide_tables;
-    std::vector<int> wide_positions;
-    float dropout = 0.0f;
-    bool packs = false;    // its input is its inputs side by side in x
-    bool need_dx = false;  // an input wants its gradient
-    nn::DeviceBuffer x, dx;  // packed input and its gradient; dx: scratch otherwise
-  };
-
-  absl::Status Reserve(int batch) override;
-  absl::Status Forward(const StepData& step, nn::MatrixView logits) override;
-  absl::Status Backward(const StepData& step, nn::ConstMatrixView logits, nn::MatrixView dlogits,
-                        bool accumulate) override;
-
-  // Views of tensor t (value and gradient) for `rows` rows.
-  nn::MatrixView Value(int t, int rows) const;
-  nn::MatrixView Grad(int t, int rows) const;
-  nn::ConstMatrixView Input(int layer, int rows) const;
-  absl::Status LayerForward(const StepData& step, int i);
-  absl::Status LayerBackward(const StepData& step, int i, bool accumulate);
-
-  const ModelOptions& o() const { return options(); }
-  // How table `table`'s rows of `dim` start: its table_init, else the
-  // file's embedding_init, else U(+-1/sqrt(dim)).
-  InitializerConfig RowInit(const std::string& table, int dim) const {
-    const graph::ModelGraph& g = *o().graph;
-    std::string kind = g.embedding_init;
-    float scale = g.embedding_init_scale;
-    for (const graph::ModelGraph::TableInit& t : g.table_init) {
-      if (t.table == table) {
-        kind = t.kind;
-        scale = t.scale;
-      }
-    }
-    if (kind.empty()) return EmbeddingInit(dim, o().seed);
-    InitializerConfig init = ZeroInit(o().seed);
-    if (kind == "uniform") init.kind = InitKind::kUniform;
-    if (kind == "normal") init.kind = InitKind::kNormal;
-    init.scale = scale;
-    return init;
-  }
-  // The bags of sparse field f.
-  const nn::Bags& Bag(const StepData& step, int f) const {
-    return step.Bag(bag_of_[f].first, bag_of_[f].second);
-  }
-
-  ResolvedGraph r_;
-  std::vector<LayerSpec> specs_;
-  std::vector<Node> nodes_;
-  std::vector<Place> places_;
-  std::vector<uint32_t> emb_table_;  // by field
-  std::vector<std::pair<int, int>> bag_of_;  // by field: (sparse position, slot) of its bags
-  std::vector<int> head_of_;         // by tensor: the head whose logit it is, or -1
-  int reserved_ = 0;
-  // The step's bindings for the rows being computed.
-  nn::ConstMatrixView dense_;
-  nn::MatrixView logits_, dlogits_;
-};
+}  // namespace
 
 GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> device,
                        ResolvedGraph r)
@@ -308,24 +230,29 @@ absl::Status GraphModel::Reserve(int batch) {
   return absl::OkStatus();
 }
 
+absl::Status GraphModel::PackInputs(int i, int rows) {
+  Node& n = nodes_[i];
+  if (!n.packs) return absl::OkStatus();
+  nn::MatrixView x(n.x.as(), rows, r_.InputWidth(i));
+  int column = 0;
+  for (int t : r_.layer_inputs[i]) {
+    const int w = r_.tensors[t].width;
+    if (places_[t].home != i) {
+      nn::ConstMatrixView src =
+          r_.tensors[t].kind == Tensor::Kind::kDense ? dense_ : nn::ConstMatrixView(Value(t, rows));
+      PS_RETURN_IF_ERROR(device().CopyMatrix(src, x.Columns(column, w)));
+    }
+    column += w;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GraphModel::LayerForward(const StepData& step, int i) {
   nn::Device& dev = device();
   Node& n = nodes_[i];
   const int rows = step.batch;
   const std::vector<int>& ins = r_.layer_inputs[i];
-  if (n.packs) {
-    nn::MatrixView x(n.x.as(), rows, r_.InputWidth(i));
-    int column = 0;
-    for (int t : ins) {
-      const int w = r_.tensors[t].width;
-      if (places_[t].home != i) {
-        nn::ConstMatrixView src =
-            r_.tensors[t].kind == Tensor::Kind::kDense ? dense_ : nn::ConstMatrixView(Value(t, rows));
-        PS_RETURN_IF_ERROR(dev.CopyMatrix(src, x.Columns(column, w)));
-      }
-      column += w;
-    }
-  }
+  PS_RETURN_IF_ERROR(PackInputs(i, rows));
   const nn::ConstMatrixView x = Input(i, rows);
   const int out_t = r_.layer_output[i];
   nn::MatrixView out = Value(out_t, rows);
@@ -393,18 +320,21 @@ absl::Status GraphModel::LayerForward(const StepData& step, int i) {
   return absl::InternalError("unknown layer type");
 }
 
-absl::Status GraphModel::Forward(const StepData& step, nn::MatrixView logits) {
-  nn::Device& dev = device();
-  const int rows = step.batch;
-  dense_ = step.dense;
-  logits_ = logits;
+absl::Status GraphModel::EmbeddingsForward(const StepData& step) {
   for (size_t t = 0; t < r_.tensors.size(); ++t) {
     const Tensor& x = r_.tensors[t];
     if (x.kind != Tensor::Kind::kEmbedding || x.consumers.empty()) continue;
-    PS_RETURN_IF_ERROR(dev.EmbeddingBagForward(step.params[emb_table_[x.field]], Bag(step, x.field),
-                                               FieldPooling(x.field), /*accumulate=*/false,
-                                               Value(static_cast<int>(t), rows)));
+    PS_RETURN_IF_ERROR(device().EmbeddingBagForward(
+        step.params[emb_table_[x.field]], Bag(step, x.field), FieldPooling(x.field),
+        /*accumulate=*/false, Value(static_cast<int>(t), step.batch)));
   }
+  return absl::OkStatus();
+}
+
+absl::Status GraphModel::Forward(const StepData& step, nn::MatrixView logits) {
+  dense_ = step.dense;
+  logits_ = logits;
+  PS_RETURN_IF_ERROR(EmbeddingsForward(step));
   for (int i : r_.order) PS_RETURN_IF_ERROR(LayerForward(step, i));
   return absl::OkStatus();
 }
@@ -508,13 +438,18 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
       break;
     }
   }
+  return HandInputGrads(i, dx, rows);
+}
+
+absl::Status GraphModel::HandInputGrads(int i, nn::MatrixView dx, int rows) {
   if (dx.data == nullptr) return absl::OkStatus();
   // Hand each input its block of dx unless it lives there or was written.
+  nn::Device& dev = device();
   int column = 0;
-  for (int t : ins) {
+  for (int t : r_.layer_inputs[i]) {
     const int w = r_.tensors[t].width;
     const Place& p = places_[t];
-    if (p.needs_grad && p.home != i && (n.packs || p.summed)) {
+    if (p.needs_grad && p.home != i && (nodes_[i].packs || p.summed)) {
       nn::MatrixView block = dx.Columns(column, w);
       nn::MatrixView g = Grad(t, rows);
       PS_RETURN_IF_ERROR(p.summed ? dev.AddMatrix(block, g) : dev.CopyMatrix(block, g));
@@ -524,31 +459,36 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
   return absl::OkStatus();
 }
 
-absl::Status GraphModel::Backward(const StepData& step, nn::ConstMatrixView /*logits*/,
-                                  nn::MatrixView dlogits, bool accumulate) {
-  nn::Device& dev = device();
-  const int rows = step.batch;
-  dlogits_ = dlogits;
+absl::Status GraphModel::ZeroSummedGrads(int rows) {
   for (size_t t = 0; t < r_.tensors.size(); ++t) {
     if (places_[t].summed && places_[t].needs_grad) {
       nn::MatrixView g = Grad(static_cast<int>(t), rows);
-      PS_RETURN_IF_ERROR(dev.Zero(g.data, sizeof(float) * static_cast<size_t>(rows) * g.cols));
+      PS_RETURN_IF_ERROR(device().Zero(g.data, sizeof(float) * static_cast<size_t>(rows) * g.cols));
     }
-  }
-  for (size_t k = r_.order.size(); k-- > 0;) {
-    PS_RETURN_IF_ERROR(LayerBackward(step, r_.order[k], accumulate));
-  }
-  for (size_t t = 0; t < r_.tensors.size(); ++t) {
-    const Tensor& x = r_.tensors[t];
-    if (x.kind != Tensor::Kind::kEmbedding || x.consumers.empty()) continue;
-    PS_RETURN_IF_ERROR(dev.EmbeddingBagBackward(Grad(static_cast<int>(t), rows), Bag(step, x.field),
-                                                FieldPooling(x.field),
-                                                step.grads[emb_table_[x.field]]));
   }
   return absl::OkStatus();
 }
 
-}  // namespace
+absl::Status GraphModel::EmbeddingsBackward(const StepData& step) {
+  for (size_t t = 0; t < r_.tensors.size(); ++t) {
+    const Tensor& x = r_.tensors[t];
+    if (x.kind != Tensor::Kind::kEmbedding || x.consumers.empty()) continue;
+    PS_RETURN_IF_ERROR(device().EmbeddingBagBackward(Grad(static_cast<int>(t), step.batch),
+                                                     Bag(step, x.field), FieldPooling(x.field),
+                                                     step.grads[emb_table_[x.field]]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphModel::Backward(const StepData& step, nn::ConstMatrixView /*logits*/,
+                                  nn::MatrixView dlogits, bool accumulate) {
+  dlogits_ = dlogits;
+  PS_RETURN_IF_ERROR(ZeroSummedGrads(step.batch));
+  for (size_t k = r_.order.size(); k-- > 0;) {
+    PS_RETURN_IF_ERROR(LayerBackward(step, r_.order[k], accumulate));
+  }
+  return EmbeddingsBackward(step);
+}
 
 graph::GraphInputs GraphInputsOf(const ModelOptions& options) {
   graph::GraphInputs in;

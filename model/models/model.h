@@ -149,6 +149,9 @@ class Model {
   virtual const std::vector<TableSpec>& tables() const = 0;
   // Positions (TableSpec::id) of the sparse tables, in BatchPlan order.
   virtual const std::vector<uint32_t>& sparse_tables() const = 0;
+  // The sparse fields each sparse table serves (BatchPlan order): a table's
+  // index holds its fields' ids one field after the other.
+  virtual const std::vector<std::vector<int>>& sparse_fields() const = 0;
 
   // Deduplicates the batch's ids per sparse table into `plan`.
   virtual void Plan(const Batch& batch, BatchPlan* plan) const = 0;

@@ -38,6 +38,9 @@ class ModelBase : public Model {
  public:
   const std::vector<TableSpec>& tables() const final { return registry_.tables(); }
   const std::vector<uint32_t>& sparse_tables() const final { return registry_.sparse_ids(); }
+  const std::vector<std::vector<int>>& sparse_fields() const final {
+    return registry_.sparse_fields();
+  }
   void Plan(const Batch& batch, BatchPlan* plan) const final;
   absl::StatusOr<StepOutput> TrainStep(const Batch& batch, const BatchPlan& plan,
                                        const ParamRefs& params, GradRefs* grads) final;

@@ -118,6 +118,56 @@ TEST_P(DinModelFile, TrainsOnHistoriesAndItsExportScores) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, DinModelFile, ::testing::Values("ps", "allreduce"));
 
+// Pipeline mode cuts a model file's tower (the mlp feeding its one head)
+// into stages and runs the graph below it on stage 0: DIN learns there as in
+// ps mode. A network it cannot cut, and a model to save, are refused before
+// anything starts, naming the head and the flag.
+TEST(DinModelFile, PipelineModeCutsItsTowerAndRefusesWhatItCannotCut) {
+  const std::string dir = MakeTempDir("pstrain-din-pipeline");
+  std::string out;
+  ASSERT_EQ(RunPstrain({"gen", "--rows=150000", "--seed=3", "--history=20", "--tasks=2",
+                        "--out=" + dir + "/train.csv"},
+                       dir + "/gen1.log", &out, absl::Minutes(1)),
+            0)
+      << out;
+  ASSERT_EQ(RunPstrain({"gen", "--rows=10000", "--seed=3", "--first_row=150000", "--history=20",
+                        "--tasks=2", "--out=" + dir + "/eval.csv"},
+                       dir + "/gen2.log", &out, absl::Minutes(1)),
+            0)
+      << out;
+  const std::string models = std::string(PSTRAIN_SOURCE_DIR) + "/examples/models/";
+  std::vector<std::string> train = {
+      "local", "--servers=2", "--mode=pipeline", "--stages=2",
+      "--schema=" + dir + "/train.csv.schema.json", "--train_data=" + dir + "/train.csv",
+      "--eval_data=" + dir + "/eval.csv", "--batch_size=256", "--timeout=120",
+      "--metrics_out=" + dir + "/metrics.jsonl", "--model_file=" + models + "din.json"};
+  ASSERT_EQ(RunPstrain(train, dir + "/train.log", &out, absl::Minutes(3)), 0) << out;
+  EXPECT_THAT(out, HasSubstr("din cut into 2 stages"));
+  EXPECT_THAT(out, HasSubstr("RESULT model=din mode=pipeline stages=2"));
+  const std::string metrics = ReadFile(dir + "/metrics.jsonl");
+  const size_t at = metrics.rfind("\"eval_auc\":");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  const double auc = std::stod(metrics.substr(at + 11));
+  std::printf("din, pipeline mode: eval AUC %.4f\n", auc);
+  // As in ps mode: the oracle is about 0.79, a model without the histories
+  // about 0.57.
+  EXPECT_GT(auc, 0.64) << out;
+  // Two heads: refused naming the second.
+  const absl::Time start = absl::Now();
+  std::vector<std::string> mmoe = train;
+  mmoe.back() = "--model_file=" + models + "mmoe.json";
+  ASSERT_EQ(RunPstrain(mmoe, dir + "/mmoe.log", &out, absl::Seconds(30)), 2) << out;
+  EXPECT_THAT(out, HasSubstr("pipeline mode needs a model made of a head and a tower"));
+  EXPECT_THAT(out, HasSubstr("mmoe.json:29: head \"convert\" is a second head")) << out;
+  // A model to save: nothing would write it.
+  std::vector<std::string> save = train;
+  save.push_back("--save_model=" + dir + "/model");
+  ASSERT_EQ(RunPstrain(save, dir + "/save.log", &out, absl::Seconds(30)), 2) << out;
+  EXPECT_THAT(out, HasSubstr("--save_model is not supported in --mode=pipeline"));
+  EXPECT_LT(absl::ToDoubleSeconds(absl::Now() - start), 10.0) << "refused only after starting";
+  std::filesystem::remove_all(dir);
+}
+
 // A number after `key` in `text` ("\"convert.eval_auc\":0.57"), or -1.
 double NumberAfter(const std::string& text, const std::string& key) {
   const size_t at = text.find(key);

@@ -61,6 +61,12 @@ absl::Status TakeExportFlags(WorkerOptions* o) {
   if (!t.export_dir.empty() && o->mode == TrainMode::kPipeline) {
     return absl::InvalidArgumentError("--export_dir is not supported in --mode=pipeline");
   }
+  if (!t.save_model.empty() && o->mode == TrainMode::kPipeline) {
+    // Its stages hold the model's parts; nothing writes them as one model.
+    return absl::InvalidArgumentError(
+        "--save_model is not supported in --mode=pipeline (train in ps or allreduce mode to "
+        "export a model for pstrain predict and serve)");
+  }
   if (t.export_every_steps > 0 || export_secs > 0) {
     const char* flag = t.export_every_steps > 0 ? "--export_every_steps" : "--export_every_secs";
     if (t.save_model.empty() && t.export_dir.empty()) {

@@ -34,11 +34,6 @@ absl::Status TakeModelFileFlag(WorkerOptions* o) {
         "network: give one");
   }
   ModelOptions& m = o->train.model;
-  if (o->mode == TrainMode::kPipeline) {
-    return absl::InvalidArgumentError(
-        "--model_file with --mode=pipeline: pipeline mode cuts the built-in networks into stages "
-        "(--model); a model file runs in ps and allreduce modes");
-  }
   absl::StatusOr<graph::ModelGraph> g =
       path.empty() ? graph::ParseModelGraph(inline_graph, "the job's model.graph")
                    : graph::ReadModelGraph(path);

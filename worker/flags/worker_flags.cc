@@ -362,18 +362,7 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
   PS_RETURN_IF_ERROR(TakeDataFlags(&o));
   PS_RETURN_IF_ERROR(CheckModelGraph(o));
   if (o.mode == TrainMode::kPipeline) {
-    PS_RETURN_IF_ERROR(Annotate(CheckPipelineModel(m.name), "--mode=pipeline"));
-    for (const SparseColumn& c : t.schema.sparse) {
-      if (c.pooling != BagPooling::kSum) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--schema: column \"", c.name, "\": pooling mean is not built for --mode=pipeline"));
-      }
-      if (c.embedding_dim > 0 && c.embedding_dim != m.embedding_dim) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--schema: column \"", c.name,
-                         "\": per-column embedding_dim is not built for --mode=pipeline"));
-      }
-    }
+    PS_RETURN_IF_ERROR(Annotate(CheckPipelineModel(m), "--mode=pipeline"));
   }
   t.batch_size = absl::GetFlag(FLAGS_batch_size);
   if (t.batch_size < 1) return absl::InvalidArgumentError("--batch_size must be >= 1");

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
+#include "model/graph/graph_head.h"
 #include "model/nn/interaction.h"
 
 namespace pstrain::worker {
@@ -23,57 +24,58 @@ double LayerCost(const LinearSpec& l, int rows) {
   return 6.0 * weights * rows + kParamCost * (weights + l.out);
 }
 
-std::vector<int> WithLogit(std::vector<int> widths) {
-  widths.push_back(1);
-  return widths;
-}
-
 }  // namespace
 
-absl::Status CheckPipelineModel(const std::string& name) {
-  if (name == "dlrm" || name == "deep_tower" || name == "dcn_v2") return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "pipeline mode needs a model made of a head and a tower of layers (dlrm, deep_tower, "
-      "dcn_v2), not '",
-      name, "'",
-      name == "deepfm" || name == "wide_deep" ? ": its logit adds a sparse linear part to the "
-                                                "tower's output"
-                                              : ""));
+absl::Status CheckPipelineModel(const ModelOptions& options) {
+  return FindGraphTower(options).status();
 }
 
 absl::StatusOr<PipelineModelSpec> DescribePipelineModel(const ModelOptions& options,
                                                         const Model& model, int batch_rows) {
   PipelineModelSpec spec;
   spec.name = options.name;
-  const int fields = options.num_sparse;
-  const int dim = options.embedding_dim;
-  const int embedding_width = FieldOffsets(options).back();
-  const double embedding_cost = 3.0 * batch_rows * embedding_width;
-  if (options.name == "dlrm") {
-    const int vectors = fields + 1;
-    PS_ASSIGN_OR_RETURN(spec.tower,
-                        FindLinearLayers(model, "top", nn::InteractionOutputWidth(vectors, dim),
-                                   WithLogit(options.top_mlp), false));
-    PS_ASSIGN_OR_RETURN(auto bottom,
-                        FindLinearLayers(model, "bottom", options.num_dense, options.bottom_mlp, true));
-    spec.head_cost = embedding_cost + 6.0 * batch_rows * nn::InteractionPairs(vectors) * dim;
-    for (const LinearSpec& l : bottom) spec.head_cost += LayerCost(l, batch_rows);
-  } else if (options.name == "deep_tower") {
-    PS_ASSIGN_OR_RETURN(spec.tower, FindLinearLayers(model, "tower", embedding_width + options.num_dense,
-                                               WithLogit(options.deep_mlp), false));
-    spec.head_cost = embedding_cost + 3.0 * batch_rows * options.num_dense;
-  } else if (options.name == "dcn_v2") {
-    const int width = options.bottom_mlp.back() + embedding_width;
-    PS_ASSIGN_OR_RETURN(spec.tower,
-                        FindLinearLayers(model, "top", width, WithLogit(options.top_mlp), false));
-    PS_ASSIGN_OR_RETURN(auto bottom,
-                        FindLinearLayers(model, "bottom", options.num_dense, options.bottom_mlp, true));
-    const double rank = options.cross_rank > 0 ? 2.0 * options.cross_rank : width;
-    spec.head_cost = embedding_cost + 6.0 * batch_rows * options.cross_layers * width * rank;
-    for (const LinearSpec& l : bottom) spec.head_cost += LayerCost(l, batch_rows);
-  } else {
-    PS_RETURN_IF_ERROR(CheckPipelineModel(options.name));
-    return absl::InvalidArgumentError(absl::StrCat("no pipeline layout for '", options.name, "'"));
+  PS_ASSIGN_OR_RETURN(const GraphTower tower, FindGraphTower(options));
+  PS_ASSIGN_OR_RETURN(spec.tower, FindLinearLayers(model, tower.name, tower.in, tower.widths,
+                                                   tower.relu_last));
+  PS_ASSIGN_OR_RETURN(const graph::ModelGraph g, NetworkGraph(options));
+  // The head's cost: gathering the embeddings, and each layer below the
+  // tower by its kind (an MLP's Linear layers as the tower's; the dot
+  // interaction's and the cross layers' products; the others by their
+  // parameters).
+  spec.head_cost = 3.0 * batch_rows * FieldOffsets(options).back();
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const graph::LayerSpec& l = g.layers[i];
+    if (static_cast<int>(i) == tower.layer) continue;
+    const std::string prefix = l.name + ".";
+    double params = 0;
+    for (const TableSpec& t : model.tables()) {
+      if (t.kind == TableKind::kDense && t.name.rfind(prefix, 0) == 0) params += t.size;
+    }
+    switch (l.type) {
+      case graph::LayerType::kMlp:
+      case graph::LayerType::kLinear: {
+        const std::vector<int> widths = l.type == graph::LayerType::kLinear
+                                            ? std::vector<int>{l.width} : l.widths;
+        // Its input's width: its first weight is [widths[0] x in].
+        int in = 0;
+        for (const TableSpec& t : model.tables()) {
+          if (t.name == l.name + ".0.weight") in = static_cast<int>(t.size / widths[0]);
+        }
+        PS_ASSIGN_OR_RETURN(std::vector<LinearSpec> layers,
+                            FindLinearLayers(model, l.name, in, widths, l.relu_last));
+        for (const LinearSpec& x : layers) spec.head_cost += LayerCost(x, batch_rows);
+        break;
+      }
+      case graph::LayerType::kDotInteraction: {
+        int vectors = 0;
+        for (const std::string& x : l.inputs) vectors += x == "embeddings" ? options.num_sparse : 1;
+        spec.head_cost += 6.0 * batch_rows * nn::InteractionPairs(vectors) * options.embedding_dim;
+        break;
+      }
+      default:
+        spec.head_cost += 6.0 * batch_rows * params;
+        break;
+    }
   }
   for (const LinearSpec& l : spec.tower) spec.layer_cost.push_back(LayerCost(l, batch_rows));
   return spec;

@@ -1,7 +1,9 @@
-// How a model is cut for pipeline mode: a "head" (embeddings and whatever is
-// not a plain sequence of layers: DLRM's bottom MLP and dot interaction;
-// deep_tower's embedding concat) followed by a tower of Linear layers
-// (DLRM's top MLP, deep_tower's MLP, each ending in the 1-wide logit layer).
+// How a model is cut for pipeline mode: a "head" (the network's graph below
+// its tower: embeddings and whatever is not a plain sequence of layers,
+// DLRM's bottom MLP and dot interaction, deep_tower's embedding concat, a
+// model file's attention) followed by a tower of Linear layers (the mlp
+// feeding the one head: DLRM's top MLP, deep_tower's MLP, each ending in
+// the 1-wide logit layer).
 // Stage 0 owns the head and the first tower layers; later stages own
 // contiguous tower layers; the last stage ends with the loss.
 //
@@ -29,12 +31,12 @@ struct PipelineModelSpec {
   double head_cost = 0;
 };
 
-// Models with a head + tower shape: dlrm, deep_tower, dcn_v2. InvalidArgument
-// for the others (lr, wide_deep, deepfm: their logit is not the end of a tower) and when
-// the model's tables do not have the expected names and sizes.
-// OK for the models pipeline mode runs (dlrm, deep_tower, dcn_v2); else
-// InvalidArgument saying why the model has no tower to split.
-absl::Status CheckPipelineModel(const std::string& name);
+// OK for the networks pipeline mode cuts: the built-in dlrm, deep_tower and
+// dcn_v2, and a model file whose one head is fed by an mlp (the tower:
+// model/graph/graph_head.h); else InvalidArgument naming the head or layer.
+absl::Status CheckPipelineModel(const ModelOptions& options);
+// The tower of `model` (`options`' network) and the costs of its layers
+// and of the head below it, for `batch_rows` rows.
 absl::StatusOr<PipelineModelSpec> DescribePipelineModel(const ModelOptions& options,
                                                         const Model& model, int batch_rows);
 

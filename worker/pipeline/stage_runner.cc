@@ -1,5 +1,7 @@
 #include "worker/pipeline/stage_runner.h"
 
+#include "model/graph/graph_head.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -114,7 +116,9 @@ absl::StatusOr<std::unique_ptr<StageRunner>> StageRunner::Create(
   r->in_width_ = layers.front().in;
   r->tower_ = std::make_unique<LayerStack>(std::move(layers), options.tp_group);
   if (r->first()) {
-    PS_ASSIGN_OR_RETURN(r->head_, CreateFeatureHead(model_options, model));
+    PS_ASSIGN_OR_RETURN(r->head_, CreateGraphFeatureHead(model_options, model));
+    r->sparse_fields_ = model.sparse_fields();
+    for (uint32_t t : model.sparse_tables()) r->sparse_dims_.push_back(model.tables()[t].dim);
     if (r->head_->out_width() != r->in_width_) {
       return absl::InternalError(absl::StrCat("the head writes ", r->head_->out_width(),
                                               " columns, the tower reads ", r->in_width_));
@@ -157,11 +161,18 @@ void StageRunner::BindRows(const Batch& batch, const BatchPlan& plan, int begin,
   slot->rows = rows;
   slot->head_in.dense = nn::ConstMatrixView(
       batch.dense.data() + static_cast<size_t>(begin) * batch.num_dense, rows, batch.num_dense);
-  slot->head_in.bags.resize(plan.lookups.size());
+  // Each table's fields' bags, one field's ids after the other in its index;
+  // offsets are positions in the whole batch's.
+  slot->head_in.bags.clear();
+  slot->head_in.bag_begin.resize(plan.lookups.size());
   for (size_t s = 0; s < plan.lookups.size(); ++s) {
-    // Table s serves field s; offsets are positions in the whole batch's index.
-    slot->head_in.bags[s] =
-        nn::Bags{plan.lookups[s].index.data(), batch.offsets[s].data() + begin, rows};
+    slot->head_in.bag_begin[s] = static_cast<uint32_t>(slot->head_in.bags.size());
+    const uint32_t* index = plan.lookups[s].index.data();
+    for (int f : sparse_fields_[s]) {
+      const uint32_t* offsets = batch.offsets[f].data() + begin;
+      slot->head_in.bags.push_back(nn::Bags{index, offsets, rows, offsets});
+      index += batch.ids[f].size();
+    }
   }
 }
 
@@ -343,7 +354,7 @@ absl::StatusOr<StageStepStats> StageRunner::TrainStep(const StageStepInputs& in)
     st.rows = in.batch->size;
     st.microbatches = std::min(options_.microbatches, st.rows);
     for (size_t s = 0; s < sparse_tables_.size(); ++s) {
-      const size_t n = in.plan->lookups[s].unique_ids.size() * model_options_.embedding_dim;
+      const size_t n = in.plan->lookups[s].unique_ids.size() * sparse_dims_[s];
       if (n > 0) {
         PS_RETURN_IF_ERROR(device_->Zero(in.grads->tables[sparse_tables_[s]], sizeof(float) * n));
       }

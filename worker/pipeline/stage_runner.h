@@ -137,6 +137,8 @@ class StageRunner {
   PipeComm* comm_;
   std::unique_ptr<nn::Device> device_;
   std::unique_ptr<FeatureHead> head_;  // stage 0
+  std::vector<std::vector<int>> sparse_fields_;  // stage 0: the model's (Model::sparse_fields)
+  std::vector<uint32_t> sparse_dims_;             // stage 0: each sparse table's row width
   std::unique_ptr<LayerStack> tower_;
   std::vector<uint32_t> dense_tables_;
   std::vector<uint32_t> pushed_tables_;

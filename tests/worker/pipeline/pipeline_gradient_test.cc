@@ -1,6 +1,8 @@
 // A pipelined step writes the gradients of the unsplit model: P = 1, 2, 3
-// stages, M = 1, 4, 7 micro-batches, GPipe and 1F1B, for dlrm and
-// deep_tower; and the schedules keep the activations they promise.
+// stages, M = 1, 4, 7 micro-batches, GPipe and 1F1B, for dlrm, deep_tower,
+// dcn_v2 and a model file with DIN's attention (pipeline mode runs the
+// network's graph below its tower on stage 0); and the schedules keep the
+// activations they promise.
 #include <memory>
 #include <random>
 #include <string>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "model/graph/model_graph.h"
 #include "model/models/model.h"
 #include "tests/model/models/model_test_util.h"
 #include "tests/worker/pipeline/stage_harness.h"
@@ -20,10 +23,28 @@ using testing::RandomBatch;
 using testing::RelativeError;
 using testing::StageHarness;
 
+// A model file pipeline mode cuts: DIN's attention over C3 (C2's ids, one
+// table), C3 mean-pooled, columns of unequal widths, and a tower of 4
+// layers fed by three tensors.
+constexpr const char* kDinFile = R"({"layers": [
+    {"name": "din", "type": "target_attention", "sequence": "C3", "input": "C2", "widths": [5]},
+    {"name": "mean", "type": "pool", "sequence": "C3", "pooling": "mean"},
+    {"name": "b", "type": "mlp", "input": "dense", "widths": [4], "relu_last": true},
+    {"name": "tower", "type": "mlp", "inputs": ["din", "mean", "b", "C1"], "widths": [8, 6, 5, 1]}],
+    "heads": [{"input": "tower"}]})";
+
 ModelOptions SmallOptions(const std::string& name) {
-  ModelOptions o = testing::TinyOptions(name);
+  ModelOptions o = testing::TinyOptions(name == "din_file" ? "dlrm" : name);
   o.top_mlp = {8, 6, 5};   // dlrm tower: 4 layers with the logit
   o.deep_mlp = {7, 6, 5};  // deep_tower tower: 4 layers with the logit
+  if (name == "din_file") {
+    absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(kDinFile, "din.json");
+    EXPECT_TRUE(g.ok()) << g.status();
+    o.graph = std::make_shared<graph::ModelGraph>(*std::move(g));
+    o.field_ids_of = {-1, -1, 1};
+    o.field_dims = {3, 4, 4};
+    o.pooling = {BagPooling::kMean, BagPooling::kSum, BagPooling::kSum};
+  }
   return o;
 }
 
@@ -92,7 +113,8 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllShapes, PipelineGradientTest,
-                         ::testing::Combine(::testing::Values("dlrm", "deep_tower"),
+                         ::testing::Combine(::testing::Values("dlrm", "deep_tower", "dcn_v2",
+                                                              "din_file"),
                                             ::testing::Values(1, 2, 3), ::testing::Values(1, 4, 7),
                                             ::testing::Values(PipeSchedule::kGpipe,
                                                               PipeSchedule::k1F1B)),
