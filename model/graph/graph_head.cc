@@ -41,7 +41,6 @@ absl::Status GraphModel::HeadBackward(const HeadInputs& in, const std::vector<co
   step.grads = grads;
   step.grad_ready = ready;
   dense_ = in.dense;
-  PS_RETURN_IF_ERROR(ZeroSummedGrads(rows));
   // dL/d(the tower's input) goes where the tower's backward would write it.
   const Node& n = nodes_[tower];
   if (n.need_dx) {
@@ -55,6 +54,7 @@ absl::Status GraphModel::HeadBackward(const HeadInputs& in, const std::vector<co
   for (size_t k = r_.order.size(); k-- > 0;) {
     if (r_.order[k] != tower) PS_RETURN_IF_ERROR(LayerBackward(step, r_.order[k], accumulate));
   }
+  PS_RETURN_IF_ERROR(FinishSummedGrads(rows));
   PS_RETURN_IF_ERROR(EmbeddingsBackward(step));
   step.grad_ready = nullptr;
   return absl::OkStatus();

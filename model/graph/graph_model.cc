@@ -2,6 +2,7 @@
 
 #include "model/graph/graph_model_impl.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -141,21 +142,45 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
     }
     places_[r_.layer_output[i]].needs_grad = any;
   }
-  // Homes: a tensor read once, by a packing layer, lives in its block.
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    if (!nodes_[i].packs) continue;
-    int column = 0;
-    for (int t : r_.layer_inputs[i]) {
-      const Tensor& x = r_.tensors[t];
-      const bool own_output = x.layer >= 0 && specs_[x.layer].type == LayerType::kConcat;
-      if (x.consumers.size() == 1 && x.kind != Tensor::Kind::kDense && !x.head && !own_output) {
-        places_[t].home = static_cast<int>(i);
-        places_[t].column = column;
+  // Homes: a tensor a packing layer reads (once) lives in its block; its
+  // producer writes it there, so no copy packs it. Of several such readers
+  // the one that runs last is preferred (its backward runs first: the
+  // gradient's other parts add into its block of dx, as a built-in network
+  // adds its FM's into its tower's), else the first (the others copy from
+  // it; the gradient is summed in a buffer of its own).
+  std::vector<int> rank(specs_.size(), 0);  // position in the forward order
+  for (size_t k = 0; k < r_.order.size(); ++k) rank[r_.order[k]] = static_cast<int>(k);
+  const auto can_home = [&](int t, int i) {
+    const Tensor& x = r_.tensors[t];
+    const std::vector<int>& ins = r_.layer_inputs[i];
+    return nodes_[i].packs && std::count(ins.begin(), ins.end(), t) == 1 &&
+           x.kind != Tensor::Kind::kDense && !x.head &&
+           !(x.layer >= 0 && specs_[x.layer].type == LayerType::kConcat);
+  };
+  for (size_t t = 0; t < r_.tensors.size(); ++t) {
+    const std::vector<int>& readers = r_.tensors[t].consumers;
+    Place& p = places_[t];
+    p.summed = readers.size() > 1;
+    if (readers.empty()) continue;
+    const int last = *std::max_element(readers.begin(), readers.end(),
+                                       [&](int a, int b) { return rank[a] < rank[b]; });
+    int home = can_home(static_cast<int>(t), last) ? last : -1;
+    p.grad_at_home = p.summed && home >= 0;
+    for (size_t i = 0; home < 0 && i < specs_.size(); ++i) {
+      if (std::count(readers.begin(), readers.end(), static_cast<int>(i)) > 0 &&
+          can_home(static_cast<int>(t), static_cast<int>(i))) {
+        home = static_cast<int>(i);
       }
-      column += x.width;
+    }
+    if (home < 0) continue;
+    p.home = home;
+    p.column = 0;
+    for (int x : r_.layer_inputs[home]) {
+      if (x == static_cast<int>(t)) break;
+      p.column += r_.tensors[x].width;
     }
   }
-  for (size_t t = 0; t < r_.tensors.size(); ++t) places_[t].summed = r_.tensors[t].consumers.size() > 1;
+  grad_written_.assign(r_.tensors.size(), 0);
   // The heads: their logits are the columns of the step's [rows x heads].
   head_of_.assign(r_.tensors.size(), -1);
   std::vector<ModelHead> heads;
@@ -186,7 +211,9 @@ nn::MatrixView GraphModel::Grad(int t, int rows) const {
   const Place& p = places_[t];
   if (!p.needs_grad) return nn::MatrixView();
   if (x.head) return dlogits_.Columns(head_of_[t], 1);
-  if (p.home >= 0) {
+  // A summed gradient not at home has a buffer of its own: its home's
+  // block of dx is the home layer's part of it.
+  if (p.home >= 0 && (!p.summed || p.grad_at_home)) {
     const Node& h = nodes_[p.home];
     return nn::MatrixView(h.dx.as(), rows, r_.InputWidth(p.home)).Columns(p.column, x.width);
   }
@@ -211,11 +238,14 @@ absl::Status GraphModel::Reserve(int batch) {
   for (size_t t = 0; t < r_.tensors.size(); ++t) {
     const Tensor& x = r_.tensors[t];
     Place& p = places_[t];
-    const bool own = p.home < 0 && !x.head && x.kind != Tensor::Kind::kDense &&
-                     !(x.layer >= 0 && specs_[x.layer].type == LayerType::kConcat);
-    if (!own) continue;
-    PS_RETURN_IF_ERROR(p.value.ReserveElements(dev, rows * x.width));
-    if (p.needs_grad) PS_RETURN_IF_ERROR(p.grad.ReserveElements(dev, rows * x.width));
+    if (x.head || x.kind == Tensor::Kind::kDense ||
+        (x.layer >= 0 && specs_[x.layer].type == LayerType::kConcat)) {
+      continue;  // in the logits, the batch or the concat's block
+    }
+    if (p.home < 0) PS_RETURN_IF_ERROR(p.value.ReserveElements(dev, rows * x.width));
+    if (p.needs_grad && (p.home < 0 || (p.summed && !p.grad_at_home))) {
+      PS_RETURN_IF_ERROR(p.grad.ReserveElements(dev, rows * x.width));
+    }
   }
   for (size_t i = 0; i < specs_.size(); ++i) {
     Node& n = nodes_[i];
@@ -359,9 +389,7 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
   if (l.type == LayerType::kAdd) {
     // Each input's gradient is the output's.
     for (int t : ins) {
-      if (!places_[t].needs_grad) continue;
-      PS_RETURN_IF_ERROR(places_[t].summed ? dev.AddMatrix(d_out, Grad(t, rows))
-                                           : dev.CopyMatrix(d_out, Grad(t, rows)));
+      if (places_[t].needs_grad) PS_RETURN_IF_ERROR(AddToGrad(t, d_out, rows));
     }
     return absl::OkStatus();
   }
@@ -449,23 +477,34 @@ absl::Status GraphModel::HandInputGrads(int i, nn::MatrixView dx, int rows) {
   for (int t : r_.layer_inputs[i]) {
     const int w = r_.tensors[t].width;
     const Place& p = places_[t];
-    if (p.needs_grad && p.home != i && (nodes_[i].packs || p.summed)) {
-      nn::MatrixView block = dx.Columns(column, w);
-      nn::MatrixView g = Grad(t, rows);
-      PS_RETURN_IF_ERROR(p.summed ? dev.AddMatrix(block, g) : dev.CopyMatrix(block, g));
+    if (p.needs_grad && p.grad_at_home && p.home == i) {
+      grad_written_[t] = 1;  // its part is in place; the other readers' add to it
+    } else if (p.needs_grad && (p.summed || (p.home != i && nodes_[i].packs))) {
+      PS_RETURN_IF_ERROR(AddToGrad(t, dx.Columns(column, w), rows));
     }
     column += w;
   }
   return absl::OkStatus();
 }
 
-absl::Status GraphModel::ZeroSummedGrads(int rows) {
+absl::Status GraphModel::AddToGrad(int t, nn::ConstMatrixView src, int rows) {
+  // A summed gradient's first part is copied (no zeroing pass), the others
+  // added.
+  const nn::MatrixView g = Grad(t, rows);
+  if (!places_[t].summed) return device().CopyMatrix(src, g);
+  if (grad_written_[t]) return device().AddMatrix(src, g);
+  grad_written_[t] = 1;
+  return device().CopyMatrix(src, g);
+}
+
+absl::Status GraphModel::FinishSummedGrads(int rows) {
   for (size_t t = 0; t < r_.tensors.size(); ++t) {
-    if (places_[t].summed && places_[t].needs_grad) {
-      nn::MatrixView g = Grad(static_cast<int>(t), rows);
+    if (places_[t].summed && places_[t].needs_grad && !grad_written_[t]) {
+      const nn::MatrixView g = Grad(static_cast<int>(t), rows);
       PS_RETURN_IF_ERROR(device().Zero(g.data, sizeof(float) * static_cast<size_t>(rows) * g.cols));
     }
   }
+  std::fill(grad_written_.begin(), grad_written_.end(), 0);
   return absl::OkStatus();
 }
 
@@ -483,10 +522,10 @@ absl::Status GraphModel::EmbeddingsBackward(const StepData& step) {
 absl::Status GraphModel::Backward(const StepData& step, nn::ConstMatrixView /*logits*/,
                                   nn::MatrixView dlogits, bool accumulate) {
   dlogits_ = dlogits;
-  PS_RETURN_IF_ERROR(ZeroSummedGrads(step.batch));
   for (size_t k = r_.order.size(); k-- > 0;) {
     PS_RETURN_IF_ERROR(LayerBackward(step, r_.order[k], accumulate));
   }
+  PS_RETURN_IF_ERROR(FinishSummedGrads(step.batch));
   return EmbeddingsBackward(step);
 }
 

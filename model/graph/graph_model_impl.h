@@ -45,8 +45,12 @@ class GraphModel final : public ModelBase {
     int home = -1;       // the layer whose input block holds it (-1: a buffer of its own)
     int column = 0;      // its first column there
     bool needs_grad = false;
-    bool summed = false;  // read by several layers: its gradient is zeroed, then summed
-    nn::DeviceBuffer value, grad;  // own buffers (home < 0)
+    bool summed = false;  // read by several layers: its gradient is their parts' sum
+    // Summed, and its home is its last reader: the home's backward runs
+    // first and writes its part in its block of dx, where the others add
+    // theirs (else a buffer of its own sums them).
+    bool grad_at_home = false;
+    nn::DeviceBuffer value, grad;  // own buffers (home < 0; grad: a summed one not at home)
   };
   struct Node {
     std::unique_ptr<Mlp> mlp;
@@ -87,8 +91,12 @@ class GraphModel final : public ModelBase {
   // backward into the tables' rows.
   absl::Status EmbeddingsForward(const StepData& step);
   absl::Status EmbeddingsBackward(const StepData& step);
-  // Zeroes the gradients that several layers sum into.
-  absl::Status ZeroSummedGrads(int rows);
+  // dL/d(tensor t) += src: written by its first part, added by the others
+  // when several layers read t (grad_written_).
+  absl::Status AddToGrad(int t, nn::ConstMatrixView src, int rows);
+  // After the layers' backward: zeroes a summed gradient no layer wrote
+  // and readies grad_written_ for the next.
+  absl::Status FinishSummedGrads(int rows);
 
   const ModelOptions& o() const { return options(); }
   // How table `table`'s rows of `dim` start: its table_init, else the
@@ -123,6 +131,7 @@ class GraphModel final : public ModelBase {
   std::vector<std::pair<int, int>> bag_of_;  // by field: (sparse position, slot) of its bags
   std::vector<int> head_of_;         // by tensor: the head whose logit it is, or -1
   int reserved_ = 0;
+  std::vector<char> grad_written_;  // by tensor: its summed gradient written this backward
   // The head's step (HeadForward, HeadBackward).
   StepData head_step_;
   // The step's bindings for the rows being computed.
