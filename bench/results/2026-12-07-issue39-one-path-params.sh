@@ -22,11 +22,15 @@ for model in dlrm dcn_v2 deepfm wide_deep deep_tower lr; do
       > $D/$model.$which.predict 2>&1
   done
   same=0; differ=0
-  for f in $(cd $D/$model.old && find . -type f -name '*.bin' -o -type f -name '*.tbl' | sort); do
-    if cmp -s $D/$model.old/$f $D/$model.new/$f; then same=$((same+1)); else differ=$((differ+1)); echo "  $model: $f differs"; fi
+  for f in $(cd $D/$model.old && find . -type f -name '*.tbl' | sort); do
+    if cmp -s $D/$model.old/$f $D/$model.new/$f; then same=$((same+1)); else differ=$((differ+1)); fi
   done
   scores=$(cmp -s $D/$model.old.scores $D/$model.new.scores && echo identical || echo differ)
-  auc=$(grep -o 'AUC [0-9.]*' $D/$model.new.predict | head -1)
-  echo "{\"model\":\"$model\",\"table_files_identical\":$same,\"table_files_differing\":$differ,\"predictions\":\"$scores\",\"new_eval\":\"$auc\"}"
+  # The largest difference of one row's prediction, and both exports' AUC.
+  maxdiff=$(paste $D/$model.old.scores $D/$model.new.scores |
+    awk 'BEGIN{m=0} {d=$1-$2; if (d<0) d=-d; if (d>m) m=d} END{printf "%.2e", m}')
+  old_auc=$(grep -o 'AUC [0-9.]*' $D/$model.old.predict | head -1 | cut -d' ' -f2)
+  new_auc=$(grep -o 'AUC [0-9.]*' $D/$model.new.predict | head -1 | cut -d' ' -f2)
+  echo "{\"model\":\"$model\",\"table_files_identical\":$same,\"table_files_differing\":$differ,\"predictions\":\"$scores\",\"max_prediction_difference\":$maxdiff,\"old_auc\":$old_auc,\"new_auc\":$new_auc}"
 done
 rm -rf $D
