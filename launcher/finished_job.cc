@@ -1,8 +1,11 @@
 #include "launcher/finished_job.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
 
 namespace pstrain::launcher {
 namespace {
@@ -48,8 +51,22 @@ std::string FinishedJobStateJson(const std::vector<RunCurves>& runs,
   for (const RunCurves& r : runs) {
     loss.push_back(Series(r.name, r.step, r.loss, max_points));
     sps.push_back(Series(r.name, r.step, r.samples_per_sec, max_points));
-    auc.push_back(Series(r.name, r.eval_step, r.eval_auc, max_points));
-    logloss.push_back(Series(r.name, r.eval_step, r.eval_logloss, max_points));
+    // A model of several heads: a line per head with an AUC (a regression
+    // head has none) in place of the run's one (its first head's).
+    bool by_head = false;
+    for (const RunCurves::Head& h : r.heads) {
+      if (std::none_of(h.auc.begin(), h.auc.end(), [](double v) { return std::isfinite(v); })) {
+        continue;
+      }
+      const std::string name = runs.size() == 1 ? h.name : absl::StrCat(r.name, " ", h.name);
+      auc.push_back(Series(name + " AUC", r.eval_step, h.auc, max_points));
+      logloss.push_back(Series(name + " logloss", r.eval_step, h.logloss, max_points));
+      by_head = true;
+    }
+    if (!by_head) {
+      auc.push_back(Series(r.name, r.eval_step, r.eval_auc, max_points));
+      logloss.push_back(Series(r.name, r.eval_step, r.eval_logloss, max_points));
+    }
     ne.push_back(Series(r.name, r.eval_step, r.eval_ne, max_points));
     calibration.push_back(Series(r.name, r.eval_step, r.eval_calibration, max_points));
     json s = json::parse(r.summary_json, nullptr, false);

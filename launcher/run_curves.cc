@@ -1,7 +1,9 @@
 #include "launcher/run_curves.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +35,35 @@ std::string EventOf(const json& j) {
   if (!event.empty()) return event;
   return j.contains("loss") ? "progress" : j.contains("oracle_auc") ? "summary"
          : j.contains("eval_auc") ? "eval" : "";
+}
+
+// The "<head>.eval_auc" and ".eval_logloss" fields of eval line `j` into
+// r's heads (a head first seen here starts with NaN for the lines before),
+// every head's curves as long as r.eval_step.
+void AddHeadEvals(const json& j, RunCurves* r) {
+  constexpr size_t kMaxHeads = 32;  // a bound on what a file may claim
+  const size_t n = r->eval_step.size();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    for (const char* suffix : {".eval_auc", ".eval_logloss"}) {
+      const size_t len = std::char_traits<char>::length(suffix);
+      if (key.size() <= len || key.compare(key.size() - len, len, suffix) != 0) continue;
+      const std::string head = key.substr(0, key.size() - len);
+      auto h = std::find_if(r->heads.begin(), r->heads.end(),
+                            [&head](const RunCurves::Head& x) { return x.name == head; });
+      if (h == r->heads.end()) {
+        if (r->heads.size() >= kMaxHeads) continue;
+        h = r->heads.insert(r->heads.end(), RunCurves::Head{head, {}, {}});
+      }
+      std::vector<double>& curve = suffix[6] == 'a' ? h->auc : h->logloss;
+      curve.resize(n, NAN);
+      curve[n - 1] = it->is_number() ? it->get<double>() : NAN;
+    }
+  }
+  for (RunCurves::Head& h : r->heads) {
+    h.auc.resize(n, NAN);
+    h.logloss.resize(n, NAN);
+  }
 }
 
 }  // namespace
@@ -102,6 +133,7 @@ absl::StatusOr<std::vector<RunCurves>> ReadRunCurves(const std::string& path,
       r.eval_ne.push_back(Number(j, "eval_ne"));
       r.eval_calibration.push_back(Number(j, "eval_calibration"));
       r.eval_elapsed.push_back(Number(j, "elapsed_seconds"));
+      AddHeadEvals(j, &r);
       if (std::isfinite(step)) last_step = step;
     } else if (event == "summary") {
       current().summary_json = j.dump();

@@ -17,6 +17,14 @@ struct RunCurves {
   // Eval lines; NaN where a line lacks the field (eval_ne and
   // eval_calibration are newer than the others).
   std::vector<double> eval_step, eval_auc, eval_logloss, eval_ne, eval_calibration, eval_elapsed;
+  // A model of several heads: each head's "<head>.eval_auc" and
+  // ".eval_logloss" (a regression head has no AUC), by eval line (NaN where
+  // a line lacks it), heads in their first line's order.
+  struct Head {
+    std::string name;
+    std::vector<double> auc, logloss;
+  };
+  std::vector<Head> heads;
   std::string summary_json = "null";  // the summary line, or null
 };
 

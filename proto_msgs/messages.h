@@ -309,6 +309,20 @@ struct DefineTablesRequest {
   }
 };
 
+// One head's latest evaluation (a model of several heads), in a heartbeat:
+// AUC (NaN for a regression head) and log loss (a regression head's mean
+// squared error).
+struct HeadScore {
+  std::string head;
+  double auc = NAN;
+  double logloss = NAN;
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t /*version*/) {
+    ar(head, auc, logloss);
+  }
+};
+
 // kHeartbeat. Besides liveness it carries what the coordinator's dashboard
 // shows. Version 2 added everything after samples_per_sec; a version-1
 // heartbeat decodes with those fields at their defaults. NaN: not known.
@@ -339,6 +353,9 @@ struct Heartbeat {
   // progressive AUC of this worker's share of the latest one.
   int32_t partitions = 0;
   double partition_auc = NAN;
+  // Version 5 (worker 0, a model of several heads): each head's evaluation
+  // at eval_step, in the model's order.
+  std::vector<HeadScore> eval_heads;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
@@ -349,6 +366,7 @@ struct Heartbeat {
     }
     if (version >= 3) ar(data_epoch, data_rows);
     if (version >= 4) ar(partitions, partition_auc);
+    if (version >= 5) ar(eval_heads);
   }
 };
 
@@ -523,7 +541,8 @@ CEREAL_CLASS_VERSION(pstrain::proto::ReadmitWorker, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::Rejoin, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::CreateTablesRequest, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::DefineTablesRequest, 1);
-CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 4);
+CEREAL_CLASS_VERSION(pstrain::proto::Heartbeat, 5);
+CEREAL_CLASS_VERSION(pstrain::proto::HeadScore, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::BarrierRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::StoreRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::KvPart, 1);

@@ -92,6 +92,15 @@ void TrainMetrics::OnEval(int64_t step, double auc, double logloss) {
 void TrainMetrics::OnHeadEval(const std::string& head, double auc, double logloss) {
   head_auc_->Get({head})->Set(auc);
   head_logloss_->Get({head})->Set(logloss);
+  absl::MutexLock lock(&mu_);
+  for (proto::HeadScore& h : head_scores_) {
+    if (h.head == head) {
+      h.auc = auc;
+      h.logloss = logloss;
+      return;
+    }
+  }
+  head_scores_.push_back(proto::HeadScore{head, auc, logloss});
 }
 
 void TrainMetrics::OnPartition(double auc, double logloss, int64_t rows) {
@@ -140,6 +149,7 @@ void TrainMetrics::FillHeartbeat(proto::Heartbeat* hb) {
   hb->eval_auc = eval_auc_value_;
   hb->eval_logloss = eval_logloss_value_;
   hb->eval_step = eval_step_value_;
+  hb->eval_heads = head_scores_;
   hb->partitions = partitions_value_;
   hb->partition_auc = partition_auc_value_;
   hb->rss_bytes = usage.resident_bytes;

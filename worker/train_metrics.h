@@ -36,10 +36,13 @@ class TrainMetrics {
 
   void OnStep(const StepReport& r);
   void OnEval(int64_t step, double auc, double logloss);
+  // A model of several heads: each head's evaluation (worker 0; a
+  // regression head: AUC NaN, its mean squared error as logloss), before
+  // the OnEval of that evaluation, so that a heartbeat never pairs a new
+  // evaluation's step with the heads of the one before.
+  void OnHeadEval(const std::string& head, double auc, double logloss);
   // A stream partition this worker has passed: the progressive AUC and
   // logloss of its share (NaN: none scored) and the rows it trained of it.
-  // A model of several heads: each head's evaluation (worker 0), after OnEval.
-  void OnHeadEval(const std::string& head, double auc, double logloss);
   void OnPartition(double auc, double logloss, int64_t rows);
   // The data position whose gradients have all reached the servers (sent
   // in the heartbeats: a dead worker's shard is adopted from there).
@@ -87,6 +90,7 @@ class TrainMetrics {
   double partition_auc_value_ ABSL_GUARDED_BY(mu_) = NAN;
   double eval_logloss_value_ ABSL_GUARDED_BY(mu_) = NAN;
   int64_t eval_step_value_ ABSL_GUARDED_BY(mu_) = -1;
+  std::vector<proto::HeadScore> head_scores_ ABSL_GUARDED_BY(mu_);  // by head, OnHeadEval's
   double last_loss_ ABSL_GUARDED_BY(mu_) = NAN;
   double last_compute_ ABSL_GUARDED_BY(mu_) = 0, last_wait_ ABSL_GUARDED_BY(mu_) = 0,
          last_data_ ABSL_GUARDED_BY(mu_) = 0;

@@ -383,11 +383,11 @@ absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainR
   last_eval_auc_ = m.auc;
   last_eval_step_ = clock;
   if (options_.train_metrics != nullptr) {
-    options_.train_metrics->OnEval(clock, m.auc, m.logloss);
     for (const HeadEval& h : heads) {
       options_.train_metrics->OnHeadEval(h.name, h.regression ? NAN : h.binary.auc,
                                          h.regression ? h.mse : h.binary.logloss);
     }
+    options_.train_metrics->OnEval(clock, m.auc, m.logloss);
   }
   RecordEval(m, clock,
              final_round || !schedule_.by_epochs()

@@ -110,6 +110,25 @@ TEST(FinishedJob, StateHasTheLiveDashboardsShapeWithCurvesOverSteps) {
   EXPECT_DOUBLE_EQ(s["now"].get<double>(), 4.5);
 }
 
+// A model of several heads: the AUC and logloss charts have a line per
+// head with an AUC (not the regression head).
+TEST(FinishedJob, SeveralHeadsGiveALinePerHead) {
+  RunCurves r;
+  r.name = "r";
+  r.eval_step = {10, 20};
+  r.eval_auc = {0.6, 0.7};
+  r.eval_logloss = {0.5, 0.45};
+  r.heads = {{"click", {0.6, 0.7}, {0.5, 0.45}}, {"spend", {NAN, NAN}, {3, 2}},
+             {"convert", {NAN, 0.62}, {NAN, 0.3}}};
+  auto s = nlohmann::json::parse(FinishedJobStateJson({r}, {}, "m.jsonl", 600));
+  const nlohmann::json& auc = s["series"]["eval_auc"];
+  ASSERT_EQ(auc.size(), 2u) << auc;
+  EXPECT_EQ(auc[0]["name"], "click AUC");
+  EXPECT_EQ(auc[0]["v"], nlohmann::json({0.6, 0.7}));
+  EXPECT_EQ(auc[1]["name"], "convert AUC");
+  EXPECT_EQ(s["series"]["eval_logloss"][1]["name"], "convert logloss");
+}
+
 TEST(FinishedJob, AJobWithoutSummaryEndedAndSeriesAreThinned) {
   RunCurves r;
   r.name = "r";

@@ -58,6 +58,30 @@ TEST(RunCurves, NewEvalFieldsAreReadAndUnknownFieldsAndEventsIgnored) {
   EXPECT_FALSE(AnyValue(*runs, &RunCurves::loss));
 }
 
+// A model of several heads: each head's figures, by eval line, NaN where a
+// line lacks them (a regression head has no AUC).
+TEST(RunCurves, EachHeadsEvalFieldsAreItsCurves) {
+  const std::string text =
+      R"({"event":"eval","step":10,"eval_auc":0.6,"click.eval_auc":0.6,"click.eval_logloss":0.5,"spend.eval_logloss":3})"
+      "\n"
+      R"({"event":"eval","step":20,"eval_auc":0.7,"click.eval_auc":0.7,"click.eval_logloss":0.45,"convert.eval_auc":0.62,"spend.eval_logloss":2})"
+      "\n";
+  auto runs = ReadRunCurves(WriteTemp("heads.jsonl", text), "heads", nullptr);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  const RunCurves& r = (*runs)[0];
+  ASSERT_EQ(r.heads.size(), 3u);
+  EXPECT_EQ(r.heads[0].name, "click");
+  EXPECT_EQ(r.heads[0].auc, (std::vector<double>{0.6, 0.7}));
+  EXPECT_EQ(r.heads[0].logloss, (std::vector<double>{0.5, 0.45}));
+  EXPECT_EQ(r.heads[1].name, "spend");
+  EXPECT_TRUE(std::isnan(r.heads[1].auc[0]) && std::isnan(r.heads[1].auc[1]));
+  EXPECT_EQ(r.heads[1].logloss, (std::vector<double>{3, 2}));
+  EXPECT_EQ(r.heads[2].name, "convert");
+  ASSERT_EQ(r.heads[2].auc.size(), 2u);
+  EXPECT_TRUE(std::isnan(r.heads[2].auc[0]));  // first seen on the second line
+  EXPECT_EQ(r.heads[2].auc[1], 0.62);
+}
+
 TEST(RunCurves, AFileAppendedByTwoRunsGivesTwoRuns) {
   auto runs = ReadRunCurves(WriteTemp("twice.jsonl", std::string(kRun) + kRun), "twice", nullptr);
   ASSERT_TRUE(runs.ok()) << runs.status();

@@ -67,6 +67,22 @@ TEST(HeartbeatVersion, Version2RoundTripsEveryField) {
   EXPECT_EQ(back->bytes_out, 22u);
 }
 
+TEST(HeartbeatVersion, Version5CarriesEveryHeadsEvaluation) {
+  Heartbeat hb;
+  hb.eval_step = 40;
+  hb.eval_heads = {HeadScore{"click", 0.71, 0.52}, HeadScore{"spend", NAN, 2.5}};
+  auto d = Decode(Encode(HeartbeatHeader(), hb));
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto back = d->body<Heartbeat>();
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->eval_heads.size(), 2u);
+  EXPECT_EQ(back->eval_heads[0].head, "click");
+  EXPECT_DOUBLE_EQ(back->eval_heads[0].auc, 0.71);
+  EXPECT_EQ(back->eval_heads[1].head, "spend");
+  EXPECT_TRUE(std::isnan(back->eval_heads[1].auc));
+  EXPECT_DOUBLE_EQ(back->eval_heads[1].logloss, 2.5);
+}
+
 TEST(HeartbeatVersion, Version1HeartbeatDecodesWithNewFieldsUnset) {
   HeartbeatV1 old;
   old.step = 7;
@@ -81,6 +97,7 @@ TEST(HeartbeatVersion, Version1HeartbeatDecodesWithNewFieldsUnset) {
   EXPECT_TRUE(std::isnan(hb->eval_auc));
   EXPECT_EQ(hb->eval_step, -1);
   EXPECT_EQ(hb->rss_bytes, 0u);
+  EXPECT_TRUE(hb->eval_heads.empty());
 }
 
 TEST(HeartbeatVersion, TruncatedVersion2BodyIsRefused) {

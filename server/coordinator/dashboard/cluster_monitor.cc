@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,9 @@ namespace pstrain::server {
 namespace {
 
 using nlohmann::json;
+
+// The most heads' series kept (a heartbeat's list is a peer's word).
+constexpr size_t kMaxHeadSeries = 32;
 
 // A number for the JSON: NaN and infinities become null, others are
 // rounded to `digits` significant digits (shorter text).
@@ -125,6 +129,18 @@ void ClusterMonitor::OnHeartbeat(proto::Role role, int32_t rank, const proto::He
       last_eval_step_ = hb.eval_step;
       Append(&eval_auc_, t, hb.eval_auc);
       Append(&eval_logloss_, t, hb.eval_logloss);
+      for (const proto::HeadScore& h : hb.eval_heads) {
+        auto it = std::find_if(head_evals_.begin(), head_evals_.end(),
+                               [&h](const HeadSeries& s) { return s.head == h.head; });
+        if (it == head_evals_.end()) {
+          if (head_evals_.size() >= kMaxHeadSeries) continue;  // a bound on a peer's list
+          it = head_evals_.insert(head_evals_.end(), HeadSeries{h.head, {}, {}});
+        }
+        if (std::isfinite(h.auc)) {
+          Append(&it->auc, t, h.auc);
+          Append(&it->logloss, t, h.logloss);
+        }
+      }
     }
   } else if (n->heartbeats > 1) {
     Append(&n->requests_per_sec_series, t, n->requests_per_sec);
@@ -288,7 +304,17 @@ std::string ClusterMonitor::StateJson(size_t max_points) const {
 
   json nodes = json::array();
   json loss = json::array(), sps = json::array(), rss = json::array(), rps = json::array();
-  json auc = json::array({SeriesJson("eval AUC", eval_auc_, max_points)});
+  // A model of several heads: a line per head (the first is the job's).
+  json auc = json::array(), logloss = json::array();
+  for (const HeadSeries& h : head_evals_) {
+    if (h.auc.v.empty()) continue;  // a regression head: no AUC
+    auc.push_back(SeriesJson(h.head + " AUC", h.auc, max_points));
+    logloss.push_back(SeriesJson(h.head + " logloss", h.logloss, max_points));
+  }
+  if (auc.empty()) {
+    auc.push_back(SeriesJson("eval AUC", eval_auc_, max_points));
+    logloss.push_back(SeriesJson("eval logloss", eval_logloss_, max_points));
+  }
   nodes.push_back(CoordinatorJson());
   rss.push_back(SeriesJson("coordinator", coordinator_rss_, max_points));
   for (const auto* group : {&servers_, &workers_}) {
@@ -315,7 +341,7 @@ std::string ClusterMonitor::StateJson(size_t max_points) const {
   series["rss_mib"] = std::move(rss);
   series["requests_per_sec"] = std::move(rps);
   series["eval_auc"] = std::move(auc);
-  series["eval_logloss"] = json::array({SeriesJson("eval logloss", eval_logloss_, max_points)});
+  series["eval_logloss"] = std::move(logloss);
   out["series"] = std::move(series);
   json cps = json::array();
   for (const CheckpointRecord& c : checkpoints_) {

@@ -123,6 +123,13 @@ class ClusterMonitor {
   std::vector<Node> workers_ ABSL_GUARDED_BY(mu_);
   Series eval_auc_ ABSL_GUARDED_BY(mu_);
   Series eval_logloss_ ABSL_GUARDED_BY(mu_);
+  // A model of several heads: each head's evaluations (the first head's
+  // are eval_auc_'s), in the model's order.
+  struct HeadSeries {
+    std::string head;
+    Series auc, logloss;
+  };
+  std::vector<HeadSeries> head_evals_ ABSL_GUARDED_BY(mu_);
   int64_t last_eval_step_ ABSL_GUARDED_BY(mu_) = -1;
   std::vector<CheckpointRecord> checkpoints_ ABSL_GUARDED_BY(mu_);
   std::string job_state_ ABSL_GUARDED_BY(mu_) = "starting";

@@ -94,6 +94,36 @@ TEST(ClusterMonitor, EvaluationsBecomeOnePointEach) {
   EXPECT_EQ(s["series"]["eval_auc"][0]["v"], json::array({0.7, 0.75}));
 }
 
+// A model of several heads: a line per head with an AUC (a regression
+// head has none), in place of the job's one line (the first head's).
+TEST(ClusterMonitor, SeveralHeadsBecomeALinePerHead) {
+  ClusterMonitorOptions o;
+  o.num_workers = 1;
+  ClusterMonitor m(o, nullptr);
+  m.OnJoin(Info(proto::Role::kWorker, 0));
+  proto::Heartbeat hb;
+  hb.eval_step = 100;
+  hb.eval_auc = 0.7;
+  hb.eval_heads = {{"click", 0.7, 0.5}, {"convert", 0.6, 0.4}, {"spend", NAN, 3.0}};
+  m.OnHeartbeat(proto::Role::kWorker, 0, hb);
+  m.OnHeartbeat(proto::Role::kWorker, 0, hb);  // the same evaluation: no new point
+  hb.eval_step = 200;
+  hb.eval_auc = 0.72;
+  hb.eval_heads = {{"click", 0.72, 0.49}, {"convert", 0.65, 0.38}, {"spend", NAN, 2.0}};
+  m.OnHeartbeat(proto::Role::kWorker, 0, hb);
+  json s = json::parse(m.StateJson());
+  const json& auc = s["series"]["eval_auc"];
+  ASSERT_EQ(auc.size(), 2u) << auc;
+  EXPECT_EQ(auc[0]["name"], "click AUC");
+  EXPECT_EQ(auc[0]["v"], json::array({0.7, 0.72}));
+  EXPECT_EQ(auc[1]["name"], "convert AUC");
+  EXPECT_EQ(auc[1]["v"], json::array({0.6, 0.65}));
+  const json& logloss = s["series"]["eval_logloss"];
+  ASSERT_EQ(logloss.size(), 2u) << logloss;
+  EXPECT_EQ(logloss[1]["name"], "convert logloss");
+  EXPECT_EQ(logloss[1]["v"], json::array({0.4, 0.38}));
+}
+
 TEST(ClusterMonitor, StreamPartitionsBecomeAProgressiveAucSeriesPerWorker) {
   ClusterMonitorOptions o;
   o.num_servers = 1;
