@@ -455,6 +455,17 @@ class Trainer {
   GradRefs grads_;
   OptimizerConfig warmup_;  // the lr schedule of the dense replica's steps (allreduce mode)
   PartitionScore score_;    // --train_stream: of position_.epoch's rows scored here
+  // A model of several heads: each head's (by head; the first's is score_,
+  // a regression head's stays empty).
+  std::vector<PartitionScore> head_score_;
+  // A partition's scores of one head, merged from the workers' parts.
+  struct HeadPartition {
+    std::string name;
+    PartitionScore score;
+  };
+  // The lead: each classifying head's (but the first's) parts of partition
+  // `epoch` from `workers`, merged.
+  absl::StatusOr<std::vector<HeadPartition>> MergeHeadParts(int epoch, const std::vector<int>& workers);
   std::vector<PendingPartition> own_pending_;
   std::vector<PendingPartition>* pending_partitions_;  // options_' or own_pending_
   absl::Time partitions_looked_ = absl::InfinitePast();  // the lead's last look for their parts

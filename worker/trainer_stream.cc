@@ -35,8 +35,37 @@ namespace pstrain::worker {
 
 std::string Trainer::PartitionKey(int epoch) const { return absl::StrCat("pv/", epoch, "/"); }
 
+namespace {
+
+// A model of several heads: where head h's part of a partition's scores is
+// stored ("pvh/<partition index>/<head>/<rank>").
+std::string HeadPartitionKey(int epoch, size_t head) {
+  return absl::StrCat("pvh/", epoch, "/", head, "/");
+}
+
+}  // namespace
+
 void Trainer::ScoreRows(const Batch& batch, const StepOutput& out) {
   if (!streaming() || out.probs.empty()) return;
+  // A model of several heads: each other classifying head on the rows that
+  // have its label.
+  const std::vector<ModelHead>& heads = model_->heads();
+  if (heads.size() > 1 && out.head_probs.size() == heads.size() * out.probs.size()) {
+    head_score_.resize(heads.size());
+    std::vector<float> probs, labels;
+    for (size_t h = 1; h < heads.size(); ++h) {
+      if (heads[h].regression) continue;
+      probs.clear();
+      labels.clear();
+      for (size_t r = 0; r < out.probs.size() && static_cast<int>(r) < batch.size; ++r) {
+        const float y = LabelOf(batch, heads[h].label, static_cast<int>(r));
+        if (std::isnan(y)) continue;
+        probs.push_back(out.head_probs[r * heads.size() + h]);
+        labels.push_back(y);
+      }
+      head_score_[h].Add(probs, labels);
+    }
+  }
   const int label = model_->heads()[0].label;
   if (label == 0) {
     score_.Add(out.probs, std::span<const float>(batch.labels.data(), out.probs.size()));
@@ -71,6 +100,16 @@ absl::Status Trainer::ClosePartitions(int end_epoch) {
       part.set_trained_rows(loop_.position().rows);
     }
     score_.Reset();
+    // Each other head's part first: a lead that finds this worker's part
+    // finds its heads' too.
+    for (size_t h = 1; h < head_score_.size(); ++h) {
+      if (model_->heads()[h].regression) continue;
+      PartitionScore head_part;
+      if (e == loop_.position().epoch) head_part = std::move(head_score_[h]);
+      head_score_[h].Reset();
+      PS_RETURN_IF_ERROR(coordinator_->StoreSet(HeadPartitionKey(e, h) + std::to_string(rank_),
+                                                head_part.Encode()));
+    }
     PS_RETURN_IF_ERROR(coordinator_->StoreSet(PartitionKey(e) + std::to_string(rank_), part.Encode()));
     spdlog::info("partition {} done here: {} rows trained, {} scored, progressive AUC {:.5f}",
                  name, part.trained_rows(), part.rows(), part.Auc());
@@ -82,6 +121,34 @@ absl::Status Trainer::ClosePartitions(int end_epoch) {
     AddPending(e, name);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Trainer::HeadPartition>> Trainer::MergeHeadParts(
+    int epoch, const std::vector<int>& workers) {
+  // Each worker stored its heads' parts before its own part, which the
+  // caller found: they are in the store (a part missing is left out).
+  std::vector<HeadPartition> out;
+  const std::vector<ModelHead>& heads = model_->heads();
+  for (size_t h = 1; h < heads.size(); ++h) {
+    if (heads[h].regression) continue;
+    HeadPartition part{heads[h].name, PartitionScore()};
+    for (int w : workers) {
+      auto blob = coordinator_->StoreGet(HeadPartitionKey(epoch, h) + std::to_string(w),
+                                         absl::ZeroDuration());
+      if (!blob.ok()) {
+        if (blob.status().code() == absl::StatusCode::kNotFound ||
+            blob.status().code() == absl::StatusCode::kDeadlineExceeded) {
+          continue;
+        }
+        return blob.status();
+      }
+      PS_ASSIGN_OR_RETURN(PartitionScore s,
+                          PartitionScore::Decode(*blob, absl::StrCat("worker ", w, ", head ", heads[h].name)));
+      part.score.Merge(s);
+    }
+    out.push_back(std::move(part));
+  }
+  return out;
 }
 
 absl::Status Trainer::CollectPartitions(bool final) {
@@ -96,6 +163,7 @@ absl::Status Trainer::CollectPartitions(bool final) {
     const std::string key = PartitionKey(e);
     PartitionScore merged;
     int parts = 0;
+    std::vector<int> scored_by;  // the workers whose parts are in
     for (int w = 0; w < num_workers_; ++w) {
       std::optional<Buffer> blob;
       if (final) {
@@ -117,7 +185,9 @@ absl::Status Trainer::CollectPartitions(bool final) {
                           PartitionScore::Decode(*blob, absl::StrCat("worker ", w)));
       merged.Merge(s);
       ++parts;
+      scored_by.push_back(w);
     }
+    PS_ASSIGN_OR_RETURN(std::vector<HeadPartition> heads, MergeHeadParts(e, scored_by));
     JsonLine line;
     line.Add("event", "partition")
         .Add("partition", name)
@@ -129,11 +199,20 @@ absl::Status Trainer::CollectPartitions(bool final) {
         .Add("progressive_logloss", merged.LogLoss())
         .Add("workers", parts)
         .Add("elapsed_seconds", absl::ToDoubleSeconds(absl::Now() - train_start_));
+    for (const HeadPartition& h : heads) {
+      line.Add(h.name + ".progressive_auc", h.score.Auc())
+          .Add(h.name + ".progressive_logloss", h.score.LogLoss())
+          .Add(h.name + ".rows_scored", h.score.rows());
+    }
     metrics_->Write(line);
     spdlog::info("partition {}: {} rows trained, progressive AUC {:.5f}, logloss {:.5f} ({} of {} "
                  "rows scored)",
                  name, merged.trained_rows(), merged.Auc(), merged.LogLoss(), merged.rows(),
                  merged.trained_rows());
+    for (const HeadPartition& h : heads) {
+      spdlog::info("partition {}: head {}: progressive AUC {:.5f}, logloss {:.5f} over {} rows",
+                   name, h.name, h.score.Auc(), h.score.LogLoss(), h.score.rows());
+    }
     PS_RETURN_IF_ERROR(coordinator_->StoreSet("pv_written", Buffer::FromString(std::to_string(e))));
     pending_partitions_->erase(pending_partitions_->begin());
   }

@@ -76,6 +76,9 @@ struct StepOutput {
   // pass before the step's update (progressive validation); only with
   // ModelOptions::step_probs, else empty.
   std::vector<float> probs;
+  // With several heads and step_probs: every head's output, [rows x heads]
+  // (a probability, or a regression head's value); else empty.
+  std::vector<float> head_probs;
 };
 
 struct ModelOptions {

@@ -341,6 +341,13 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
       const float z = host_logits_.data()[static_cast<size_t>(r) * num_heads];
       out.probs[r] = heads_[0].regression ? z : nn::SigmoidOf(z);
     }
+    if (num_heads > 1) {
+      out.head_probs.resize(static_cast<size_t>(rows) * num_heads);
+      for (size_t i = 0; i < out.head_probs.size(); ++i) {
+        const float z = host_logits_.data()[i];
+        out.head_probs[i] = heads_[i % num_heads].regression ? z : nn::SigmoidOf(z);
+      }
+    }
   }
   return out;
 }

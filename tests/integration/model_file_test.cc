@@ -313,6 +313,55 @@ TEST_P(MultiTaskModelFile, BothHeadsLearnAndPredictAndServeAnswerEach) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, MultiTaskModelFile, ::testing::Values("ps", "allreduce"));
 
+// A stream of partitions of two-task rows: progressive validation scores
+// each head, the conversion head on the rows that have its label (the
+// clicked ones), in each partition's line.
+TEST(MultiTaskStream, ProgressiveValidationScoresEachHead) {
+  const std::string dir = MakeTempDir("pstrain-mmoe-stream");
+  std::string out;
+  constexpr int kPartitions = 3, kRows = 30000;
+  ASSERT_EQ(RunPstrain({"gen", absl::StrCat("--rows=", kPartitions * kRows), "--seed=4",
+                        "--history=20", "--tasks=2", "--out=" + dir + "/all.csv"},
+                       dir + "/gen.log", &out, absl::Minutes(1)),
+            0)
+      << out;
+  // Three partitions of the rows, each with the header and its _SUCCESS.
+  std::vector<std::string> lines = absl::StrSplit(ReadFile(dir + "/all.csv"), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), static_cast<size_t>(kPartitions * kRows + 1));
+  for (int k = 0; k < kPartitions; ++k) {
+    const std::string part = absl::StrCat(dir, "/stream/2026-12-01/0", k);
+    std::filesystem::create_directories(part);
+    std::string text = lines[0] + "\n";
+    for (int r = 0; r < kRows; ++r) text += lines[1 + k * kRows + r] + "\n";
+    std::ofstream(part + "/part-0.csv") << text;
+    std::ofstream(part + "/_SUCCESS");
+  }
+  ASSERT_EQ(RunPstrain({"local", "--servers=1", "--workers=2", "--schema=" + dir + "/all.csv.schema.json",
+                        "--model_file=" + std::string(PSTRAIN_SOURCE_DIR) + "/examples/models/mmoe.json",
+                        "--train_stream=" + dir + "/stream", "--stream_end=2026-12-01/02",
+                        "--stream_poll_secs=0.1", "--metrics_out=" + dir + "/m.jsonl", "--timeout=120"},
+                       dir + "/local.log", &out, absl::Minutes(3)),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("partition 2026-12-01/02: head convert: progressive AUC"));
+  int partitions = 0;
+  std::istringstream metrics(ReadFile(dir + "/m.jsonl"));
+  std::string line;
+  while (std::getline(metrics, line)) {
+    if (line.find("\"event\":\"partition\"") == std::string::npos) continue;
+    ++partitions;
+    EXPECT_EQ(NumberAfter(line, "\"rows\":"), kRows) << line;
+    // The conversion label exists on the clicked rows only (about a quarter).
+    const double converted = NumberAfter(line, "\"convert.rows_scored\":");
+    EXPECT_GT(converted, 0.15 * kRows) << line;
+    EXPECT_LT(converted, 0.4 * kRows) << line;
+    const double auc = NumberAfter(line, "\"convert.progressive_auc\":");
+    EXPECT_TRUE(auc > 0.3 && auc < 1) << line;
+  }
+  EXPECT_EQ(partitions, kPartitions) << ReadFile(dir + "/m.jsonl");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ModelShow, PrintsEveryTensorsWidthAndTheTables) {
   const std::string dir = MakeTempDir("pstrain-model-show");
   std::string out;
