@@ -4,7 +4,9 @@
 // Each worker scores the rows of its share of a partition as it trains them
 // (StepOutput::probs: the forward pass before the step's update) and, once
 // it has passed the partition, stores its part under
-// "pv/<partition index>/<rank>". The lead merges the parts of a partition
+// "pv/<partition index>/<rank>" (a model of several heads: each other
+// classifying head's under "pvh/<partition index>/<head>/<rank>", stored
+// first). The lead merges the parts of a partition
 // when every worker's is in (looking at most once a second, without
 // waiting) and writes one "partition" line to --metrics_out; at the end of
 // training it gathers what is left, waiting: every worker stores its parts
