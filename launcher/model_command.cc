@@ -163,10 +163,9 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
   worker::ModelOptions m = checked.worker.train.model;
   m.device = "cpu";
   if (built_in) {
-    absl::StatusOr<graph::ModelGraph> g = worker::BuiltInGraph(m);
-    if (!g.ok()) return UsageError(g.status().message());
-    m.graph = std::make_shared<const graph::ModelGraph>(*std::move(g));
-    m.field_ids_of.clear();  // as CreateModel builds it: a table per column
+    absl::StatusOr<worker::ModelOptions> network = worker::WithNetworkGraph(m);
+    if (!network.ok()) return UsageError(network.status().message());
+    m = *std::move(network);
   }
   absl::StatusOr<graph::ResolvedGraph> r = graph::ResolveGraph(*m.graph, worker::GraphInputsOf(m));
   if (!r.ok()) return UsageError(r.status().message());

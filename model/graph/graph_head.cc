@@ -107,17 +107,6 @@ class GraphHead final : public FeatureHead {
   const std::vector<uint32_t> dense_tables_;
 };
 
-// options with its network's graph (a built-in network's built, and a
-// table per column as CreateModel gives it).
-absl::StatusOr<ModelOptions> WithNetworkGraph(const ModelOptions& options) {
-  if (options.graph != nullptr) return options;
-  ModelOptions o = options;
-  PS_ASSIGN_OR_RETURN(graph::ModelGraph g, BuiltInGraph(options));
-  o.graph = std::make_shared<const graph::ModelGraph>(std::move(g));
-  o.field_ids_of.clear();
-  return o;
-}
-
 }  // namespace
 
 absl::StatusOr<graph::ModelGraph> NetworkGraph(const ModelOptions& options) {

@@ -179,4 +179,13 @@ absl::StatusOr<graph::ModelGraph> BuiltInGraph(const ModelOptions& o) {
   return g;
 }
 
+absl::StatusOr<ModelOptions> WithNetworkGraph(const ModelOptions& options) {
+  if (options.graph != nullptr) return options;
+  ModelOptions o = options;
+  PS_ASSIGN_OR_RETURN(graph::ModelGraph g, BuiltInGraph(options));
+  o.graph = std::make_shared<const graph::ModelGraph>(std::move(g));
+  o.field_ids_of.clear();
+  return o;
+}
+
 }  // namespace pstrain::worker

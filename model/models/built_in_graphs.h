@@ -18,4 +18,10 @@ namespace pstrain::worker {
 // an unknown name or a shape the network cannot have (naming the flag).
 absl::StatusOr<graph::ModelGraph> BuiltInGraph(const ModelOptions& options);
 
+// `options` with its network's graph: a model file's as it is; a built-in
+// network's built (BuiltInGraph), each column looking up a table of its own
+// as before model files (a model file shares one among a schema's ids_like
+// columns).
+absl::StatusOr<ModelOptions> WithNetworkGraph(const ModelOptions& options);
+
 }  // namespace pstrain::worker

@@ -50,23 +50,16 @@ void SetSchemaColumns(const Schema& schema, ModelOptions* m) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) {
   nn::UseSingleThreadedBlas();
-  ModelOptions built_in;
   if (options.graph == nullptr) {
     PS_RETURN_IF_ERROR(CheckModelName(options.name));
     PS_RETURN_IF_ERROR(CheckDropout(options.name, options.dropout));
-    // A built-in network is the graph of its name and shape flags; as
-    // before model files, each column looks up a table of its own (a
-    // model file shares a table among a schema's ids_like columns).
-    built_in = options;
-    PS_ASSIGN_OR_RETURN(graph::ModelGraph g, BuiltInGraph(options));
-    built_in.graph = std::make_shared<const graph::ModelGraph>(std::move(g));
-    built_in.field_ids_of.clear();
   } else {
     PS_RETURN_IF_ERROR(CheckDropout("graph", options.dropout));
   }
+  // A built-in network is the graph of its name and shape flags.
+  PS_ASSIGN_OR_RETURN(const ModelOptions network, WithNetworkGraph(options));
   PS_ASSIGN_OR_RETURN(std::unique_ptr<nn::Device> device, nn::CreateDevice(options.device));
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                      CreateGraphModel(options.graph == nullptr ? built_in : options, std::move(device)));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateGraphModel(network, std::move(device)));
   PS_RETURN_IF_ERROR(
       CheckTablePatterns("table_weight_decay", options.table_weight_decay, model->tables()));
   return model;
