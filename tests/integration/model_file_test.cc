@@ -78,6 +78,22 @@ INSTANTIATE_TEST_SUITE_P(BuiltIn, ModelFile, ::testing::Values("dlrm", "dcn_v2",
 // DIN on behaviour-history data (pstrain gen --history), as a user runs it:
 // pstrain local in ps and allreduce modes, then pstrain predict on the
 // exported model; the attention learns what the history says.
+// pstrain gen's two-task rows with a history of 20 into dir: train.csv
+// (150,000 rows, and its schema) and eval.csv (the next 10,000).
+void GenerateTwoTaskRows(const std::string& dir) {
+  std::string out;
+  ASSERT_EQ(RunPstrain({"gen", "--rows=150000", "--seed=3", "--history=20", "--tasks=2",
+                        "--out=" + dir + "/train.csv"},
+                       dir + "/gen1.log", &out, absl::Minutes(1)),
+            0)
+      << out;
+  ASSERT_EQ(RunPstrain({"gen", "--rows=10000", "--seed=3", "--first_row=150000", "--history=20",
+                        "--tasks=2", "--out=" + dir + "/eval.csv"},
+                       dir + "/gen2.log", &out, absl::Minutes(1)),
+            0)
+      << out;
+}
+
 class DinModelFile : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DinModelFile, TrainsOnHistoriesAndItsExportScores) {
@@ -125,16 +141,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, DinModelFile, ::testing::Values("ps", "allreduce
 TEST(DinModelFile, PipelineModeCutsItsTowerAndRefusesWhatItCannotCut) {
   const std::string dir = MakeTempDir("pstrain-din-pipeline");
   std::string out;
-  ASSERT_EQ(RunPstrain({"gen", "--rows=150000", "--seed=3", "--history=20", "--tasks=2",
-                        "--out=" + dir + "/train.csv"},
-                       dir + "/gen1.log", &out, absl::Minutes(1)),
-            0)
-      << out;
-  ASSERT_EQ(RunPstrain({"gen", "--rows=10000", "--seed=3", "--first_row=150000", "--history=20",
-                        "--tasks=2", "--out=" + dir + "/eval.csv"},
-                       dir + "/gen2.log", &out, absl::Minutes(1)),
-            0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(GenerateTwoTaskRows(dir));
   const std::string models = std::string(PSTRAIN_SOURCE_DIR) + "/examples/models/";
   std::vector<std::string> train = {
       "local", "--servers=2", "--mode=pipeline", "--stages=2",
@@ -231,16 +238,7 @@ class MultiTaskModelFile : public ::testing::TestWithParam<std::string> {};
 TEST_P(MultiTaskModelFile, BothHeadsLearnAndPredictAndServeAnswerEach) {
   const std::string dir = MakeTempDir("pstrain-mmoe");
   std::string out;
-  ASSERT_EQ(RunPstrain({"gen", "--rows=150000", "--seed=3", "--history=20", "--tasks=2",
-                        "--out=" + dir + "/train.csv"},
-                       dir + "/gen1.log", &out, absl::Minutes(1)),
-            0)
-      << out;
-  ASSERT_EQ(RunPstrain({"gen", "--rows=10000", "--seed=3", "--first_row=150000", "--history=20",
-                        "--tasks=2", "--out=" + dir + "/eval.csv"},
-                       dir + "/gen2.log", &out, absl::Minutes(1)),
-            0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(GenerateTwoTaskRows(dir));
   const std::vector<std::string> train = {
       "local", "--servers=2", "--workers=2", "--mode=" + GetParam(),
       "--schema=" + dir + "/train.csv.schema.json",
