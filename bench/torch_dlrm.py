@@ -160,6 +160,8 @@ class Dlrm(nn.Module):
             if embedding_init == "uniform":
                 bound = embedding_scale if embedding_scale > 0 else 1 / math.sqrt(dim)
                 nn.init.uniform_(e.weight, -bound, bound)
+            elif embedding_init == "normal" and embedding_scale > 0:
+                nn.init.normal_(e.weight, 0.0, embedding_scale)
             elif embedding_init == "dlrm":  # facebookresearch/dlrm: U(+-sqrt(1 / rows))
                 bound = math.sqrt(1 / e.num_embeddings)
                 nn.init.uniform_(e.weight, -bound, bound)
@@ -208,7 +210,8 @@ def main():
                     help="biases start at 0 (pstrain --bias_init=zeros)")
     ap.add_argument("--embedding_init", choices=["uniform", "normal", "dlrm"], default="uniform")
     ap.add_argument("--embedding_scale", type=float, default=0,
-                    help="--embedding_init=uniform: U(+-this) (0: U(+-1/sqrt(dim)))")
+                    help="--embedding_init=uniform: U(+-this) (0: U(+-1/sqrt(dim))); "
+                         "normal: N(0, this^2) (0: N(0, 1), nn.Embedding's own default)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--init", choices=["torch", "pstrain"], default="torch",
                     help="pstrain: start from the exact values of `pstrain train --seed=SEED "

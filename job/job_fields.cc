@@ -50,6 +50,7 @@ const std::vector<JobField>& Table() {
       {"tables.*.initial_accumulator", "initial_accumulator", W},
       {"tables.*.weight_decay", "weight_decay", W},
       {"tables.*.dtype", "embedding_dtype", W},
+      {"tables.*.init", "embedding_init", W},
       {"tables.*.untrained_rows", "untrained_rows", W},
       {"tables.*.admission.min_count", "min_count", W},
       {"tables.*.admission.probability", "admit_probability", W},
@@ -65,6 +66,7 @@ const std::vector<JobField>& Table() {
       // Per-table weight decay (entries other than "*" and "dense") gathers
       // here; a file may also give it whole.
       {"tables.weight_decay_by_table", "table_weight_decay", W},
+      {"tables.init_by_table", "table_init", W},
       // The model.
       {"model.name", "model", W},
       {"model.file", "model_file", W},

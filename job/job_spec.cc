@@ -55,8 +55,13 @@ class Reader {
   std::string name_;
   Source source_;
   JobSpec* spec_ = nullptr;
-  std::vector<std::string> weight_decay_;  // tables' own weight decays, "NAME=VALUE"
-  size_t weight_decay_at_ = 0;
+  // Tables' own settings by the flag that takes them ("table_weight_decay",
+  // "table_init"): "NAME=VALUE" items and where the last was.
+  struct PerTable {
+    std::vector<std::string> items;
+    size_t at = 0;
+  };
+  std::map<std::string, PerTable> per_table_;
 };
 
 absl::Status Reader::Read(JobSpec* spec) {
@@ -85,9 +90,8 @@ absl::Status Reader::Read(JobSpec* spec) {
     }
     PS_RETURN_IF_ERROR(Section(key, value, at));
   }
-  if (!weight_decay_.empty()) {
-    spec->Set(*FieldOfFlag("table_weight_decay"), absl::StrJoin(weight_decay_, ","), source_,
-              Where(weight_decay_at_));
+  for (const auto& [flag, t] : per_table_) {
+    spec->Set(*FieldOfFlag(flag), absl::StrJoin(t.items, ","), source_, Where(t.at));
   }
   return absl::OkStatus();
 }
@@ -145,26 +149,36 @@ absl::Status Reader::Tables(const Json& v, size_t at) {
       PS_RETURN_IF_ERROR(Object(absl::StrCat("tables.", name), rest, entry_at));
       continue;
     }
-    // A table of its own (or a prefix ending in *): only its weight decay
-    // can differ from the others today.
+    // A table of its own (or a prefix ending in *): its weight decay and
+    // its initializer can differ from the others'.
     size_t key_at = entry_at;
     for (auto& [key, value] : e.items()) {
       key_at = Find(key, key_at);
       if (key == "name") continue;
-      if (key != "weight_decay") {
+      if (key != "weight_decay" && key != "init") {
         return Bad(key_at,
                    absl::StrCat("tables[", i, "] (\"", name, "\"): a table's own \"", key,
-                                "\" is not supported; only \"weight_decay\" can differ by table "
-                                "(the \"*\" entry sets the rest for every embedding table, "
-                                "\"dense\" for the MLP tables)"));
+                                "\" is not supported; only \"weight_decay\" and \"init\" can "
+                                "differ by table (the \"*\" entry sets the rest for every "
+                                "embedding table, \"dense\" for the MLP tables)"));
       }
-      double number = 0;
-      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-      if (!(value.is_number() || value.is_string()) || !absl::SimpleAtod(text, &number)) {
-        return Bad(key_at, absl::StrCat("tables[", i, "].weight_decay must be a number"));
+      std::string text;
+      if (key == "weight_decay") {
+        double number = 0;
+        text = value.is_string() ? value.get<std::string>() : value.dump();
+        if (!(value.is_number() || value.is_string()) || !absl::SimpleAtod(text, &number)) {
+          return Bad(key_at, absl::StrCat("tables[", i, "].weight_decay must be a number"));
+        }
+      } else {
+        if (!value.is_string()) {
+          return Bad(key_at, absl::StrCat("tables[", i, "].init must be a string, e.g. "
+                                          "\"normal:0.01\" (--embedding_init's forms)"));
+        }
+        text = value.get<std::string>();
       }
-      weight_decay_.push_back(absl::StrCat(name, "=", text));
-      weight_decay_at_ = key_at;
+      PerTable& t = per_table_[key == "init" ? "table_init" : "table_weight_decay"];
+      t.items.push_back(absl::StrCat(name, "=", text));
+      t.at = key_at;
     }
   }
   return absl::OkStatus();
@@ -313,12 +327,12 @@ std::string JobSpec::ToJson() const {
   for (const JobValue& v : values_) {
     std::vector<std::string> parts = absl::StrSplit(v.field->path, '.');
     if (parts[0] == "tables") {
-      if (v.field->flag == "table_weight_decay") {
+      if (v.field->flag == "table_weight_decay" || v.field->flag == "table_init") {
         for (absl::string_view item : absl::StrSplit(v.value, ',', absl::SkipEmpty())) {
-          const size_t eq = item.rfind('=');
+          const size_t eq = item.find('=');
           if (eq == absl::string_view::npos) continue;
           Json& e = entry(std::string(item.substr(0, eq)));
-          e["weight_decay"] = std::string(item.substr(eq + 1));
+          e[v.field->flag == "table_init" ? "init" : "weight_decay"] = std::string(item.substr(eq + 1));
         }
         continue;
       }

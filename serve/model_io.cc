@@ -1,5 +1,6 @@
 #include "serve/model_io.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -46,12 +47,18 @@ json ModelJson(const ModelOptions& m, const Schema& s) {
               {"top_mlp", m.top_mlp},
               {"deep_mlp", m.deep_mlp},
               {"seed", m.seed},
+              {"embedding_init", EmbeddingInitText(m.embedding_init)},
               {"hash_buckets", s.hash_buckets},
               {"multi_hot_sep", std::string(s.multi_hot_sep ? 1 : 0, s.multi_hot_sep)},
               {"field_sep", std::string(1, s.field_sep)},
               {"header", s.header},
               {"max_line_bytes", s.max_line_bytes},
               {"missing_values", s.missing_tokens}};
+  if (!m.table_init.empty()) {
+    json inits = json::array();
+    for (const auto& [table, init] : m.table_init) inits.push_back({table, EmbeddingInitText(init)});
+    out["table_init"] = inits;
+  }
   // The columns of a custom layout, as a schema file states them.
   if (s.custom) out["schema"] = SchemaJson(s);
   // A model file's network, as the file was written.
@@ -239,6 +246,19 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
     out.model.top_mlp = m.at("top_mlp").get<std::vector<int>>();
     out.model.deep_mlp = m.at("deep_mlp").get<std::vector<int>>();
     out.model.seed = m.at("seed").get<uint64_t>();
+    // A model saved before --embedding_init existed started its rows at
+    // U(+-1/sqrt(dim)); its unseen ids read as that.
+    absl::StatusOr<EmbeddingInitSpec> init =
+        ParseEmbeddingInit(m.value("embedding_init", std::string("uniform:1/sqrt(dim)")));
+    if (!init.ok()) return absl::DataLossError(absl::StrCat(manifest_path, ": ", init.status().message()));
+    out.model.embedding_init = *init;
+    if (m.contains("table_init")) {
+      for (const json& e : m.at("table_init")) {
+        absl::StatusOr<EmbeddingInitSpec> t = ParseEmbeddingInit(e.at(1).get<std::string>());
+        if (!t.ok()) return absl::DataLossError(absl::StrCat(manifest_path, ": ", t.status().message()));
+        out.model.table_init.emplace_back(e.at(0).get<std::string>(), *t);
+      }
+    }
     if (m.contains("graph")) {
       absl::StatusOr<graph::ModelGraph> g = graph::ParseModelGraph(
           m.at("graph").get<std::string>(), manifest_path + " (its model file)");
@@ -248,6 +268,11 @@ absl::StatusOr<SavedModel> ReadModel(const std::string& dir) {
     out.schema.num_dense = out.model.num_dense;
     out.schema.num_sparse = out.model.num_sparse;
     out.schema.hash_buckets = m.at("hash_buckets").get<uint64_t>();
+    if (out.model.num_sparse < 0 || out.model.num_sparse > (1 << 20)) {
+      return absl::DataLossError(absl::StrCat(manifest_path, ": num_sparse = ",
+                                              out.model.num_sparse, " is out of range"));
+    }
+    out.model.field_rows.assign(static_cast<size_t>(out.model.num_sparse), out.schema.hash_buckets);
     std::string sep = m.at("multi_hot_sep").get<std::string>();
     out.schema.multi_hot_sep = sep.empty() ? 0 : sep[0];
     std::string fsep = m.value("field_sep", std::string("\t"));

@@ -26,6 +26,20 @@ using graph::Tensor;
 
 }  // namespace
 
+absl::StatusOr<InitializerConfig> TableRowInit(const ModelOptions& o, const std::string& table,
+                                               int f) {
+  const graph::ModelGraph& g = *o.graph;
+  EmbeddingInitSpec spec = g.embedding_init.value_or(o.embedding_init);
+  for (const graph::ModelGraph::TableInit& t : g.table_init) {
+    if (t.table == table) spec = t.init;
+  }
+  for (const auto& [pattern, init] : o.table_init) {
+    if (TableNameMatches(pattern, table)) spec = init;
+  }
+  const uint64_t rows = static_cast<size_t>(f) < o.field_rows.size() ? o.field_rows[f] : 0;
+  return EmbeddingRowInit(spec, table, FieldDim(o, f), rows, o.seed);
+}
+
 GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> device,
                        ResolvedGraph r)
     : ModelBase(options, std::move(device)), r_(std::move(r)), specs_(options.graph->layers) {
@@ -118,8 +132,9 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
       }
     }
     const std::string name = absl::StrCat("emb.", SparseFieldName(o(), f));
+    // CreateGraphModel checked that every table's initializer applies.
     const uint32_t table =
-        registry().AddSparse(name, FieldDim(o(), f), RowInit(name, FieldDim(o(), f)), fields);
+        registry().AddSparse(name, FieldDim(o(), f), *TableRowInit(o(), name, f), fields);
     for (int g : fields) emb_table_[g] = table;
     ++position;
   }
@@ -555,6 +570,10 @@ absl::StatusOr<std::unique_ptr<Model>> CreateGraphModel(const ModelOptions& opti
           "\" (", graph::LayerTypeName(l.type), ") runs on the CPU device in this build, not on ",
           device->name()));
     }
+  }
+  for (int f = 0; f < options.num_sparse; ++f) {
+    const std::string table = absl::StrCat("emb.", SparseFieldName(options, f));
+    PS_RETURN_IF_ERROR(TableRowInit(options, table, f).status());
   }
   return std::unique_ptr<Model>(new GraphModel(options, std::move(device), std::move(r)));
 }

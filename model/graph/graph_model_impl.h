@@ -21,6 +21,12 @@
 
 namespace pstrain::worker {
 
+// How the rows of table `table` (sparse field f's) start: its table_init,
+// else the graph's embedding_init, else --embedding_init. InvalidArgument
+// when that cannot start it (U(+-sqrt(1/rows)) on unbounded ids).
+absl::StatusOr<InitializerConfig> TableRowInit(const ModelOptions& o, const std::string& table,
+                                               int f);
+
 class GraphModel final : public ModelBase {
  public:
   GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> device,
@@ -99,25 +105,6 @@ class GraphModel final : public ModelBase {
   absl::Status FinishSummedGrads(int rows);
 
   const ModelOptions& o() const { return options(); }
-  // How table `table`'s rows of `dim` start: its table_init, else the
-  // file's embedding_init, else U(+-1/sqrt(dim)).
-  InitializerConfig RowInit(const std::string& table, int dim) const {
-    const graph::ModelGraph& g = *o().graph;
-    std::string kind = g.embedding_init;
-    float scale = g.embedding_init_scale;
-    for (const graph::ModelGraph::TableInit& t : g.table_init) {
-      if (t.table == table) {
-        kind = t.kind;
-        scale = t.scale;
-      }
-    }
-    if (kind.empty()) return EmbeddingInit(dim, o().seed);
-    InitializerConfig init = ZeroInit(o().seed);
-    if (kind == "uniform") init.kind = InitKind::kUniform;
-    if (kind == "normal") init.kind = InitKind::kNormal;
-    init.scale = scale;
-    return init;
-  }
   // The bags of sparse field f.
   const nn::Bags& Bag(const StepData& step, int f) const {
     return step.Bag(bag_of_[f].first, bag_of_[f].second);

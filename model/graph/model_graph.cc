@@ -72,9 +72,10 @@ class Parser {
   // A non-empty list of strings ("must be a list of `kind`") appended to *out.
   absl::Status Names(const Json& v, const std::string& what, size_t at, const char* kind,
                      std::vector<std::string>* out) const;
-  // An embedding initializer: "zeros", {"uniform": SCALE} or {"normal": SCALE}.
-  absl::Status Init(const Json& v, const std::string& what, size_t at, std::string* kind,
-                    float* scale) const;
+  // An embedding initializer: "zeros", {"uniform": SCALE}, {"normal": SCALE},
+  // {"uniform": "1/sqrt(dim)"} or {"uniform": "sqrt(1/rows)"}.
+  absl::Status Init(const Json& v, const std::string& what, size_t at,
+                    worker::EmbeddingInitSpec* init) const;
 
   absl::string_view text_;
   std::string name_;
@@ -104,22 +105,26 @@ absl::Status Parser::Names(const Json& v, const std::string& what, size_t at, co
   return absl::OkStatus();
 }
 
-absl::Status Parser::Init(const Json& v, const std::string& what, size_t at, std::string* kind,
-                          float* scale) const {
-  const std::string usage = absl::StrCat(what, " is \"zeros\", {\"uniform\": SCALE} or {\"normal\": SCALE}");
+absl::Status Parser::Init(const Json& v, const std::string& what, size_t at,
+                          worker::EmbeddingInitSpec* init) const {
+  const std::string usage = absl::StrCat(
+      what, " is \"zeros\", {\"uniform\": SCALE}, {\"normal\": SCALE}, {\"uniform\": "
+            "\"1/sqrt(dim)\"} or {\"uniform\": \"sqrt(1/rows)\"} (TorchRec's: rows = the "
+            "column's hash_buckets), SCALE in (0, 100]");
+  std::string text;
   if (v.is_string() && v.get<std::string>() == "zeros") {
-    *kind = "zeros";
-    return absl::OkStatus();
+    text = "zeros";
+  } else if (v.is_object() && v.size() == 1 && (v.contains("uniform") || v.contains("normal"))) {
+    const Json& s = v.begin().value();
+    if (s.is_number()) {
+      text = absl::StrCat(v.begin().key(), ":", s.get<double>());
+    } else if (s.is_string()) {
+      text = absl::StrCat(v.begin().key(), ":", s.get<std::string>());
+    }
   }
-  if (!v.is_object() || v.size() != 1 || !(v.contains("uniform") || v.contains("normal"))) {
-    return Bad(at, usage);
-  }
-  const Json& s = v.begin().value();
-  if (!s.is_number() || !(s.get<double>() > 0 && s.get<double>() <= 100)) {
-    return Bad(at, absl::StrCat(usage, ", SCALE in (0, 100]"));
-  }
-  *kind = v.begin().key();
-  *scale = s.get<float>();
+  absl::StatusOr<worker::EmbeddingInitSpec> spec = worker::ParseEmbeddingInit(text);
+  if (!spec.ok()) return Bad(at, usage);
+  *init = *spec;
   return absl::OkStatus();
 }
 
@@ -151,7 +156,8 @@ absl::StatusOr<ModelGraph> Parser::Run() {
     if (key == "embedding_dim") {
       PS_ASSIGN_OR_RETURN(g.embedding_dim, Int(value, "\"embedding_dim\"", at, 1, kMaxGraphWidth));
     } else if (key == "embedding_init") {
-      PS_RETURN_IF_ERROR(Init(value, "\"embedding_init\"", at, &g.embedding_init, &g.embedding_init_scale));
+      g.embedding_init.emplace();
+      PS_RETURN_IF_ERROR(Init(value, "\"embedding_init\"", at, &*g.embedding_init));
     } else if (key == "table_init") {
       if (!value.is_object()) {
         return Bad(at, "\"table_init\" is an object of embedding tables' starts, e.g. "
@@ -163,7 +169,7 @@ absl::StatusOr<ModelGraph> Parser::Run() {
         ModelGraph::TableInit t;
         t.table = table;
         t.line = LineAt(entry_at);
-        PS_RETURN_IF_ERROR(Init(init, absl::StrCat("\"table_init\": \"", table, "\""), entry_at, &t.kind, &t.scale));
+        PS_RETURN_IF_ERROR(Init(init, absl::StrCat("\"table_init\": \"", table, "\""), entry_at, &t.init));
         g.table_init.push_back(std::move(t));
       }
     } else if (key == "layers" || key == "heads") {

@@ -26,11 +26,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "model/models/embedding_init.h"
 
 namespace pstrain::worker::graph {
 
@@ -90,16 +92,15 @@ struct ModelGraph {
   std::string file;        // where it was read from, for messages
   std::string name;        // its "name" ("" when it has none)
   int embedding_dim = 0;   // the tables' width, as --embedding_dim (0: the job's)
-  // How the embedding rows start: "uniform" U(-scale, scale), "normal"
-  // N(0, scale^2), "zeros"; "" : U(+-1/sqrt(dim)), the built-in models'.
-  std::string embedding_init;
-  float embedding_init_scale = 0;
+  // How the embedding rows start ("embedding_init": "zeros",
+  // {"uniform": SCALE}, {"normal": SCALE}, {"uniform": "1/sqrt(dim)"} or
+  // {"uniform": "sqrt(1/rows)"}); unset: the job's --embedding_init.
+  std::optional<worker::EmbeddingInitSpec> embedding_init;
   // "table_init": {"emb.item": {"normal": 0.01}, ...}: one embedding
-  // table's start, over embedding_init's (kind and scale as there).
+  // table's start, over embedding_init's.
   struct TableInit {
     std::string table;
-    std::string kind;
-    float scale = 0;
+    worker::EmbeddingInitSpec init;
     int line = 0;
   };
   std::vector<TableInit> table_init;

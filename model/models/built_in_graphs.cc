@@ -119,8 +119,7 @@ absl::StatusOr<graph::ModelGraph> BuiltInGraph(const ModelOptions& o) {
       // starts as noise of standard deviation ~1.5 that one pass does not
       // unlearn (eval AUC 0.60 against 0.71 at 0.01 on 200k generated rows;
       // 0.05: 0.66 at lr 0.05).
-      g.embedding_init = "uniform";
-      g.embedding_init_scale = 0.01f;
+      g.embedding_init = ParseEmbeddingInit("uniform:0.01").value();
       if (o.num_sparse > 0) {
         g.layers.push_back(Layer("fm", LayerType::kFm, {"embeddings"}));
         sum.emplace_back("fm");

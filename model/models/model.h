@@ -19,6 +19,7 @@
 #include "data/batch.h"
 #include "data/schema.h"
 #include "model/graph/model_graph.h"
+#include "model/models/embedding_init.h"
 
 namespace pstrain::worker {
 
@@ -102,6 +103,12 @@ struct ModelOptions {
   // The schema's labels by name (LabelNames: the first label, then its
   // "labels"), which a model file's heads name; empty: one, "label".
   std::vector<std::string> label_names;
+  // The hash buckets of each sparse field, [num_sparse] (0: unbounded ids);
+  // empty: every field unbounded. U(+-sqrt(1/rows)) starts a table by them.
+  std::vector<uint64_t> field_rows;
+  // How embedding rows start (--embedding_init); a model file's
+  // embedding_init and table_init override it.
+  EmbeddingInitSpec embedding_init = DefaultEmbeddingInit();
   std::vector<int> bottom_mlp = {64, 16};    // dlrm: last width == embedding_dim
   std::vector<int> top_mlp = {64, 32};       // a final width-1 layer is added
   std::vector<int> deep_mlp = {256, 128};    // wide_deep, deepfm deep tower
@@ -122,6 +129,10 @@ struct ModelOptions {
   // value), overriding the optimizer's weight_decay for the tables it names;
   // the last matching entry wins. Every entry must match a table.
   std::vector<std::pair<std::string, float>> table_weight_decay;
+  // Embedding initializers per table (--table_init): (a table name, or a
+  // prefix ending in '*', its start), over the model file's and
+  // embedding_init; the last matching entry wins. Every entry must match.
+  std::vector<std::pair<std::string, EmbeddingInitSpec>> table_init;
   // The network of a model file (--model_file); null: the built-in network
   // `name` with the shape above. With a graph, `name` only names it.
   std::shared_ptr<const graph::ModelGraph> graph;

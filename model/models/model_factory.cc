@@ -39,7 +39,9 @@ void SetSchemaColumns(const Schema& schema, ModelOptions* m) {
   m->field_dims.clear();
   m->field_names.clear();
   m->field_ids_of.clear();
+  m->field_rows.clear();
   m->label_names = LabelNames(schema);
+  for (int f = 0; f < schema.num_sparse; ++f) m->field_rows.push_back(FieldBuckets(schema, f));
   for (const SparseColumn& c : schema.sparse) {
     m->pooling.push_back(c.pooling);
     m->field_names.push_back(c.name);
@@ -62,6 +64,9 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelOptions& options) 
   PS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, CreateGraphModel(network, std::move(device)));
   PS_RETURN_IF_ERROR(
       CheckTablePatterns("table_weight_decay", options.table_weight_decay, model->tables()));
+  std::vector<std::pair<std::string, float>> init_patterns;
+  for (const auto& [pattern, init] : options.table_init) init_patterns.emplace_back(pattern, 0.0f);
+  PS_RETURN_IF_ERROR(CheckTablePatterns("table_init", init_patterns, model->tables()));
   return model;
 }
 

@@ -11,16 +11,17 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(JobSpec, ReadsSectionsNestedObjectsListsAndComments) {
-  auto spec = JobSpec::Parse(R"({
+  auto spec = JobSpec::Parse(R"json({
   // a comment
   "name": "j",
   "cluster": {"workers": 3, "allreduce": {"overlap": false}},
   "tables": [{"name": "*", "dim": 8, "admission": {"min_count": 2}},
              {"name": "dense", "lr": 0.01},
-             {"name": "emb.C1", "weight_decay": 0.5}],
+             {"name": "emb.C1", "weight_decay": 0.5, "init": "normal:0.01"},
+             {"name": "emb.C2", "init": "uniform:sqrt(1/rows)"}],
   "model": {"name": "dlrm", "bottom_mlp": [32, 8]},
   "train": {"batch_size": 256}
-})",
+})json",
                              "j.json");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->name(), "j");
@@ -30,9 +31,10 @@ TEST(JobSpec, ReadsSectionsNestedObjectsListsAndComments) {
   EXPECT_EQ(spec->Find("min_count")->value, "2");
   EXPECT_EQ(spec->Find("dense_lr")->value, "0.01");
   EXPECT_EQ(spec->Find("table_weight_decay")->value, "emb.C1=0.5");
+  EXPECT_EQ(spec->Find("table_init")->value, "emb.C1=normal:0.01,emb.C2=uniform:sqrt(1/rows)");
   EXPECT_EQ(spec->Find("bottom_mlp")->value, "32,8");
   EXPECT_EQ(spec->Find("batch_size")->value, "256");
-  EXPECT_EQ(spec->Find("batch_size")->where, "j.json:9");
+  EXPECT_EQ(spec->Find("batch_size")->where, "j.json:10");
   EXPECT_EQ(spec->Find("batch_size")->source, Source::kFile);
   EXPECT_EQ(spec->Find("epochs"), nullptr);
 }
@@ -40,7 +42,7 @@ TEST(JobSpec, ReadsSectionsNestedObjectsListsAndComments) {
 TEST(JobSpec, ToJsonReadsBackToTheSameValues) {
   auto spec = JobSpec::Parse(R"({"cluster": {"mode": "allreduce"},
     "tables": [{"name": "*", "eviction": {"policy": "lfu"}}, {"name": "emb.*", "weight_decay": 0.1},
-               {"name": "dense", "optimizer": "sgd"}],
+               {"name": "dense", "optimizer": "sgd"}, {"name": "emb.C3", "init": "zeros"}],
     "data": {"train": ["a.tsv", "b.tsv"]}, "export": {"save_model": "m"}})",
                              "a.json");
   ASSERT_TRUE(spec.ok()) << spec.status();

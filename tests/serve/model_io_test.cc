@@ -161,6 +161,35 @@ TEST_F(ModelIoTest, MissingTokensAreRecordedAndAModelSavedBeforeThemReadsNone) {
   EXPECT_TRUE(back->schema.missing_tokens.empty()) << "NA stays a token, as it was trained";
 }
 
+// The embedding initializer travels with the model (an unseen id reads as
+// its row's start when served); a model saved before it existed started
+// its rows at U(+-1/sqrt(dim)), whatever today's default.
+TEST_F(ModelIoTest, EmbeddingInitIsReadBackAndAnOlderModelsIsOneOverSqrtDim) {
+  SavedModel m = RandomModel();
+  m.model.embedding_init = ParseEmbeddingInit("normal:0.03").value();
+  m.model.table_init = {{"emb.C2", ParseEmbeddingInit("zeros").value()}};
+  ASSERT_TRUE(WriteModel(dir_, m).ok());
+  absl::StatusOr<SavedModel> back = ReadModel(dir_.string());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(EmbeddingInitText(back->model.embedding_init), "normal:0.03");
+  ASSERT_EQ(back->model.table_init.size(), 1u);
+  EXPECT_EQ(back->model.table_init[0].first, "emb.C2");
+  EXPECT_EQ(EmbeddingInitText(back->model.table_init[0].second), "zeros");
+  const std::string path = (dir_ / "model.json").string();
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(path));
+  manifest["model"].erase("embedding_init");
+  std::ofstream(path) << manifest.dump(2);
+  back = ReadModel(dir_.string());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(EmbeddingInitText(back->model.embedding_init), "uniform:1/sqrt(dim)");
+  manifest["model"]["embedding_init"] = "uniform:-3";
+  std::ofstream(path) << manifest.dump(2);
+  back = ReadModel(dir_.string());
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(std::string(back.status().message()).find("'uniform:-3' is not an embedding initializer"),
+            std::string::npos) << back.status();
+}
+
 TEST_F(ModelIoTest, PredictFileMarksBadLinesInPlaceOrFailsAtTheFirst) {
   SavedModel m = RandomModel();
   ASSERT_TRUE(WriteModel(dir_ / "model", m).ok());

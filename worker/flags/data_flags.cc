@@ -109,6 +109,7 @@ absl::Status SchemaFromFlags(const std::vector<std::string>& train_data, Schema*
     PS_ASSIGN_OR_RETURN(schema->field_sep, SeparatorFlag(absl::GetFlag(FLAGS_field_sep)));
     schema->header = absl::GetFlag(FLAGS_header);
     schema->max_line_bytes = static_cast<size_t>(max_line);
+    m->field_rows.assign(static_cast<size_t>(m->num_sparse), schema->hash_buckets);
     return ValidateSchema(*schema);
   }
   // A schema file says what the layout flags would.

@@ -121,6 +121,44 @@ TEST(GraphModel, TableInitSetsEachEmbeddingTablesStart) {
   EXPECT_EQ(init["emb.C3"], std::make_pair(InitKind::kUniform, 0.05f));
 }
 
+// {"uniform": "sqrt(1/rows)"} is TorchRec's default: U(+-sqrt(1/rows)) by
+// each column's hash buckets; a column of unbounded ids has no rows to
+// scale by and is refused, naming its table. Without a file's own, the
+// rows start as the job's --embedding_init says.
+TEST(GraphModel, RowsScaledInitUsesEachTablesHashBuckets) {
+  ModelOptions o = WithGraph(R"json({"embedding_init": {"uniform": "sqrt(1/rows)"},
+    "table_init": {"emb.C3": {"uniform": "1/sqrt(dim)"}},
+    "layers": [{"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]}],
+    "heads": [{"input": "top"}]})json");
+  o.field_rows = {100, 0, 0};
+  o.field_dims = {16, 16, 4};
+  absl::StatusOr<std::unique_ptr<Model>> refused = CreateModel(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("table emb.C2: uniform:sqrt(1/rows) needs the table's rows, and its ids "
+                        "are unbounded: give its column hash_buckets"));
+  o.field_rows = {100, 10000, 0};
+  auto model = CreateModel(o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::map<std::string, std::pair<InitKind, float>> init;
+  for (const TableSpec& t : (*model)->tables()) init[t.name] = {t.init.kind, t.init.scale};
+  EXPECT_EQ(init["emb.C1"], std::make_pair(InitKind::kUniform, 0.1f));
+  EXPECT_EQ(init["emb.C2"], std::make_pair(InitKind::kUniform, 0.01f));
+  EXPECT_EQ(init["emb.C3"], std::make_pair(InitKind::kUniform, 0.5f));  // 1/sqrt(4)
+
+  ModelOptions plain = WithGraph(R"({"layers": [
+    {"name": "top", "type": "linear", "inputs": ["dense", "embeddings"]}], "heads": [{"input": "top"}]})");
+  plain.embedding_init = ParseEmbeddingInit("normal:0.02").value();
+  auto flagged = CreateModel(plain);
+  ASSERT_TRUE(flagged.ok()) << flagged.status();
+  for (const TableSpec& t : (*flagged)->tables()) {
+    if (t.kind == TableKind::kSparse) {
+      EXPECT_EQ(t.init.kind, InitKind::kNormal) << t.name;
+      EXPECT_EQ(t.init.scale, 0.02f) << t.name;
+    }
+  }
+}
+
 // A pool layer sums (or averages) a sequence's items: the sum is the
 // column's own (sum-pooled) input, bit for bit; the mean trains.
 TEST(GraphModel, PoolIsTheColumnsBagAndTheMeanMatchesFiniteDifferences) {

@@ -265,7 +265,11 @@ TEST(ModelGraph, BadHeadsAndGatesAreRefusedNamingTheHeadOrLayer) {
   EXPECT_THAT(error(R"({"table_init": {"emb.itme": "zeros"}, )" + linear),
               HasSubstr("m.json:1: \"table_init\": no embedding table \"emb.itme\" (did you mean \"emb.item\"?)"));
   EXPECT_THAT(error(R"({"table_init": {"emb.item": {"normal": -1}}, )" + linear),
-              HasSubstr("\"table_init\": \"emb.item\" is \"zeros\", {\"uniform\": SCALE} or {\"normal\": SCALE}, SCALE in (0, 100]"));
+              HasSubstr("\"table_init\": \"emb.item\" is \"zeros\", {\"uniform\": SCALE}, {\"normal\": SCALE}, "
+                        "{\"uniform\": \"1/sqrt(dim)\"} or {\"uniform\": \"sqrt(1/rows)\"} "
+                        "(TorchRec's: rows = the column's hash_buckets), SCALE in (0, 100]"));
+  EXPECT_THAT(error(R"json({"embedding_init": {"uniform": "sqrt(1/dim)"}, )json" + linear),
+              HasSubstr("m.json:1: \"embedding_init\" is \"zeros\""));
   in.ids_of = {-1, -1, 1};  // ad's ids are item's: one table, emb.item
   EXPECT_THAT(error(R"({"table_init": {"emb.ad": "zeros"}, )" + linear),
               HasSubstr("no embedding table \"emb.ad\" (\"ad\" looks up \"emb.item\": its ids are that column's)"));

@@ -39,8 +39,10 @@ TEST_P(ShippedFile, IsTheBuiltInNetworkOfTheDefaultFlags) {
   EXPECT_EQ(built->name, file->name);
   EXPECT_EQ(built->embedding_dim == 0 ? 16 : built->embedding_dim,
             file->embedding_dim == 0 ? 16 : file->embedding_dim);
-  EXPECT_EQ(built->embedding_init, file->embedding_init);
-  EXPECT_EQ(built->embedding_init_scale, file->embedding_init_scale);
+  EXPECT_EQ(built->embedding_init.has_value(), file->embedding_init.has_value());
+  if (built->embedding_init && file->embedding_init) {
+    EXPECT_EQ(EmbeddingInitText(*built->embedding_init), EmbeddingInitText(*file->embedding_init));
+  }
   EXPECT_TRUE(file->table_init.empty());
   ASSERT_EQ(built->layers.size(), file->layers.size());
   for (size_t i = 0; i < file->layers.size(); ++i) {
