@@ -13,8 +13,8 @@ if ! command -v clang++ >/dev/null; then
 fi
 CC=clang CXX=clang++ cmake -S . -B "$B" -G Ninja -DPSTRAIN_FUZZ=ON -DPSTRAIN_CUDA=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$B.configure.log" 2>&1 || { cat "$B.configure.log"; exit 1; }
-cmake --build "$B" --target codec_fuzzer criteo_fuzzer decompress_fuzzer
-for t in codec criteo decompress; do
+cmake --build "$B" --target codec_fuzzer criteo_fuzzer decompress_fuzzer parquet_fuzzer
+for t in codec criteo decompress parquet; do
   corpus="$B/fuzz-corpus/$t"
   mkdir -p "$corpus"
   cp -n tests/fuzz/corpus/$t/* "$corpus"/ 2>/dev/null || true

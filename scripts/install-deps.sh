@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgloo-dev libcpp-httplib-dev zlib1g-dev libzstd-dev librocksdb-dev
+  libsnappy-dev liblz4-dev libbrotli-dev
   iproute2 procps python3 python3-yaml curl
   libcairo2-dev fonts-dejavu-core
 )
