@@ -5,10 +5,42 @@
 #include "data/bad_line.h"
 #include "data/file_set.h"
 #include "data/line_reader.h"
+#include "data/parquet_rows.h"
 #include "data/parser.h"
 
 namespace pstrain::worker {
 namespace {
+
+// CheckFile for a Parquet file: its columns bind to the schema's and its
+// first rows (of the first row group) parse.
+absl::Status CheckParquetFile(const InputFile& file, const Schema& schema,
+                              const DataCheckOptions& options, int64_t* lines) {
+  if (!schema.custom || schema.column_names.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file.path, " is a Parquet file: its columns are read by name, so give a schema file "
+                   "(--schema) that names them"));
+  }
+  ParquetRows rows(schema);
+  PS_RETURN_IF_ERROR(rows.Open(file.path, 0, file.size));
+  ParsedRow row;
+  std::string why, first_error;
+  int checked = 0, bad = 0;
+  while (checked < options.lines_to_check) {
+    PS_ASSIGN_OR_RETURN(bool more, rows.Next(&row, &why));
+    if (!more) break;
+    ++checked;
+    if (!why.empty()) {
+      ++bad;
+      if (first_error.empty()) first_error = absl::StrCat(rows.Where(), ": ", why);
+    }
+  }
+  *lines += checked;
+  if (checked > 0 && 2 * bad > checked) {
+    return absl::InvalidArgumentError(absl::StrCat(first_error, " (", bad, " of its first ",
+                                                   checked, " rows are bad)"));
+  }
+  return absl::OkStatus();
+}
 
 // Adds the data lines seen (at most options.lines_to_check) to `*lines`.
 absl::Status CheckFile(const InputFile& file, const Parser& parser,
@@ -67,7 +99,9 @@ absl::Status CheckDataFiles(const std::vector<std::string>& patterns, const Sche
   for (const InputFile& f : *files) {
     bytes += f.size;
     if (f.size > 0) {
-      PS_RETURN_IF_ERROR(Annotate(CheckFile(f, *parser, options, &lines), options.flag));
+      PS_RETURN_IF_ERROR(Annotate(f.parquet ? CheckParquetFile(f, schema, options, &lines)
+                                            : CheckFile(f, *parser, options, &lines),
+                                  options.flag));
     }
   }
   if (bytes > 0 && lines == 0) {

@@ -169,7 +169,11 @@ DelimitedParser::DelimitedParser(const Schema& schema)
              : d.transform == Transform::kLog1p    ? IntegerPath::kLog1p
                                                    : IntegerPath::kOther;
     }
-    roles_[d.column] = Role{Role::kDense, path == IntegerPath::kLog1pClamp, static_cast<uint32_t>(j)};
+    if (d.time != TimePart::kNone) {
+      time_dense_.push_back(j);
+    } else {
+      roles_[d.column] = Role{Role::kDense, path == IntegerPath::kLog1pClamp, static_cast<uint32_t>(j)};
+    }
     integer_path_.push_back(path);
     missing_value_.push_back(MissingValue(d));
   }
@@ -178,10 +182,15 @@ DelimitedParser::DelimitedParser(const Schema& schema)
   sparse_in_order_ = true;
   for (int f = 0; f < schema_.num_sparse; ++f) {
     const SparseColumn& c = schema_.sparse[f];
+    if (c.time != TimePart::kNone) {
+      sparse_in_order_ = false;
+      continue;
+    }
     roles_[c.column] = Role{Role::kSparse, c.multi_hot_sep == 0, static_cast<uint32_t>(f),
                             c.hash_buckets, static_cast<uint32_t>(HashField(c, f))};
     if (f > 0 && schema_.sparse[f].column < schema_.sparse[f - 1].column) sparse_in_order_ = false;
   }
+  if (!time_dense_.empty()) sparse_in_order_ = false;
 }
 
 absl::Status DelimitedParser::CustomColumnCountError(std::string_view line, size_t columns) const {
@@ -287,6 +296,38 @@ inline void DelimitedParser::CustomSparse(int f, std::string_view t, ParsedRow* 
   row->field_end[f] = static_cast<uint32_t>(row->ids.size());
 }
 
+absl::Status DelimitedParser::TimeDense(int j, std::string_view t, ParsedRow* row) const {
+  const DenseColumn& d = schema_.dense[j];
+  int64_t seconds;
+  if (missing_.Contains(t)) {
+    row->dense[j] = missing_value_[j];
+  } else if (ParseTimestamp(t, &seconds)) {
+    row->dense[j] = ApplyTransform(d, TimePartOf(seconds, d.time));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("column ", ColumnName(schema_, d.column),
+                                                   ": not a timestamp: \"", Snippet(t), "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DelimitedParser::TimeSparse(int f, std::string_view t, ParsedRow* row) const {
+  const SparseColumn& c = schema_.sparse[f];
+  const int field = HashField(c, f);
+  int64_t seconds;
+  if (missing_.Contains(t)) {
+    row->ids.push_back(MissingId(field, c.hash_buckets));
+  } else if (ParseTimestamp(t, &seconds)) {
+    char buf[8];
+    const auto end = std::to_chars(buf, buf + sizeof(buf), TimePartOf(seconds, c.time)).ptr;
+    row->ids.push_back(FeatureId(field, std::string_view(buf, end - buf), c.hash_buckets));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("column ", ColumnName(schema_, c.column),
+                                                   ": not a timestamp: \"", Snippet(t), "\""));
+  }
+  row->field_end[f] = static_cast<uint32_t>(row->ids.size());
+  return absl::OkStatus();
+}
+
 inline bool DelimitedParser::FastColumn(const Role& role, std::string_view t, ParsedRow* row) const {
   if (!role.fast) return false;
   switch (role.kind) {
@@ -371,7 +412,15 @@ absl::Status DelimitedParser::ParseCustom(std::string_view line, ParsedRow* row)
       PS_RETURN_IF_ERROR(CustomColumn(static_cast<int>(c), cols[c], row));
     }
   }
-  for (int f = 0; f < schema_.num_sparse; ++f) CustomSparse(f, cols[schema_.sparse[f].column], row);
+  for (int j : time_dense_) PS_RETURN_IF_ERROR(TimeDense(j, cols[schema_.dense[j].column], row));
+  for (int f = 0; f < schema_.num_sparse; ++f) {
+    const SparseColumn& c = schema_.sparse[f];
+    if (c.time != TimePart::kNone) {
+      PS_RETURN_IF_ERROR(TimeSparse(f, cols[c.column], row));
+    } else {
+      CustomSparse(f, cols[c.column], row);
+    }
+  }
   return absl::OkStatus();
 }
 

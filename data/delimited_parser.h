@@ -75,6 +75,9 @@ class DelimitedParser final : public Parser {
   absl::Status CustomExtraLabel(int k, std::string_view token, ParsedRow* row) const;
   absl::Status CustomDense(int field, std::string_view token, ParsedRow* row) const;
   void CustomSparse(int field, std::string_view token, ParsedRow* row) const;
+  // A time part's dense value or categorical id (the column's timestamp).
+  absl::Status TimeDense(int field, std::string_view token, ParsedRow* row) const;
+  absl::Status TimeSparse(int field, std::string_view token, ParsedRow* row) const;
   absl::Status CustomColumnCountError(std::string_view line, size_t columns) const;
   absl::Status ColumnCountError(std::string_view line) const;
   // The ids of one categorical field's token (a multi-hot one's tokens).
@@ -87,6 +90,9 @@ class DelimitedParser final : public Parser {
   std::vector<float> missing_value_;       // [num_dense]: MissingValue(), transformed
   MissingTokens missing_;
   bool sparse_in_order_ = true;
+  // The dense fields that are time parts (their columns have no role: a
+  // column may give several parts); any makes the parser split lines first.
+  std::vector<int> time_dense_;
 };
 
 // Splits `line` at `sep` into `*columns`; a column that starts with a

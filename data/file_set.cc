@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
+#include <string>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,8 +24,8 @@ uint64_t Cut(uint64_t total, int shard, int num_shards) {
   return static_cast<uint64_t>(x / static_cast<uint64_t>(num_shards));
 }
 
-// The compression of `path`, from its first bytes.
-absl::StatusOr<Compression> ReadCompression(const char* path) {
+// The first bytes of `path` (up to 4).
+absl::StatusOr<std::string> ReadHead(const char* path) {
   int fd;
   do {
     fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -42,7 +45,48 @@ absl::StatusOr<Compression> ReadCompression(const char* path) {
     got += static_cast<size_t>(r);
   }
   ::close(fd);
-  return DetectCompression(std::string_view(head, got));
+  return std::string(head, got);
+}
+
+// Adds the regular file `path` of `size` bytes to *out.
+absl::Status AddFile(const std::string& path, uint64_t size, std::vector<InputFile>* out) {
+  InputFile file{path, size};
+  if (file.size > 0) {
+    PS_ASSIGN_OR_RETURN(std::string head, ReadHead(path.c_str()));
+    file.compression = DetectCompression(head);
+    file.parquet = head == "PAR1";
+  }
+  out->push_back(std::move(file));
+  return absl::OkStatus();
+}
+
+// Adds every regular file under folder `dir`, recursively, but for names
+// starting with '.' or '_'; returns how many.
+absl::StatusOr<size_t> AddFolder(const std::string& dir, int depth, std::vector<InputFile>* out) {
+  if (depth > 32) return absl::InvalidArgumentError(absl::StrCat(dir, ": folders nested too deep"));
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("read folder ", dir, ": ", ec.message()));
+  std::vector<std::string> names;
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (ec) return absl::PermissionDeniedError(absl::StrCat("read folder ", dir, ": ", ec.message()));
+    const std::string name = it->path().filename().string();
+    if (!name.empty() && name[0] != '.' && name[0] != '_') names.push_back(name);
+  }
+  size_t found = 0;
+  for (const std::string& name : names) {
+    const std::string path = absl::StrCat(dir, dir.ends_with('/') ? "" : "/", name);
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return ErrnoToStatus(errno, absl::StrCat("stat ", path));
+    if (S_ISDIR(st.st_mode)) {
+      PS_ASSIGN_OR_RETURN(size_t n, AddFolder(path, depth + 1, out));
+      found += n;
+    } else if (S_ISREG(st.st_mode)) {
+      PS_RETURN_IF_ERROR(AddFile(path, static_cast<uint64_t>(st.st_size), out));
+      ++found;
+    }
+  }
+  return found;
 }
 
 absl::Status GlobOne(const std::string& pattern, std::vector<InputFile>* out) {
@@ -64,23 +108,25 @@ absl::Status GlobOne(const std::string& pattern, std::vector<InputFile>* out) {
       status = ErrnoToStatus(errno, absl::StrCat("stat ", g.gl_pathv[i]));
       break;
     }
-    if (!S_ISREG(st.st_mode)) continue;
-    InputFile file{g.gl_pathv[i], static_cast<uint64_t>(st.st_size)};
-    if (file.size > 0) {
-      absl::StatusOr<Compression> compression = ReadCompression(g.gl_pathv[i]);
-      if (!compression.ok()) {
-        status = compression.status();
+    if (S_ISDIR(st.st_mode)) {
+      absl::StatusOr<size_t> n = AddFolder(g.gl_pathv[i], 0, out);
+      if (!n.ok()) {
+        status = n.status();
         break;
       }
-      file.compression = *compression;
+      found += *n;
+      continue;
     }
-    out->push_back(std::move(file));
+    if (!S_ISREG(st.st_mode)) continue;
+    status = AddFile(g.gl_pathv[i], static_cast<uint64_t>(st.st_size), out);
+    if (!status.ok()) break;
     ++found;
   }
   globfree(&g);
   if (!status.ok()) return status;
   if (found == 0) {
-    return absl::NotFoundError(absl::StrCat("no regular file matches \"", pattern, "\""));
+    return absl::NotFoundError(absl::StrCat("no regular file matches \"", pattern,
+                                            "\" (nor lies in a folder it matches)"));
   }
   return absl::OkStatus();
 }

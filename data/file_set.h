@@ -43,13 +43,20 @@ struct InputFile {
   std::string path;
   uint64_t size = 0;  // bytes, as stat(2) saw them when the set was expanded
   Compression compression = Compression::kNone;  // from the first bytes, then
+  // A Parquet file (its first bytes are "PAR1"): split by row group, not by
+  // line. A row group belongs to the shard that owns its first byte.
+  bool parquet = false;
 };
 
 // Expands each pattern with glob(3), stats the regular files found and
-// reads their first bytes for their compression (by content, whatever
-// their names); the result is sorted by path without duplicates. NotFound
-// when a pattern matches no regular file; InvalidArgument when there are no
-// patterns; the open(2)/read(2) error of a file that cannot be read.
+// reads their first bytes for their compression or Parquet magic (by
+// content, whatever their names); a folder matched stands for every regular
+// file under it, recursively, but for those whose names start with '.' or
+// '_' (a warehouse's _SUCCESS and .crc files); the result is sorted by path
+// without duplicates (so Hive-style folders, dt=2026-12-01/hour=13/, read in
+// their partitions' order). NotFound when a pattern matches no regular file;
+// InvalidArgument when there are no patterns; the open(2)/read(2) error of a
+// file that cannot be read.
 absl::StatusOr<std::vector<InputFile>> ExpandFilePatterns(
     const std::vector<std::string>& patterns);
 

@@ -52,6 +52,11 @@ absl::Status LineReader::Open(const std::string& path, uint64_t file_size, uint6
 
 absl::Status LineReader::Open(const InputFile& file, uint64_t begin, uint64_t end) {
   Close();
+  if (file.parquet) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        file.path, " is a Parquet file, and this reads text lines (training and evaluation "
+                   "read Parquet; `pstrain predict` and the data check read text only)"));
+  }
   path_ = file.path;
   int fd;
   do {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <set>
+#include <string>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -32,10 +35,20 @@ absl::Status ValidateColumns(const Schema& s) {
       static_cast<int>(s.sparse.size()) != s.num_sparse) {
     return bad("num_dense/num_sparse do not match the columns");
   }
+  // A column has one role; a timestamp column may also give each part of
+  // its time once as a dense and once as a categorical field.
   std::vector<int> used(s.num_columns, 0);
-  auto take = [&](int column, const std::string& role) -> absl::Status {
+  std::set<std::tuple<int, TimePart, std::string>> parts;
+  auto take = [&](int column, const std::string& role, TimePart part = TimePart::kNone) -> absl::Status {
     if (column < 0 || column >= s.num_columns) {
       return bad(role, ": column ", column, " outside [0, ", s.num_columns, ")");
+    }
+    if (part != TimePart::kNone) {
+      if (!parts.emplace(column, part, role).second) {
+        return bad(role, ": column ", ColumnName(s, column), "'s ", TimePartName(part),
+                   " is used twice");
+      }
+      return absl::OkStatus();
     }
     if (used[column]++) return bad(role, ": column ", ColumnName(s, column), " is used twice");
     return absl::OkStatus();
@@ -45,7 +58,7 @@ absl::Status ValidateColumns(const Schema& s) {
     PS_RETURN_IF_ERROR(take(l.column, absl::StrCat("labels.", l.name)));
   }
   for (const DenseColumn& d : s.dense) {
-    PS_RETURN_IF_ERROR(take(d.column, "dense"));
+    PS_RETURN_IF_ERROR(take(d.column, "dense", d.time));
     if (!(d.clip_lo <= d.clip_hi)) return bad("dense ", d.name, ": clip low above high");
     if (d.transform == Transform::kStandardize && d.has_stats &&
         !(d.stddev > 0 && std::isfinite(d.mean) && std::isfinite(d.stddev))) {
@@ -53,7 +66,7 @@ absl::Status ValidateColumns(const Schema& s) {
     }
   }
   for (const SparseColumn& c : s.sparse) {
-    PS_RETURN_IF_ERROR(take(c.column, "sparse"));
+    PS_RETURN_IF_ERROR(take(c.column, "sparse", c.time));
     if (c.multi_hot_sep == '\n' || c.multi_hot_sep == '\r' ||
         (c.multi_hot_sep != 0 && c.multi_hot_sep == s.field_sep)) {
       return bad("sparse ", c.name, ": invalid multi_hot separator ", SepName(c.multi_hot_sep));

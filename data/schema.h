@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "common/hash.h"
 #include "data/missing_values.h"
+#include "data/time_parts.h"
 
 namespace pstrain::worker {
 
@@ -54,6 +55,8 @@ struct DenseColumn {
   // gives one (`missing_given`); else MissingValue()'s default.
   double missing = 0;
   bool missing_given = false;
+  // A part of the column's timestamp (time_parts.h) instead of its value.
+  TimePart time = TimePart::kNone;
 };
 
 struct SparseColumn {
@@ -71,6 +74,9 @@ struct SparseColumn {
   // A multi-hot column keeps at most this many ids of a row, its last ones
   // (the most recent of a history written oldest first); 0: every id.
   int max_length = 0;
+  // A part of the column's timestamp (time_parts.h), whose decimal text is
+  // the token, instead of the column's text.
+  TimePart time = TimePart::kNone;
 };
 
 // The field whose hash a sparse column's tokens take (ids_of, or its own).
@@ -100,6 +106,9 @@ struct Schema {
   // (schema_file.h); num_dense/num_sparse are then dense.size()/sparse.size()
   // and field_sep, max_line_bytes and header still apply.
   bool custom = false;
+  // The data is Parquet ("format": "parquet", or the first file's magic):
+  // columns are found by name in each file (parquet_rows.h).
+  bool parquet = false;
   int num_columns = 0;                    // columns per line
   std::vector<std::string> column_names;  // [num_columns], or empty
   LabelColumn label;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -15,7 +16,9 @@
 #include "data/file_set.h"
 #include "data/label_rule.h"
 #include "data/line_reader.h"
+#include "data/parquet/parquet_file.h"
 #include "data/separator_sniff.h"
+#include "data/time_parts.h"
 
 namespace pstrain::worker {
 namespace {
@@ -27,9 +30,10 @@ constexpr const char* kKeys[] = {"separator", "header",  "columns",       "num_c
                                  "weight",    "hash_buckets", "embedding_dim", "dense_transform",
                                  "max_line_bytes", "stats_rows", "format", "missing_values",
                                  "labels"};
-constexpr const char* kDenseKeys[] = {"column", "transform", "clip", "mean", "stddev", "missing"};
+constexpr const char* kDenseKeys[] = {"column", "transform", "clip", "mean",
+                                      "stddev", "missing",   "time"};
 constexpr const char* kSparseKeys[] = {"column", "hash_buckets", "multi_hot", "pooling",
-                                       "embedding_dim", "ids_like", "max_length"};
+                                       "embedding_dim", "ids_like", "max_length", "time"};
 constexpr const char* kLabelKeys[] = {"column", "op", "threshold"};
 
 // The parse of one schema file, with its errors' prefix.
@@ -63,6 +67,8 @@ class Resolver {
   absl::Status Dense(const json& v, size_t i, Transform default_transform);
   absl::Status Sparse(const json& v, size_t i);
   absl::StatusOr<Transform> TransformOf(const json& v, const std::string& where) const;
+  // The entry's "time" part (kNone without one).
+  absl::StatusOr<TimePart> TimeOf(const json& v, const std::string& where) const;
   absl::StatusOr<double> Number(const json& v, const std::string& where) const;
   absl::Status DenseMissing(const json& v, const std::string& where, DenseColumn* d) const;
   absl::Status MissingValues(const json& j);
@@ -121,11 +127,26 @@ absl::Status Resolver::Names(const json& j) {
     names_from_ = "\"columns\"";
     return absl::OkStatus();
   }
-  if (!s_.header) return absl::OkStatus();
   if (patterns_.empty()) return absl::OkStatus();  // resolved later, or by index only
+  // The first file says whether the data is Parquet (by its magic), so its
+  // files are looked at even without a header; the reader reports a
+  // missing file of a schema that names no columns.
   absl::StatusOr<std::vector<InputFile>> files = ExpandFilePatterns(patterns_);
-  if (!files.ok()) return files.status();
+  if (!files.ok()) return s_.header || s_.parquet ? files.status() : absl::OkStatus();
   const InputFile& first = files->front();
+  if (first.parquet || s_.parquet) {
+    // A Parquet file names its columns: the first file's are the schema's.
+    if (!first.parquet) {
+      return Bad("\"format\": \"parquet\", but ", first.path, " is not a Parquet file");
+    }
+    PS_ASSIGN_OR_RETURN(std::unique_ptr<parquet::ParquetFile> file, parquet::ParquetFile::Open(first.path));
+    for (const parquet::ColumnDescriptor& c : file->columns()) s_.column_names.push_back(c.name);
+    s_.parquet = true;
+    s_.header = false;
+    names_from_ = absl::StrCat("the columns of ", first.path);
+    return absl::OkStatus();
+  }
+  if (!s_.header) return absl::OkStatus();
   LineReader reader(64 << 10, s_.max_line_bytes);
   PS_RETURN_IF_ERROR(reader.Open(first, 0, 1));  // decompressed when compressed
   LineReader::Line line;
@@ -306,6 +327,14 @@ std::string Resolver::HeaderHint() const {
                       SeparatorName(sep), " (", SeparatorAdvice(s_, sep), ")");
 }
 
+absl::StatusOr<TimePart> Resolver::TimeOf(const json& v, const std::string& where) const {
+  if (!v.contains("time")) return TimePart::kNone;
+  const json& t = v["time"];
+  absl::StatusOr<TimePart> part = ParseTimePart(t.is_string() ? t.get<std::string>() : t.dump());
+  if (!part.ok()) return Bad(where, ".time: ", part.status().message());
+  return *part;
+}
+
 absl::Status Resolver::Dense(const json& v, size_t i, Transform default_transform) {
   const std::string where = absl::StrCat("dense[", i, "]");
   DenseColumn d;
@@ -314,6 +343,7 @@ absl::Status Resolver::Dense(const json& v, size_t i, Transform default_transfor
     PS_RETURN_IF_ERROR(CheckKeys(v, kDenseKeys, where));
     if (!v.contains("column")) return Bad(where, ": no \"column\"");
     PS_ASSIGN_OR_RETURN(d.column, Column(v["column"], where));
+    PS_ASSIGN_OR_RETURN(d.time, TimeOf(v, where));
     if (v.contains("transform")) {
       PS_ASSIGN_OR_RETURN(d.transform, TransformOf(v["transform"], where));
     }
@@ -347,6 +377,7 @@ absl::Status Resolver::Dense(const json& v, size_t i, Transform default_transfor
   }
   d.name = d.column < static_cast<int>(s_.column_names.size()) ? s_.column_names[d.column]
                                                                : absl::StrCat(d.column);
+  if (d.time != TimePart::kNone) absl::StrAppend(&d.name, "_", TimePartName(d.time));
   s_.dense.push_back(std::move(d));
   return absl::OkStatus();
 }
@@ -359,6 +390,10 @@ absl::Status Resolver::Sparse(const json& v, size_t i) {
     PS_RETURN_IF_ERROR(CheckKeys(v, kSparseKeys, where));
     if (!v.contains("column")) return Bad(where, ": no \"column\"");
     PS_ASSIGN_OR_RETURN(c.column, Column(v["column"], where));
+    PS_ASSIGN_OR_RETURN(c.time, TimeOf(v, where));
+    if (c.time != TimePart::kNone && v.contains("multi_hot")) {
+      return Bad(where, ".time: a time part is one value, not a multi_hot list");
+    }
     if (v.contains("hash_buckets")) {
       const json& h = v["hash_buckets"];
       if (!h.is_number_unsigned() && !(h.is_number_integer() && h.get<int64_t>() >= 0)) {
@@ -405,6 +440,7 @@ absl::Status Resolver::Sparse(const json& v, size_t i) {
   }
   c.name = c.column < static_cast<int>(s_.column_names.size()) ? s_.column_names[c.column]
                                                                : absl::StrCat(c.column);
+  if (c.time != TimePart::kNone) absl::StrAppend(&c.name, "_", TimePartName(c.time));
   if (c.multi_hot_sep != 0 && c.multi_hot_sep == s_.field_sep) {
     return Bad(where, ".multi_hot: the same character as the separator");
   }
@@ -450,8 +486,11 @@ absl::StatusOr<SchemaFile> Resolver::Run(const json& j) {
     std::string f = j["format"].is_string() ? j["format"].get<std::string>() : "";
     if (f == "csv") {
       s_.field_sep = ',';
+    } else if (f == "parquet") {
+      s_.parquet = true;
     } else if (f != "tsv") {
-      return Bad("format: ", j["format"].dump(), " is not csv or tsv (or give \"separator\")");
+      return Bad("format: ", j["format"].dump(),
+                 " is not csv, tsv or parquet (or give \"separator\")");
     }
   }
   if (j.contains("separator")) {

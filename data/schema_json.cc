@@ -47,6 +47,7 @@ json SchemaJson(const Schema& s) {
     } else if (d.transform == Transform::kStandardize) {
       e["missing"] = "mean";
     }
+    if (d.time != TimePart::kNone) e["time"] = TimePartName(d.time);
     if (d.transform == Transform::kStandardize && d.has_stats) {
       e["mean"] = d.mean;
       e["stddev"] = d.stddev;
@@ -61,6 +62,7 @@ json SchemaJson(const Schema& s) {
     if (c.embedding_dim > 0) e["embedding_dim"] = c.embedding_dim;
     if (c.ids_of >= 0) e["ids_like"] = s.sparse[c.ids_of].column;
     if (c.max_length > 0) e["max_length"] = c.max_length;
+    if (c.time != TimePart::kNone) e["time"] = TimePartName(c.time);
     sparse.push_back(std::move(e));
   }
   json out = {{"separator", std::string(1, s.field_sep)},
@@ -73,6 +75,7 @@ json SchemaJson(const Schema& s) {
               {"missing_values", s.missing_tokens},
               {"ignore", "rest"}};
   if (!s.column_names.empty()) out["columns"] = s.column_names;
+  if (s.parquet) out["format"] = "parquet";
   if (!s.extra_labels.empty()) {
     json labels = json::object();
     for (const LabelColumn& l : s.extra_labels) labels[l.name] = label_json(l);

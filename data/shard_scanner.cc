@@ -52,12 +52,14 @@ ShardScanner::ShardScanner(std::vector<InputFile> files, std::vector<FileRange> 
       ranges_(std::move(ranges)),
       options_(options),
       parser_(std::move(parser)),
-      reader_(options.io_buffer_bytes, options.schema.max_line_bytes) {
+      reader_(options.io_buffer_bytes, options.schema.max_line_bytes),
+      parquet_(options.schema) {
   // Two bytes or more a line; a compressed file's lines are not bounded.
   max_lines_from_.assign(ranges_.size() + 1, 0.0);
   for (size_t r = ranges_.size(); r-- > 0;) {
     const FileRange& range = ranges_[r];
-    max_lines_from_[r] = files_[range.file].compression != Compression::kNone
+    max_lines_from_[r] = files_[range.file].compression != Compression::kNone ||
+                                 files_[range.file].parquet
                              ? std::numeric_limits<double>::infinity()
                              : max_lines_from_[r + 1] +
                                    static_cast<double>(range.end - range.begin) / 2 + 2;
@@ -66,13 +68,32 @@ ShardScanner::ShardScanner(std::vector<InputFile> files, std::vector<FileRange> 
 
 void ShardScanner::Rewind() {
   reader_.Close();
-  reader_open_ = false;
+  parquet_.Close();
+  reader_open_ = parquet_open_ = false;
   next_range_ = 0;
+}
+
+absl::StatusOr<bool> ShardScanner::NextParquetRow(ParsedRow* row) {
+  while (true) {
+    PS_ASSIGN_OR_RETURN(bool more, parquet_.Next(row, &bad_why_));
+    if (!more) return false;
+    if (bad_why_.empty()) {
+      ++good_;
+      return true;
+    }
+    PS_RETURN_IF_ERROR(OnBadRow(bad_why_));
+  }
 }
 
 absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
   LineReader::Line line;
   while (true) {
+    if (parquet_open_) {
+      PS_ASSIGN_OR_RETURN(bool got, NextParquetRow(row));
+      if (got) return true;
+      parquet_.Close();
+      parquet_open_ = false;
+    }
     if (!reader_open_) {
       if (next_range_ == ranges_.size()) {
         PS_RETURN_IF_ERROR(CheckBadFraction(0));
@@ -80,6 +101,16 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
       }
       const FileRange& r = ranges_[next_range_++];
       const InputFile& f = files_[r.file];
+      if (f.parquet) {
+        if (!options_.schema.custom || options_.schema.column_names.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              f.path, " is a Parquet file: its columns are read by name, so give a schema "
+                      "file (--schema) that names them"));
+        }
+        PS_RETURN_IF_ERROR(parquet_.Open(f.path, r.begin, r.end));
+        parquet_open_ = true;
+        continue;
+      }
       PS_RETURN_IF_ERROR(reader_.Open(f, r.begin, r.end));
       reader_open_ = true;
     }
@@ -114,6 +145,7 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
 }
 
 std::string ShardScanner::Describe(BadLine* bad) {
+  if (!bad->where.empty()) return absl::StrCat(bad->where, ": ", bad->reason);
   if (bad->number == 0) {
     absl::StatusOr<int64_t> before = LinesBefore(bad->path, bad->first_line_offset);
     if (before.ok()) bad->number = *before + bad->index + 1;
@@ -133,6 +165,7 @@ absl::Status ShardScanner::OnBadLine(const LineReader::Line& line, const absl::S
   latest_.index = line.index;
   latest_.number = 0;
   latest_.reason.assign(why.message().data(), why.message().size());
+  latest_.where.clear();
   // Enough bytes for the quote's characters, and one more to show the cut.
   const std::string_view text = line.text.substr(0, 4 * kQuotedLineChars + 1);
   latest_.text.assign(text.data(), text.size());
@@ -151,8 +184,26 @@ absl::Status ShardScanner::OnBadLine(const LineReader::Line& line, const absl::S
   return left >= options_.early_judgement_min_lines ? CheckBadFraction(left) : absl::OkStatus();
 }
 
+absl::Status ShardScanner::OnBadRow(const std::string& why) {
+  ++bad_;
+  latest_.where = parquet_.Where();
+  latest_.reason = why;
+  latest_.text.clear();
+  if (logged_ < options_.max_logged_bad_lines) {
+    ++logged_;
+    const bool first = FirstReport(latest_.where);
+    spdlog::log(first ? spdlog::level::warn : spdlog::level::debug, "skipping bad row {}{}",
+                Describe(&latest_),
+                logged_ == options_.max_logged_bad_lines ? " (further bad rows not logged)" : "");
+  }
+  const double left = MaxLinesLeft();
+  return left >= options_.early_judgement_min_lines ? CheckBadFraction(left) : absl::OkStatus();
+}
+
 double ShardScanner::MaxLinesLeft() const {
-  const double in_range = reader_open_ ? static_cast<double>(reader_.MaxLinesLeft()) : 0.0;
+  const double in_range = reader_open_    ? static_cast<double>(reader_.MaxLinesLeft())
+                          : parquet_open_ ? static_cast<double>(parquet_.RowsLeft())
+                                          : 0.0;
   return in_range + max_lines_from_[next_range_];
 }
 

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "data/file_set.h"
 #include "data/line_reader.h"
+#include "data/parquet_rows.h"
 #include "data/parser.h"
 
 namespace pstrain::worker {
@@ -73,9 +74,13 @@ class ShardScanner {
     int64_t number = 0;              // 1-based in its file; 0: not found yet
     std::string reason;
     std::string text;  // cut to what a quote shows
+    std::string where;  // a Parquet row's "FILE: row group G, row R" ("" for a line)
   };
 
   absl::Status OnBadLine(const LineReader::Line& line, const absl::Status& why);
+  absl::Status OnBadRow(const std::string& why);
+  // The next row of the open Parquet range (NextRow's, for a Parquet file).
+  absl::StatusOr<bool> NextParquetRow(ParsedRow* row);
   // At the end of a pass (`lines_left` 0), or before it, when no number of
   // good lines the rest could hold brings the fraction back under the limit.
   absl::Status CheckBadFraction(double lines_left);
@@ -89,8 +94,11 @@ class ShardScanner {
   const ScannerOptions options_;
   const std::unique_ptr<const Parser> parser_;
   LineReader reader_;
+  ParquetRows parquet_;
   size_t next_range_ = 0;
   bool reader_open_ = false;
+  bool parquet_open_ = false;
+  std::string bad_why_;  // scratch
   int64_t good_ = 0;
   int64_t bad_ = 0;
   int logged_ = 0;
