@@ -121,9 +121,10 @@ def mlp(widths, relu_last, zero_bias):
     return nn.Sequential(*layers)
 
 
-def init_like_pstrain(model, vocab, seed, zero_bias):
+def init_like_pstrain(model, vocab, seed, zero_bias, embedding_scale=0.05):
     """Sets every parameter to the value pstrain's servers give it for
-    `pstrain train --seed=SEED --untrained_rows=init` (--bias_init=zeros with
+    `pstrain train --seed=SEED --untrained_rows=init
+    --embedding_init=uniform:EMBEDDING_SCALE` (--bias_init=zeros with
     zero_bias; tables in pstrain's order: bottom.i.{weight,bias},
     top.i.{weight,bias}, emb.C1..), so that both train from the same point."""
     table_id = 0
@@ -144,7 +145,7 @@ def init_like_pstrain(model, vocab, seed, zero_bias):
         dim = e.weight.shape[1]
         tokens = sorted(vocab[f], key=vocab[f].get)
         ids = feature_ids(f, tokens)
-        rows = pstrain_uniform(seed, table_id, ids, dim, np.float32(1.0) / np.sqrt(np.float32(dim)))
+        rows = pstrain_uniform(seed, table_id, ids, dim, np.float32(embedding_scale))
         if len(tokens) > 0:
             e.weight.data[:len(tokens)] = torch.from_numpy(rows)
         table_id += 1
@@ -228,7 +229,8 @@ def main():
                  [int(w) for w in a.bottom_mlp.split(",")], [int(w) for w in a.top_mlp.split(",")],
                  a.zero_bias, a.embedding_init, a.embedding_scale)
     if a.init == "pstrain":
-        init_like_pstrain(model, vocab, a.seed, a.zero_bias)
+        # pstrain's default --embedding_init=uniform:0.05, or --embedding_scale's.
+        init_like_pstrain(model, vocab, a.seed, a.zero_bias, a.embedding_scale or 0.05)
     dense_lr = a.dense_lr if a.dense_lr >= 0 else a.lr / 5
     sparse_opt = torch.optim.Adagrad(model.emb.parameters(), lr=a.lr, eps=a.eps)
     dense_params = list(model.bottom.parameters()) + list(model.top.parameters())

@@ -16,7 +16,8 @@ constexpr char kForms[] =
 
 EmbeddingInitSpec DefaultEmbeddingInit() {
   EmbeddingInitSpec s;
-  s.kind = EmbeddingInitSpec::Kind::kUniformDim;
+  s.kind = EmbeddingInitSpec::Kind::kUniform;
+  s.scale = 0.05f;
   return s;
 }
 

@@ -18,7 +18,8 @@ TEST(EmbeddingInit, EveryFormReadsBackFromItsText) {
     EXPECT_EQ(EmbeddingInitText(*spec), text);
     EXPECT_EQ(*ParseEmbeddingInit(EmbeddingInitText(*spec)), *spec);
   }
-  EXPECT_EQ(EmbeddingInitText(DefaultEmbeddingInit()), "uniform:1/sqrt(dim)");
+  // The flag's default (worker/flags/regularization_flags.cc) says the same.
+  EXPECT_EQ(EmbeddingInitText(DefaultEmbeddingInit()), "uniform:0.05");
 }
 
 TEST(EmbeddingInit, RefusesWhatIsNotAnInitializer) {
