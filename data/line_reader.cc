@@ -54,8 +54,8 @@ absl::Status LineReader::Open(const InputFile& file, uint64_t begin, uint64_t en
   Close();
   if (file.parquet) {
     return absl::FailedPreconditionError(absl::StrCat(
-        file.path, " is a Parquet file, and this reads text lines (training and evaluation "
-                   "read Parquet; `pstrain predict` and the data check read text only)"));
+        file.path, " is a Parquet file, and this reads text lines only (training, evaluation "
+                   "and `pstrain predict` read Parquet)"));
   }
   path_ = file.path;
   int fd;

@@ -85,6 +85,12 @@ class Resolver {
   std::vector<std::pair<size_t, int>> ids_like_;
   absl::Status IdsLike();
   std::string names_from_;  // where the names came from, for messages
+  // Parquet: which columns are LISTs (multi-hot without a separator).
+  std::vector<bool> parquet_lists_;
+  bool IsParquetList(int column) const {
+    return column >= 0 && static_cast<size_t>(column) < parquet_lists_.size() &&
+           parquet_lists_[static_cast<size_t>(column)];
+  }
   int max_index_ = -1;
 };
 
@@ -140,7 +146,10 @@ absl::Status Resolver::Names(const json& j) {
       return Bad("\"format\": \"parquet\", but ", first.path, " is not a Parquet file");
     }
     PS_ASSIGN_OR_RETURN(std::unique_ptr<parquet::ParquetFile> file, parquet::ParquetFile::Open(first.path));
-    for (const parquet::ColumnDescriptor& c : file->columns()) s_.column_names.push_back(c.name);
+    for (const parquet::ColumnDescriptor& c : file->columns()) {
+      s_.column_names.push_back(c.name);
+      parquet_lists_.push_back(c.is_list);
+    }
     s_.parquet = true;
     s_.header = false;
     names_from_ = absl::StrCat("the columns of ", first.path);
@@ -423,7 +432,7 @@ absl::Status Resolver::Sparse(const json& v, size_t i) {
       if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > 100000) {
         return Bad(where, ".max_length: ", m.dump(), " is not in [1, 100000]");
       }
-      if (!v.contains("multi_hot")) {
+      if (!v.contains("multi_hot") && !IsParquetList(c.column)) {
         return Bad(where, ".max_length: only a multi_hot column (a list of ids) has a length");
       }
       c.max_length = m.get<int>();
@@ -441,6 +450,11 @@ absl::Status Resolver::Sparse(const json& v, size_t i) {
   c.name = c.column < static_cast<int>(s_.column_names.size()) ? s_.column_names[c.column]
                                                                : absl::StrCat(c.column);
   if (c.time != TimePart::kNone) absl::StrAppend(&c.name, "_", TimePartName(c.time));
+  // A Parquet LIST is multi-hot by itself; '|' is its separator should the
+  // same schema read text (a saved model's `pstrain predict`).
+  if (IsParquetList(c.column) && c.multi_hot_sep == 0 && c.time == TimePart::kNone) {
+    c.multi_hot_sep = '|';
+  }
   if (c.multi_hot_sep != 0 && c.multi_hot_sep == s_.field_sep) {
     return Bad(where, ".multi_hot: the same character as the separator");
   }

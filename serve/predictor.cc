@@ -12,6 +12,7 @@
 #include "data/data_check.h"
 #include "data/file_set.h"
 #include "data/line_reader.h"
+#include "data/parquet_rows.h"
 #include "data/parser.h"
 #include "model/models/head_eval.h"
 #include "serve/scorer.h"
@@ -110,6 +111,32 @@ class AlignedScorer {
   std::string text_;
 };
 
+// PredictLines for a Parquet file: one output line per row, in file order.
+absl::Status PredictParquetRows(const InputFile& file, const Schema& schema,
+                                const PredictOptions& options, AlignedScorer* scorer,
+                                PredictResult* result) {
+  if (!schema.custom || schema.column_names.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file.path, " is a Parquet file, and the model's schema names no columns to find in it"));
+  }
+  ParquetRows rows(schema);
+  PS_RETURN_IF_ERROR(rows.Open(file.path, 0, file.size));
+  ParsedRow row;
+  std::string why;
+  while (true) {
+    PS_ASSIGN_OR_RETURN(bool more, rows.Next(&row, &why));
+    if (!more) return absl::OkStatus();
+    if (why.empty()) {
+      PS_RETURN_IF_ERROR(scorer->AddRow(row));
+      continue;
+    }
+    const std::string message = absl::StrCat(rows.Where(), ": ", why);
+    if (options.on_bad_line == OnBadLine::kFail) return absl::InvalidArgumentError(message);
+    if (result->bad_lines++ == 0) result->first_bad = message;
+    PS_RETURN_IF_ERROR(scorer->AddUnscored(why));
+  }
+}
+
 absl::Status PredictLines(const InputFile& file, const Parser& parser,
                           const PredictOptions& options, AlignedScorer* scorer,
                           PredictResult* result) {
@@ -169,7 +196,8 @@ absl::StatusOr<PredictResult> PredictFile(const PredictOptions& options) {
   AlignedScorer scorer(*model, scratch.get(), out.get(), options.batch_size);
   PredictResult r;
   for (const InputFile& f : files) {
-    PS_RETURN_IF_ERROR(PredictLines(f, *parser, options, &scorer, &r));
+    PS_RETURN_IF_ERROR(f.parquet ? PredictParquetRows(f, model->schema(), options, &scorer, &r)
+                                 : PredictLines(f, *parser, options, &scorer, &r));
   }
   PS_RETURN_IF_ERROR(scorer.Flush());
   if (out) PS_RETURN_IF_ERROR(out->Commit());
