@@ -99,6 +99,13 @@ ABSL_FLAG(int, metrics_port, 0,
 ABSL_FLAG(double, scrape_secs, 1.0, "train: interval of the /metrics scraper (with --metrics_port).");
 ABSL_FLAG(int64_t, reader_rows, 200000, "reader: rows in the generated Criteo-shaped TSV.");
 ABSL_FLAG(int, reader_passes, 6, "reader: scans of each input; the fastest is reported.");
+ABSL_FLAG(std::string, reader_data, "",
+          "reader: files or globs (comma-separated; text or Parquet) read by a DataReader end to "
+          "end instead of the synthetic inputs, once per --reader_threads value (median of "
+          "--reader_passes passes after an untimed one).");
+ABSL_FLAG(std::string, reader_schema, "", "reader --reader_data: its schema file (empty: the Criteo layout).");
+ABSL_FLAG(std::string, reader_threads, "1",
+          "reader --reader_data: the reader_threads values to measure, comma-separated.");
 ABSL_FLAG(double, bucket_mb, 25, "allreduce: gradient bucket size of the bucketed path, MiB.");
 ABSL_FLAG(int, overlap_steps, 0,
           "allreduce: also measure overlap with backward: deep_tower training steps per round (0: off).");
@@ -151,7 +158,9 @@ constexpr char kUsage[] =
     "          {bench,kind,rows,bytes,bytes_per_row,...}, then {summary,delta_bytes_ratio,...}\n"
     "  reader  one synthetic Criteo TSV (--reader_rows rows) written plain, .gz (zlib\n"
     "          default level) and .zst (level 3), scanned and parsed on one thread:\n"
-    "          {bench,input,rows,file_bytes,rows_per_sec,text_mb_per_sec,vs_tsv,...}\n"
+    "          {bench,input,rows,file_bytes,rows_per_sec,text_mb_per_sec,vs_tsv,...};\n"
+    "          or --reader_data (with --reader_schema) read by a DataReader per\n"
+    "          --reader_threads value: {bench,input,format,threads,rows,rows_per_sec,checksum,...}\n"
     "  all     (default) kv at 64 B and 4 MiB, sparse 100k ids dim 16 zipf 1.1 on 2\n"
     "          servers, train local and ps\n"
     "gbps counts bytes sent plus bytes received, in 1e9 bytes per second.";
@@ -316,6 +325,18 @@ int main(int argc, char** argv) {
   o.tier.store = absl::GetFlag(FLAGS_tier_store);
   o.reader.rows = absl::GetFlag(FLAGS_reader_rows);
   o.reader.passes = absl::GetFlag(FLAGS_reader_passes);
+  o.reader.data = absl::StrSplit(absl::GetFlag(FLAGS_reader_data), ',', absl::SkipEmpty());
+  o.reader.schema = absl::GetFlag(FLAGS_reader_schema);
+  o.reader.threads.clear();
+  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_reader_threads), ',')) {
+    int n = 0;
+    if (!absl::SimpleAtoi(t, &n) || n < 1) {
+      spdlog::error("--reader_threads={}: expected positive integers, comma-separated",
+                    absl::GetFlag(FLAGS_reader_threads));
+      return 2;
+    }
+    o.reader.threads.push_back(n);
+  }
   if (o.sparse.ids < 1 || o.sparse.dim < 1 || !(o.sparse.zipf > 0) || o.sparse.id_space < 1 ||
       o.train.batch_size < 1 || o.train.train_rows < 1 || o.train.local_batches < 1) {
     spdlog::error("--ids, --dim, --zipf, --id_space, --batch_size, --train_rows and --local_batches "

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <filesystem>
@@ -11,12 +12,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/bench_util.h"
+#include "common/hash.h"
 #include "common/status.h"
 #include "data/compress_file.h"
 #include "data/file_set.h"
+#include "data/reader.h"
 #include "data/schema_file.h"
 #include "data/shard_scanner.h"
 #include "data/synthetic.h"
@@ -112,6 +117,104 @@ absl::StatusOr<ScanResult> Scan(const std::string& path, const worker::Schema& s
   return r;
 }
 
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// An order-sensitive checksum of a batch's labels, values and ids.
+uint64_t BatchChecksum(const worker::Batch& b, uint64_t h) {
+  const auto mix = [&h](uint64_t v) { h = Mix64(h ^ v) + 0x9e3779b97f4a7c15ULL; };
+  for (float v : b.labels) mix(absl::bit_cast<uint32_t>(v));
+  for (float v : b.extra_labels) mix(absl::bit_cast<uint32_t>(v));
+  for (float v : b.dense) mix(absl::bit_cast<uint32_t>(v));
+  for (int f = 0; f < b.num_sparse; ++f) {
+    for (uint64_t id : b.ids[f]) mix(id);
+    for (uint32_t o : b.offsets[f]) mix(o);
+  }
+  return h;
+}
+
+struct DataPass {
+  int64_t rows = 0;
+  double seconds = 0;      // wall, from Open to the end
+  double cpu_seconds = 0;  // every thread of the process
+  uint64_t checksum = 0;
+};
+
+// One pass over `o`'s data with a new DataReader; the checksum only when
+// `checksum`.
+absl::StatusOr<DataPass> ReadPass(const worker::ReaderOptions& o, bool checksum) {
+  DataPass p;
+  const Clock::time_point t0 = Clock::now();
+  const double cpu0 = ProcessCpuSeconds();
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::DataReader> reader, worker::DataReader::Open(o));
+  while (true) {
+    PS_ASSIGN_OR_RETURN(std::shared_ptr<const worker::Batch> b, reader->Next());
+    if (b == nullptr) break;
+    p.rows += b->size;
+    if (checksum) p.checksum = BatchChecksum(*b, p.checksum);
+  }
+  reader.reset();  // its threads' CPU time counted
+  p.seconds = SecondsSince(t0);
+  p.cpu_seconds = ProcessCpuSeconds() - cpu0;
+  return p;
+}
+
+// The data mode: options.data read by DataReader per threads value.
+absl::Status RunDataReaderBench(const ReaderBenchOptions& options) {
+  worker::ReaderOptions o;
+  o.patterns = options.data;
+  o.batch_size = options.batch_size;
+  if (!options.schema.empty()) {
+    PS_ASSIGN_OR_RETURN(worker::SchemaFile f,
+                        worker::LoadSchemaFile(options.schema, options.data, 0));
+    o.schema = std::move(f.schema);
+    PS_RETURN_IF_ERROR(worker::ComputeDenseStats(options.data, f.stats_rows, &o.schema));
+  }
+  PS_ASSIGN_OR_RETURN(std::vector<worker::InputFile> files,
+                      worker::ExpandFilePatterns(options.data));
+  uint64_t file_bytes = 0;
+  bool parquet = false;
+  for (const worker::InputFile& f : files) {
+    file_bytes += f.size;
+    parquet = parquet || f.parquet;
+  }
+  const std::string input = std::filesystem::path(files.front().path).filename().string();
+  for (int threads : options.threads) {
+    o.reader_threads = threads;
+    PS_ASSIGN_OR_RETURN(DataPass first, ReadPass(o, /*checksum=*/true));
+    std::vector<double> rates, cpu_rates;
+    for (int p = 0; p < options.passes; ++p) {
+      PS_ASSIGN_OR_RETURN(DataPass pass, ReadPass(o, /*checksum=*/false));
+      if (pass.rows != first.rows) {
+        return absl::InternalError(absl::StrCat(input, ": ", pass.rows, " rows, then ", first.rows));
+      }
+      rates.push_back(static_cast<double>(pass.rows) / pass.seconds);
+      cpu_rates.push_back(static_cast<double>(pass.rows) / pass.cpu_seconds);
+    }
+    JsonLine line;
+    line.Add("bench", "reader")
+        .Add("input", input)
+        .Add("format", parquet ? "parquet" : "text")
+        .Add("files", files.size())
+        .Add("file_bytes", file_bytes)
+        .Add("threads", threads)
+        .Add("rows", first.rows)
+        .Add("rows_per_sec", Median(rates))
+        .Add("best_rows_per_sec", *std::max_element(rates.begin(), rates.end()))
+        // Rows per CPU second of every thread of the process (the reader's,
+        // its decoding threads', this one's).
+        .Add("rows_per_cpu_sec", Median(cpu_rates))
+        .Add("passes", options.passes)
+        .Add("batch_size", options.batch_size)
+        .Add("checksum", absl::StrFormat("%016x", first.checksum));
+    PrintResult(line);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> MakeTempDir(const std::string& temp_dir) {
   std::string base = temp_dir;
   if (base.empty()) {
@@ -128,6 +231,10 @@ absl::StatusOr<std::string> MakeTempDir(const std::string& temp_dir) {
 absl::Status RunReaderBench(const ReaderBenchOptions& options) {
   if (options.rows < 1 || options.passes < 1) {
     return absl::InvalidArgumentError("reader bench: rows and passes must be positive");
+  }
+  if (!options.data.empty()) {
+    if (options.threads.empty()) return absl::InvalidArgumentError("reader bench: no threads");
+    return RunDataReaderBench(options);
   }
   PS_ASSIGN_OR_RETURN(const std::string dir, MakeTempDir(options.temp_dir));
   RemoveDirOnExit cleanup{dir};

@@ -8,12 +8,15 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/hash.h"
 #include "common/status.h"
 #include "data/label_rule.h"
 #include "data/time_parts.h"
 
 namespace pstrain::worker {
 namespace {
+
+constexpr int64_t kBlockRows = 1024;  // converted at a time: its ids stay in the L2 cache
 
 using parquet::ColumnDescriptor;
 using parquet::LogicalKind;
@@ -55,6 +58,16 @@ std::string Refusal(const ColumnDescriptor& c, bool list_ok) {
   return "";
 }
 
+// The first byte of row group `rg`: of its earliest column chunk (0 for a
+// row group without columns).
+uint64_t FirstByte(const parquet::ParquetFile& f, int rg) {
+  int64_t first = std::numeric_limits<int64_t>::max();
+  for (size_t c = 0; c < f.columns().size(); ++c) {
+    first = std::min(first, f.chunk_range(rg, static_cast<int>(c)).offset);
+  }
+  return first == std::numeric_limits<int64_t>::max() ? 0 : static_cast<uint64_t>(first);
+}
+
 }  // namespace
 
 ParquetRows::ParquetRows(const Schema& schema)
@@ -70,6 +83,7 @@ void ParquetRows::Close() {
   next_group_ = 0;
   group_ = -1;
   group_rows_ = next_row_ = rows_left_after_ = 0;
+  block_.first = block_.size = 0;
 }
 
 absl::Status ParquetRows::Open(const std::string& path, uint64_t begin, uint64_t end) {
@@ -110,18 +124,22 @@ absl::Status ParquetRows::Open(const std::string& path, uint64_t begin, uint64_t
   }
   // The row groups whose first byte this range owns.
   for (int rg = 0; rg < f.num_row_groups(); ++rg) {
-    int64_t first = std::numeric_limits<int64_t>::max();
-    for (size_t c = 0; c < f.columns().size(); ++c) {
-      first = std::min(first, f.chunk_range(rg, static_cast<int>(c)).offset);
-    }
-    if (first == std::numeric_limits<int64_t>::max()) first = 0;
-    if (static_cast<uint64_t>(first) >= begin && static_cast<uint64_t>(first) < end &&
-        f.row_group_num_rows(rg) > 0) {
+    const uint64_t first = FirstByte(f, rg);
+    if (first >= begin && first < end && f.row_group_num_rows(rg) > 0) {
       row_groups_.push_back(rg);
       rows_left_after_ += f.row_group_num_rows(rg);
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> ParquetRows::RowGroupStarts(const std::string& path) {
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<parquet::ParquetFile> f, parquet::ParquetFile::Open(path));
+  std::vector<uint64_t> starts;
+  for (int rg = 0; rg < f->num_row_groups(); ++rg) {
+    if (f->row_group_num_rows(rg) > 0) starts.push_back(FirstByte(*f, rg));
+  }
+  return starts;
 }
 
 absl::Status ParquetRows::LoadRowGroup(int rg) {
@@ -133,6 +151,7 @@ absl::Status ParquetRows::LoadRowGroup(int rg) {
   group_ = rg;
   group_rows_ = file_->row_group_num_rows(rg);
   next_row_ = 0;
+  block_.first = block_.size = 0;
   rows_left_after_ -= group_rows_;
   return absl::OkStatus();
 }
@@ -150,8 +169,10 @@ bool ParquetRows::Number(const Bound& b, int64_t i, double* v) const {
   switch (c.type) {
     case PhysicalType::kFloat:
     case PhysicalType::kDouble:
+      // NaN is missing (text's "NaN" token); an infinity is not a number,
+      // as the text "inf" is not.
       *v = d.doubles[static_cast<size_t>(i)];
-      return !std::isnan(*v);
+      return std::isfinite(*v);
     case PhysicalType::kByteArray:
     case PhysicalType::kFixedLenByteArray: {
       if (c.logical == LogicalKind::kDecimal) {
@@ -162,7 +183,7 @@ bool ParquetRows::Number(const Bound& b, int64_t i, double* v) const {
       }
       const std::string_view t = d.bytes(i);
       if (missing_.Contains(t)) return false;
-      return absl::SimpleAtod(absl::string_view(t.data(), t.size()), v) && !std::isnan(*v);
+      return absl::SimpleAtod(absl::string_view(t.data(), t.size()), v) && std::isfinite(*v);
     }
     default: {
       const int64_t x = d.ints[static_cast<size_t>(i)];
@@ -246,32 +267,38 @@ bool ParquetRows::Seconds(const Bound& b, int64_t i, int64_t* seconds) const {
   }
 }
 
-bool ParquetRows::Sparse(int f, int64_t r, ParsedRow* row, std::string* bad) {
+bool ParquetRows::Sparse(int f, int64_t r, std::vector<uint64_t>* ids) {
   const SparseColumn& c = schema_.sparse[static_cast<size_t>(f)];
   const Bound& b = sparse_[static_cast<size_t>(f)];
   const int field = HashField(c, f);
-  const size_t before = row->ids.size();
+  const size_t before = ids->size();
   if (c.time != TimePart::kNone) {
     int64_t seconds;
     if (Seconds(b, r, &seconds)) {
       char buf[8];
       const auto end = std::to_chars(buf, buf + sizeof(buf), TimePartOf(seconds, c.time)).ptr;
-      row->ids.push_back(FeatureId(field, std::string_view(buf, end - buf), c.hash_buckets));
+      ids->push_back(FeatureId(field, std::string_view(buf, end - buf), c.hash_buckets));
     } else if (b.data.valid(r) && !missing_.Contains(Token(b, r, &token_))) {
-      *bad = absl::StrCat("column \"", schema_.column_names[static_cast<size_t>(c.column)],
-                          "\": not a timestamp: \"", std::string(Token(b, r, &token_).substr(0, 40)), "\"");
       return false;
     } else {
-      row->ids.push_back(MissingId(field, c.hash_buckets));
+      ids->push_back(MissingId(field, c.hash_buckets));
     }
-    row->field_end[static_cast<size_t>(f)] = static_cast<uint32_t>(row->ids.size());
     return true;
   }
   const auto add = [&](int64_t slot) {
     const std::string_view t = Token(b, slot, &token_);
-    if (!missing_.Contains(t)) row->ids.push_back(FeatureId(field, t, c.hash_buckets));
+    if (!missing_.Contains(t)) ids->push_back(FeatureId(field, t, c.hash_buckets));
   };
-  if (b.data.list_offsets.empty()) {
+  if (b.data.list_offsets.empty() && c.multi_hot_sep != 0) {
+    // A string of a multi_hot column ("a|b"): split as its text would be.
+    const std::string_view t = Token(b, r, &token_);
+    for (size_t p = 0; p < t.size();) {
+      const size_t e = std::min(t.find(c.multi_hot_sep, p), t.size());
+      const std::string_view one = t.substr(p, e - p);
+      if (!missing_.Contains(one)) ids->push_back(FeatureId(field, one, c.hash_buckets));
+      p = e + 1;
+    }
+  } else if (b.data.list_offsets.empty()) {
     add(r);
   } else if (b.data.row_valid[static_cast<size_t>(r)]) {
     for (uint32_t s = b.data.list_offsets[static_cast<size_t>(r)];
@@ -279,15 +306,177 @@ bool ParquetRows::Sparse(int f, int64_t r, ParsedRow* row, std::string* bad) {
       add(s);
     }
   }
-  if (row->ids.size() == before) row->ids.push_back(MissingId(field, c.hash_buckets));
-  if (c.max_length > 0 && row->ids.size() - before > static_cast<size_t>(c.max_length)) {
+  if (ids->size() == before) ids->push_back(MissingId(field, c.hash_buckets));
+  if (c.max_length > 0 && ids->size() - before > static_cast<size_t>(c.max_length)) {
     // Keep the last max_length ids: the most recent of a history.
-    const size_t drop = row->ids.size() - before - static_cast<size_t>(c.max_length);
-    row->ids.erase(row->ids.begin() + static_cast<ptrdiff_t>(before),
-                   row->ids.begin() + static_cast<ptrdiff_t>(before + drop));
+    const size_t drop = ids->size() - before - static_cast<size_t>(c.max_length);
+    ids->erase(ids->begin() + static_cast<ptrdiff_t>(before),
+               ids->begin() + static_cast<ptrdiff_t>(before + drop));
   }
-  row->field_end[static_cast<size_t>(f)] = static_cast<uint32_t>(row->ids.size());
   return true;
+}
+
+void ParquetRows::ConvertDense(int j) {
+  const DenseColumn& dc = schema_.dense[static_cast<size_t>(j)];
+  const Bound& b = dense_[static_cast<size_t>(j)];
+  const parquet::ColumnData& d = b.data;
+  const ColumnDescriptor& c = file_->columns()[static_cast<size_t>(b.file_column)];
+  const int64_t r0 = block_.first, n = block_.size;
+  // Row-major: row i's value at out[i * stride].
+  const size_t stride = dense_.size();
+  float* out = block_.dense.data() + j;
+  const float missing = missing_value_[static_cast<size_t>(j)];
+  const int32_t role = 1 + j;
+  if (dc.time != TimePart::kNone) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t seconds;
+      if (Seconds(b, r0 + i, &seconds)) {
+        out[static_cast<size_t>(i) * stride] = ApplyTransform(dc, TimePartOf(seconds, dc.time));
+      } else if (d.valid(r0 + i) && !missing_.Contains(Token(b, r0 + i, &token_))) {
+        MarkBad(i, role);
+      } else {
+        out[static_cast<size_t>(i) * stride] = missing;
+      }
+    }
+    return;
+  }
+  // Plain integers under log1p: the Criteo layout's table, the same floats.
+  const bool plain_ints = !IsBytes(c) && c.type != PhysicalType::kFloat &&
+                          c.type != PhysicalType::kDouble && c.logical != LogicalKind::kDecimal &&
+                          !(c.logical == LogicalKind::kInt && !c.int_signed && c.int_bits == 64);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const bool log1p = dc.clip_lo == -kInf && dc.clip_hi == kInf &&
+                     (dc.transform == Transform::kLog1p || dc.transform == Transform::kLog1pClamp);
+  if (plain_ints && log1p) {
+    const bool clamp = dc.transform == Transform::kLog1pClamp;
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t r = static_cast<size_t>(r0 + i);
+      if (d.row_valid[r] == 0) {
+        out[static_cast<size_t>(i) * stride] = missing;
+        continue;
+      }
+      const int64_t x = d.ints[r];
+      out[static_cast<size_t>(i) * stride] = clamp || x >= 0 ? DenseTransform(x)
+               : x == std::numeric_limits<int64_t>::min() ? ApplyTransform(dc, static_cast<double>(x))
+                                                          : -DenseTransform(-x);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = r0 + i;
+    double v;
+    if (Number(b, r, &v)) {
+      out[static_cast<size_t>(i) * stride] = ApplyTransform(dc, v);
+    } else if (d.valid(r) && (IsBytes(c) ? !missing_.Contains(d.bytes(r))
+                                         : !std::isnan(d.doubles[static_cast<size_t>(r)]))) {
+      // Text that is no number, or an infinity: a bad row, as the same text
+      // is a bad line (a NaN is missing, as text's "NaN").
+      MarkBad(i, role);
+    } else {
+      out[static_cast<size_t>(i) * stride] = missing;
+    }
+  }
+}
+
+void ParquetRows::ConvertSparse(int f) {
+  const SparseColumn& sc = schema_.sparse[static_cast<size_t>(f)];
+  const Bound& b = sparse_[static_cast<size_t>(f)];
+  const parquet::ColumnData& d = b.data;
+  const ColumnDescriptor& c = file_->columns()[static_cast<size_t>(b.file_column)];
+  std::vector<uint64_t>& ids = block_.ids[static_cast<size_t>(f)];
+  std::vector<uint32_t>& ends = block_.ends[static_cast<size_t>(f)];
+  ids.clear();
+  ends.clear();
+  const int64_t r0 = block_.first, n = block_.size;
+  const int field = HashField(sc, f);
+  const uint64_t buckets = sc.hash_buckets;
+  const uint64_t missing_id = MissingId(field, buckets);
+  if (sc.time == TimePart::kNone && d.list_offsets.empty() && sc.multi_hot_sep == 0) {
+    // One id a row, row i's at out[i * stride] of the row-major ids.
+    const size_t stride = sparse_.size();
+    uint64_t* out = block_.row_ids.data() + f;
+    if (IsBytes(c) && c.logical != LogicalKind::kDecimal) {
+      // Strings: FeatureId with the field's seed computed once.
+      const uint64_t seed = FieldSeed(field);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = r0 + i;
+        const std::string_view t =
+            d.row_valid[static_cast<size_t>(r)] != 0 ? d.bytes(r) : std::string_view();
+        uint64_t& id = out[static_cast<size_t>(i) * stride];
+        if (missing_.Contains(t)) {
+          id = missing_id;
+        } else {
+          const uint64_t h = HashBytes(t, seed);
+          id = buckets == 0 ? h : Mix64(h) % buckets;
+        }
+      }
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string_view t = Token(b, r0 + i, &token_);
+      out[static_cast<size_t>(i) * stride] =
+          missing_.Contains(t) ? missing_id : FeatureId(field, t, buckets);
+    }
+    return;
+  }
+  block_.one_id_a_row = false;
+  ends.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (!Sparse(f, r0 + i, &ids)) MarkBad(i, 1 + schema_.num_dense + f);
+    ends[static_cast<size_t>(i)] = static_cast<uint32_t>(ids.size());
+  }
+}
+
+void ParquetRows::ConvertBlock(int64_t first, int64_t size) {
+  block_.first = first;
+  block_.size = size;
+  const size_t n = static_cast<size_t>(size);
+  block_.bad.assign(n, -1);
+  block_.label.resize(n);
+  double v;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t r = first + static_cast<int64_t>(i);
+    if (!Number(label_, r, &v) || !ApplyLabelRule(schema_.label, v, &block_.label[i])) {
+      MarkBad(static_cast<int64_t>(i), 0);
+    }
+  }
+  const size_t k_extra = extra_.size();
+  block_.extra.resize(n * k_extra);
+  for (size_t k = 0; k < k_extra; ++k) {
+    for (size_t i = 0; i < n; ++i) {
+      float y = std::numeric_limits<float>::quiet_NaN();
+      if (Number(extra_[k], first + static_cast<int64_t>(i), &v) &&
+          !ApplyLabelRule(schema_.extra_labels[k], v, &y)) {
+        y = std::numeric_limits<float>::quiet_NaN();
+      }
+      block_.extra[i * k_extra + k] = y;
+    }
+  }
+  block_.dense.resize(dense_.size() * n);
+  for (size_t j = 0; j < dense_.size(); ++j) ConvertDense(static_cast<int>(j));
+  block_.row_ids.resize(sparse_.size() * n);
+  block_.ids.resize(sparse_.size());
+  block_.ends.resize(sparse_.size());
+  block_.one_id_a_row = true;
+  for (size_t f = 0; f < sparse_.size(); ++f) ConvertSparse(static_cast<int>(f));
+}
+
+std::string ParquetRows::BadReason(int32_t role, int64_t r) {
+  if (role == 0) return absl::StrCat("column \"", schema_.label.name, "\": no label");
+  const auto not_a_time = [&](const Bound& b, int column) {
+    return absl::StrCat("column \"", schema_.column_names[static_cast<size_t>(column)],
+                        "\": not a timestamp: \"", std::string(Token(b, r, &token_).substr(0, 40)),
+                        "\"");
+  };
+  if (role <= schema_.num_dense) {
+    const size_t j = static_cast<size_t>(role - 1);
+    const DenseColumn& dc = schema_.dense[j];
+    if (dc.time != TimePart::kNone) return not_a_time(dense_[j], dc.column);
+    return absl::StrCat("column \"", dc.name, "\": not a number: \"",
+                        std::string(Token(dense_[j], r, &token_).substr(0, 40)), "\"");
+  }
+  const size_t f = static_cast<size_t>(role - 1 - schema_.num_dense);
+  return not_a_time(sparse_[f], schema_.sparse[f].column);
 }
 
 absl::StatusOr<bool> ParquetRows::Next(ParsedRow* row, std::string* bad) {
@@ -296,53 +485,44 @@ absl::StatusOr<bool> ParquetRows::Next(ParsedRow* row, std::string* bad) {
     if (next_group_ == row_groups_.size()) return false;
     PS_RETURN_IF_ERROR(LoadRowGroup(row_groups_[next_group_++]));
   }
+  if (next_row_ == block_.first + block_.size) {
+    ConvertBlock(next_row_, std::min(kBlockRows, group_rows_ - next_row_));
+  }
   const int64_t r = next_row_++;
-  double v;
-  if (!Number(label_, r, &v) || !ApplyLabelRule(schema_.label, v, &row->label)) {
-    *bad = absl::StrCat("column \"", schema_.label.name, "\": no label");
+  const size_t i = static_cast<size_t>(r - block_.first);
+  if (block_.bad[i] >= 0) {
+    *bad = BadReason(block_.bad[i], r);
     return true;
   }
-  row->extra_labels.resize(extra_.size());
-  for (size_t k = 0; k < extra_.size(); ++k) {
-    float y = std::numeric_limits<float>::quiet_NaN();
-    if (Number(extra_[k], r, &v) && !ApplyLabelRule(schema_.extra_labels[k], v, &y)) {
-      y = std::numeric_limits<float>::quiet_NaN();
-    }
-    row->extra_labels[k] = y;
-  }
-  row->dense.resize(dense_.size());
-  for (size_t j = 0; j < dense_.size(); ++j) {
-    const DenseColumn& dc = schema_.dense[j];
-    if (dc.time != TimePart::kNone) {
-      int64_t seconds;
-      if (Seconds(dense_[j], r, &seconds)) {
-        row->dense[j] = ApplyTransform(dc, TimePartOf(seconds, dc.time));
-      } else if (dense_[j].data.valid(r) && !missing_.Contains(Token(dense_[j], r, &token_))) {
-        *bad = absl::StrCat("column \"", schema_.column_names[static_cast<size_t>(dc.column)],
-                            "\": not a timestamp: \"", std::string(Token(dense_[j], r, &token_).substr(0, 40)), "\"");
-        return true;
-      } else {
-        row->dense[j] = missing_value_[j];
-      }
-      continue;
-    }
-    if (Number(dense_[j], r, &v)) {
-      row->dense[j] = ApplyTransform(schema_.dense[j], v);
-      continue;
-    }
-    const parquet::ColumnData& d = dense_[j].data;
-    const ColumnDescriptor& c = file_->columns()[static_cast<size_t>(dense_[j].file_column)];
-    if (d.valid(r) && IsBytes(c) && !missing_.Contains(d.bytes(r))) {
-      *bad = absl::StrCat("column \"", schema_.dense[j].name, "\": not a number: \"",
-                          std::string(d.bytes(r).substr(0, 40)), "\"");
-      return true;
-    }
-    row->dense[j] = missing_value_[j];
+  row->label = block_.label[i];
+  const auto span = [i](const auto& v, size_t width) {
+    return std::make_pair(v.begin() + static_cast<ptrdiff_t>(i * width),
+                          v.begin() + static_cast<ptrdiff_t>((i + 1) * width));
+  };
+  const auto [extra_begin, extra_end] = span(block_.extra, extra_.size());
+  row->extra_labels.assign(extra_begin, extra_end);
+  const auto [dense_begin, dense_end] = span(block_.dense, dense_.size());
+  row->dense.assign(dense_begin, dense_end);
+  const size_t num_sparse = sparse_.size();
+  if (block_.one_id_a_row) {
+    const auto [ids_begin, ids_end] = span(block_.row_ids, num_sparse);
+    row->ids.assign(ids_begin, ids_end);
+    row->field_end.resize(num_sparse);
+    for (size_t f = 0; f < num_sparse; ++f) row->field_end[f] = static_cast<uint32_t>(f + 1);
+    return true;
   }
   row->ids.clear();
-  row->field_end.resize(sparse_.size());
-  for (size_t f = 0; f < sparse_.size(); ++f) {
-    if (!Sparse(static_cast<int>(f), r, row, bad)) return true;
+  row->field_end.resize(num_sparse);
+  for (size_t f = 0; f < num_sparse; ++f) {
+    const std::vector<uint64_t>& ids = block_.ids[f];
+    const std::vector<uint32_t>& ends = block_.ends[f];
+    if (ends.empty()) {
+      row->ids.push_back(block_.row_ids[i * num_sparse + f]);
+    } else {
+      row->ids.insert(row->ids.end(), ids.begin() + (i == 0 ? 0 : ends[i - 1]),
+                      ids.begin() + ends[i]);
+    }
+    row->field_end[f] = static_cast<uint32_t>(row->ids.size());
   }
   return true;
 }

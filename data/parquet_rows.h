@@ -14,6 +14,10 @@
 // A row without a label, or with a dense string that is not a number, is a
 // bad row (NextRow's `bad`), counted with the text path's bad lines.
 //
+// Rows are converted a block at a time, column by column (each column's
+// values read in order, its ids hashed in one loop), then handed out row by
+// row: the same values as row by row, at a fraction of the cache misses.
+//
 // Owned and used by one thread.
 #pragma once
 
@@ -47,6 +51,11 @@ class ParquetRows {
   absl::Status Open(const std::string& path, uint64_t begin, uint64_t end);
   void Close();
 
+  // The first bytes of the row groups with rows in the file at `path`, in
+  // file order: Open(path, b, e) reads those in [b, e). For cutting a range
+  // into units of one row group each. Errors: Open's for the file.
+  static absl::StatusOr<std::vector<uint64_t>> RowGroupStarts(const std::string& path);
+
   // The next row into `*row`: true, or false after the last row of the
   // range. A row that cannot be a training row comes back with `*bad` set
   // to why (and `*row` unspecified). Errors: a row group that cannot be
@@ -66,7 +75,33 @@ class ParquetRows {
     int file_column = -1;
     parquet::ColumnData data;
   };
+  // Rows [first, first + size) of the loaded row group, converted: what
+  // Next() hands out. A bad row keeps the first of its roles (label 0,
+  // dense j 1 + j, sparse f 1 + num_dense + f) that makes it bad.
+  struct Block {
+    int64_t first = 0;
+    int64_t size = 0;
+    std::vector<float> label;     // [size]
+    std::vector<float> extra;     // [size x extra labels]
+    std::vector<float> dense;     // [size x num_dense]
+    // The ids of the fields with one id a row: [size x num_sparse].
+    std::vector<uint64_t> row_ids;
+    // The others' (lists, time parts): [num_sparse][ids of the rows], and
+    // the end of each row's [num_sparse][size] (empty: in row_ids).
+    std::vector<std::vector<uint64_t>> ids;
+    std::vector<std::vector<uint32_t>> ends;
+    bool one_id_a_row = true;     // every field's ids are in row_ids
+    std::vector<int32_t> bad;     // [size]: -1, or the role
+  };
   absl::Status LoadRowGroup(int rg);
+  void ConvertBlock(int64_t first, int64_t size);
+  void ConvertDense(int j);
+  void ConvertSparse(int f);
+  void MarkBad(int64_t i, int32_t role) {
+    if (block_.bad[static_cast<size_t>(i)] < 0) block_.bad[static_cast<size_t>(i)] = role;
+  }
+  // Why row `r` is bad for role `role` (as Block::bad).
+  std::string BadReason(int32_t role, int64_t r);
   // Slot `i` of column `b` as a number: false when it is null or a string
   // that is not a number.
   bool Number(const Bound& b, int64_t i, double* v) const;
@@ -76,9 +111,9 @@ class ParquetRows {
   // INT96 value, whole seconds, or a string ParseTimestamp reads): false
   // when it is null or not a time.
   bool Seconds(const Bound& b, int64_t i, int64_t* seconds) const;
-  // Fills sparse field f's ids of row r; false (and *bad) for a time part
+  // Appends sparse field f's ids of row r to `*ids`; false for a time part
   // of something that is not a time.
-  bool Sparse(int f, int64_t r, ParsedRow* row, std::string* bad);
+  bool Sparse(int f, int64_t r, std::vector<uint64_t>* ids);
 
   const Schema schema_;
   const MissingTokens missing_;
@@ -96,6 +131,7 @@ class ParquetRows {
   std::vector<Bound> extra_;
   std::vector<Bound> dense_;
   std::vector<Bound> sparse_;
+  Block block_;
   std::string token_;  // scratch
 };
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <set>
 #include <thread>
@@ -15,10 +16,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/hash.h"
 #include "common/status.h"
 #include "data/batch_builder.h"
 #include "data/file_set.h"
+#include "data/row_source.h"
 #include "data/shard_scanner.h"
 #include "data/shuffle_buffer.h"
 
@@ -26,38 +29,10 @@ namespace pstrain::worker {
 namespace {
 
 constexpr int kMaxBatchSize = 1 << 24;
+constexpr int kMaxReaderThreads = 64;
 
 uint64_t EpochSeed(uint64_t seed, int epoch) {
   return Mix64(seed ^ Mix64(static_cast<uint64_t>(epoch) + 0x45504f4348ULL));
-}
-
-// True the first time shard `shard` of `shards` is seen in this process: a
-// worker opens its shard again each epoch, and the lead opens others'
-// evaluation shards each round, but a shard without data is worth one line.
-bool FirstTimeFor(int shard, int shards) {
-  static absl::Mutex mu(absl::kConstInit);
-  static std::set<std::pair<int, int>>* seen = new std::set<std::pair<int, int>>();
-  absl::MutexLock lock(&mu);
-  return seen->emplace(shard, shards).second;
-}
-
-absl::StatusOr<std::unique_ptr<ShardScanner>> MakeScanner(const ReaderOptions& options,
-                                                          std::vector<InputFile> files) {
-  std::vector<FileRange> ranges = ShardRanges(files, options.shard_index, options.num_shards);
-  const auto is_compressed = [](const InputFile& f) { return f.compression != Compression::kNone; };
-  const int compressed =
-      static_cast<int>(std::count_if(files.begin(), files.end(), is_compressed));
-  if (ranges.empty() && compressed > 0 && FirstTimeFor(options.shard_index, options.num_shards)) {
-    // A compressed file is read whole by one shard (file_set.h).
-    spdlog::warn("data shard {} of {} holds no data: {} of the {} input files are compressed and "
-                 "each is read whole by one shard; split the data into more files",
-                 options.shard_index, options.num_shards, compressed, files.size());
-  }
-  ScannerOptions so;
-  so.schema = options.schema;
-  so.max_bad_lines_fraction = options.max_bad_lines_fraction;
-  so.io_buffer_bytes = options.io_buffer_bytes;
-  return ShardScanner::Create(std::move(files), std::move(ranges), so);
 }
 
 std::unique_ptr<ShuffleBuffer> MakeShuffle(const ReaderOptions& options) {
@@ -119,15 +94,24 @@ absl::Status ValidateReaderOptions(const ReaderOptions& o) {
   if (o.io_buffer_bytes < 4096 || o.io_buffer_bytes > (size_t{1} << 30)) {
     return bad("io_buffer_bytes ", o.io_buffer_bytes, " outside [4096, 2^30]");
   }
+  if (o.reader_threads < 1 || o.reader_threads > kMaxReaderThreads) {
+    return bad("reader_threads ", o.reader_threads, " outside [1, ", kMaxReaderThreads, "]");
+  }
+  if (o.reader_unit_bytes < 1) return bad("reader_unit_bytes 0");
   return Annotate(ValidateSchema(o.schema), "reader options");
 }
 
 // The reader thread and the queue between it and the consumer.
 class DataReader::Impl {
  public:
-  Impl(ReaderOptions options, std::unique_ptr<ShardScanner> scanner)
-      : options_(std::move(options)), scanner_(std::move(scanner)) {
+  explicit Impl(ReaderOptions options) : options_(std::move(options)) {
     if (!options_.stream.dir.empty()) stream_.emplace(options_.stream);
+  }
+
+  // Reads `files` (not a stream). Before Start().
+  absl::Status OpenFiles(std::vector<InputFile> files) {
+    PS_ASSIGN_OR_RETURN(source_, MakeSource(options_, std::move(files), &stop_flag_));
+    return absl::OkStatus();
   }
 
   ~Impl() {
@@ -246,23 +230,23 @@ class DataReader::Impl {
     busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(now - busy_since_).count(),
                        std::memory_order_relaxed);
     busy_since_ = now;
-    if (scanner_ == nullptr) return;
-    rows_.store(base_rows_ + scanner_->good_lines(), std::memory_order_relaxed);
-    bad_lines_.store(base_bad_ + scanner_->bad_lines(), std::memory_order_relaxed);
-    bytes_read_.store(base_bytes_ + static_cast<int64_t>(scanner_->bytes_read()),
+    if (source_ == nullptr) return;
+    rows_.store(base_rows_ + source_->good_lines(), std::memory_order_relaxed);
+    bad_lines_.store(base_bad_ + source_->bad_lines(), std::memory_order_relaxed);
+    bytes_read_.store(base_bytes_ + static_cast<int64_t>(source_->bytes_read()),
                       std::memory_order_relaxed);
   }
 
-  // Stream mode: the scanner of the next partition; false when the stream
+  // Stream mode: the source of the next partition; false when the stream
   // has ended (or the reader stops).
   absl::StatusOr<bool> NextPartition(int epoch);
 
   absl::Status Produce();
 
   const ReaderOptions options_;
-  std::unique_ptr<ShardScanner> scanner_;  // reader thread only
+  std::unique_ptr<RowSource> source_;     // reader thread only
   std::optional<PartitionStream> stream_;  // reader thread only
-  // Counters of the partitions' scanners before scanner_ (reader thread).
+  // Counters of the partitions' sources before source_ (reader thread).
   int64_t base_rows_ = 0, base_bad_ = 0, base_bytes_ = 0;
   std::thread thread_;
   std::atomic<bool> stop_flag_{false};
@@ -295,13 +279,14 @@ absl::StatusOr<bool> DataReader::Impl::NextPartition(int epoch) {
   PS_ASSIGN_OR_RETURN(std::optional<Partition> part, stream_->Next(stop_flag_));
   busy_since_ = Clock::now();
   if (!part.has_value()) return false;
-  if (scanner_ != nullptr) {
-    base_rows_ += scanner_->good_lines();
-    base_bad_ += scanner_->bad_lines();
-    base_bytes_ += static_cast<int64_t>(scanner_->bytes_read());
+  if (source_ != nullptr) {
+    base_rows_ += source_->good_lines();
+    base_bad_ += source_->bad_lines();
+    base_bytes_ += static_cast<int64_t>(source_->bytes_read());
   }
   spdlog::info("stream partition {} ({} files): epoch {}", part->name, part->files.size(), epoch);
-  PS_ASSIGN_OR_RETURN(scanner_, MakeScanner(options_, std::move(part->files)));
+  source_.reset();  // its threads end before the next source's start
+  PS_ASSIGN_OR_RETURN(source_, MakeSource(options_, std::move(part->files), &stop_flag_));
   absl::MutexLock lock(&mu_);
   if (epoch_names_.size() <= static_cast<size_t>(epoch)) epoch_names_.resize(epoch + 1);
   epoch_names_[epoch] = part->name;
@@ -323,13 +308,13 @@ absl::Status DataReader::Impl::Produce() {
       PS_ASSIGN_OR_RETURN(bool more, NextPartition(epoch));
       if (!more) break;
     } else {
-      scanner_->Rewind();
+      source_->Rewind();
     }
     if (shuffle != nullptr) shuffle->Reseed(EpochSeed(options_.seed, epoch));
     int64_t rows_this_epoch = 0;
     while (true) {
       if (Stopping()) return absl::OkStatus();
-      PS_ASSIGN_OR_RETURN(bool more, scanner_->NextRow(&row));
+      PS_ASSIGN_OR_RETURN(bool more, source_->NextRow(&row));
       if (!more) break;
       ++rows_this_epoch;
       if (!AddRow(row, shuffle.get(), &builder, flush)) return absl::OkStatus();
@@ -358,14 +343,13 @@ DataReader::~DataReader() = default;
 absl::StatusOr<std::unique_ptr<DataReader>> DataReader::Open(ReaderOptions options) {
   PS_RETURN_IF_ERROR(ValidateReaderOptions(options));
   std::vector<std::string> paths;
-  std::unique_ptr<ShardScanner> scanner;  // a stream's come with its partitions
-  if (options.stream.dir.empty()) {
+  auto impl = std::make_unique<Impl>(options);
+  if (options.stream.dir.empty()) {  // a stream's files come with its partitions
     PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandFilePatterns(options.patterns));
     paths.reserve(files.size());
     for (const InputFile& f : files) paths.push_back(f.path);
-    PS_ASSIGN_OR_RETURN(scanner, MakeScanner(options, std::move(files)));
+    PS_RETURN_IF_ERROR(impl->OpenFiles(std::move(files)));
   }
-  auto impl = std::make_unique<Impl>(std::move(options), std::move(scanner));
   impl->Start();
   return std::unique_ptr<DataReader>(new DataReader(std::move(impl), std::move(paths)));
 }
@@ -388,8 +372,8 @@ absl::StatusOr<std::shared_ptr<const Batch>> ReadAll(const ReaderOptions& option
   PS_RETURN_IF_ERROR(ValidateReaderOptions(options));
   if (!options.stream.dir.empty()) return absl::InvalidArgumentError("ReadAll: not for a stream");
   PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandFilePatterns(options.patterns));
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<ShardScanner> scanner,
-                      MakeScanner(options, std::move(files)));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<RowSource> source,
+                      MakeSource(options, std::move(files), nullptr));
   BatchBuilder builder(options.schema.num_dense, options.schema.num_sparse, 0,
                        static_cast<int>(options.schema.extra_labels.size()));
   std::unique_ptr<ShuffleBuffer> shuffle = MakeShuffle(options);
@@ -397,7 +381,7 @@ absl::StatusOr<std::shared_ptr<const Batch>> ReadAll(const ReaderOptions& option
   auto full = [] { return false; };  // one Batch: running out of room is an error
   ParsedRow row;
   while (true) {
-    PS_ASSIGN_OR_RETURN(bool more, scanner->NextRow(&row));
+    PS_ASSIGN_OR_RETURN(bool more, source->NextRow(&row));
     if (!more) break;
     if (!AddRow(row, shuffle.get(), &builder, full)) {
       return absl::ResourceExhaustedError("ReadAll: the data exceeds the limits of one Batch");

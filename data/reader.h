@@ -6,8 +6,10 @@
 // the shards together see every line exactly once. gzip and zstd files are
 // decompressed on the fly, each read whole by one shard. The background thread
 // reads with large buffered reads, parses into Batches and keeps at most
-// `prefetch_batches` of them ready. For a given seed and input, the sequence
-// of batches is deterministic.
+// `prefetch_batches` of them ready; with reader_threads > 1, more threads
+// read, decompress and parse (decode) work units of the shard in parallel and
+// the background thread takes their rows in order. For a given seed and
+// input, the sequence of batches is deterministic, whatever reader_threads.
 //
 // Thread-safety: Next() is for one consumer thread at a time; stats() and
 // RowsDeliveredPerEpoch() may be called from any thread. The destructor
@@ -48,6 +50,16 @@ struct ReaderOptions {
   // Drop the last, smaller batch of every epoch instead of returning it.
   bool drop_remainder = false;
   size_t io_buffer_bytes = size_t{4} << 20;  // size of one read(2)
+  // Threads that decode the shard, in [1, 64]. 1: the background thread
+  // itself. N > 1: N threads besides it, each decoding a work unit at a
+  // time (about reader_unit_bytes of a plain text file, a Parquet row group,
+  // a compressed file whole: shard_scanner.h's WorkUnits), at most 2N units
+  // in flight (each holding at most 2^18 rows decoded ahead); their rows are
+  // taken unit after unit, in the order one thread reads them, so the
+  // batches are the same as with 1. Bad lines are then judged over the
+  // totals when a unit ends and at the end of each pass.
+  int reader_threads = 1;
+  uint64_t reader_unit_bytes = uint64_t{8} << 20;  // >= 1
   // Epochs before this one are not read (a resumed reader: its position's
   // epoch); the first batch comes from epoch `first_epoch`.
   int first_epoch = 0;
@@ -60,10 +72,11 @@ struct ReaderOptions {
 
 // A snapshot of a reader's progress.
 struct ReaderStats {
-  int64_t rows = 0;          // good rows parsed by the reader thread
+  int64_t rows = 0;          // good rows parsed (taken from the decoding threads)
   int64_t bad_lines = 0;     // lines skipped as malformed
   int64_t bytes_read = 0;    // bytes read from the files
-  double busy_seconds = 0;   // reader thread time spent reading and parsing
+  double busy_seconds = 0;   // reader thread time spent reading and parsing (or
+                             // waiting for the decoding threads), not for room
   double rows_per_busy_second = 0;
   int epoch = 0;             // 0-based epoch the reader thread is in
   int64_t rows_delivered = 0;     // rows in batches returned by Next()
@@ -116,7 +129,8 @@ class DataReader {
 
 // Reads the whole shard described by `options` (one epoch; batch_size,
 // prefetch_batches and drop_remainder are ignored; shuffling applies) into
-// one Batch, on the calling thread. For evaluation sets and tests; pair it
+// one Batch, on the calling thread (with reader_threads decoding threads
+// besides it when that is above 1). For evaluation sets and tests; pair it
 // with SplitBatch() to iterate in batches. Errors as for DataReader, plus
 // ResourceExhausted past the limits of one Batch.
 absl::StatusOr<std::shared_ptr<const Batch>> ReadAll(const ReaderOptions& options);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -54,6 +55,7 @@ ShardScanner::ShardScanner(std::vector<InputFile> files, std::vector<FileRange> 
       parser_(std::move(parser)),
       reader_(options.io_buffer_bytes, options.schema.max_line_bytes),
       parquet_(options.schema) {
+  end_range_ = ranges_.size();
   // Two bytes or more a line; a compressed file's lines are not bounded.
   max_lines_from_.assign(ranges_.size() + 1, 0.0);
   for (size_t r = ranges_.size(); r-- > 0;) {
@@ -71,6 +73,15 @@ void ShardScanner::Rewind() {
   parquet_.Close();
   reader_open_ = parquet_open_ = false;
   next_range_ = 0;
+  end_range_ = ranges_.size();
+  judge_ = true;
+}
+
+void ShardScanner::RewindToRange(size_t r) {
+  Rewind();
+  next_range_ = r;
+  end_range_ = r + 1;
+  judge_ = false;
 }
 
 absl::StatusOr<bool> ShardScanner::NextParquetRow(ParsedRow* row) {
@@ -95,8 +106,8 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
       parquet_open_ = false;
     }
     if (!reader_open_) {
-      if (next_range_ == ranges_.size()) {
-        PS_RETURN_IF_ERROR(CheckBadFraction(0));
+      if (next_range_ == end_range_) {
+        if (judge_) PS_RETURN_IF_ERROR(CheckBadFraction(0));
         return false;
       }
       const FileRange& r = ranges_[next_range_++];
@@ -181,7 +192,8 @@ absl::Status ShardScanner::OnBadLine(const LineReader::Line& line, const absl::S
                 logged_ == options_.max_logged_bad_lines ? " (further bad lines not logged)" : "");
   }
   const double left = MaxLinesLeft();
-  return left >= options_.early_judgement_min_lines ? CheckBadFraction(left) : absl::OkStatus();
+  return judge_ && left >= options_.early_judgement_min_lines ? CheckBadFraction(left)
+                                                              : absl::OkStatus();
 }
 
 absl::Status ShardScanner::OnBadRow(const std::string& why) {
@@ -197,7 +209,8 @@ absl::Status ShardScanner::OnBadRow(const std::string& why) {
                 logged_ == options_.max_logged_bad_lines ? " (further bad rows not logged)" : "");
   }
   const double left = MaxLinesLeft();
-  return left >= options_.early_judgement_min_lines ? CheckBadFraction(left) : absl::OkStatus();
+  return judge_ && left >= options_.early_judgement_min_lines ? CheckBadFraction(left)
+                                                              : absl::OkStatus();
 }
 
 double ShardScanner::MaxLinesLeft() const {
@@ -208,20 +221,56 @@ double ShardScanner::MaxLinesLeft() const {
 }
 
 absl::Status ShardScanner::CheckBadFraction(double lines_left) {
-  const int64_t total = good_ + bad_;
-  const double limit = options_.max_bad_lines_fraction;
-  if (bad_ == 0 || static_cast<double>(bad_) <= limit * (static_cast<double>(total) + lines_left)) {
+  return JudgeBadLines(good_, bad_, lines_left, options_.max_bad_lines_fraction, &latest_);
+}
+
+absl::Status ShardScanner::JudgeBadLines(int64_t good, int64_t bad, double lines_left,
+                                         double max_bad_lines_fraction, BadLine* latest) {
+  const int64_t total = good + bad;
+  const double limit = max_bad_lines_fraction;
+  if (bad == 0 || static_cast<double>(bad) <= limit * (static_cast<double>(total) + lines_left)) {
     return absl::OkStatus();
   }
   if (lines_left > 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "too many bad lines: %d of the %d lines read so far (%.2f%%), more than "
         "max_bad_lines_fraction %g of all the lines the rest could hold; the latest: %s",
-        bad_, total, 100.0 * bad_ / total, limit, Describe(&latest_)));
+        bad, total, 100.0 * bad / total, limit, Describe(latest)));
   }
   return absl::InvalidArgumentError(absl::StrFormat(
       "too many bad lines: %d of %d (%.2f%%) exceed max_bad_lines_fraction %g; the latest: %s",
-      bad_, total, 100.0 * bad_ / total, limit, Describe(&latest_)));
+      bad, total, 100.0 * bad / total, limit, Describe(latest)));
+}
+
+std::vector<FileRange> WorkUnits(const std::vector<InputFile>& files,
+                                 const std::vector<FileRange>& ranges, uint64_t unit_bytes) {
+  std::vector<FileRange> units;
+  for (const FileRange& r : ranges) {
+    const InputFile& f = files[static_cast<size_t>(r.file)];
+    std::vector<uint64_t> cuts;  // the units' first bytes after r.begin
+    if (f.parquet) {
+      absl::StatusOr<std::vector<uint64_t>> starts = ParquetRows::RowGroupStarts(f.path);
+      if (starts.ok()) {
+        for (uint64_t s : *starts) {
+          if (s >= r.begin && s < r.end) cuts.push_back(s);
+        }
+        std::sort(cuts.begin(), cuts.end());
+        if (!cuts.empty()) cuts.erase(cuts.begin());  // the first row group's unit starts at r.begin
+      }
+    } else if (f.compression == Compression::kNone && unit_bytes > 0) {
+      const uint64_t pieces = std::max<uint64_t>(1, (r.end - r.begin) / unit_bytes);
+      for (uint64_t k = 1; k < pieces; ++k) {
+        cuts.push_back(r.begin + (r.end - r.begin) / pieces * k);
+      }
+    }
+    uint64_t begin = r.begin;
+    for (uint64_t c : cuts) {
+      units.push_back(FileRange{r.file, begin, c});
+      begin = c;
+    }
+    units.push_back(FileRange{r.file, begin, r.end});
+  }
+  return units;
 }
 
 }  // namespace pstrain::worker

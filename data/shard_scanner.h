@@ -12,6 +12,11 @@
 // is read, so that the error gives the final counts.
 // Line numbers cost a count of the newlines before a range, only for the
 // lines reported. Owned and used by one thread.
+//
+// A reader that scans one shard on several threads (reader.cc) cuts its
+// ranges into work units (WorkUnits), scans each unit with a scanner of its
+// thread (RewindToRange) and judges the bad-line fraction itself, over its
+// totals (JudgeBadLines).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +53,10 @@ class ShardScanner {
 
   // Starts a new pass from the first range. Counters keep accumulating.
   void Rewind();
+  // Starts a pass over range `r` alone: NextRow() returns false at its end,
+  // and never judges the bad-line fraction (the caller does, over its
+  // totals). Counters keep accumulating. REQUIRES: r < the number of ranges.
+  void RewindToRange(size_t r);
 
   // Fills `*row` with the next good row and returns true; returns false at
   // the end of the pass. Errors: I/O (from the file system), DataLoss for
@@ -62,11 +71,7 @@ class ShardScanner {
   uint64_t bytes_read() const { return reader_.bytes_read(); }
   const Schema& schema() const { return parser_->schema(); }
 
- private:
-  ShardScanner(std::vector<InputFile> files, std::vector<FileRange> ranges,
-               const ScannerOptions& options, std::unique_ptr<const Parser> parser);
-
-  // The latest bad line, its number found only when it is reported.
+  // A bad line (or row), its number found only when it is reported.
   struct BadLine {
     std::string path;
     uint64_t first_line_offset = 0;  // of its range
@@ -76,6 +81,18 @@ class ShardScanner {
     std::string text;  // cut to what a quote shows
     std::string where;  // a Parquet row's "FILE: row group G, row R" ("" for a line)
   };
+  // The latest bad line of all passes (meaningless while bad_lines() is 0).
+  const BadLine& latest_bad_line() const { return latest_; }
+
+  // NextRow()'s judgement of `bad` bad lines among `good` + `bad` when the
+  // rest may hold `lines_left` more lines (0 at the end of a pass): OK, or
+  // its InvalidArgument quoting `*latest` (whose number it may fill in).
+  static absl::Status JudgeBadLines(int64_t good, int64_t bad, double lines_left,
+                                    double max_bad_lines_fraction, BadLine* latest);
+
+ private:
+  ShardScanner(std::vector<InputFile> files, std::vector<FileRange> ranges,
+               const ScannerOptions& options, std::unique_ptr<const Parser> parser);
 
   absl::Status OnBadLine(const LineReader::Line& line, const absl::Status& why);
   absl::Status OnBadRow(const std::string& why);
@@ -86,7 +103,7 @@ class ShardScanner {
   absl::Status CheckBadFraction(double lines_left);
   // The most lines the rest of this pass may hold.
   double MaxLinesLeft() const;
-  std::string Describe(BadLine* bad);
+  static std::string Describe(BadLine* bad);
 
   const std::vector<InputFile> files_;
   const std::vector<FileRange> ranges_;
@@ -96,6 +113,8 @@ class ShardScanner {
   LineReader reader_;
   ParquetRows parquet_;
   size_t next_range_ = 0;
+  size_t end_range_ = 0;  // the pass ends before this range
+  bool judge_ = true;     // false: RewindToRange's pass
   bool reader_open_ = false;
   bool parquet_open_ = false;
   std::string bad_why_;  // scratch
@@ -104,5 +123,14 @@ class ShardScanner {
   int logged_ = 0;
   BadLine latest_;
 };
+
+// `ranges` (of `files`) cut into work units, in order, that together own
+// exactly what `ranges` own (a line or row group belongs to the unit that
+// holds its first byte): a plain file's range into pieces of about
+// `unit_bytes`, a Parquet file's into one piece per row group it owns (its
+// footer is read), a compressed file's whole. A Parquet file whose footer
+// cannot be read stays whole: scanning it gives the error, in its place.
+std::vector<FileRange> WorkUnits(const std::vector<InputFile>& files,
+                                 const std::vector<FileRange>& ranges, uint64_t unit_bytes);
 
 }  // namespace pstrain::worker

@@ -94,6 +94,7 @@ const std::vector<JobField>& Table() {
       {"data.max_line_bytes", "max_line_bytes", W},
       {"data.max_bad_lines_fraction", "max_bad_lines_fraction", W},
       {"data.shuffle_buffer", "shuffle_buffer", W},
+      {"data.reader_threads", "reader_threads", W},
       {"data.stream.dir", "train_stream", W},
       {"data.stream.start", "stream_start", W},
       {"data.stream.end", "stream_end", W},

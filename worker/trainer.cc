@@ -175,6 +175,7 @@ absl::Status Trainer::OpenReader() {
   ro.batch_size = options_.batch_size;
   ro.epochs = options_.epochs;
   ro.shuffle_buffer_rows = options_.shuffle_buffer;
+  ro.reader_threads = options_.reader_threads;
   ro.seed = options_.seed + static_cast<uint64_t>(rank_);
   ro.max_bad_lines_fraction = options_.max_bad_lines_fraction;
   if (!streaming()) {
@@ -538,6 +539,7 @@ absl::Status Trainer::Score(int shard, int64_t clock, std::vector<float>* probs,
   ro.batch_size = options_.eval_batch_size;
   ro.epochs = 1;
   ro.max_bad_lines_fraction = options_.max_bad_lines_fraction;
+  ro.reader_threads = options_.reader_threads;
   PS_ASSIGN_OR_RETURN(std::unique_ptr<DataReader> reader, DataReader::Open(ro));
   ParamRefs params;
   while (true) {

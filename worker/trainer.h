@@ -69,6 +69,7 @@ struct TrainOptions {
   int epochs = 1;
   int64_t max_steps = 0;        // 0: no step budget
   size_t shuffle_buffer = 0;    // rows
+  int reader_threads = 1;       // decoding threads of the readers (ReaderOptions)
   uint64_t seed = 1;
   double max_bad_lines_fraction = 0.01;
   int64_t eval_every_steps = 0;  // 0: only at the end

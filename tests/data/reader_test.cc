@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -12,7 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "data/batch_builder.h"
+#include "data/compress_file.h"
+#include "data/file_set.h"
+#include "data/parquet/parquet_file.h"
 #include "data/parser.h"
+#include "data/schema_file.h"
+#include "data/shard_scanner.h"
 #include "tests/data/test_files.h"
 
 namespace pstrain::worker {
@@ -363,5 +369,217 @@ TEST(ReadAll, LoadsTheWholeShardAndSplitsIntoBatches) {
   EXPECT_EQ(parts[3]->size, 4);
 }
 
+
+// --- reader_threads ---------------------------------------------------------
+
+// Every batch of a reader (options `o`) until its end or error (`*end`).
+std::vector<std::shared_ptr<const Batch>> AllBatches(const ReaderOptions& o,
+                                                     absl::Status* end = nullptr,
+                                                     ReaderStats* stats = nullptr) {
+  std::vector<std::shared_ptr<const Batch>> batches;
+  absl::StatusOr<std::unique_ptr<DataReader>> reader = DataReader::Open(o);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return batches;
+  while (true) {
+    absl::StatusOr<std::shared_ptr<const Batch>> b = (*reader)->Next();
+    if (end != nullptr) *end = b.status();
+    if (end == nullptr) {
+      EXPECT_TRUE(b.ok()) << b.status();
+    }
+    if (!b.ok() || *b == nullptr) break;
+    batches.push_back(*b);
+  }
+  if (stats != nullptr) *stats = (*reader)->stats();
+  return batches;
+}
+
+// The same batches, in the same order.
+void ExpectSameBatches(const std::vector<std::shared_ptr<const Batch>>& want,
+                       const std::vector<std::shared_ptr<const Batch>>& got, const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(BatchesEqual(*want[i], *got[i])) << what << ": batch " << i;
+  }
+}
+
+std::string ParquetFixture(const std::string& name) {
+  return (std::filesystem::path(__FILE__).parent_path() / "parquet" / "fixtures" / name).string();
+}
+
+// Three fixtures of the same columns (3, 2 and 2 row groups) and a schema
+// that reads some of each kind: numbers, strings, a list, an integer id.
+Schema FixturesSchema(const ScratchDir& dir) {
+  for (const char* name : {"types_v1_plain", "types_v1_dict_snappy", "enc_delta"}) {
+    std::filesystem::copy_file(ParquetFixture(absl::StrCat(name, ".parquet")),
+                               dir.File(absl::StrCat(name, ".parquet")));
+  }
+  absl::StatusOr<SchemaFile> f = ParseSchemaJson(
+      R"({"format": "parquet", "label": "req_i32 > 0", "dense_transform": "log1p_clamp",
+          "dense": ["i16", "f64", "u32"], "sparse": ["s", "ls", "i64", "fsb"],
+          "ignore": "rest"})",
+      "test", {dir.File("*.parquet")}, 0);
+  EXPECT_TRUE(f.ok()) << f.status();
+  return f.ok() ? f->schema : Schema();
+}
+
+TEST(ReaderThreads, TextGivesTheSameBatchesWhateverTheThreadsAndShards) {
+  ScratchDir dir;
+  std::string a, c;
+  for (int r = 0; r < 400; ++r) a += r % 97 == 5 ? "not a row\n" : RowLine(r);
+  WriteFile(dir.File("a.tsv"), a);
+  std::string b;
+  for (int r = 400; r < 650; ++r) b += RowLine(r);
+  WriteFile(dir.File("b.tsv.gz"), *CompressBytes(b, Compression::kGzip, -1));
+  for (int r = 650; r < 900; ++r) c += RowLine(r);
+  c.pop_back();  // no final '\n'
+  WriteFile(dir.File("c.tsv"), c);
+  for (int shards : {1, 2}) {
+    for (int shard = 0; shard < shards; ++shard) {
+      ReaderOptions o = SmallOptions(dir.File("*.tsv*"));
+      o.num_shards = shards;
+      o.shard_index = shard;
+      o.shuffle_buffer_rows = 50;
+      o.epochs = 2;
+      o.max_bad_lines_fraction = 0.05;
+      o.reader_unit_bytes = 101;  // many units, cut mid-line
+      ReaderStats one_stats;
+      const std::vector<std::shared_ptr<const Batch>> one = AllBatches(o, nullptr, &one_stats);
+      EXPECT_GT(one.size(), 10u);
+      for (int threads : {2, 3}) {
+        o.reader_threads = threads;
+        ReaderStats stats;
+        const std::string what = absl::StrCat("shard ", shard, " of ", shards, ", ", threads, " threads");
+        ExpectSameBatches(one, AllBatches(o, nullptr, &stats), what);
+        EXPECT_EQ(stats.rows, one_stats.rows) << what;
+        EXPECT_EQ(stats.bad_lines, one_stats.bad_lines) << what;
+      }
+    }
+  }
+}
+
+TEST(ReaderThreads, ParquetRowGroupsGiveTheSameBatchesWhateverTheThreadsAndShards) {
+  ScratchDir dir;
+  const Schema schema = FixturesSchema(dir);
+  int64_t rows = 0;
+  for (int shards : {1, 2}) {
+    for (int shard = 0; shard < shards; ++shard) {
+      ReaderOptions o;
+      o.patterns = {dir.File("*.parquet")};
+      o.schema = schema;
+      o.batch_size = 16;
+      o.num_shards = shards;
+      o.shard_index = shard;
+      o.shuffle_buffer_rows = 40;
+      ReaderStats one_stats;
+      const std::vector<std::shared_ptr<const Batch>> one = AllBatches(o, nullptr, &one_stats);
+      rows += one_stats.rows;
+      for (int threads : {2, 3}) {
+        o.reader_threads = threads;
+        ExpectSameBatches(one, AllBatches(o),
+                          absl::StrCat("shard ", shard, " of ", shards, ", ", threads, " threads"));
+      }
+    }
+  }
+  EXPECT_EQ(rows, 2 * 3 * 90);  // each file's 90 rows, once with 1 shard and once over 2
+}
+
+TEST(ReaderThreads, CorruptParquetRowGroupIsDataLossNamingTheFileAfterTheRowsBeforeIt) {
+  ScratchDir dir;
+  const Schema schema = FixturesSchema(dir);
+  const std::string path = dir.File("types_v1_plain.parquet");
+  {
+    // Garbage over the first page header of row group 1's label chunk.
+    auto file = *parquet::ParquetFile::Open(path);
+    const int64_t at = file->chunk_range(1, file->FindColumn("req_i32")).offset;
+    std::string bytes = testing_util::ReadFile(path);
+    for (int64_t i = at; i < at + 6; ++i) bytes[static_cast<size_t>(i)] = '\xff';
+    WriteFile(path, bytes);
+  }
+  for (int threads : {1, 2, 3}) {
+    ReaderOptions o;
+    o.patterns = {dir.File("*.parquet")};
+    o.schema = schema;
+    o.batch_size = 16;
+    o.reader_threads = threads;
+    absl::Status end;
+    const std::vector<std::shared_ptr<const Batch>> batches = AllBatches(o, &end);
+    EXPECT_EQ(end.code(), absl::StatusCode::kDataLoss) << end;
+    EXPECT_NE(end.message().find("types_v1_plain.parquet"), std::string::npos) << end;
+    // The other files' 2 x 90 rows and row group 0's 40 come first, in full batches.
+    EXPECT_EQ(batches.size(), 220u / 16) << threads << " threads";
+  }
+}
+
+TEST(ReaderThreads, TooManyBadLinesIsTheSameErrorOverTheTotals) {
+  ScratchDir dir;
+  std::string s;
+  for (int r = 0; r < 3000; ++r) s += r % 50 == 3 ? "1\tx\t\ta\tb\n" : RowLine(r);  // 2% bad
+  WriteFile(dir.File("bad.tsv"), s);
+  ReaderOptions o = SmallOptions(dir.File("bad.tsv"));
+  o.reader_unit_bytes = 1000;
+  absl::Status one;
+  AllBatches(o, &one);
+  EXPECT_EQ(one.code(), absl::StatusCode::kInvalidArgument) << one;
+  for (int threads : {2, 3}) {
+    o.reader_threads = threads;
+    absl::Status end;
+    AllBatches(o, &end);
+    EXPECT_EQ(end, one) << threads << " threads";  // same counts, same latest line bad.tsv:LINE
+  }
+}
+
+TEST(ReaderThreads, ReadAllIsTheSame) {
+  ScratchDir dir;
+  WriteRows(dir.File("a.tsv"), 0, 500);
+  ReaderOptions o = SmallOptions(dir.File("a.tsv"));
+  o.shuffle_buffer_rows = 30;
+  o.reader_unit_bytes = 333;
+  std::shared_ptr<const Batch> one = *ReadAll(o);
+  o.reader_threads = 4;
+  EXPECT_TRUE(BatchesEqual(*one, **ReadAll(o)));
+}
+
+TEST(ReaderThreads, DestructorStopsThreadsPromptlyAndBadCountsAreChecked) {
+  ScratchDir dir;
+  WriteRows(dir.File("a.tsv"), 0, 5000);
+  ReaderOptions o = SmallOptions(dir.File("a.tsv"));
+  o.epochs = 0;  // forever
+  o.prefetch_batches = 1;
+  o.batch_size = 4;
+  o.reader_threads = 3;
+  o.reader_unit_bytes = 1000;
+  {
+    auto reader = *DataReader::Open(o);
+    for (int i = 0; i < 3; ++i) ASSERT_NE(*reader->Next(), nullptr);
+  }  // returning is the check
+  o.reader_threads = 0;
+  EXPECT_EQ(DataReader::Open(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.reader_threads = 65;
+  EXPECT_EQ(DataReader::Open(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(WorkUnits, CutPlainRangesAndParquetRowGroupsButNotCompressedFiles) {
+  ScratchDir dir;
+  WriteRows(dir.File("a.tsv"), 0, 100);
+  WriteFile(dir.File("b.tsv.gz"), *CompressBytes(RowLine(0), Compression::kGzip, -1));
+  std::filesystem::copy_file(ParquetFixture("types_v1_plain.parquet"), dir.File("c.parquet"));
+  std::vector<InputFile> files = *ExpandFilePatterns({dir.File("*")});
+  ASSERT_EQ(files.size(), 3u);
+  const std::vector<FileRange> ranges = ShardRanges(files, 0, 1);
+  const std::vector<FileRange> units = WorkUnits(files, ranges, 500);
+  // In order, each file's units contiguous from 0 to its size.
+  std::vector<int> per_file(files.size(), 0);
+  for (size_t i = 0; i < units.size(); ++i) {
+    const FileRange& u = units[i];
+    const bool first = i == 0 || units[i - 1].file != u.file;
+    EXPECT_EQ(u.begin, first ? 0 : units[i - 1].end) << i;
+    EXPECT_LT(u.begin, u.end) << i;
+    if (i + 1 == units.size() || units[i + 1].file != u.file) {
+      EXPECT_EQ(u.end, files[static_cast<size_t>(u.file)].size);
+    }
+    ++per_file[static_cast<size_t>(u.file)];
+  }
+  EXPECT_EQ(per_file, (std::vector<int>{static_cast<int>(files[0].size / 500), 1, 3}));
+}
 }  // namespace
 }  // namespace pstrain::worker

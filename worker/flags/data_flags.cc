@@ -63,6 +63,11 @@ ABSL_FLAG(bool, header, false,
           "--schema file gives its own).");
 ABSL_FLAG(int64_t, max_line_bytes, 1 << 20,
           "Longer lines are bad lines (skipped, counted against --max_bad_lines_fraction).");
+ABSL_FLAG(int, reader_threads, 1,
+          "Threads that read, decompress and parse the training and evaluation data: 1, the "
+          "reader's own thread; N > 1, N more, each on a work unit at a time (~8 MiB of a "
+          "text file, a Parquet row group, a compressed file whole). The batches are the same "
+          "whatever N.");
 namespace pstrain::worker {
 namespace {
 
@@ -201,6 +206,10 @@ absl::Status TakeDataFlags(WorkerOptions* o) {
   PS_RETURN_IF_ERROR(SchemaFromFlags(schema_data, &t.schema, &m));
   t.eval_data = SplitList(absl::GetFlag(FLAGS_eval_data));
   t.eval_meta = absl::GetFlag(FLAGS_eval_meta);
+  t.reader_threads = absl::GetFlag(FLAGS_reader_threads);
+  if (t.reader_threads < 1 || t.reader_threads > 64) {
+    return absl::InvalidArgumentError("--reader_threads must be in [1, 64]");
+  }
   return absl::OkStatus();
 }
 

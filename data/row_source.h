@@ -1,0 +1,41 @@
+// RowSource: the rows of one shard of the input, pass after pass, in a
+// ShardScanner's order, for the DataReader (reader.h) to batch. With
+// reader_threads 1 one scanner runs on the calling thread; with N > 1 the
+// shard is cut into work units (~8 MiB of text, a Parquet row group, a
+// compressed file) that N threads decode while the rows still come out in
+// unit order, so that the batches are the same whatever N is.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "data/file_set.h"
+#include "data/parser.h"
+#include "data/reader.h"
+
+namespace pstrain::worker {
+
+// The rows of one shard, pass after pass, in a ShardScanner's order.
+class RowSource {
+ public:
+  virtual ~RowSource() = default;
+  // Starts a new pass. REQUIRES: the previous one (if any) ended.
+  virtual void Rewind() = 0;
+  // As ShardScanner::NextRow.
+  virtual absl::StatusOr<bool> NextRow(ParsedRow* row) = 0;
+  virtual int64_t good_lines() const = 0;
+  virtual int64_t bad_lines() const = 0;
+  virtual uint64_t bytes_read() const = 0;
+};
+
+// The rows of the shard of `files` that `options` name (its shard_index,
+// num_shards, reader_threads, ...). `stop`, when set, makes the decoding
+// threads of reader_threads > 1 stop promptly (the reader's destruction).
+absl::StatusOr<std::unique_ptr<RowSource>> MakeSource(const ReaderOptions& options,
+                                                      std::vector<InputFile> files,
+                                                      const std::atomic<bool>* stop);
+
+}  // namespace pstrain::worker

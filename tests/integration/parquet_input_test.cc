@@ -1,0 +1,184 @@
+// Parquet input through the real binary: the same rows as TSV and as Parquet
+// (snappy, zstd, gzip, none; dictionary and plain; v1 and v2 data pages;
+// several row groups; lists written as LIST columns or as '|'-joined
+// strings) train to byte-identical parameters after one epoch with the same
+// seed. The fixtures, their writer (parquet-wasm 0.8.0, an independent
+// implementation) and the two schema files are in
+// tests/data/parquet/same_rows/ (make.mjs says what the rows hold).
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "tests/integration/test_process.h"
+
+namespace pstrain::testing {
+namespace {
+
+const std::string& FixtureDir() {
+  static const std::string* const kDir =
+      new std::string(std::string(PSTRAIN_SOURCE_DIR) + "/tests/data/parquet/same_rows");
+  return *kDir;
+}
+
+// Two heads (the schema's "clicked" and "converted", the latter missing on
+// most rows) over every input: the dense columns, each categorical column's
+// pooled embedding and the history attended against the candidate item.
+constexpr const char* kModel = R"({
+  "name": "two_heads",
+  "layers": [
+    {"name": "bottom", "type": "mlp", "input": "dense", "widths": [8], "relu_last": true},
+    {"name": "interest", "type": "target_attention", "sequence": "history", "input": "item_id",
+     "widths": [8]},
+    {"name": "shared", "type": "mlp",
+     "inputs": ["bottom", "interest", "item_id", "user", "city", "tags"], "widths": [16],
+     "relu_last": true},
+    {"name": "click_tower", "type": "mlp", "input": "shared", "widths": [1], "tower": true},
+    {"name": "convert_tower", "type": "mlp", "input": "shared", "widths": [1], "tower": true}
+  ],
+  "heads": [
+    {"name": "click", "input": "click_tower", "label": "clicked"},
+    {"name": "convert", "input": "convert_tower", "label": "converted"}
+  ]
+})";
+
+// The table files of a model folder, by name.
+std::map<std::string, std::string> TableFiles(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".tbl") files[e.path().filename().string()] = ReadFile(e.path().string());
+  }
+  return files;
+}
+
+// What one `pstrain train` did: its exit code, samples and bad lines (from
+// "trained N steps, M samples in ... K bad lines)"), its tables.
+struct Trained {
+  int code = -1;
+  int64_t samples = -1, bad = -1;
+  std::map<std::string, std::string> tables;
+};
+
+// `pstrain train` on `data` with `schema` (a file of the fixture folder),
+// one epoch in file order, the model saved to `dir`/`tag`.
+Trained Train(const std::string& dir, const std::string& tag, const std::string& schema,
+              const std::string& data) {
+  Trained t;
+  std::string out;
+  t.code = RunPstrain({"train", "--schema=" + FixtureDir() + "/" + schema, "--train_data=" + data,
+                       "--model_file=" + dir + "/two_heads.json", "--seed=7", "--epochs=1",
+                       "--batch_size=64", "--shuffle_buffer=0", "--log_every_secs=60",
+                       "--save_model=" + dir + "/" + tag},
+                      dir + "/" + tag + ".log", &out, absl::Seconds(120));
+  std::smatch m;
+  static const std::regex kTrained(R"(trained \d+ steps, (\d+) samples in [^\n]*?(\d+) bad lines)");
+  if (std::regex_search(out, m, kTrained)) {
+    t.samples = std::stoll(m[1]);
+    t.bad = std::stoll(m[2]);
+  }
+  if (t.code == 0) t.tables = TableFiles(dir + "/" + tag);
+  return t;
+}
+
+// Where two table files first differ, for the failure message.
+std::string FirstDifference(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return absl::StrCat(a.size(), " bytes against ", b.size());
+  size_t i = 0;
+  while (i < a.size() && a[i] == b[i]) ++i;
+  return absl::StrCat("first at byte ", i, " of ", a.size());
+}
+
+class ParquetInput : public ::testing::TestWithParam<std::string> {
+ protected:
+  // The TSV is trained once, the reference of every variant.
+  static void SetUpTestSuite() {
+    dir_ = new std::string(MakeTempDir("parquet-input"));
+    std::FILE* f = std::fopen((*dir_ + "/two_heads.json").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(kModel, f);
+    std::fclose(f);
+    tsv_ = new Trained(Train(*dir_, "tsv", "tsv.json", FixtureDir() + "/rows.tsv"));
+  }
+  static void TearDownTestSuite() {
+    if (!::testing::UnitTest::GetInstance()->Failed()) std::filesystem::remove_all(*dir_);
+    delete tsv_;
+    delete dir_;
+  }
+
+  static std::string* dir_;
+  static Trained* tsv_;
+};
+
+std::string* ParquetInput::dir_ = nullptr;
+Trained* ParquetInput::tsv_ = nullptr;
+
+TEST_P(ParquetInput, TrainsTheParametersOfTheSameRowsAsTsv) {
+  ASSERT_EQ(tsv_->code, 0) << "the TSV run failed; its log: " << *dir_ << "/tsv.log";
+  // rows.tsv: a header and 900 rows, two of them (+-Infinity in a dense
+  // column) bad lines in text and bad rows in Parquet.
+  const std::vector<std::string> lines =
+      absl::StrSplit(ReadFile(FixtureDir() + "/rows.tsv"), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 901u);
+  EXPECT_EQ(tsv_->samples, 898);
+  EXPECT_EQ(tsv_->bad, 2);
+  ASSERT_GT(tsv_->tables.size(), 10u);
+
+  const std::string variant = GetParam();
+  const Trained pq = Train(*dir_, variant, "parquet.json",
+                           absl::StrCat(FixtureDir(), "/", variant, ".parquet"));
+  ASSERT_EQ(pq.code, 0) << variant;
+  std::printf("%s: %lld samples, %lld bad rows; TSV: %lld samples, %lld bad lines\n",
+              variant.c_str(), static_cast<long long>(pq.samples), static_cast<long long>(pq.bad),
+              static_cast<long long>(tsv_->samples), static_cast<long long>(tsv_->bad));
+  EXPECT_EQ(pq.samples, tsv_->samples) << "every row the TSV trained on";
+  EXPECT_EQ(pq.bad, tsv_->bad);
+  // Same tables, same bytes.
+  ASSERT_EQ(pq.tables.size(), tsv_->tables.size());
+  int same = 0;
+  for (const auto& [table, bytes] : tsv_->tables) {
+    const auto it = pq.tables.find(table);
+    ASSERT_NE(it, pq.tables.end()) << variant << " saved no " << table;
+    if (it->second == bytes) {
+      ++same;
+    } else {
+      ADD_FAILURE() << variant << ": table " << table << " differs from the TSV's ("
+                    << FirstDifference(bytes, it->second) << ")";
+    }
+  }
+  std::printf("%s: %d of %zu tables byte-identical to the TSV's\n", variant.c_str(), same,
+              tsv_->tables.size());
+  if (!HasFailure()) std::filesystem::remove_all(*dir_ + "/" + variant);
+}
+
+INSTANTIATE_TEST_SUITE_P(SameRows, ParquetInput,
+                         ::testing::Values("snappy_dict", "zstd_dict", "snappy_plain",
+                                           "zstd_plain", "gzip_dict", "none_v2",
+                                           "zstd_dict_row_groups", "zstd_lists_as_text"));
+
+// The Parquet schema is the TSV's with "format": "parquet": nothing else
+// changes (the list columns keep "multi_hot", which max_length needs).
+TEST(ParquetInputSchema, DiffersFromTheTsvSchemaOnlyInFormat) {
+  const auto entries = [](const std::string& file) {
+    const std::vector<std::string> lines =
+        absl::StrSplit(ReadFile(FixtureDir() + "/" + file), '\n');
+    std::string kept;
+    for (const std::string& line : lines) {
+      if (line.find("//") == std::string::npos) absl::StrAppend(&kept, line, "\n");
+    }
+    return kept;
+  };
+  const std::string tsv = entries("tsv.json");
+  ASSERT_NE(tsv.find(R"("format": "tsv")"), std::string::npos);
+  EXPECT_EQ(absl::StrReplaceAll(tsv, {{R"("format": "tsv")", R"("format": "parquet")"}}),
+            entries("parquet.json"));
+}
+
+}  // namespace
+}  // namespace pstrain::testing
