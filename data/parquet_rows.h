@@ -8,9 +8,11 @@
 // is read exactly once. Values become what the same value written as text
 // would: a categorical integer's id is its decimal text's, a string's its
 // bytes'; a time part (the schema's "time") is taken from a TIMESTAMP,
-// DATE or INT96 column, whole seconds, or text; a null is the column's missing value (its missing id, or its dense
-// missing value); a LIST column is a multi-hot bag (its max_length kept
-// from the end); a string equal to a missing token is missing, as in text.
+// DATE or INT96 column, whole seconds, or text; a null is the column's
+// missing value (its missing id, or its dense missing value); a LIST column
+// is a multi-hot bag (its max_length kept from the end), and a multi_hot
+// string column is split at the schema's separator, as text is; a string
+// equal to a missing token is missing, as in text.
 // A row without a label, or with a dense string that is not a number, is a
 // bad row (NextRow's `bad`), counted with the text path's bad lines.
 //
