@@ -487,7 +487,6 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
 absl::Status GraphModel::HandInputGrads(int i, nn::MatrixView dx, int rows) {
   if (dx.data == nullptr) return absl::OkStatus();
   // Hand each input its block of dx unless it lives there or was written.
-  nn::Device& dev = device();
   int column = 0;
   for (int t : r_.layer_inputs[i]) {
     const int w = r_.tensors[t].width;
@@ -563,14 +562,6 @@ absl::StatusOr<std::unique_ptr<Model>> CreateGraphModel(const ModelOptions& opti
                                                         std::unique_ptr<nn::Device> device) {
   if (options.graph == nullptr) return absl::InvalidArgumentError("no model graph");
   PS_ASSIGN_OR_RETURN(ResolvedGraph r, graph::ResolveGraph(*options.graph, GraphInputsOf(options)));
-  for (const LayerSpec& l : options.graph->layers) {
-    if (l.type == LayerType::kSelfAttention && !device->host_memory()) {
-      return absl::UnimplementedError(absl::StrCat(
-          options.graph->file, ":", l.line, ": layer \"", l.name,
-          "\" (", graph::LayerTypeName(l.type), ") runs on the CPU device in this build, not on ",
-          device->name()));
-    }
-  }
   for (int f = 0; f < options.num_sparse; ++f) {
     const std::string table = absl::StrCat("emb.", SparseFieldName(options, f));
     PS_RETURN_IF_ERROR(TableRowInit(options, table, f).status());

@@ -1,39 +1,12 @@
 #include "model/graph/self_attention.h"
 
 #include <algorithm>
-#include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace pstrain::worker {
-namespace {
-
-// y[c] (+)= sum_j x[j] W[j * d + c], W [d x d] row-major.
-void RowTimes(const float* x, const float* w, int d, float* y, bool add) {
-  if (!add) std::fill(y, y + d, 0.0f);
-  for (int j = 0; j < d; ++j) {
-    const float xj = x[j];
-    const float* wr = w + static_cast<size_t>(j) * d;
-    for (int c = 0; c < d; ++c) y[c] += xj * wr[c];
-  }
-}
-
-// dx[j] += sum_c dy[c] W[j * d + c] (dy times W^T); dW[j * d + c] += x[j] dy[c].
-void RowTimesBackward(const float* x, const float* w, const float* dy, int d, float* dx,
-                      float* dw) {
-  for (int j = 0; j < d; ++j) {
-    const float* wr = w + static_cast<size_t>(j) * d;
-    float* dwr = dw + static_cast<size_t>(j) * d;
-    float s = 0.0f;
-    for (int c = 0; c < d; ++c) {
-      s += dy[c] * wr[c];
-      dwr[c] += x[j] * dy[c];
-    }
-    dx[j] += s;
-  }
-}
-
-}  // namespace
 
 SelfAttention::SelfAttention(TableRegistry* registry, const std::string& name, int dim, int heads,
                              int max_length, uint64_t seed)
@@ -41,82 +14,50 @@ SelfAttention::SelfAttention(TableRegistry* registry, const std::string& name, i
   const uint64_t dd = static_cast<uint64_t>(dim) * dim;
   position_ = registry->AddDense(absl::StrCat(name, ".position"),
                                  static_cast<uint64_t>(max_length) * dim, EmbeddingInit(dim, seed));
-  q_ = registry->AddDense(absl::StrCat(name, ".q"), dd, LinearWeightInit(dim, seed));
-  k_ = registry->AddDense(absl::StrCat(name, ".k"), dd, LinearWeightInit(dim, seed));
-  v_ = registry->AddDense(absl::StrCat(name, ".v"), dd, LinearWeightInit(dim, seed));
-  o_ = registry->AddDense(absl::StrCat(name, ".o"), dd, LinearWeightInit(dim, seed));
+  q_ = registry->AddDense(absl::StrCat(name, ".wq"), dd, LinearWeightInit(dim, seed));
+  k_ = registry->AddDense(absl::StrCat(name, ".wk"), dd, LinearWeightInit(dim, seed));
+  v_ = registry->AddDense(absl::StrCat(name, ".wv"), dd, LinearWeightInit(dim, seed));
+  o_ = registry->AddDense(absl::StrCat(name, ".wo"), dd, LinearWeightInit(dim, seed));
 }
-
-int SelfAttention::Position(int i, int n) const { return std::min(n - 1 - i, max_length_ - 1); }
 
 absl::Status SelfAttention::Forward(nn::Device& device, const float* items, const nn::Bags& seq,
                                     const std::vector<const float*>& params, nn::MatrixView out) {
-  if (!device.host_memory()) {
-    return absl::UnimplementedError("self_attention runs on the CPU device in this build");
+  // The item count and the longest bag size the buffers: read on the host.
+  const uint32_t* offsets = seq.host_offsets != nullptr ? seq.host_offsets : seq.offsets;
+  if (seq.host_offsets == nullptr && !device.host_memory()) {
+    return absl::InternalError("self_attention: the bags' offsets are not on the host");
   }
-  const int d = dim_, hd = dim_ / heads_;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const uint32_t first = seq.offsets[0];
-  const size_t total = seq.offsets[seq.batch] - first;
+  first_ = offsets[0];
+  items_ = static_cast<int>(offsets[seq.batch] - first_);
   rows_ = seq.batch;
-  for (auto* v : {&x_, &q_act_, &k_act_, &v_act_, &heads_out_}) v->assign(total * d, 0.0f);
-  weight_begin_.assign(seq.batch + 1, 0);
-  size_t weights = 0;
+  max_n_ = 1;
   for (int b = 0; b < seq.batch; ++b) {
-    weight_begin_[b] = weights;
-    const size_t n = seq.offsets[b + 1] - seq.offsets[b];
-    weights += n * n * heads_;
+    max_n_ = std::max(max_n_, static_cast<int>(offsets[b + 1] - offsets[b]));
   }
-  weight_begin_[seq.batch] = weights;
-  weights_.assign(weights, 0.0f);
-  std::vector<float> y(d), scores;
-  for (int b = 0; b < seq.batch; ++b) {
-    const uint32_t s = seq.offsets[b];
-    const int n = static_cast<int>(seq.offsets[b + 1] - s);
-    float* o = out.row(b);
-    std::fill(o, o + d, 0.0f);
-    if (n == 0) continue;
-    const size_t g0 = s - first;
-    for (int i = 0; i < n; ++i) {
-      const float* h = items + static_cast<size_t>(seq.index[s + i]) * d;
-      const float* p = params[position_] + static_cast<size_t>(Position(i, n)) * d;
-      float* x = &x_[(g0 + i) * d];
-      for (int c = 0; c < d; ++c) x[c] = h[c] + p[c];
-      RowTimes(x, params[q_], d, &q_act_[(g0 + i) * d], false);
-      RowTimes(x, params[k_], d, &k_act_[(g0 + i) * d], false);
-      RowTimes(x, params[v_], d, &v_act_[(g0 + i) * d], false);
-    }
-    scores.resize(n);
-    for (int hh = 0; hh < heads_; ++hh) {
-      const int c0 = hh * hd;
-      for (int i = 0; i < n; ++i) {
-        const float* qi = &q_act_[(g0 + i) * d + c0];
-        float top = -INFINITY;
-        for (int j = 0; j < n; ++j) {
-          const float* kj = &k_act_[(g0 + j) * d + c0];
-          float sc = 0.0f;
-          for (int c = 0; c < hd; ++c) sc += qi[c] * kj[c];
-          scores[j] = sc * scale;
-          top = std::max(top, scores[j]);
-        }
-        float sum = 0.0f;
-        for (int j = 0; j < n; ++j) sum += (scores[j] = std::exp(scores[j] - top));
-        float* a = &weights_[weight_begin_[b] + (static_cast<size_t>(hh) * n + i) * n];
-        float* oi = &heads_out_[(g0 + i) * d + c0];
-        for (int j = 0; j < n; ++j) {
-          a[j] = scores[j] / sum;
-          const float* vj = &v_act_[(g0 + j) * d + c0];
-          for (int c = 0; c < hd; ++c) oi[c] += a[j] * vj[c];
-        }
-      }
-    }
-    for (int i = 0; i < n; ++i) {
-      RowTimes(&heads_out_[(g0 + i) * d], params[o_], d, y.data(), false);
-      const float* x = &x_[(g0 + i) * d];
-      for (int c = 0; c < d; ++c) o[c] += (x[c] + y[c]) / static_cast<float>(n);
-    }
+  const size_t per_item = static_cast<size_t>(std::max(items_, 1)) * dim_;
+  for (nn::DeviceBuffer* b : {&x_, &q_act_, &k_act_, &v_act_, &heads_out_, &y_}) {
+    PS_RETURN_IF_ERROR(b->ReserveElements(&device, per_item));
   }
-  return absl::OkStatus();
+  PS_RETURN_IF_ERROR(weights_.ReserveElements(
+      &device, static_cast<size_t>(std::max(items_, 1)) * heads_ * max_n_));
+  if (items_ > 0) {
+    const nn::MatrixView x = Rows(x_), y = Rows(y_);
+    PS_RETURN_IF_ERROR(
+        device.SequenceInputs(items, seq, first_, params[position_], max_length_, x));
+    PS_RETURN_IF_ERROR(device.LinearForward(x, params[q_], nullptr, nn::Activation::kNone,
+                                            Rows(q_act_)));
+    PS_RETURN_IF_ERROR(device.LinearForward(x, params[k_], nullptr, nn::Activation::kNone,
+                                            Rows(k_act_)));
+    PS_RETURN_IF_ERROR(device.LinearForward(x, params[v_], nullptr, nn::Activation::kNone,
+                                            Rows(v_act_)));
+    PS_RETURN_IF_ERROR(device.SequenceAttention(Rows(q_act_), Rows(k_act_), Rows(v_act_), seq,
+                                                first_, heads_, max_n_, weights_.as(),
+                                                Rows(heads_out_)));
+    PS_RETURN_IF_ERROR(device.LinearForward(Rows(heads_out_), params[o_], nullptr,
+                                            nn::Activation::kNone, y));
+    PS_RETURN_IF_ERROR(device.AddMatrix(x, y));  // the residual
+  }
+  return device.SequenceMean(Rows(y_), seq, first_, out);
 }
 
 absl::Status SelfAttention::Backward(nn::Device& device, const float* items, const nn::Bags& seq,
@@ -124,75 +65,47 @@ absl::Status SelfAttention::Backward(nn::Device& device, const float* items, con
                                      nn::ConstMatrixView d_out, float* d_items,
                                      const std::vector<float*>& grads, bool accumulate,
                                      const std::function<void(uint32_t)>* ready) {
-  (void)device;
   (void)items;
-  if (seq.batch != rows_) return absl::InternalError("self_attention: backward of other rows");
-  const int d = dim_, hd = dim_ / heads_;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const size_t dd = static_cast<size_t>(d) * d;
-  if (!accumulate) {
-    std::fill(grads[position_], grads[position_] + static_cast<size_t>(max_length_) * d, 0.0f);
-    for (uint32_t t : {q_, k_, v_, o_}) std::fill(grads[t], grads[t] + dd, 0.0f);
+  const uint32_t* offsets = seq.host_offsets != nullptr ? seq.host_offsets : seq.offsets;
+  if (seq.batch != rows_ || offsets[0] != first_ ||
+      static_cast<int>(offsets[seq.batch] - first_) != items_) {
+    return absl::InternalError("self_attention: backward of other rows than its forward");
   }
-  const uint32_t first = seq.offsets[0];
-  std::vector<float> dy(d), dx, dq, dk, dv, dO, da;
-  for (int b = 0; b < seq.batch; ++b) {
-    const uint32_t s = seq.offsets[b];
-    const int n = static_cast<int>(seq.offsets[b + 1] - s);
-    if (n == 0) continue;
-    const size_t g0 = s - first;
-    for (int c = 0; c < d; ++c) dy[c] = d_out.row(b)[c] / static_cast<float>(n);
-    dx.assign(static_cast<size_t>(n) * d, 0.0f);
-    dq.assign(static_cast<size_t>(n) * d, 0.0f);
-    dk.assign(static_cast<size_t>(n) * d, 0.0f);
-    dv.assign(static_cast<size_t>(n) * d, 0.0f);
-    dO.assign(static_cast<size_t>(n) * d, 0.0f);
-    for (int i = 0; i < n; ++i) {
-      // Y_i = X_i + O_i W_o: the residual passes dy through.
-      for (int c = 0; c < d; ++c) dx[i * d + c] += dy[c];
-      RowTimesBackward(&heads_out_[(g0 + i) * d], params[o_], dy.data(), d, &dO[i * d], grads[o_]);
+  const size_t dd = static_cast<size_t>(dim_) * dim_;
+  if (!accumulate) {
+    PS_RETURN_IF_ERROR(device.Zero(grads[position_],
+                                   sizeof(float) * static_cast<size_t>(max_length_) * dim_));
+    if (items_ == 0) {
+      for (uint32_t t : {q_, k_, v_, o_}) PS_RETURN_IF_ERROR(device.Zero(grads[t], sizeof(float) * dd));
     }
-    da.resize(n);
-    for (int hh = 0; hh < heads_; ++hh) {
-      const int c0 = hh * hd;
-      for (int i = 0; i < n; ++i) {
-        const float* a = &weights_[weight_begin_[b] + (static_cast<size_t>(hh) * n + i) * n];
-        const float* doi = &dO[i * d + c0];
-        float dot = 0.0f;
-        for (int j = 0; j < n; ++j) {
-          const float* vj = &v_act_[(g0 + j) * d + c0];
-          float s2 = 0.0f;
-          for (int c = 0; c < hd; ++c) {
-            s2 += doi[c] * vj[c];
-            dv[j * d + c0 + c] += a[j] * doi[c];
-          }
-          da[j] = s2;
-          dot += a[j] * s2;
-        }
-        const float* qi = &q_act_[(g0 + i) * d + c0];
-        for (int j = 0; j < n; ++j) {
-          const float ds = a[j] * (da[j] - dot) * scale;
-          const float* kj = &k_act_[(g0 + j) * d + c0];
-          for (int c = 0; c < hd; ++c) {
-            dq[i * d + c0 + c] += ds * kj[c];
-            dk[j * d + c0 + c] += ds * qi[c];
-          }
-        }
-      }
+  }
+  if (items_ > 0) {
+    const size_t per_item = static_cast<size_t>(items_) * dim_;
+    for (nn::DeviceBuffer* b : {&dy_, &dx_, &dq_, &dk_, &dv_, &d_heads_, &d_tmp_}) {
+      PS_RETURN_IF_ERROR(b->ReserveElements(&device, per_item));
     }
-    for (int i = 0; i < n; ++i) {
-      const float* x = &x_[(g0 + i) * d];
-      float* dxi = &dx[i * d];
-      RowTimesBackward(x, params[q_], &dq[i * d], d, dxi, grads[q_]);
-      RowTimesBackward(x, params[k_], &dk[i * d], d, dxi, grads[k_]);
-      RowTimesBackward(x, params[v_], &dv[i * d], d, dxi, grads[v_]);
-      float* dh = d_items + static_cast<size_t>(seq.index[s + i]) * d;
-      float* dp = grads[position_] + static_cast<size_t>(Position(i, n)) * d;
-      for (int c = 0; c < d; ++c) {
-        dh[c] += dxi[c];
-        dp[c] += dxi[c];
-      }
+    const nn::MatrixView dy = Rows(dy_), dx = Rows(dx_), tmp = Rows(d_tmp_);
+    // out = mean of Y's rows; Y = X + heads W_o^T: dX starts as dY.
+    PS_RETURN_IF_ERROR(device.SequenceMeanBackward(d_out, seq, first_, dy));
+    PS_RETURN_IF_ERROR(device.CopyMatrix(dy, dx));
+    PS_RETURN_IF_ERROR(device.LinearBackward(Rows(heads_out_), params[o_], Rows(y_),
+                                             nn::Activation::kNone, dy, grads[o_], nullptr,
+                                             Rows(d_heads_), accumulate));
+    PS_RETURN_IF_ERROR(device.SequenceAttentionBackward(
+        Rows(q_act_), Rows(k_act_), Rows(v_act_), weights_.as(), Rows(d_heads_), seq, first_,
+        heads_, max_n_, Rows(dq_), Rows(dk_), Rows(dv_)));
+    const std::pair<uint32_t, const nn::DeviceBuffer*> projections[] = {
+        {q_, &q_act_}, {k_, &k_act_}, {v_, &v_act_}};
+    const nn::DeviceBuffer* d_of[] = {&dq_, &dk_, &dv_};
+    for (int p = 0; p < 3; ++p) {
+      const auto [table, act] = projections[p];
+      PS_RETURN_IF_ERROR(device.LinearBackward(Rows(x_), params[table], Rows(*act),
+                                               nn::Activation::kNone, Rows(*d_of[p]),
+                                               grads[table], nullptr, tmp, accumulate));
+      PS_RETURN_IF_ERROR(device.AddMatrix(tmp, dx));
     }
+    PS_RETURN_IF_ERROR(device.SequenceInputsBackward(dx, seq, first_, max_length_, d_items,
+                                                     grads[position_]));
   }
   if (ready != nullptr) {
     for (uint32_t t : {o_, v_, k_, q_, position_}) (*ready)(t);

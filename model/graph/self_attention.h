@@ -3,12 +3,13 @@
 // embedding table its bag names, oldest first), plus a learned position
 // embedding (position 0 is the most recent item), go through one layer of
 // multi-head self-attention with a residual connection,
-//   X = H + P,  Y = X + concat_heads(softmax(Q_h K_h^T / sqrt(d_h)) V_h) W_o,
-// Q = X W_q, K = X W_k, V = X W_v, and the output is the mean of Y's rows.
-// (No layer norm and no feed-forward block: a model file adds an mlp after
-// it.) Tables: "<name>.position" [max_length x d], "<name>.q", ".k", ".v",
-// ".o" [d x d]. Items past max_length - 1 positions share the last
-// position. Runs on host memory (the CPU device). Not thread-safe.
+//   X = H + P,  Y = X + concat_heads(softmax(Q_h K_h^T / sqrt(d_h)) V_h) W_o^T,
+// Q = X W_q^T, K = X W_k^T, V = X W_v^T, and the output is the mean of Y's
+// rows. (No layer norm and no feed-forward block: a model file adds an mlp
+// after it.) Tables: "<name>.position" [max_length x d], "<name>.wq", ".wk",
+// ".wv", ".wo" [d x d], each [out x in] as a Linear layer's. Items past
+// max_length - 1 positions share the last position. Runs on any device
+// (nn/sequence_attention.h's ops and Linear's). Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -41,15 +42,20 @@ class SelfAttention {
                         const std::function<void(uint32_t)>* ready);
 
  private:
-  int Position(int i, int n) const;  // of item i (0: oldest) of n
+  // The per-item matrices of the last Forward ([items x dim]).
+  nn::MatrixView Rows(const nn::DeviceBuffer& b) const {
+    return nn::MatrixView(b.as<float>(), items_, dim_);
+  }
 
   const int dim_, heads_, max_length_;
   uint32_t position_ = 0, q_ = 0, k_ = 0, v_ = 0, o_ = 0;
-  // The last Forward's per-item values, rows after rows: X, Q, K, V, the
-  // heads' concatenated outputs, and per row its attention weights.
-  std::vector<float> x_, q_act_, k_act_, v_act_, heads_out_, weights_;
-  std::vector<size_t> weight_begin_;  // by row: its n x n x heads weights in weights_
-  int rows_ = 0;
+  // The last Forward's rows: its first item, item count and longest bag.
+  uint32_t first_ = 0;
+  int items_ = 0, max_n_ = 0, rows_ = 0;
+  // Per item: X, Q, K, V, the heads' outputs, Y; per item and head, the
+  // attention weights (max_n_ each). Then the backward's gradients.
+  nn::DeviceBuffer x_, q_act_, k_act_, v_act_, heads_out_, y_, weights_;
+  nn::DeviceBuffer dy_, dx_, dq_, dk_, dv_, d_heads_, d_tmp_;
 };
 
 }  // namespace pstrain::worker

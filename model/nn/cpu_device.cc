@@ -12,6 +12,7 @@
 #include "model/nn/feature_cross.h"
 #include "model/nn/interaction.h"
 #include "model/nn/loss.h"
+#include "model/nn/sequence_attention.h"
 
 namespace pstrain::worker::nn {
 namespace {
@@ -121,6 +122,40 @@ class CpuDevice final : public Device {
                                         float* d_items, MatrixView d_target) override {
     nn::AttentionPoolingBackward(d_out, d_features, items, bags, first, scores, target, d_items,
                                  d_target);
+    return absl::OkStatus();
+  }
+  absl::Status SequenceInputs(const float* items, const Bags& bags, uint32_t first,
+                              const float* positions, int max_length, MatrixView x) override {
+    nn::SequenceInputs(items, bags, first, positions, max_length, x);
+    return absl::OkStatus();
+  }
+  absl::Status SequenceInputsBackward(ConstMatrixView dx, const Bags& bags, uint32_t first,
+                                      int max_length, float* d_items,
+                                      float* d_positions) override {
+    nn::SequenceInputsBackward(dx, bags, first, max_length, d_items, d_positions);
+    return absl::OkStatus();
+  }
+  absl::Status SequenceAttention(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,
+                                 const Bags& bags, uint32_t first, int heads, int max_n,
+                                 float* weights, MatrixView out) override {
+    nn::SequenceAttention(q, k, v, bags, first, heads, max_n, weights, out);
+    return absl::OkStatus();
+  }
+  absl::Status SequenceAttentionBackward(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,
+                                         const float* weights, ConstMatrixView d_out,
+                                         const Bags& bags, uint32_t first, int heads, int max_n,
+                                         MatrixView dq, MatrixView dk, MatrixView dv) override {
+    nn::SequenceAttentionBackward(q, k, v, weights, d_out, bags, first, heads, max_n, dq, dk, dv);
+    return absl::OkStatus();
+  }
+  absl::Status SequenceMean(ConstMatrixView y, const Bags& bags, uint32_t first,
+                            MatrixView out) override {
+    nn::SequenceMean(y, bags, first, out);
+    return absl::OkStatus();
+  }
+  absl::Status SequenceMeanBackward(ConstMatrixView d_out, const Bags& bags, uint32_t first,
+                                    MatrixView dy) override {
+    nn::SequenceMeanBackward(d_out, bags, first, dy);
     return absl::OkStatus();
   }
   absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,

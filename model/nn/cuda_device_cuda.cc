@@ -198,6 +198,54 @@ class CudaDevice final : public Device {
         d_target.data, d_target.stride, stream_));
     return absl::OkStatus();
   }
+  absl::Status SequenceInputs(const float* items, const Bags& bags, uint32_t first,
+                              const float* positions, int max_length, MatrixView x) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::SequenceInputs(items, bags.index, bags.offsets,
+                                                         bags.batch, first, positions, max_length,
+                                                         x.cols, x.data, x.stride, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status SequenceInputsBackward(ConstMatrixView dx, const Bags& bags, uint32_t first,
+                                      int max_length, float* d_items,
+                                      float* d_positions) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::SequenceInputsBackward(
+        dx.data, dx.stride, bags.index, bags.offsets, bags.batch, first, max_length, dx.cols,
+        d_items, d_positions, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status SequenceAttention(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,
+                                 const Bags& bags, uint32_t first, int heads, int max_n,
+                                 float* weights, MatrixView out) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::SequenceAttention(
+        q.data, q.stride, k.data, k.stride, v.data, v.stride, bags.offsets, bags.batch, first,
+        heads, q.cols / heads, max_n, weights, out.data, out.stride, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status SequenceAttentionBackward(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,
+                                         const float* weights, ConstMatrixView d_out,
+                                         const Bags& bags, uint32_t first, int heads, int max_n,
+                                         MatrixView dq, MatrixView dk, MatrixView dv) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::SequenceAttentionBackward(
+        q.data, q.stride, k.data, k.stride, v.data, v.stride, weights, d_out.data, d_out.stride,
+        bags.offsets, bags.batch, first, heads, q.cols / heads, max_n, dq.data, dq.stride,
+        dk.data, dk.stride, dv.data, dv.stride, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status SequenceMean(ConstMatrixView y, const Bags& bags, uint32_t first,
+                            MatrixView out) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::SequenceMean(y.data, y.stride, bags.offsets, bags.batch,
+                                                       first, out.cols, out.data, out.stride,
+                                                       stream_));
+    return absl::OkStatus();
+  }
+  absl::Status SequenceMeanBackward(ConstMatrixView d_out, const Bags& bags, uint32_t first,
+                                    MatrixView dy) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::SequenceMeanBackward(d_out.data, d_out.stride,
+                                                               bags.offsets, bags.batch, first,
+                                                               dy.cols, dy.data, dy.stride,
+                                                               stream_));
+    return absl::OkStatus();
+  }
   absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
                                 MatrixView out) override {
     PS_CUDA_RETURN_IF_ERROR(cuda_kernels::ExpertMixForward(z.data, z.stride, y.data, y.stride,

@@ -85,6 +85,26 @@ class Device {
                                                 uint32_t first, const float* scores,
                                                 ConstMatrixView target, float* d_items,
                                                 MatrixView d_target) = 0;
+  // BST's self-attention over a sequence (see sequence_attention.h): the
+  // items plus positions, the heads' softmax attention within each bag,
+  // the mean over a bag, and their backward; per-item rows at k - first.
+  virtual absl::Status SequenceInputs(const float* items, const Bags& bags, uint32_t first,
+                                      const float* positions, int max_length, MatrixView x) = 0;
+  virtual absl::Status SequenceInputsBackward(ConstMatrixView dx, const Bags& bags,
+                                              uint32_t first, int max_length, float* d_items,
+                                              float* d_positions) = 0;
+  virtual absl::Status SequenceAttention(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,
+                                         const Bags& bags, uint32_t first, int heads, int max_n,
+                                         float* weights, MatrixView out) = 0;
+  virtual absl::Status SequenceAttentionBackward(ConstMatrixView q, ConstMatrixView k,
+                                                 ConstMatrixView v, const float* weights,
+                                                 ConstMatrixView d_out, const Bags& bags,
+                                                 uint32_t first, int heads, int max_n,
+                                                 MatrixView dq, MatrixView dk, MatrixView dv) = 0;
+  virtual absl::Status SequenceMean(ConstMatrixView y, const Bags& bags, uint32_t first,
+                                    MatrixView out) = 0;
+  virtual absl::Status SequenceMeanBackward(ConstMatrixView d_out, const Bags& bags,
+                                            uint32_t first, MatrixView dy) = 0;
   // A gate's softmax mix of experts and its backward (see expert_mix.h).
   virtual absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
                                         MatrixView out) = 0;

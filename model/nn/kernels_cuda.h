@@ -78,6 +78,30 @@ cudaError_t AttentionPoolingBackward(const float* d_out, int g_stride, const flo
                                      const float* scores, const float* target, int t_stride,
                                      int d, float* d_items, float* d_target, int dt_stride,
                                      cudaStream_t stream);
+// BST's self-attention (sequence_attention.h; kernels_sequence_cuda.cu):
+// per-item rows are at k - first; hd = the width of a head.
+cudaError_t SequenceInputs(const float* items, const uint32_t* index, const uint32_t* offsets,
+                           int batch, uint32_t first, const float* positions, int max_length,
+                           int d, float* x, int x_stride, cudaStream_t stream);
+cudaError_t SequenceInputsBackward(const float* dx, int dx_stride, const uint32_t* index,
+                                   const uint32_t* offsets, int batch, uint32_t first,
+                                   int max_length, int d, float* d_items, float* d_positions,
+                                   cudaStream_t stream);
+cudaError_t SequenceAttention(const float* q, int q_stride, const float* k, int k_stride,
+                              const float* v, int v_stride, const uint32_t* offsets, int batch,
+                              uint32_t first, int heads, int hd, int max_n, float* weights,
+                              float* out, int out_stride, cudaStream_t stream);
+cudaError_t SequenceAttentionBackward(const float* q, int q_stride, const float* k, int k_stride,
+                                      const float* v, int v_stride, const float* weights,
+                                      const float* d_out, int g_stride, const uint32_t* offsets,
+                                      int batch, uint32_t first, int heads, int hd, int max_n,
+                                      float* dq, int dq_stride, float* dk, int dk_stride,
+                                      float* dv, int dv_stride, cudaStream_t stream);
+cudaError_t SequenceMean(const float* y, int y_stride, const uint32_t* offsets, int batch,
+                         uint32_t first, int d, float* out, int out_stride, cudaStream_t stream);
+cudaError_t SequenceMeanBackward(const float* d_out, int g_stride, const uint32_t* offsets,
+                                 int batch, uint32_t first, int d, float* dy, int dy_stride,
+                                 cudaStream_t stream);
 // A gate's softmax mix of k experts of `width` (expert_mix.h).
 cudaError_t ExpertMixForward(const float* z, int z_stride, const float* y, int y_stride, int rows,
                              int k, int width, float* g, int g_stride, float* out, int out_stride,

@@ -215,6 +215,90 @@ TEST_F(CudaDeviceTest, AttentionPoolingMatchesCpu) {
   ExpectClose(Down(g_d_target, d_target.size()), d_target, "d_target");
 }
 
+// BST's six ops over bags that start mid-array, with empty bags, bags
+// longer than the positions (they share the last), repeated items (the
+// backward's atomics) and 3 heads of width 4 in views of stride 14.
+TEST_F(CudaDeviceTest, SequenceAttentionMatchesCpu) {
+  const int batch = 173, unique = 29, heads = 3, d = 12, stride = 14, max_length = 5,
+            skipped = 4;
+  std::uniform_int_distribution<int> bag(0, 9), row(0, unique - 1);
+  std::vector<uint32_t> index, offsets;
+  for (int k = 0; k < skipped; ++k) index.push_back(row(rng_));
+  offsets.push_back(static_cast<uint32_t>(index.size()));
+  int max_n = 1;
+  for (int b = 0; b < batch; ++b) {
+    const int n = bag(rng_);
+    max_n = std::max(max_n, n);
+    for (int k = n; k > 0; --k) index.push_back(row(rng_));
+    offsets.push_back(static_cast<uint32_t>(index.size()));
+  }
+  const uint32_t first = offsets[0];
+  const int n_items = static_cast<int>(offsets[batch] - first);
+  const size_t per_item = static_cast<size_t>(n_items) * stride;
+  auto items = RandomVector(static_cast<size_t>(unique) * d, rng_);
+  auto positions = RandomVector(static_cast<size_t>(max_length) * d, rng_);
+  auto q = RandomVector(per_item, rng_, -2.0f, 2.0f), k = RandomVector(per_item, rng_, -2.0f, 2.0f),
+       v = RandomVector(per_item, rng_);
+  auto d_heads = RandomVector(per_item, rng_);
+  auto d_out = RandomVector(static_cast<size_t>(batch) * stride, rng_);
+  auto y = RandomVector(per_item, rng_);
+  const size_t n_weights = static_cast<size_t>(n_items) * heads * max_n;
+  auto items_view = [&](float* p) { return MatrixView(p, n_items, d, stride); };
+  // CPU.
+  Bags cb{index.data(), offsets.data(), batch, offsets.data()};
+  std::vector<float> x(per_item, 0.0f), weights(n_weights, 0.0f), heads_out(per_item, 0.0f),
+      dq(per_item, 0.0f), dk(per_item, 0.0f), dv(per_item, 0.0f), dy(per_item, 0.0f),
+      mean(static_cast<size_t>(batch) * stride, 0.0f), d_items(items.size(), 0.0f),
+      d_positions(positions.size(), 0.0f);
+  ASSERT_TRUE(cpu_->SequenceInputs(items.data(), cb, first, positions.data(), max_length,
+                                   items_view(x.data())).ok());
+  ASSERT_TRUE(cpu_->SequenceInputsBackward(items_view(d_heads.data()), cb, first, max_length,
+                                           d_items.data(), d_positions.data()).ok());
+  ASSERT_TRUE(cpu_->SequenceAttention(items_view(q.data()), items_view(k.data()),
+                                      items_view(v.data()), cb, first, heads, max_n,
+                                      weights.data(), items_view(heads_out.data())).ok());
+  ASSERT_TRUE(cpu_->SequenceAttentionBackward(
+      items_view(q.data()), items_view(k.data()), items_view(v.data()), weights.data(),
+      items_view(d_heads.data()), cb, first, heads, max_n, items_view(dq.data()),
+      items_view(dk.data()), items_view(dv.data())).ok());
+  ASSERT_TRUE(cpu_->SequenceMean(items_view(y.data()), cb, first,
+                                 MatrixView(mean.data(), batch, d, stride)).ok());
+  ASSERT_TRUE(cpu_->SequenceMeanBackward(ConstMatrixView(d_out.data(), batch, d, stride), cb,
+                                         first, items_view(dy.data())).ok());
+  // GPU.
+  Bags gb{Up(index), Up(offsets), batch, offsets.data()};
+  auto zeros = [&](size_t n) { return Up(std::vector<float>(n, 0.0f)); };
+  float *g_x = zeros(per_item), *g_weights = zeros(n_weights), *g_heads = zeros(per_item),
+        *g_dq = zeros(per_item), *g_dk = zeros(per_item), *g_dv = zeros(per_item),
+        *g_dy = zeros(per_item), *g_mean = zeros(mean.size()), *g_d_items = zeros(items.size()),
+        *g_d_positions = zeros(positions.size());
+  float *g_q = Up(q), *g_k = Up(k), *g_v = Up(v), *g_d_heads = Up(d_heads), *g_y = Up(y);
+  ASSERT_TRUE(gpu_->SequenceInputs(Up(items), gb, first, Up(positions), max_length,
+                                   items_view(g_x)).ok());
+  ASSERT_TRUE(gpu_->SequenceInputsBackward(items_view(g_d_heads), gb, first, max_length,
+                                           g_d_items, g_d_positions).ok());
+  ASSERT_TRUE(gpu_->SequenceAttention(items_view(g_q), items_view(g_k), items_view(g_v), gb, first,
+                                      heads, max_n, g_weights, items_view(g_heads)).ok());
+  ASSERT_TRUE(gpu_->SequenceAttentionBackward(items_view(g_q), items_view(g_k), items_view(g_v),
+                                              g_weights, items_view(g_d_heads), gb, first, heads,
+                                              max_n, items_view(g_dq), items_view(g_dk),
+                                              items_view(g_dv)).ok());
+  ASSERT_TRUE(gpu_->SequenceMean(items_view(g_y), gb, first,
+                                 MatrixView(g_mean, batch, d, stride)).ok());
+  ASSERT_TRUE(gpu_->SequenceMeanBackward(ConstMatrixView(Up(d_out), batch, d, stride), gb, first,
+                                         items_view(g_dy)).ok());
+  ExpectClose(Down(g_x, per_item), x, "sequence inputs");
+  ExpectClose(Down(g_d_items, items.size()), d_items, "d_items");
+  ExpectClose(Down(g_d_positions, positions.size()), d_positions, "d_positions");
+  ExpectClose(Down(g_weights, n_weights), weights, "attention weights");
+  ExpectClose(Down(g_heads, per_item), heads_out, "heads' outputs");
+  ExpectClose(Down(g_dq, per_item), dq, "dq");
+  ExpectClose(Down(g_dk, per_item), dk, "dk");
+  ExpectClose(Down(g_dv, per_item), dv, "dv");
+  ExpectClose(Down(g_mean, mean.size()), mean, "mean");
+  ExpectClose(Down(g_dy, per_item), dy, "d_y");
+}
+
 // A gate's softmax mix of 3 experts of width 7 over strided views.
 TEST_F(CudaDeviceTest, ExpertMixMatchesCpu) {
   const int rows = 257, k = 3, width = 7, y_stride = 25, stride = 9;

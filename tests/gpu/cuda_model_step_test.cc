@@ -136,21 +136,18 @@ TEST(CudaGraphModelTest, MmoeWithThreeHeadsStepMatchesCpu) {
   ExpectWholeStepMatchesCpu(options, /*extra_labels=*/2);
 }
 
-TEST(CudaGraphModelTest, SelfAttentionIsRefusedOnAGpuNamingTheLayer) {
+// BST: self-attention over C26 as a history of C25's items (one table),
+// two heads, fewer positions than the longest history, beside DIN's
+// attention over it.
+TEST(CudaGraphModelTest, SelfAttentionStepMatchesCpu) {
   ModelOptions options = WithGraph(R"({"layers": [
-    {"name": "bst", "type": "self_attention", "sequence": "C2"},
-    {"name": "top", "type": "linear", "inputs": ["bst", "dense", "embeddings"]}],
+    {"name": "bst", "type": "self_attention", "sequence": "C26", "heads": 2, "max_length": 3},
+    {"name": "din", "type": "target_attention", "sequence": "C26", "input": "C25", "widths": [8]},
+    {"name": "top", "type": "mlp", "inputs": ["bst", "din", "embeddings", "dense"], "widths": [32, 1]}],
     "heads": [{"input": "top"}]})", "bst.json");
-  options.device = "cuda";
-  auto model = CreateModel(options);
-  ASSERT_FALSE(model.ok());
-  if (model.status().code() == absl::StatusCode::kUnavailable) {
-    GTEST_SKIP() << "no GPU: " << model.status();
-  }
-  EXPECT_NE(model.status().message().find(
-                "bst.json:2: layer \"bst\" (self_attention) runs on the CPU device in this build"),
-            std::string::npos)
-      << model.status();
+  options.field_ids_of.assign(26, -1);
+  options.field_ids_of[25] = 24;
+  ExpectWholeStepMatchesCpu(options);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaModelTest, ::testing::Values("dlrm", "wide_deep", "lr", "dcn_v2", "deepfm",

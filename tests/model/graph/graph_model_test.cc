@@ -97,8 +97,8 @@ TEST(GraphModel, SelfAttentionMatchesFiniteDifferences) {
   for (const TableSpec& t : (*model)->tables()) {
     if (t.name.rfind("bst.", 0) == 0) dense.push_back(absl::StrCat(t.name, ":", t.size));
   }
-  EXPECT_EQ(dense, (std::vector<std::string>{"bst.position:8", "bst.q:16", "bst.k:16", "bst.v:16",
-                                             "bst.o:16"}));
+  EXPECT_EQ(dense, (std::vector<std::string>{"bst.position:8", "bst.wq:16", "bst.wk:16",
+                                             "bst.wv:16", "bst.wo:16"}));
   testing::ExpectStepGradientsMatchFiniteDifferences(o, 1e-3, 0.2);
 }
 

@@ -188,6 +188,57 @@ class CheckingDevice final : public nn::Device {
     return cpu_->AttentionPoolingBackward(d_out, d_features, items, bags, first, scores, target,
                                           d_items, d_target);
   }
+  absl::Status SequenceInputs(const float* items, const nn::Bags& bags, uint32_t first,
+                              const float* positions, int max_length, MatrixView x) override {
+    Check(items);
+    Check(positions);
+    Check(x.data);
+    CheckBags(bags);
+    return cpu_->SequenceInputs(items, bags, first, positions, max_length, x);
+  }
+  absl::Status SequenceInputsBackward(ConstMatrixView dx, const nn::Bags& bags, uint32_t first,
+                                      int max_length, float* d_items,
+                                      float* d_positions) override {
+    Check(dx.data);
+    Check(d_items);
+    Check(d_positions);
+    CheckBags(bags);
+    return cpu_->SequenceInputsBackward(dx, bags, first, max_length, d_items, d_positions);
+  }
+  absl::Status SequenceAttention(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,
+                                 const nn::Bags& bags, uint32_t first, int heads, int max_n,
+                                 float* weights, MatrixView out) override {
+    for (const void* p : {q.data, k.data, v.data}) Check(p);
+    Check(weights);
+    Check(out.data);
+    CheckBags(bags);
+    return cpu_->SequenceAttention(q, k, v, bags, first, heads, max_n, weights, out);
+  }
+  absl::Status SequenceAttentionBackward(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,
+                                         const float* weights, ConstMatrixView d_out,
+                                         const nn::Bags& bags, uint32_t first, int heads,
+                                         int max_n, MatrixView dq, MatrixView dk,
+                                         MatrixView dv) override {
+    for (const void* p : {q.data, k.data, v.data, weights, d_out.data}) Check(p);
+    for (const void* p : {dq.data, dk.data, dv.data}) Check(p);
+    CheckBags(bags);
+    return cpu_->SequenceAttentionBackward(q, k, v, weights, d_out, bags, first, heads, max_n, dq,
+                                           dk, dv);
+  }
+  absl::Status SequenceMean(ConstMatrixView y, const nn::Bags& bags, uint32_t first,
+                            MatrixView out) override {
+    Check(y.data);
+    Check(out.data);
+    CheckBags(bags);
+    return cpu_->SequenceMean(y, bags, first, out);
+  }
+  absl::Status SequenceMeanBackward(ConstMatrixView d_out, const nn::Bags& bags, uint32_t first,
+                                    MatrixView dy) override {
+    Check(d_out.data);
+    Check(dy.data);
+    CheckBags(bags);
+    return cpu_->SequenceMeanBackward(d_out, bags, first, dy);
+  }
   absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
                                 MatrixView out) override {
     Check(z.data);
@@ -343,6 +394,18 @@ TEST(DeviceStagingGraph, TargetAttentionAndPoolGiveTheCpuStep) {
     {"name": "mean", "type": "pool", "sequence": "C3", "pooling": "mean"},
     {"name": "top", "type": "mlp", "inputs": ["din", "mean", "C1", "C2", "dense"], "widths": [6, 1],
      "dropout": 0.3}],
+    "heads": [{"input": "top"}]})");
+  o.field_ids_of = {-1, -1, 1};
+  ExpectStagedStepIsTheCpuStep(o);
+}
+
+// BST's self-attention over C3 (2 heads; positions past the second share
+// it) beside DIN's attention over the same table, as a GPU runs them.
+TEST(DeviceStagingGraph, SelfAttentionGivesTheCpuStep) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "C3", "heads": 2, "max_length": 2},
+    {"name": "din", "type": "target_attention", "sequence": "C3", "input": "C2", "widths": [5]},
+    {"name": "top", "type": "mlp", "inputs": ["bst", "din", "C1", "C2", "dense"], "widths": [6, 1]}],
     "heads": [{"input": "top"}]})");
   o.field_ids_of = {-1, -1, 1};
   ExpectStagedStepIsTheCpuStep(o);
