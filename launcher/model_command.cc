@@ -230,6 +230,7 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
     std::string what = absl::StrCat(h.regression ? "value, squared error" : "sigmoid, logloss", " on ",
                                     labels[r->head_label[k]]);
     if (h.weight != 1.0f) absl::StrAppend(&what, " x", h.weight);
+    if (!h.times.empty()) absl::StrAppend(&what, ", times ", h.times);
     std::printf("%-16s %-28s %-40s %d\n", ("head " + h.name).c_str(), what.c_str(), h.input.c_str(), 1);
   }
   uint64_t dense = 0;

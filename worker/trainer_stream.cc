@@ -60,7 +60,7 @@ void Trainer::ScoreRows(const Batch& batch, const StepOutput& out) {
       probs.clear();
       labels.clear();
       for (size_t r = 0; r < out.probs.size() && static_cast<int>(r) < batch.size; ++r) {
-        const float y = LabelOf(batch, heads[h].label, static_cast<int>(r));
+        const float y = HeadLabelOf(batch, heads, h, static_cast<int>(r));
         if (std::isnan(y)) continue;
         probs.push_back(out.head_probs[r * heads.size() + h]);
         labels.push_back(y);

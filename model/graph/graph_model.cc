@@ -203,6 +203,9 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
     const graph::HeadSpec& spec = options.graph->heads[h];
     head_of_[r_.head_tensor[h]] = static_cast<int>(h);
     heads.push_back(ModelHead{spec.name, r_.head_label[h], spec.regression, spec.weight});
+    for (size_t e = 0; e < h && !spec.times.empty(); ++e) {
+      if (options.graph->heads[e].name == spec.times) heads.back().times = static_cast<int>(e);
+    }
   }
   SetHeads(std::move(heads));
 }

@@ -202,6 +202,29 @@ absl::StatusOr<ModelGraph> Parser::Run() {
       }
     }
   }
+  for (size_t a = 0; a < g.heads.size(); ++a) {
+    const HeadSpec& h = g.heads[a];
+    if (h.times.empty()) continue;
+    const std::string at = absl::StrCat(name_, ":", h.line, ": head \"", h.name, "\": \"times\": ");
+    size_t b = 0;
+    while (b < a && g.heads[b].name != h.times) ++b;
+    if (b == a) {
+      std::vector<std::string> earlier;
+      for (size_t e = 0; e < a; ++e) earlier.push_back(g.heads[e].name);
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, "no earlier head \"", h.times, "\"", DidYouMeanQuoted(h.times, earlier),
+          " (it names a head listed before this one, e.g. the click head a conversion head "
+          "is conditioned on)"));
+    }
+    if (h.regression || g.heads[b].regression) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, "a conditioned head and the head it names are probability heads (\"loss\": \"bce\")"));
+    }
+    if (!g.heads[b].times.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(at, "\"", h.times, "\" is itself conditioned on \"",
+                                                     g.heads[b].times, "\" (one level only)"));
+    }
+  }
   return g;
 }
 
@@ -345,7 +368,7 @@ absl::Status Parser::Head(const Json& j, size_t at, ModelGraph* g) {
   if (!j.is_object()) return Bad(at, absl::StrCat(where, " must be an object"));
   HeadSpec h;
   h.line = LineAt(at);
-  const std::vector<std::string> keys = {"name", "input", "label", "loss", "weight"};
+  const std::vector<std::string> keys = {"name", "input", "label", "loss", "weight", "times"};
   size_t key_at = at;
   for (auto& [key, value] : j.items()) {
     key_at = Find(absl::StrCat("\"", key, "\""), key_at);
@@ -369,6 +392,8 @@ absl::Status Parser::Head(const Json& j, size_t at, ModelGraph* g) {
                                                "of a value)"));
       }
       h.regression = v == "mse";
+    } else if (key == "times") {
+      h.times = v;
     } else {
       (key == "name" ? h.name : key == "input" ? h.input : h.label) = v;
     }

@@ -85,6 +85,10 @@ struct HeadSpec {
   std::string label;  // the schema's label it learns ("": the first label)
   bool regression = false;  // "loss": "mse" (the logit is the prediction); else "bce"
   float weight = 1.0f;      // its loss's weight in the step's sum
+  // "times": an earlier probability head this one is conditioned on (ESMM:
+  // its probability is sigmoid(its logit) x that head's; model.h's
+  // ModelHead::times has the label rule). "" for none.
+  std::string times;
   int line = 0;
 };
 

@@ -48,7 +48,7 @@ double WeightedHeadLoss(const std::vector<HeadEval>& heads) {
 
 void AppendHeadLabels(const Batch& b, const std::vector<ModelHead>& heads, std::vector<float>* labels) {
   for (int r = 0; r < b.size; ++r) {
-    for (const ModelHead& h : heads) labels->push_back(LabelOf(b, h.label, r));
+    for (size_t h = 0; h < heads.size(); ++h) labels->push_back(HeadLabelOf(b, heads, h, r));
   }
 }
 

@@ -62,7 +62,24 @@ struct ModelHead {
   int label = 0;            // the batch's label it learns (LabelOf): 0 the first
   bool regression = false;  // squared error of the logit itself; else sigmoid + BCE
   float weight = 1.0f;      // its loss's weight in the step's sum
+  // ESMM (Ma et al. 2018): an earlier probability head this one is
+  // conditioned on (-1: none). Its probability is sigmoid(its logit) times
+  // that head's, learned on every row that has that head's label: where
+  // that label is 0 its own is 0 (no conversion without a click), else its
+  // own label. So a conversion head learns pCVR through pCTCVR = pCTR x
+  // pCVR over all rows, not only the clicked ones.
+  int times = -1;
 };
+
+// Head h's label of row r (NaN: none, the row is masked out of its loss and
+// metrics), by ModelHead::times' rule.
+inline float HeadLabelOf(const Batch& b, const std::vector<ModelHead>& heads, size_t h, int r) {
+  const ModelHead& head = heads[h];
+  if (head.times < 0) return LabelOf(b, head.label, r);
+  const float given = LabelOf(b, heads[head.times].label, r);
+  if (given != given) return given;  // NaN
+  return given == 0.0f ? 0.0f : LabelOf(b, head.label, r);
+}
 
 struct StepOutput {
   // Sum of per-sample losses (binary cross-entropy; with several heads,

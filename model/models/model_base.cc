@@ -342,11 +342,9 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
       out.probs[r] = heads_[0].regression ? z : nn::SigmoidOf(z);
     }
     if (num_heads > 1) {
-      out.head_probs.resize(static_cast<size_t>(rows) * num_heads);
-      for (size_t i = 0; i < out.head_probs.size(); ++i) {
-        const float z = host_logits_.data()[i];
-        out.head_probs[i] = heads_[i % num_heads].regression ? z : nn::SigmoidOf(z);
-      }
+      out.head_probs.assign(host_logits_.data(),
+                            host_logits_.data() + static_cast<size_t>(rows) * num_heads);
+      HeadProbabilities(out.head_probs);
     }
   }
   return out;
@@ -355,12 +353,14 @@ absl::StatusOr<StepOutput> ModelBase::TrainStep(const Batch& batch, const BatchP
 double ModelBase::HeadLosses(const Batch& batch, int begin, nn::ConstMatrixView logits,
                              nn::MatrixView dlogits, StepOutput* out) const {
   double total = 0;
+  // In the heads' order: a conditioned head adds to the gradient of the
+  // earlier head it names, which is already written.
   for (size_t h = 0; h < heads_.size(); ++h) {
     const ModelHead& head = heads_[h];
     double sum = 0;
     int64_t labelled = 0;
     for (int r = 0; r < logits.rows; ++r) {
-      const float y = LabelOf(batch, head.label, begin + r);
+      const float y = HeadLabelOf(batch, heads_, h, begin + r);
       const float z = logits.row(r)[h];
       float& d = dlogits.row(r)[h];
       if (std::isnan(y)) {  // no label: no loss
@@ -368,7 +368,17 @@ double ModelBase::HeadLosses(const Batch& batch, int begin, nn::ConstMatrixView 
         continue;
       }
       ++labelled;
-      if (head.regression) {
+      if (head.times >= 0) {
+        // p = s_a s_b (s = sigmoid of this logit a and of the named head's
+        // b); BCE of p: dL/da = (p - y)(1 - s_a)/(1 - p), dL/db likewise.
+        const float zb = logits.row(r)[head.times];
+        const double sa = nn::SigmoidOf(z), sb = nn::SigmoidOf(zb);
+        const double p = std::clamp(sa * sb, 1e-12, 1.0 - 1e-7);
+        sum += -(y * std::log(p) + (1.0 - y) * std::log1p(-p));
+        const double g = head.weight * (p - y) / (1.0 - p);
+        d = static_cast<float>(g * (1.0 - sa));
+        dlogits.row(r)[head.times] += static_cast<float>(g * (1.0 - sb));
+      } else if (head.regression) {
         const float e = z - y;
         sum += static_cast<double>(e) * e;
         d = head.weight * 2.0f * e;
@@ -398,14 +408,21 @@ absl::StatusOr<double> ModelBase::DeviceHeadLosses(const Batch& batch, int begin
 }
 
 absl::Status ModelBase::HeadOutputs(nn::ConstMatrixView logits, float* probs) {
-  const int num_heads = logits.cols;
-  const size_t n = static_cast<size_t>(logits.rows) * num_heads;
+  const size_t n = static_cast<size_t>(logits.rows) * logits.cols;
   PS_RETURN_IF_ERROR(device_->CopyToHost(probs, logits.data, sizeof(float) * n));
-  for (size_t i = 0; i < n; ++i) {
-    const ModelHead& head = heads_[i % num_heads];
-    probs[i] = head.regression ? probs[i] : nn::SigmoidOf(probs[i]);
-  }
+  HeadProbabilities(std::span<float>(probs, n));
   return absl::OkStatus();
+}
+
+void ModelBase::HeadProbabilities(std::span<float> values) const {
+  const size_t num_heads = heads_.size();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const ModelHead& head = heads_[i % num_heads];
+    if (head.regression) continue;
+    values[i] = nn::SigmoidOf(values[i]);
+    // The named head is earlier in the row: already its probability.
+    if (head.times >= 0) values[i] *= values[i - i % num_heads + head.times];
+  }
 }
 
 absl::Status ModelBase::Predict(const Batch& batch, const BatchPlan& plan,

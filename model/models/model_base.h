@@ -130,6 +130,9 @@ class ModelBase : public Model {
   // The heads' outputs of [rows x heads] logits (device memory) into probs:
   // a probability, or a regression head's value.
   absl::Status HeadOutputs(nn::ConstMatrixView logits, float* probs);
+  // [rows x heads] host logits to the heads' outputs in place (a
+  // conditioned head's is its probability times the head it names).
+  void HeadProbabilities(std::span<float> values) const;
   // chunk_ = rows [begin, begin + rows) of step_.
   void SliceStep(int begin, int rows);
   absl::Status ExportGrads(const GradRefs& grads);

@@ -264,6 +264,65 @@ TEST(GraphModel, PredictGivesEveryHeadAndTheLossMasksMissingLabels) {
   EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("head \"cvr\""));
 }
 
+// ESMM: a click head and a conversion head conditioned on it ("times"):
+// the second's probability is pCTR x pCVR, learned on every row that has a
+// click label (0 where there was no click, else the conversion label).
+ModelOptions EsmmOptions() {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "x", "type": "concat", "inputs": ["dense", "embeddings"]},
+    {"name": "ctr", "type": "mlp", "input": "x", "widths": [5, 1]},
+    {"name": "cvr", "type": "mlp", "input": "x", "widths": [4, 1]}],
+    "heads": [{"name": "click", "input": "ctr"},
+              {"name": "click_buy", "input": "cvr", "label": "bought", "times": "click", "weight": 0.5}]})",
+                             "esmm.json");
+  o.label_names = {"clicked", "bought", "spent"};
+  return o;
+}
+
+TEST(GraphModel, EsmmConditionedHeadMatchesFiniteDifferences) {
+  auto model = CreateModel(EsmmOptions());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ((*model)->heads().size(), 2u);
+  EXPECT_EQ((*model)->heads()[0].times, -1);
+  EXPECT_EQ((*model)->heads()[1].times, 0);
+  testing::ExpectStepGradientsMatchFiniteDifferences(EsmmOptions(), 1e-3, 0.2, /*extra_labels=*/2);
+}
+
+TEST(GraphModel, EsmmHeadIsTheProductAndLearnsWhereTheClickLabelIs) {
+  auto model_or = CreateModel(EsmmOptions());
+  ASSERT_TRUE(model_or.ok()) << model_or.status();
+  Model& model = **model_or;
+  std::mt19937 rng(5);
+  Batch batch = RandomBatch(300, 3, 3, 2, 50, rng);  // over chunks
+  testing::AddExtraLabels(&batch, 2, rng);
+  LocalStep step(model, batch, 0.5f);
+  std::vector<float> probs(batch.size * 2);
+  ASSERT_TRUE(model.Predict(batch, step.plan, step.params, probs).ok());
+  auto out = model.TrainStep(batch, step.plan, step.params, &step.grads);
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<double> head_loss(2, 0);
+  std::vector<int64_t> rows(2, 0);
+  int64_t unclicked_unlabelled = 0;
+  for (int r = 0; r < batch.size; ++r) {
+    const float click = LabelOf(batch, 0, r), bought = LabelOf(batch, 1, r);
+    EXPECT_LE(probs[r * 2 + 1], probs[r * 2]) << "pCTCVR = pCTR x pCVR, row " << r;
+    EXPECT_GT(probs[r * 2 + 1], 0.0f);
+    const float y1 = click == 0.0f ? 0.0f : bought;  // no conversion without a click
+    if (click == 0.0f && std::isnan(bought)) ++unclicked_unlabelled;
+    for (int h = 0; h < 2; ++h) {
+      const float y = h == 0 ? click : y1;
+      if (std::isnan(y)) continue;
+      const double p = probs[r * 2 + h];
+      ++rows[h];
+      head_loss[h] += -(y == 1.0f ? std::log(p) : std::log(1.0 - p));
+    }
+  }
+  EXPECT_GT(unclicked_unlabelled, 0) << "the batch has rows the rule labels 0";
+  EXPECT_EQ(out->head_rows, rows);
+  for (int h = 0; h < 2; ++h) EXPECT_NEAR(out->head_loss_sum[h], head_loss[h], 1e-4 * head_loss[h]);
+  EXPECT_NEAR(out->loss_sum, head_loss[0] + 0.5 * head_loss[1], 1e-4 * out->loss_sum);
+}
+
 // The built-in network `name` (TinyOptions) and the same network as a
 // model file: the same tables in the same order, and one step's loss and
 // every gradient equal bit for bit.

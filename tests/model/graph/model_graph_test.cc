@@ -252,6 +252,15 @@ TEST(ModelGraph, BadHeadsAndGatesAreRefusedNamingTheHeadOrLayer) {
               HasSubstr("\"loss\" is \"bce\""));
   EXPECT_THAT(error(two + R"([{"input": "top", "weight": 0}, {"input": "other"}]})"),
               HasSubstr("\"weight\" must be a number in (0, 1000]"));
+  // ESMM's "times": an earlier probability head, one level.
+  EXPECT_THAT(error(two + R"([{"name": "click", "input": "top"}, {"input": "other", "times": "clik"}]})"),
+              HasSubstr("m.json:2: head \"head1\": \"times\": no earlier head \"clik\" (did you mean \"click\"?)"));
+  EXPECT_THAT(error(two + R"([{"name": "a", "input": "top", "times": "b"}, {"name": "b", "input": "other"}]})"),
+              HasSubstr("head \"a\": \"times\": no earlier head \"b\""));
+  EXPECT_THAT(error(two + R"([{"name": "a", "input": "top"}, {"name": "b", "input": "other", "times": "b"}]})"),
+              HasSubstr("head \"b\": \"times\": no earlier head \"b\""));
+  EXPECT_THAT(error(two + R"([{"name": "a", "input": "top"}, {"name": "b", "input": "other", "times": "a", "loss": "mse"}]})"),
+              HasSubstr("a conditioned head and the head it names are probability heads"));
   EXPECT_THAT(error(R"({"layers": [{"name": "e", "type": "mlp", "inputs": ["dense", "embeddings"], "widths": [4]},
     {"name": "g", "type": "gate", "input": "dense", "experts": ["e"]},
     {"name": "top", "type": "linear", "input": "g"}], "heads": [{"input": "top"}]})"),
