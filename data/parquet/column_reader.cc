@@ -63,6 +63,7 @@ class ChunkReader {
   // in front.
   absl::Status Fail(const absl::Status& st) const;
   absl::Status ResetOutput();
+  void ReserveSlots();
   absl::Status ReadPage(const PageHeader& h, std::string_view body);
   absl::Status ReadDictionaryPage(const PageHeader& h, std::string_view body);
   absl::Status ReadDataPageV1(const PageHeader& h, std::string_view body);
@@ -139,7 +140,36 @@ absl::Status ChunkReader::ResetOutput() {
                                             " values, its row group ", info_.row_group_rows,
                                             " rows"));
   }
+  ReserveSlots();
   return absl::OkStatus();
+}
+
+// Room for the chunk's slots at once instead of grown page by page (a
+// reused ColumnData already has it). The count is the metadata's, so at most
+// 8 slots a byte of the chunk (and 64 Ki): a chunk cannot make the reader
+// reserve much more than its own size, whatever it claims.
+void ChunkReader::ReserveSlots() {
+  const int64_t bound = std::max<int64_t>(int64_t{1} << 16, 8 * static_cast<int64_t>(bytes_.size()));
+  const size_t slots = static_cast<size_t>(std::min(info_.num_values, bound));
+  const size_t rows = static_cast<size_t>(std::min(info_.row_group_rows, bound));
+  out_->row_valid.reserve(rows);
+  if (col_.is_list) {
+    out_->list_offsets.reserve(rows + 1);
+    out_->value_valid.reserve(slots);
+  }
+  switch (col_.type) {
+    case PhysicalType::kFloat:
+    case PhysicalType::kDouble: out_->doubles.reserve(slots); break;
+    case PhysicalType::kByteArray:
+    case PhysicalType::kFixedLenByteArray:
+      if (as_indices_) {
+        out_->dict_index.reserve(slots);
+      } else {
+        out_->str_offsets.reserve(slots + 1);
+      }
+      break;
+    default: out_->ints.reserve(slots); break;
+  }
 }
 
 absl::Status ChunkReader::Run() {
