@@ -129,7 +129,8 @@ struct ColumnData {
   }
   // Dictionary entry k, 0 <= k <= dict_size().
   std::string_view dict_entry(int64_t k) const {
-    return std::string_view(dict_arena).substr(dict_offsets[k], dict_offsets[k + 1] - dict_offsets[k]);
+    return std::string_view(dict_arena)
+        .substr(dict_offsets[k], dict_offsets[k + 1] - dict_offsets[k]);
   }
   // Slot i's bytes (BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY), in either form.
   std::string_view bytes(int64_t i) const {

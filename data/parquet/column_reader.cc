@@ -149,7 +149,8 @@ absl::Status ChunkReader::ResetOutput() {
 // 8 slots a byte of the chunk (and 64 Ki): a chunk cannot make the reader
 // reserve much more than its own size, whatever it claims.
 void ChunkReader::ReserveSlots() {
-  const int64_t bound = std::max<int64_t>(int64_t{1} << 16, 8 * static_cast<int64_t>(bytes_.size()));
+  const int64_t bound =
+      std::max<int64_t>(int64_t{1} << 16, 8 * static_cast<int64_t>(bytes_.size()));
   const size_t slots = static_cast<size_t>(std::min(info_.num_values, bound));
   const size_t rows = static_cast<size_t>(std::min(info_.row_group_rows, bound));
   out_->row_valid.reserve(rows);
@@ -402,8 +403,8 @@ absl::Status ChunkReader::AddPage(int64_t n, int32_t encoding, std::string_view 
       PS_RETURN_IF_ERROR(DecodeDictionaryIndices(values, nonnull, dict.size, &out_->dict_index));
     }
     const uint8_t* valid = col_.is_list ? out_->value_valid.data() : out_->row_valid.data();
-    // A dictionary has fewer than 2^32 entries: each takes at least a byte
-    // of a page (max_page_bytes < 2^32).
+    // A dictionary has fewer than 2^31 entries, each at least a byte of one
+    // page (a page's size is an int32), so the null index fits.
     SpreadDense(valid, slot_begin, col_.is_list ? out_->num_values : out_->num_rows, nonnull,
                 static_cast<uint32_t>(dict.size), &out_->dict_index);
     return absl::OkStatus();

@@ -152,11 +152,11 @@ TEST(ParquetDictionaryForm, ChunkFallingBackToPlainPagesMidChunkReadsAsStrings) 
   const std::string def2 = RleRun(1, 0, 1) + RleRun(2, 1, 1);
   const std::string def3 = RleRun(1, 1, 1);
   const std::string idx3 = "\x01" + RleRun(1, 1, 1);
-  const std::string file = OptionalStrings({DictionaryPage({"x", "yy"}),
-                                            OptionalPage(def1, 3, kRleDictionary, idx1),
-                                            OptionalPage(def2, 3, kPlain, PlainStrings({"pear", ""})),
-                                            OptionalPage(def3, 1, kPlainDictionary, idx3)},
-                                           7);
+  const std::string file =
+      OptionalStrings({DictionaryPage({"x", "yy"}), OptionalPage(def1, 3, kRleDictionary, idx1),
+                       OptionalPage(def2, 3, kPlain, PlainStrings({"pear", ""})),
+                       OptionalPage(def3, 1, kPlainDictionary, idx3)},
+                      7);
   ColumnData strings, dict;
   ASSERT_TRUE(Read(file, {}, &strings).ok());
   ASSERT_TRUE(Read(file, KeepDictionary(), &dict).ok());
