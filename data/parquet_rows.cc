@@ -89,7 +89,11 @@ void ParquetRows::Close() {
 absl::Status ParquetRows::Open(const std::string& path, uint64_t begin, uint64_t end) {
   Close();
   path_ = path;
-  PS_ASSIGN_OR_RETURN(file_, parquet::ParquetFile::Open(path));
+  // Dictionary-encoded strings as indices: ConvertSparse hashes each
+  // dictionary entry once instead of each row's value.
+  parquet::ReadOptions options;
+  options.keep_dictionary = true;
+  PS_ASSIGN_OR_RETURN(file_, parquet::ParquetFile::Open(path, options));
   const parquet::ParquetFile& f = *file_;
   // Bind each role's column by name.
   const auto bind = [&](int column, const char* role, bool list_ok, Bound* b) -> absl::Status {
@@ -147,7 +151,10 @@ absl::Status ParquetRows::LoadRowGroup(int rg) {
   PS_RETURN_IF_ERROR(load(&label_));
   for (Bound& b : extra_) PS_RETURN_IF_ERROR(load(&b));
   for (Bound& b : dense_) PS_RETURN_IF_ERROR(load(&b));
-  for (Bound& b : sparse_) PS_RETURN_IF_ERROR(load(&b));
+  for (Bound& b : sparse_) {
+    PS_RETURN_IF_ERROR(load(&b));
+    b.entry_ids.clear();
+  }
   group_ = rg;
   group_rows_ = file_->row_group_num_rows(rg);
   next_row_ = 0;
@@ -380,7 +387,7 @@ void ParquetRows::ConvertDense(int j) {
 
 void ParquetRows::ConvertSparse(int f) {
   const SparseColumn& sc = schema_.sparse[static_cast<size_t>(f)];
-  const Bound& b = sparse_[static_cast<size_t>(f)];
+  Bound& b = sparse_[static_cast<size_t>(f)];
   const parquet::ColumnData& d = b.data;
   const ColumnDescriptor& c = file_->columns()[static_cast<size_t>(b.file_column)];
   std::vector<uint64_t>& ids = block_.ids[static_cast<size_t>(f)];
@@ -398,17 +405,30 @@ void ParquetRows::ConvertSparse(int f) {
     if (IsBytes(c) && c.logical != LogicalKind::kDecimal) {
       // Strings: FeatureId with the field's seed computed once.
       const uint64_t seed = FieldSeed(field);
+      const auto id_of = [&](std::string_view t) {
+        if (missing_.Contains(t)) return missing_id;
+        const uint64_t h = HashBytes(t, seed);
+        return buckets == 0 ? h : Mix64(h) % buckets;
+      };
+      if (d.dictionary_encoded) {
+        // Each dictionary entry's id once a chunk (the last entry, empty, is
+        // a null's: the same id as an empty string's), then a look-up a row.
+        if (b.entry_ids.empty()) {
+          b.entry_ids.resize(static_cast<size_t>(d.dict_size()) + 1);
+          for (int64_t k = 0; k <= d.dict_size(); ++k) {
+            b.entry_ids[static_cast<size_t>(k)] = id_of(d.dict_entry(k));
+          }
+        }
+        const uint32_t* index = d.dict_index.data() + r0;
+        const uint64_t* entry_ids = b.entry_ids.data();
+        for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i) * stride] = entry_ids[index[i]];
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) {
         const int64_t r = r0 + i;
         const std::string_view t =
             d.row_valid[static_cast<size_t>(r)] != 0 ? d.bytes(r) : std::string_view();
-        uint64_t& id = out[static_cast<size_t>(i) * stride];
-        if (missing_.Contains(t)) {
-          id = missing_id;
-        } else {
-          const uint64_t h = HashBytes(t, seed);
-          id = buckets == 0 ? h : Mix64(h) % buckets;
-        }
+        out[static_cast<size_t>(i) * stride] = id_of(t);
       }
       return;
     }

@@ -19,6 +19,9 @@
 // Rows are converted a block at a time, column by column (each column's
 // values read in order, its ids hashed in one loop), then handed out row by
 // row: the same values as row by row, at a fraction of the cache misses.
+// Dictionary-encoded string columns are read as indices into their
+// dictionary (ReadOptions::keep_dictionary): a categorical one hashes each
+// dictionary entry once a row group, and a row's id is a look-up.
 //
 // Owned and used by one thread.
 #pragma once
@@ -76,6 +79,10 @@ class ParquetRows {
   struct Bound {
     int file_column = -1;
     parquet::ColumnData data;
+    // A sparse string column in the dictionary form: the id of each entry
+    // of the loaded chunk's dictionary ([dict_size() + 1]; empty until the
+    // first block of the chunk computes them).
+    std::vector<uint64_t> entry_ids;
   };
   // Rows [first, first + size) of the loaded row group, converted: what
   // Next() hands out. A bad row keeps the first of its roles (label 0,

@@ -65,6 +65,12 @@ struct ReadOptions {
   int64_t max_chunk_string_bytes = UINT32_MAX;
   // Check the CRC-32 of pages whose header carries one.
   bool verify_checksums = true;
+  // Hand out a BYTE_ARRAY or FIXED_LEN_BYTE_ARRAY chunk whose data pages are
+  // all dictionary-encoded as indices into its dictionary (ColumnData's
+  // dictionary form) instead of a copy of each value's bytes. A chunk that
+  // has a page of another encoding (writers fall back to PLAIN when the
+  // dictionary grows too large) is read as byte strings either way.
+  bool keep_dictionary = false;
 };
 
 namespace internal {
@@ -79,7 +85,8 @@ struct ColumnScratch;
 //   nanoseconds since the Unix epoch)          -> ints
 //   FLOAT, DOUBLE                              -> doubles
 //   BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY           -> slot i is the bytes
-//       arena[str_offsets[i], str_offsets[i + 1])
+//       arena[str_offsets[i], str_offsets[i + 1]), or, in the dictionary
+//       form (below), dictionary entry dict_index[i]; bytes(i) reads both
 // A null slot holds 0 or an empty string. Decimals stay unscaled: an integer
 // for INT32/INT64, big-endian two's complement bytes for the byte arrays
 // (DecimalBytesToInt128). Reused across calls: the arrays keep their
@@ -104,8 +111,30 @@ struct ColumnData {
   std::vector<uint32_t> str_offsets;  // [num_values + 1]
   std::string arena;
 
-  // Slot i's bytes (BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY).
+  // The dictionary form of byte strings (ReadOptions::keep_dictionary):
+  // when dictionary_encoded, str_offsets and arena are empty and slot i is
+  // entry dict_index[i] of the dictionary, entry k being the bytes
+  // dict_arena[dict_offsets[k], dict_offsets[k + 1]). The chunk's
+  // dictionary page gives entries [0, dict_size()); one more, empty, entry
+  // at dict_size() is the null slots' index. Every index is at most
+  // dict_size().
+  bool dictionary_encoded = false;
+  std::vector<uint32_t> dict_index;    // [num_values]
+  std::vector<uint32_t> dict_offsets;  // [dict_size() + 2]
+  std::string dict_arena;
+
+  // Entries of the file's dictionary (without the null slots' entry).
+  int64_t dict_size() const {
+    return dictionary_encoded ? static_cast<int64_t>(dict_offsets.size()) - 2 : 0;
+  }
+  // Dictionary entry k, 0 <= k <= dict_size().
+  std::string_view dict_entry(int64_t k) const {
+    return std::string_view(dict_arena)
+        .substr(dict_offsets[k], dict_offsets[k + 1] - dict_offsets[k]);
+  }
+  // Slot i's bytes (BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY), in either form.
   std::string_view bytes(int64_t i) const {
+    if (dictionary_encoded) return dict_entry(dict_index[i]);
     return std::string_view(arena).substr(str_offsets[i], str_offsets[i + 1] - str_offsets[i]);
   }
   // Whether slot i holds a value.

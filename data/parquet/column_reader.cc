@@ -23,6 +23,28 @@ bool IsUnsigned32(const ColumnDescriptor& c) {
   return c.type == PhysicalType::kInt32 && c.logical == LogicalKind::kInt && !c.int_signed;
 }
 
+bool IsBytes(const ColumnDescriptor& c) {
+  return c.type == PhysicalType::kByteArray || c.type == PhysicalType::kFixedLenByteArray;
+}
+
+bool IsDictionaryEncoding(int32_t encoding) {
+  return encoding == static_cast<int32_t>(Encoding::kPlainDictionary) ||
+         encoding == static_cast<int32_t>(Encoding::kRleDictionary);
+}
+
+// The `nonnull` values appended densely to `*v` after slot_begin, moved to
+// their slots [slot_begin, slot_end) (from the last, so that nothing is
+// overwritten before it is moved); null slots get `null_value`.
+template <typename T>
+void SpreadDense(const uint8_t* valid, int64_t slot_begin, int64_t slot_end, int64_t nonnull,
+                 T null_value, std::vector<T>* v) {
+  v->resize(static_cast<size_t>(slot_end));
+  if (nonnull == slot_end - slot_begin) return;
+  T* p = v->data();
+  int64_t k = slot_begin + nonnull;
+  for (int64_t i = slot_end; i-- > slot_begin;) p[i] = valid[i] ? p[--k] : null_value;
+}
+
 class ChunkReader {
  public:
   ChunkReader(const ChunkInfo& info, std::string_view bytes, const ReadOptions& options,
@@ -41,6 +63,7 @@ class ChunkReader {
   // in front.
   absl::Status Fail(const absl::Status& st) const;
   absl::Status ResetOutput();
+  void ReserveSlots();
   absl::Status ReadPage(const PageHeader& h, std::string_view body);
   absl::Status ReadDictionaryPage(const PageHeader& h, std::string_view body);
   absl::Status ReadDataPageV1(const PageHeader& h, std::string_view body);
@@ -59,6 +82,11 @@ class ChunkReader {
   absl::Status AddPage(int64_t n, int32_t encoding, std::string_view values);
   absl::Status AddLevels(int64_t n, int64_t* nonnull);
   void SpreadValues(int64_t slot_begin, int64_t nonnull);
+  // Leaves the dictionary form: the slots read so far become byte strings.
+  absl::Status MaterializeStrings();
+  // The slots hold dictionary indices (ReadOptions::keep_dictionary) as long
+  // as every data page is dictionary-encoded.
+  bool as_indices_ = false;
 
   const ChunkInfo& info_;
   const ColumnDescriptor& col_;
@@ -93,7 +121,12 @@ absl::Status ChunkReader::ResetOutput() {
   out_->doubles.clear();
   out_->str_offsets.assign(1, 0);
   out_->arena.clear();
+  out_->dictionary_encoded = false;
+  out_->dict_index.clear();
+  out_->dict_offsets.clear();
+  out_->dict_arena.clear();
   scratch_.dictionary.Clear();
+  as_indices_ = options_.keep_dictionary && IsBytes(col_);
   if (info_.num_values < 0 || info_.num_values > options_.max_chunk_values ||
       info_.num_values > kMaxSlots) {
     return absl::ResourceExhaustedError(
@@ -107,7 +140,37 @@ absl::Status ChunkReader::ResetOutput() {
                                             " values, its row group ", info_.row_group_rows,
                                             " rows"));
   }
+  ReserveSlots();
   return absl::OkStatus();
+}
+
+// Room for the chunk's slots at once instead of grown page by page (a
+// reused ColumnData already has it). The count is the metadata's, so at most
+// 8 slots a byte of the chunk (and 64 Ki): a chunk cannot make the reader
+// reserve much more than its own size, whatever it claims.
+void ChunkReader::ReserveSlots() {
+  const int64_t bound =
+      std::max<int64_t>(int64_t{1} << 16, 8 * static_cast<int64_t>(bytes_.size()));
+  const size_t slots = static_cast<size_t>(std::min(info_.num_values, bound));
+  const size_t rows = static_cast<size_t>(std::min(info_.row_group_rows, bound));
+  out_->row_valid.reserve(rows);
+  if (col_.is_list) {
+    out_->list_offsets.reserve(rows + 1);
+    out_->value_valid.reserve(slots);
+  }
+  switch (col_.type) {
+    case PhysicalType::kFloat:
+    case PhysicalType::kDouble: out_->doubles.reserve(slots); break;
+    case PhysicalType::kByteArray:
+    case PhysicalType::kFixedLenByteArray:
+      if (as_indices_) {
+        out_->dict_index.reserve(slots);
+      } else {
+        out_->str_offsets.reserve(slots + 1);
+      }
+      break;
+    default: out_->ints.reserve(slots); break;
+  }
 }
 
 absl::Status ChunkReader::Run() {
@@ -160,6 +223,15 @@ absl::Status ChunkReader::Run() {
     out_->list_offsets.push_back(static_cast<uint32_t>(out_->num_values));
   } else {
     out_->num_values = out_->num_rows;
+  }
+  if (as_indices_) {
+    // The dictionary moves to the output (swapped: both keep their
+    // capacity), then the null slots' empty entry.
+    out_->dictionary_encoded = true;
+    out_->str_offsets.clear();
+    out_->dict_offsets.swap(scratch_.dictionary.offsets);
+    out_->dict_arena.swap(scratch_.dictionary.arena);
+    out_->dict_offsets.push_back(out_->dict_offsets.back());
   }
   return absl::OkStatus();
 }
@@ -318,10 +390,25 @@ absl::Status ChunkReader::ReadDataPageV2(const PageHeader& h, std::string_view b
 
 absl::Status ChunkReader::AddPage(int64_t n, int32_t encoding, std::string_view values) {
   ++data_pages_;
+  if (as_indices_ && !(IsDictionaryEncoding(encoding) && scratch_.dictionary.present)) {
+    PS_RETURN_IF_ERROR(MaterializeStrings());
+  }
   const int64_t slot_begin = col_.is_list ? out_->num_values : out_->num_rows;
   int64_t nonnull = 0;
   PS_RETURN_IF_ERROR(AddLevels(n, &nonnull));
   values_seen_ += n;
+  if (as_indices_) {
+    const Dictionary& dict = scratch_.dictionary;
+    if (nonnull > 0) {
+      PS_RETURN_IF_ERROR(DecodeDictionaryIndices(values, nonnull, dict.size, &out_->dict_index));
+    }
+    const uint8_t* valid = col_.is_list ? out_->value_valid.data() : out_->row_valid.data();
+    // A dictionary has fewer than 2^31 entries, each at least a byte of one
+    // page (a page's size is an int32), so the null index fits.
+    SpreadDense(valid, slot_begin, col_.is_list ? out_->num_values : out_->num_rows, nonnull,
+                static_cast<uint32_t>(dict.size), &out_->dict_index);
+    return absl::OkStatus();
+  }
   const ValueType type{col_.type, col_.type_length};
   ValueSink sink{&out_->ints, &out_->doubles, &out_->str_offsets, &out_->arena};
   const size_t ints_before = out_->ints.size();
@@ -389,22 +476,16 @@ absl::Status ChunkReader::AddLevels(int64_t n, int64_t* nonnull) {
 }
 
 // The page's `nonnull` values were appended densely after slot_begin; move
-// them to their slots (from the last, so that nothing is overwritten before
-// it is moved) and give null slots 0 or an empty string.
+// them to their slots and give null slots 0 or an empty string.
 void ChunkReader::SpreadValues(int64_t slot_begin, int64_t nonnull) {
   const int64_t slot_end = col_.is_list ? out_->num_values : out_->num_rows;
   const int64_t slots = slot_end - slot_begin;
   const uint8_t* valid = (col_.is_list ? out_->value_valid.data() : out_->row_valid.data());
   switch (col_.type) {
     case PhysicalType::kFloat:
-    case PhysicalType::kDouble: {
-      std::vector<double>& v = out_->doubles;
-      v.resize(slot_end);
-      if (nonnull == slots) break;
-      int64_t k = slot_begin + nonnull;
-      for (int64_t i = slot_end; i-- > slot_begin;) v[i] = valid[i] ? v[--k] : 0.0;
+    case PhysicalType::kDouble:
+      SpreadDense(valid, slot_begin, slot_end, nonnull, 0.0, &out_->doubles);
       break;
-    }
     case PhysicalType::kByteArray:
     case PhysicalType::kFixedLenByteArray: {
       // offsets[i + 1] is the end of slot i.
@@ -418,15 +499,40 @@ void ChunkReader::SpreadValues(int64_t slot_begin, int64_t nonnull) {
       }
       break;
     }
-    default: {
-      std::vector<int64_t>& v = out_->ints;
-      v.resize(slot_end);
-      if (nonnull == slots) break;
-      int64_t k = slot_begin + nonnull;
-      for (int64_t i = slot_end; i-- > slot_begin;) v[i] = valid[i] ? v[--k] : 0;
+    default:
+      SpreadDense(valid, slot_begin, slot_end, nonnull, int64_t{0}, &out_->ints);
       break;
-    }
   }
+}
+
+absl::Status ChunkReader::MaterializeStrings() {
+  as_indices_ = false;
+  const Dictionary& dict = scratch_.dictionary;
+  const std::vector<uint32_t>& index = out_->dict_index;
+  // Entry dict.size, the null slots', is empty.
+  const auto length = [&](uint32_t k) -> uint64_t {
+    return k < dict.size ? dict.offsets[k + 1] - dict.offsets[k] : 0;
+  };
+  uint64_t total = 0;
+  for (uint32_t k : index) total += length(k);
+  const uint64_t limit = std::min<uint64_t>(options_.max_chunk_string_bytes, UINT32_MAX);
+  if (total > limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("byte strings pass the limit of ", limit, " decoded bytes"));
+  }
+  std::string& arena = out_->arena;
+  std::vector<uint32_t>& offsets = out_->str_offsets;
+  arena.resize(static_cast<size_t>(total));
+  offsets.resize(index.size() + 1);
+  uint32_t end = 0;
+  for (size_t i = 0; i < index.size(); ++i) {
+    const uint64_t len = length(index[i]);
+    if (len > 0) std::memcpy(&arena[end], dict.arena.data() + dict.offsets[index[i]], len);
+    end += static_cast<uint32_t>(len);
+    offsets[i + 1] = end;
+  }
+  out_->dict_index.clear();
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -142,31 +142,60 @@ absl::Status DecodeRleBooleans(std::string_view data, int64_t n, ValueSink out) 
   return absl::OkStatus();
 }
 
-// Indices into the dictionary: a bit-width byte, then the hybrid.
-absl::Status DecodeDictionaryIndices(ValueType t, std::string_view data, int64_t n,
-                                     const Dictionary* dict, uint64_t arena_limit, ValueSink out) {
+// Indices into the dictionary: a bit-width byte, then the hybrid. Reads
+// them in batches of at most kBatch, each checked against the dictionary.
+class IndexReader {
+ public:
+  IndexReader(std::string_view data, int64_t dictionary_size)
+      : data_(data), dictionary_size_(dictionary_size) {}
+
+  absl::Status Init(int64_t n) {
+    if (data_.empty()) return TooShort("RLE_DICTIONARY", n, 0);
+    const auto* p = reinterpret_cast<const uint8_t*>(data_.data());
+    const int bit_width = p[0];
+    if (bit_width > 32) {
+      return absl::DataLossError(absl::StrCat("dictionary index bit width ", bit_width));
+    }
+    rle_ = RleBitPackedDecoder(p + 1, data_.size() - 1, bit_width);
+    return absl::OkStatus();
+  }
+  // The next m indices into out[0, m).
+  absl::Status Next(uint32_t* out, int64_t m) {
+    PS_RETURN_IF_ERROR(rle_.Get(out, m));
+    // One pass for the maximum, the error path only when it is out of range.
+    uint32_t max = 0;
+    for (int64_t i = 0; i < m; ++i) max = std::max(max, out[i]);
+    if (m > 0 && max >= dictionary_size_) {
+      for (int64_t i = 0; i < m; ++i) {
+        if (out[i] >= dictionary_size_) {
+          return absl::DataLossError(absl::StrCat("dictionary index ", out[i],
+                                                  " out of range (the dictionary has ",
+                                                  dictionary_size_, " entries)"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string_view data_;
+  int64_t dictionary_size_;
+  RleBitPackedDecoder rle_;
+};
+
+// Dictionary-encoded values, each copied out of the dictionary.
+absl::Status DecodeDictionaryValues(ValueType t, std::string_view data, int64_t n,
+                                    const Dictionary* dict, uint64_t arena_limit, ValueSink out) {
   if (dict == nullptr || !dict->present) {
     return absl::DataLossError("dictionary-encoded page without a dictionary page");
   }
-  if (data.empty()) return TooShort("RLE_DICTIONARY", n, 0);
-  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-  const int bit_width = p[0];
-  if (bit_width > 32) {
-    return absl::DataLossError(absl::StrCat("dictionary index bit width ", bit_width));
-  }
-  RleBitPackedDecoder rle(p + 1, data.size() - 1, bit_width);
+  IndexReader indices(data, dict->size);
+  PS_RETURN_IF_ERROR(indices.Init(n));
   StringAppender strings(out, arena_limit);
   uint32_t idx[kBatch];
   for (int64_t done = 0; done < n;) {
     const int64_t m = std::min(kBatch, n - done);
-    PS_RETURN_IF_ERROR(rle.Get(idx, m));
-    for (int64_t i = 0; i < m; ++i) {
-      if (idx[i] >= dict->size) {
-        return absl::DataLossError(absl::StrCat("dictionary index ", idx[i],
-                                                " out of range (the dictionary has ", dict->size,
-                                                " entries)"));
-      }
-    }
+    PS_RETURN_IF_ERROR(indices.Next(idx, m));
     switch (t.type) {
       case PhysicalType::kByteArray:
       case PhysicalType::kFixedLenByteArray:
@@ -373,7 +402,7 @@ absl::Status DecodeValues(int32_t encoding, ValueType type, std::string_view dat
     case Encoding::kPlainDictionary:
     case Encoding::kRleDictionary:
       if (pt == PhysicalType::kBoolean) break;
-      return DecodeDictionaryIndices(type, data, n, dictionary, arena_limit, out);
+      return DecodeDictionaryValues(type, data, n, dictionary, arena_limit, out);
     case Encoding::kRle:
       if (pt != PhysicalType::kBoolean) break;
       return DecodeRleBooleans(data, n, out);
@@ -390,6 +419,21 @@ absl::Status DecodeValues(int32_t encoding, ValueType type, std::string_view dat
     default: break;
   }
   return NotFor(encoding, pt);
+}
+
+absl::Status DecodeDictionaryIndices(std::string_view data, int64_t n, int64_t dictionary_size,
+                                     std::vector<uint32_t>* out) {
+  IndexReader indices(data, dictionary_size);
+  PS_RETURN_IF_ERROR(indices.Init(n));
+  const size_t base = out->size();
+  out->resize(base + static_cast<size_t>(n));
+  uint32_t* dst = out->data() + base;
+  for (int64_t done = 0; done < n;) {
+    const int64_t m = std::min(kBatch, n - done);
+    PS_RETURN_IF_ERROR(indices.Next(dst + done, m));
+    done += m;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace pstrain::parquet

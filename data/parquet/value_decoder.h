@@ -68,4 +68,12 @@ struct ValueType {
 absl::Status DecodeValues(int32_t encoding, ValueType type, std::string_view data, int64_t n,
                           const Dictionary* dictionary, uint64_t arena_limit, ValueSink out);
 
+// Decodes `n` dictionary indices (the values section of a PLAIN_DICTIONARY
+// or RLE_DICTIONARY page: a bit-width byte, then the hybrid) and appends
+// them to `*out`. DataLoss when the data is too short for n indices or an
+// index is not below `dictionary_size`. REQUIRES: n at most the page's
+// checked value count (`*out` grows by n).
+absl::Status DecodeDictionaryIndices(std::string_view data, int64_t n, int64_t dictionary_size,
+                                     std::vector<uint32_t>* out);
+
 }  // namespace pstrain::parquet

@@ -34,11 +34,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!Expected(file.status())) __builtin_trap();
     return 0;
   }
-  ColumnData column;
+  // The same file with byte strings in the dictionary form: the same values.
+  options.keep_dictionary = true;
+  auto keep = ParquetFile::FromBuffer(std::string(reinterpret_cast<const char*>(data), size),
+                                      "fuzz.parquet", options);
+  if (!keep.ok()) __builtin_trap();
+  ColumnData column, dict;
   for (int rg = 0; rg < (*file)->num_row_groups(); ++rg) {
     for (size_t col = 0; col < (*file)->columns().size(); ++col) {
       absl::Status st = (*file)->ReadColumn(rg, static_cast<int>(col), &column);
       if (!Expected(st)) __builtin_trap();
+      absl::Status dict_st = (*keep)->ReadColumn(rg, static_cast<int>(col), &dict);
+      if (!Expected(dict_st)) __builtin_trap();
+      if (dict_st.ok() && dict.dictionary_encoded) {
+        if (dict.dict_index.size() != static_cast<size_t>(dict.num_values) ||
+            dict.dict_offsets.back() != dict.dict_arena.size()) {
+          __builtin_trap();
+        }
+        for (uint32_t k : dict.dict_index) {
+          if (k > dict.dict_size()) __builtin_trap();
+        }
+      }
+      const PhysicalType type = (*file)->columns()[col].type;
+      if (st.ok() && dict_st.ok() &&
+          (type == PhysicalType::kByteArray || type == PhysicalType::kFixedLenByteArray)) {
+        if (column.num_values != dict.num_values) __builtin_trap();
+        for (int64_t i = 0; i < column.num_values; ++i) {
+          if (column.bytes(i) != dict.bytes(i)) __builtin_trap();
+        }
+      }
       if (!st.ok()) continue;
       // What readers of ColumnData rely on.
       if (column.row_valid.size() != static_cast<size_t>(column.num_rows)) __builtin_trap();

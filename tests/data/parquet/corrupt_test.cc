@@ -4,6 +4,7 @@
 // the file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -30,8 +31,9 @@ bool Expected(const absl::Status& st) {
          st.code() == absl::StatusCode::kResourceExhausted;
 }
 
-// Opens `bytes` and reads every column of every row group; the number of
-// chunks read without error. Small limits keep a lying header cheap.
+// Opens `bytes` and reads every column of every row group, with byte
+// strings as such and in the dictionary form; the number of chunks read
+// without error. Small limits keep a lying header cheap.
 int ReadEverything(const std::string& bytes) {
   ReadOptions options;
   options.max_page_bytes = 1 << 24;
@@ -40,12 +42,34 @@ int ReadEverything(const std::string& bytes) {
   auto file = ParquetFile::FromBuffer(bytes, "damaged.parquet", options);
   EXPECT_TRUE(Expected(file.status())) << file.status();
   if (!file.ok()) return 0;
+  options.keep_dictionary = true;
+  auto keep = ParquetFile::FromBuffer(bytes, "damaged.parquet", options);
+  EXPECT_TRUE(keep.ok()) << keep.status();
+  if (!keep.ok()) return 0;
   int good = 0;
-  ColumnData data;
+  ColumnData data, dict;
   for (int rg = 0; rg < (*file)->num_row_groups(); ++rg) {
     for (size_t col = 0; col < (*file)->columns().size(); ++col) {
       absl::Status st = (*file)->ReadColumn(rg, static_cast<int>(col), &data);
       EXPECT_TRUE(Expected(st)) << st;
+      absl::Status dict_st = (*keep)->ReadColumn(rg, static_cast<int>(col), &dict);
+      EXPECT_TRUE(Expected(dict_st)) << dict_st;
+      if (st.ok() && dict_st.ok()) {
+        // Both forms hold the same values.
+        EXPECT_EQ(data.num_values, dict.num_values);
+        EXPECT_EQ(data.row_valid, dict.row_valid);
+        if (dict.dictionary_encoded) {
+          EXPECT_EQ(dict.dict_index.size(), static_cast<size_t>(dict.num_values));
+          EXPECT_EQ(dict.dict_offsets.back(), dict.dict_arena.size());
+          for (uint32_t k : dict.dict_index) EXPECT_LE(k, dict.dict_size());
+        }
+        const PhysicalType type = (*file)->columns()[col].type;
+        if (type == PhysicalType::kByteArray || type == PhysicalType::kFixedLenByteArray) {
+          for (int64_t i = 0; i < std::min(data.num_values, dict.num_values); ++i) {
+            EXPECT_EQ(data.bytes(i), dict.bytes(i)) << "slot " << i;
+          }
+        }
+      }
       if (!st.ok()) continue;
       ++good;
       // What a reader of the data relies on.
