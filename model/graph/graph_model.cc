@@ -87,7 +87,7 @@ GraphModel::GraphModel(const ModelOptions& options, std::unique_ptr<nn::Device> 
       case LayerType::kSelfAttention:
         n.self_attention = std::make_unique<SelfAttention>(
             &registry(), l.name, r_.tensors[r_.layer_output[i]].width, l.heads, l.max_length,
-            o().seed);
+            l.feed_forward, l.layer_norm, o().seed);
         break;
       case LayerType::kExperts:
         n.experts = std::make_unique<Experts>(&registry(), l.name, in, l.count, l.widths, o().seed);

@@ -35,7 +35,8 @@ const std::vector<TypeInfo>& Types() {
       {LayerType::kCross, "cross", {"layers", "rank"}, true},
       {LayerType::kFm, "fm", {}, true},
       {LayerType::kTargetAttention, "target_attention", {"sequence", "widths"}, true},
-      {LayerType::kSelfAttention, "self_attention", {"sequence", "heads", "max_length"}, true},
+      {LayerType::kSelfAttention, "self_attention", {"sequence", "heads", "max_length", "feed_forward", "layer_norm"},
+       true},
       {LayerType::kWide, "wide", {"columns", "bias"}, true},
       {LayerType::kAdd, "add", {}, true},
       {LayerType::kExperts, "experts", {"count", "widths"}, true},
@@ -284,6 +285,10 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
       }
     } else if (key == "relu_last") {
       PS_ASSIGN_OR_RETURN(l.relu_last, Bool(value, what, key_at));
+    } else if (key == "layer_norm") {
+      PS_ASSIGN_OR_RETURN(l.layer_norm, Bool(value, what, key_at));
+    } else if (key == "feed_forward") {
+      PS_ASSIGN_OR_RETURN(l.feed_forward, Int(value, what, key_at, 1, kMaxGraphWidth));
     } else if (key == "init") {
       if (!value.is_string() || (value.get<std::string>() != "he" && value.get<std::string>() != "linear")) {
         return Bad(key_at, absl::StrCat(what, " is \"linear\" (nn.Linear's U(+-1/sqrt(fan_in)), the "

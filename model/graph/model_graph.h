@@ -71,6 +71,8 @@ struct LayerSpec {
   std::string sequence;             // target_attention, self_attention: the column of the items
   int heads = 1;                    // self_attention
   int max_length = 50;              // self_attention: positions learned
+  int feed_forward = 0;             // self_attention: the feed-forward block's width (0: none)
+  bool layer_norm = false;          // self_attention: layer norm after each residual
   std::vector<std::string> columns; // wide: its columns (empty: every categorical column)
   bool bias = false;                // wide: a bias
   bool mean_pool = false;           // pool: "pooling": "mean" (else "sum")

@@ -5,11 +5,16 @@
 // multi-head self-attention with a residual connection,
 //   X = H + P,  Y = X + concat_heads(softmax(Q_h K_h^T / sqrt(d_h)) V_h) W_o^T,
 // Q = X W_q^T, K = X W_k^T, V = X W_v^T, and the output is the mean of Y's
-// rows. (No layer norm and no feed-forward block: a model file adds an mlp
-// after it.) Tables: "<name>.position" [max_length x d], "<name>.wq", ".wk",
-// ".wv", ".wo" [d x d], each [out x in] as a Linear layer's. Items past
+// rows. With `layer_norm`, Y = LN1(X + attention) (post-norm, as BST and the
+// original Transformer); with a `feed_forward` width F, Z = Y + ReLU(Y W_1^T
+// + b_1) W_2^T + b_2 (then LN2(Z) with layer_norm), and the output is the
+// mean of Z's rows. Tables: "<name>.position" [max_length x d], "<name>.wq",
+// ".wk", ".wv", ".wo" [d x d], each [out x in] as a Linear layer's; then
+// ".ln1.gain", ".ln1.bias" [d]; ".ff.0.weight" [F x d], ".ff.0.bias",
+// ".ff.1.weight" [d x F], ".ff.1.bias"; ".ln2.gain", ".ln2.bias". Items past
 // max_length - 1 positions share the last position. Runs on any device
-// (nn/sequence_attention.h's ops and Linear's). Not thread-safe.
+// (nn/sequence_attention.h's ops, Linear's and LayerNorm's). Not
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +34,7 @@ class SelfAttention {
  public:
   // REQUIRES: dim % heads == 0, max_length >= 1.
   SelfAttention(TableRegistry* registry, const std::string& name, int dim, int heads,
-                int max_length, uint64_t seed);
+                int max_length, int feed_forward, bool layer_norm, uint64_t seed);
 
   // out ([rows x dim]) = the mean over each row's positions of Y.
   absl::Status Forward(nn::Device& device, const float* items, const nn::Bags& seq,
@@ -42,13 +47,29 @@ class SelfAttention {
                         const std::function<void(uint32_t)>* ready);
 
  private:
+  // The attention's residual sum, after LN1 when there is one; the block's
+  // output (after the feed-forward block and LN2 when there are).
+  nn::MatrixView AfterAttention() const;
+  nn::MatrixView Output() const;
   // The per-item matrices of the last Forward ([items x dim]).
   nn::MatrixView Rows(const nn::DeviceBuffer& b) const {
     return nn::MatrixView(b.as<float>(), items_, dim_);
   }
 
-  const int dim_, heads_, max_length_;
+  // in ([items x dim], x_ when `norm` is none) to a LayerNorm's output,
+  // and back: the gradient at its output (dy) to its input (dx).
+  struct Norm {
+    uint32_t gain = 0, bias = 0;
+    nn::DeviceBuffer out, stats;
+  };
+
+  const int dim_, heads_, max_length_, feed_forward_;
+  const bool layer_norm_;
   uint32_t position_ = 0, q_ = 0, k_ = 0, v_ = 0, o_ = 0;
+  uint32_t ff0_w_ = 0, ff0_b_ = 0, ff1_w_ = 0, ff1_b_ = 0;
+  Norm ln1_, ln2_;
+  // The feed-forward block's hidden rows [items x F] and its sum Y + FFN(Y).
+  nn::DeviceBuffer ff_hidden_, ff_sum_, d_hidden_, d_sum_;
   // The last Forward's rows: its first item, item count and longest bag.
   uint32_t first_ = 0;
   int items_ = 0, max_n_ = 0, rows_ = 0;

@@ -11,6 +11,7 @@
 #include "model/nn/expert_mix.h"
 #include "model/nn/feature_cross.h"
 #include "model/nn/interaction.h"
+#include "model/nn/layer_norm.h"
 #include "model/nn/loss.h"
 #include "model/nn/sequence_attention.h"
 
@@ -156,6 +157,17 @@ class CpuDevice final : public Device {
   absl::Status SequenceMeanBackward(ConstMatrixView d_out, const Bags& bags, uint32_t first,
                                     MatrixView dy) override {
     nn::SequenceMeanBackward(d_out, bags, first, dy);
+    return absl::OkStatus();
+  }
+  absl::Status LayerNormForward(ConstMatrixView x, const float* gain, const float* bias,
+                                MatrixView y, float* stats) override {
+    nn::LayerNormForward(x, gain, bias, y, stats);
+    return absl::OkStatus();
+  }
+  absl::Status LayerNormBackward(ConstMatrixView x, const float* gain, const float* stats,
+                                 ConstMatrixView dy, MatrixView dx, float* dgain, float* dbias,
+                                 bool accumulate) override {
+    nn::LayerNormBackward(x, gain, stats, dy, dx, dgain, dbias, accumulate);
     return absl::OkStatus();
   }
   absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,

@@ -246,6 +246,20 @@ class CudaDevice final : public Device {
                                                                stream_));
     return absl::OkStatus();
   }
+  absl::Status LayerNormForward(ConstMatrixView x, const float* gain, const float* bias,
+                                MatrixView y, float* stats) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::LayerNormForward(x.data, x.stride, x.rows, x.cols, gain,
+                                                           bias, y.data, y.stride, stats, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status LayerNormBackward(ConstMatrixView x, const float* gain, const float* stats,
+                                 ConstMatrixView dy, MatrixView dx, float* dgain, float* dbias,
+                                 bool accumulate) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::LayerNormBackward(
+        x.data, x.stride, x.rows, x.cols, gain, stats, dy.data, dy.stride, dx.data, dx.stride,
+        dgain, dbias, accumulate, stream_));
+    return absl::OkStatus();
+  }
   absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
                                 MatrixView out) override {
     PS_CUDA_RETURN_IF_ERROR(cuda_kernels::ExpertMixForward(z.data, z.stride, y.data, y.stride,

@@ -105,6 +105,13 @@ class Device {
                                     MatrixView out) = 0;
   virtual absl::Status SequenceMeanBackward(ConstMatrixView d_out, const Bags& bags,
                                             uint32_t first, MatrixView dy) = 0;
+  // Layer normalization of each row and its backward (see layer_norm.h);
+  // stats: [rows x 2] (each row's mean and 1/std), written by the forward.
+  virtual absl::Status LayerNormForward(ConstMatrixView x, const float* gain, const float* bias,
+                                        MatrixView y, float* stats) = 0;
+  virtual absl::Status LayerNormBackward(ConstMatrixView x, const float* gain, const float* stats,
+                                         ConstMatrixView dy, MatrixView dx, float* dgain,
+                                         float* dbias, bool accumulate) = 0;
   // A gate's softmax mix of experts and its backward (see expert_mix.h).
   virtual absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
                                         MatrixView out) = 0;

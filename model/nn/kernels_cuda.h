@@ -102,6 +102,14 @@ cudaError_t SequenceMean(const float* y, int y_stride, const uint32_t* offsets, 
 cudaError_t SequenceMeanBackward(const float* d_out, int g_stride, const uint32_t* offsets,
                                  int batch, uint32_t first, int d, float* dy, int dy_stride,
                                  cudaStream_t stream);
+// Layer normalization of each row (layer_norm.h; kernels_norm_cuda.cu).
+cudaError_t LayerNormForward(const float* x, int x_stride, int rows, int d, const float* gain,
+                             const float* bias, float* y, int y_stride, float* stats,
+                             cudaStream_t stream);
+cudaError_t LayerNormBackward(const float* x, int x_stride, int rows, int d, const float* gain,
+                              const float* stats, const float* dy, int dy_stride, float* dx,
+                              int dx_stride, float* dgain, float* dbias, bool accumulate,
+                              cudaStream_t stream);
 // A gate's softmax mix of k experts of `width` (expert_mix.h).
 cudaError_t ExpertMixForward(const float* z, int z_stride, const float* y, int y_stride, int rows,
                              int k, int width, float* g, int g_stride, float* out, int out_stride,

@@ -299,6 +299,40 @@ TEST_F(CudaDeviceTest, SequenceAttentionMatchesCpu) {
   ExpectClose(Down(g_dy, per_item), dy, "d_y");
 }
 
+// Layer norm of 300 rows of 13 columns in views of stride 17, forward and
+// backward, the gain's and bias's gradients overwritten then accumulated.
+TEST_F(CudaDeviceTest, LayerNormMatchesCpu) {
+  const int rows = 300, d = 13, stride = 17;
+  auto x = RandomVector(static_cast<size_t>(rows) * stride, rng_, -3.0f, 3.0f);
+  auto dy = RandomVector(static_cast<size_t>(rows) * stride, rng_);
+  auto gain = RandomVector(d, rng_, 0.5f, 1.5f), bias = RandomVector(d, rng_);
+  const size_t n = static_cast<size_t>(rows) * stride;
+  std::vector<float> y(n, 0.0f), stats(2 * rows), dx(n, 0.0f), dgain(d), dbias(d);
+  const ConstMatrixView cx(x.data(), rows, d, stride), cdy(dy.data(), rows, d, stride);
+  ASSERT_TRUE(cpu_->LayerNormForward(cx, gain.data(), bias.data(),
+                                     MatrixView(y.data(), rows, d, stride), stats.data()).ok());
+  for (bool accumulate : {false, true}) {
+    ASSERT_TRUE(cpu_->LayerNormBackward(cx, gain.data(), stats.data(), cdy,
+                                        MatrixView(dx.data(), rows, d, stride), dgain.data(),
+                                        dbias.data(), accumulate).ok());
+  }
+  float *g_y = Up(std::vector<float>(n, 0.0f)), *g_stats = Up(std::vector<float>(2 * rows, 0.0f)),
+        *g_dx = Up(std::vector<float>(n, 0.0f)), *g_dgain = Up(std::vector<float>(d, 0.0f)),
+        *g_dbias = Up(std::vector<float>(d, 0.0f));
+  const float *g_gain = Up(gain), *g_bias = Up(bias);
+  const ConstMatrixView gx(Up(x), rows, d, stride), gdy(Up(dy), rows, d, stride);
+  ASSERT_TRUE(gpu_->LayerNormForward(gx, g_gain, g_bias, MatrixView(g_y, rows, d, stride), g_stats).ok());
+  for (bool accumulate : {false, true}) {
+    ASSERT_TRUE(gpu_->LayerNormBackward(gx, g_gain, g_stats, gdy, MatrixView(g_dx, rows, d, stride),
+                                        g_dgain, g_dbias, accumulate).ok());
+  }
+  ExpectClose(Down(g_y, n), y, "layer norm");
+  ExpectClose(Down(g_stats, 2 * rows), stats, "stats");
+  ExpectClose(Down(g_dx, n), dx, "dx");
+  ExpectClose(Down(g_dgain, d), dgain, "dgain");
+  ExpectClose(Down(g_dbias, d), dbias, "dbias");
+}
+
 // A gate's softmax mix of 3 experts of width 7 over strided views.
 TEST_F(CudaDeviceTest, ExpertMixMatchesCpu) {
   const int rows = 257, k = 3, width = 7, y_stride = 25, stride = 9;

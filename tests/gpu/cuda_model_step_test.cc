@@ -141,7 +141,8 @@ TEST(CudaGraphModelTest, MmoeWithThreeHeadsStepMatchesCpu) {
 // attention over it.
 TEST(CudaGraphModelTest, SelfAttentionStepMatchesCpu) {
   ModelOptions options = WithGraph(R"({"layers": [
-    {"name": "bst", "type": "self_attention", "sequence": "C26", "heads": 2, "max_length": 3},
+    {"name": "bst", "type": "self_attention", "sequence": "C26", "heads": 2, "max_length": 3,
+     "feed_forward": 24, "layer_norm": true},
     {"name": "din", "type": "target_attention", "sequence": "C26", "input": "C25", "widths": [8]},
     {"name": "top", "type": "mlp", "inputs": ["bst", "din", "embeddings", "dense"], "widths": [32, 1]}],
     "heads": [{"input": "top"}]})", "bst.json");

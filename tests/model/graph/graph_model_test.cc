@@ -102,6 +102,29 @@ TEST(GraphModel, SelfAttentionMatchesFiniteDifferences) {
   testing::ExpectStepGradientsMatchFiniteDifferences(o, 1e-3, 0.2);
 }
 
+// BST's full block: layer norm after each residual and a feed-forward
+// block, over C3's items beside the plain layer.
+TEST(GraphModel, SelfAttentionFullBlockMatchesFiniteDifferences) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "C3", "heads": 2, "max_length": 3,
+     "feed_forward": 6, "layer_norm": true},
+    {"name": "ffn", "type": "self_attention", "sequence": "C3", "feed_forward": 5},
+    {"name": "top", "type": "mlp", "inputs": ["bst", "ffn", "C1", "C2", "dense"], "widths": [6, 1]}],
+    "heads": [{"input": "top"}]})");
+  o.field_ids_of = {-1, -1, 1};
+  auto model = CreateModel(o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<std::string> tables;
+  for (const TableSpec& t : (*model)->tables()) {
+    if (t.name.rfind("bst.", 0) == 0) tables.push_back(absl::StrCat(t.name, ":", t.size));
+  }
+  EXPECT_EQ(tables, (std::vector<std::string>{
+                        "bst.position:12", "bst.wq:16", "bst.wk:16", "bst.wv:16", "bst.wo:16",
+                        "bst.ln1.gain:4", "bst.ln1.bias:4", "bst.ff.0.weight:24", "bst.ff.0.bias:6",
+                        "bst.ff.1.weight:24", "bst.ff.1.bias:4", "bst.ln2.gain:4", "bst.ln2.bias:4"}));
+  testing::ExpectStepGradientsMatchFiniteDifferences(o, 1e-3, 0.2);
+}
+
 TEST(GraphModel, PredictAgreesWithTrainStepLoss) {
   testing::ExpectPredictAgreesWithTrainStepLoss(WithGraph(kEveryLayer), 300);  // over chunks
 }

@@ -239,6 +239,26 @@ class CheckingDevice final : public nn::Device {
     CheckBags(bags);
     return cpu_->SequenceMeanBackward(d_out, bags, first, dy);
   }
+  absl::Status LayerNormForward(ConstMatrixView x, const float* gain, const float* bias,
+                                MatrixView y, float* stats) override {
+    for (const void* p : {static_cast<const void*>(x.data), static_cast<const void*>(gain),
+                          static_cast<const void*>(bias), static_cast<const void*>(y.data),
+                          static_cast<const void*>(stats)}) {
+      Check(p);
+    }
+    return cpu_->LayerNormForward(x, gain, bias, y, stats);
+  }
+  absl::Status LayerNormBackward(ConstMatrixView x, const float* gain, const float* stats,
+                                 ConstMatrixView dy, MatrixView dx, float* dgain, float* dbias,
+                                 bool accumulate) override {
+    for (const void* p : {static_cast<const void*>(x.data), static_cast<const void*>(gain),
+                          static_cast<const void*>(stats), static_cast<const void*>(dy.data),
+                          static_cast<const void*>(dx.data), static_cast<const void*>(dgain),
+                          static_cast<const void*>(dbias)}) {
+      Check(p);
+    }
+    return cpu_->LayerNormBackward(x, gain, stats, dy, dx, dgain, dbias, accumulate);
+  }
   absl::Status ExpertMixForward(ConstMatrixView z, ConstMatrixView y, MatrixView g,
                                 MatrixView out) override {
     Check(z.data);
@@ -404,8 +424,9 @@ TEST(DeviceStagingGraph, TargetAttentionAndPoolGiveTheCpuStep) {
 TEST(DeviceStagingGraph, SelfAttentionGivesTheCpuStep) {
   ModelOptions o = WithGraph(R"({"layers": [
     {"name": "bst", "type": "self_attention", "sequence": "C3", "heads": 2, "max_length": 2},
+    {"name": "full", "type": "self_attention", "sequence": "C3", "feed_forward": 6, "layer_norm": true},
     {"name": "din", "type": "target_attention", "sequence": "C3", "input": "C2", "widths": [5]},
-    {"name": "top", "type": "mlp", "inputs": ["bst", "din", "C1", "C2", "dense"], "widths": [6, 1]}],
+    {"name": "top", "type": "mlp", "inputs": ["bst", "full", "din", "C1", "C2", "dense"], "widths": [6, 1]}],
     "heads": [{"input": "top"}]})");
   o.field_ids_of = {-1, -1, 1};
   ExpectStagedStepIsTheCpuStep(o);
