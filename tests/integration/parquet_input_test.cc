@@ -7,6 +7,7 @@
 // tests/data/parquet/same_rows/ (make.mjs says what the rows hold).
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <string>
@@ -178,6 +179,47 @@ TEST(ParquetInputSchema, DiffersFromTheTsvSchemaOnlyInFormat) {
   ASSERT_NE(tsv.find(R"("format": "tsv")"), std::string::npos);
   EXPECT_EQ(absl::StrReplaceAll(tsv, {{R"("format": "tsv")", R"("format": "parquet")"}}),
             entries("parquet.json"));
+}
+
+// A stream of Parquet partitions (snappy, zstd, several row groups; each
+// with its _SUCCESS marker) trains each partition's rows once, as the same
+// rows written as TSV partitions do: the partition lines' row counts match.
+TEST(ParquetStream, PartitionsOfParquetFilesTrainEveryRowOnceAsTheTsvDoes) {
+  const std::string dir = MakeTempDir("pstrain-parquet-stream");
+  const std::vector<std::string> variants = {"snappy_dict", "zstd_dict", "zstd_dict_row_groups"};
+  std::map<std::string, std::map<std::string, std::string>> rows;  // format -> partition -> rows
+  for (const std::string format : {"tsv", "parquet"}) {
+    const std::string stream = dir + "/" + format;
+    for (size_t k = 0; k < variants.size(); ++k) {
+      const std::string part = absl::StrCat(stream, "/2026-12-01/0", k);
+      std::filesystem::create_directories(part);
+      const std::string from =
+          format == "tsv" ? FixtureDir() + "/rows.tsv" : FixtureDir() + "/" + variants[k] + ".parquet";
+      std::filesystem::copy_file(from, part + "/part-0." + format);
+      std::ofstream(part + "/_SUCCESS").put('\n');
+    }
+    std::string log;
+    ASSERT_EQ(RunPstrain({"local", "--servers=1", "--workers=2",
+                          "--schema=" + FixtureDir() + "/" + format + ".json",
+                          "--train_stream=" + stream, "--stream_end=2026-12-01/02",
+                          "--stream_poll_secs=0.1", "--batch_size=64", "--timeout=120",
+                          "--metrics_out=" + dir + "/" + format + ".jsonl"},
+                         dir + "/" + format + ".log", &log, absl::Minutes(2)),
+              0)
+        << log;
+    const std::string metrics = ReadFile(dir + "/" + format + ".jsonl");
+    const std::regex line_re(
+        "\"event\":\"partition\",\"partition\":\"([^\"]+)\".*?\"rows\":([0-9]+),\"rows_scored\":([0-9]+)");
+    for (std::sregex_iterator it(metrics.begin(), metrics.end(), line_re), end; it != end; ++it) {
+      EXPECT_EQ((*it)[2].str(), (*it)[3].str()) << format << " " << (*it)[1] << ": every row scored";
+      rows[format][(*it)[1].str()] = (*it)[2].str();
+    }
+  }
+  ASSERT_EQ(rows["parquet"].size(), variants.size());
+  EXPECT_EQ(rows["parquet"], rows["tsv"]);
+  std::printf("rows per partition: %s\n", rows["parquet"].begin()->second.c_str());
+  EXPECT_GT(std::stoi(rows["parquet"].begin()->second), 800);
+  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace
