@@ -121,7 +121,7 @@ def mlp(widths, relu_last, zero_bias):
     return nn.Sequential(*layers)
 
 
-def init_like_pstrain(model, vocab, seed, zero_bias, embedding_scale=0.05):
+def init_like_pstrain(model, vocab, seed, zero_bias, embedding_scale=0.05, table_scales=None):
     """Sets every parameter to the value pstrain's servers give it for
     `pstrain train --seed=SEED --untrained_rows=init
     --embedding_init=uniform:EMBEDDING_SCALE` (--bias_init=zeros with
@@ -145,7 +145,8 @@ def init_like_pstrain(model, vocab, seed, zero_bias, embedding_scale=0.05):
         dim = e.weight.shape[1]
         tokens = sorted(vocab[f], key=vocab[f].get)
         ids = feature_ids(f, tokens)
-        rows = pstrain_uniform(seed, table_id, ids, dim, np.float32(embedding_scale))
+        scale = table_scales[f] if table_scales else embedding_scale
+        rows = pstrain_uniform(seed, table_id, ids, dim, np.float32(scale))
         if len(tokens) > 0:
             e.weight.data[:len(tokens)] = torch.from_numpy(rows)
         table_id += 1
@@ -217,6 +218,9 @@ def main():
     ap.add_argument("--init", choices=["torch", "pstrain"], default="torch",
                     help="pstrain: start from the exact values of `pstrain train --seed=SEED "
                          "--untrained_rows=init` (with --zero_bias: --bias_init=zeros)")
+    ap.add_argument("--table_scales", default="",
+                    help="--init=pstrain: U(+-S) per field, comma-separated (pstrain's table_init; "
+                         "rows: U(+-sqrt(1/rows)) of each field's vocabulary)")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(1)
@@ -230,7 +234,12 @@ def main():
                  a.zero_bias, a.embedding_init, a.embedding_scale)
     if a.init == "pstrain":
         # pstrain's default --embedding_init=uniform:0.05, or --embedding_scale's.
-        init_like_pstrain(model, vocab, a.seed, a.zero_bias, a.embedding_scale or 0.05)
+        scales = None
+        if a.table_scales == "rows":
+            scales = [math.sqrt(1 / max(1, len(v))) for v in vocab]
+        elif a.table_scales:
+            scales = [float(x) for x in a.table_scales.split(",")]
+        init_like_pstrain(model, vocab, a.seed, a.zero_bias, a.embedding_scale or 0.05, scales)
     dense_lr = a.dense_lr if a.dense_lr >= 0 else a.lr / 5
     sparse_opt = torch.optim.Adagrad(model.emb.parameters(), lr=a.lr, eps=a.eps)
     dense_params = list(model.bottom.parameters()) + list(model.top.parameters())

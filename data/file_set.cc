@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/hash.h"
 #include "common/status.h"
 
 namespace pstrain::worker {
@@ -188,6 +190,35 @@ std::vector<FileRange> ShardRanges(const std::vector<InputFile>& files, int shar
     file_begin = file_end;
   }
   return ranges;
+}
+
+std::string DescribeInputs(const std::vector<InputFile>& files, int shard_index, int num_shards) {
+  // The files' common folder: the longest shared prefix, cut after its
+  // last '/'.
+  size_t common = 0;
+  if (!files.empty()) {
+    const std::string_view first = files[0].path;
+    size_t shared = first.size();
+    for (const InputFile& f : files) {
+      size_t k = 0;
+      while (k < shared && k < f.path.size() && f.path[k] == first[k]) ++k;
+      shared = k;
+    }
+    const size_t slash = first.substr(0, shared).rfind('/');
+    common = slash == std::string_view::npos ? 0 : slash + 1;
+  }
+  uint64_t h = Mix64(static_cast<uint64_t>(shard_index) * 0x100000001ULL + num_shards);
+  uint64_t bytes = 0;
+  size_t count = 0;
+  for (const InputFile& f : files) {
+    if (f.size == 0) continue;  // no rows: moves none
+    ++count;
+    h = HashBytes(std::string_view(f.path).substr(std::min(common, f.path.size())), h);
+    h = Mix64(h ^ f.size);
+    bytes += f.size;
+  }
+  return absl::StrFormat("%d file%s, %d bytes, shard %d of %d, digest %016x", count,
+                         count == 1 ? "" : "s", bytes, shard_index + 1, num_shards, h);
 }
 
 }  // namespace pstrain::worker

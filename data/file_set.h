@@ -75,4 +75,12 @@ struct FileRange {
 std::vector<FileRange> ShardRanges(const std::vector<InputFile>& files, int shard_index,
                                    int num_shards);
 
+// What shard `shard_index` of `num_shards` of `files` reads, in one line
+// that two runs compare to see whether they read the same rows:
+// "3 files, 12345678 bytes, shard 2 of 4, digest 0123456789abcdef", the
+// digest over every non-empty file's path (relative to the files' common
+// folder, so data moved elsewhere whole still matches), its size, and the
+// shard. Empty files hold no rows and are left out.
+std::string DescribeInputs(const std::vector<InputFile>& files, int shard_index, int num_shards);
+
 }  // namespace pstrain::worker

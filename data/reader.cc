@@ -335,23 +335,27 @@ absl::Status DataReader::Impl::Produce() {
   return absl::OkStatus();
 }
 
-DataReader::DataReader(std::unique_ptr<Impl> impl, std::vector<std::string> files)
-    : impl_(std::move(impl)), files_(std::move(files)) {}
+DataReader::DataReader(std::unique_ptr<Impl> impl, std::vector<std::string> files,
+                       std::string inputs)
+    : impl_(std::move(impl)), files_(std::move(files)), inputs_(std::move(inputs)) {}
 
 DataReader::~DataReader() = default;
 
 absl::StatusOr<std::unique_ptr<DataReader>> DataReader::Open(ReaderOptions options) {
   PS_RETURN_IF_ERROR(ValidateReaderOptions(options));
   std::vector<std::string> paths;
+  std::string inputs;
   auto impl = std::make_unique<Impl>(options);
   if (options.stream.dir.empty()) {  // a stream's files come with its partitions
     PS_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandFilePatterns(options.patterns));
     paths.reserve(files.size());
     for (const InputFile& f : files) paths.push_back(f.path);
+    inputs = DescribeInputs(files, options.shard_index, options.num_shards);
     PS_RETURN_IF_ERROR(impl->OpenFiles(std::move(files)));
   }
   impl->Start();
-  return std::unique_ptr<DataReader>(new DataReader(std::move(impl), std::move(paths)));
+  return std::unique_ptr<DataReader>(
+      new DataReader(std::move(impl), std::move(paths), std::move(inputs)));
 }
 
 absl::StatusOr<std::shared_ptr<const Batch>> DataReader::Next(absl::Duration timeout) {

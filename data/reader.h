@@ -119,12 +119,18 @@ class DataReader {
   // The files this reader matched (whole set, not just this shard's part).
   const std::vector<std::string>& files() const { return files_; }
 
+  // What this reader's shard is read from (file_set.h's DescribeInputs):
+  // equal for two readers of the same rows in the same order. Empty for a
+  // stream (its partitions come later).
+  const std::string& inputs() const { return inputs_; }
+
  private:
   class Impl;
-  DataReader(std::unique_ptr<Impl> impl, std::vector<std::string> files);
+  DataReader(std::unique_ptr<Impl> impl, std::vector<std::string> files, std::string inputs);
 
   std::unique_ptr<Impl> impl_;
   std::vector<std::string> files_;
+  std::string inputs_;
 };
 
 // Reads the whole shard described by `options` (one epoch; batch_size,

@@ -92,11 +92,16 @@ struct WorkerPosition {
   std::string state_file;   // allreduce mode: worker-held dense state (rank 0)
   std::string state_checksum;
   int64_t samples = 0;      // samples it had trained in all, up to this position
+  // Version 3: what its data shard was read from (data/file_set.h's
+  // DescribeInputs): `rows` count rows of that input, so a resume checks it
+  // reads the same. Empty: unknown (a stream, an older worker).
+  std::string inputs;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
     ar(rank, clock, epoch, rows, finished, state_file, state_checksum);
     if (version >= 2) ar(samples);
+    if (version >= 3) ar(inputs);
   }
 };
 
@@ -526,7 +531,7 @@ CEREAL_CLASS_VERSION(pstrain::proto::RegisterRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::DenseRange, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::TableLayout, 3);
-CEREAL_CLASS_VERSION(pstrain::proto::WorkerPosition, 2);
+CEREAL_CLASS_VERSION(pstrain::proto::WorkerPosition, 3);
 CEREAL_CLASS_VERSION(pstrain::proto::CheckpointArrive, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::CheckpointDone, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::SaveShardRequest, 1);

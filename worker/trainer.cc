@@ -463,7 +463,7 @@ absl::Status Trainer::SaveModel(int64_t step, const EvalRound* chosen) {
 
 absl::Status Trainer::ResumePosition() {
   const proto::TableLayout& layout = kv_->layout();
-  if (!loop_.restored()) return loop_.Resume(nullptr, 0).status();  // the first checkpoint step
+  if (!loop_.restored()) return loop_.Resume(reader_.get(), 0).status();  // the first checkpoint step
   if (replica_ != nullptr && layout.restored_step > 0) {
     // Worker-held state (allreduce mode) comes from the checkpoint too.
     // (Step 0: a rollback before the first checkpoint; the replica, rebuilt

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -36,11 +37,27 @@ std::optional<proto::WorkerPosition> TrainingLoop::RestoredPosition(int epochs) 
 
 absl::StatusOr<int64_t> TrainingLoop::Resume(DataReader* reader, int epochs) {
   checkpoint_step_ = layout_->checkpoint_step;
+  const std::string inputs = reader != nullptr ? reader->inputs() : "";
+  position_.inputs = inputs;
   if (!restored()) return 0;
   if (std::optional<proto::WorkerPosition> p = RestoredPosition(epochs)) position_ = *p;
   position_.state_file.clear();
   position_.state_checksum.clear();
+  const std::string recorded = std::exchange(position_.inputs, inputs);
   if (reader == nullptr || position_.finished) return 0;
+  if (position_.rows > 0 && !recorded.empty() && !position_.inputs.empty() &&
+      recorded != position_.inputs) {
+    // Rows are counted in the shard's order: other files (or the same ones
+    // resized) would have this worker skip rows it never trained, or train
+    // some twice.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", position_.rank, " cannot resume its data where the checkpoint of step ",
+        layout_->restored_step, " left it (epoch ", position_.epoch, ", after row ", position_.rows,
+        " of its shard): the training data changed since. The checkpoint read ", recorded,
+        "; this run reads ", position_.inputs,
+        ". Give the files the checkpoint was taken on (same names, under one folder, same "
+        "sizes), or start over with --restore=none (a new job: --new_job)"));
+  }
   return SkipTo(reader, position_.epoch, position_.rows);
 }
 

@@ -143,6 +143,7 @@ absl::StatusOr<Manifest> ReadManifest(const std::string& checkpoint_path) {
       p.samples = w.value("samples", int64_t{0});  // older manifests: not recorded
       p.state_file = w.value("state_file", "");
       p.state_checksum = w.value("state_checksum", "");
+      p.inputs = w.value("inputs", "");  // older manifests: not recorded
       if (!p.state_file.empty() && !SafeFileName(p.state_file)) {
         return absl::DataLossError(absl::StrCat(path, ": bad file name ", p.state_file));
       }
@@ -224,7 +225,7 @@ absl::Status CheckpointManager::Commit(const Manifest& m) {
   for (const proto::WorkerPosition& p : m.workers) {
     workers.push_back({{"rank", p.rank}, {"clock", p.clock}, {"epoch", p.epoch}, {"rows", p.rows},
                        {"samples", p.samples}, {"finished", p.finished}, {"state_file", p.state_file},
-                       {"state_checksum", p.state_checksum}});
+                       {"state_checksum", p.state_checksum}, {"inputs", p.inputs}});
   }
   json tables = json::array();
   for (const TableSpec& t : m.tables) tables.push_back(SpecJson(t));

@@ -278,5 +278,37 @@ TEST(ExpandFilePatterns, PatternWithoutMatchIsNotFound) {
   EXPECT_EQ(ExpandFilePatterns({}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// What a resume compares with its checkpoint's: the same rows in the same
+// order describe the same, wherever the folder is; anything that moves a
+// shard's rows does not.
+TEST(DescribeInputs, SameFilesElsewhereMatchAndAnyChangeToTheShardsRowsDoesNot) {
+  ScratchDir dir;
+  for (const char* sub : {"a/dt=1", "a/dt=2", "b/dt=1", "b/dt=2", "c/dt=1", "c/dt=2"}) {
+    std::filesystem::create_directories(dir.File(sub));
+  }
+  for (const char* root : {"a", "b", "c"}) {
+    WriteFile(dir.File(std::string(root) + "/dt=1/part-0.tsv"), "1\t2\n3\t4\n");
+    WriteFile(dir.File(std::string(root) + "/dt=2/part-0.tsv"), "5\t6\n");
+  }
+  WriteFile(dir.File("c/dt=2/part-0.tsv"), "5\t6\n7\t8\n");  // grown
+  auto describe = [&](const std::string& root, int shard, int shards) {
+    absl::StatusOr<std::vector<InputFile>> files = ExpandFilePatterns({dir.File(root)});
+    EXPECT_TRUE(files.ok()) << files.status();
+    return files.ok() ? DescribeInputs(*files, shard, shards) : std::string();
+  };
+  const std::string a = describe("a", 1, 2);
+  EXPECT_EQ(a.substr(0, 40), "2 files, 12 bytes, shard 2 of 2, digest ") << a;
+  EXPECT_EQ(describe("b", 1, 2), a) << "the same files in another folder";
+  EXPECT_NE(describe("c", 1, 2), a) << "a file grown";
+  EXPECT_NE(describe("a", 0, 2), a) << "another shard";
+  EXPECT_NE(describe("a", 1, 3), a) << "as many shards more";
+  std::filesystem::rename(dir.File("b/dt=2"), dir.File("b/dt=3"));
+  EXPECT_NE(describe("b", 1, 2), a) << "a partition renamed";
+  WriteFile(dir.File("a/dt=2/part-1.tsv"), "");
+  EXPECT_EQ(describe("a", 1, 2), a) << "an empty file added: no rows move";
+  WriteFile(dir.File("a/dt=2/part-1.tsv"), "9\t9\n");
+  EXPECT_NE(describe("a", 1, 2), a) << "a file of rows added";
+}
+
 }  // namespace
 }  // namespace pstrain::worker

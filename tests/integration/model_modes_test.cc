@@ -76,7 +76,11 @@ TEST_P(ModelModesTest, TrainsToTheEndOrIsRefusedUpFront) {
   EXPECT_NE(p.Log().find("RESULT model=" + model), std::string::npos) << p.Log();
   const double auc = LastJsonNumber(*dir_ + "/" + name + ".jsonl", "eval_auc");
   std::printf("%s %s: eval AUC %.4f\n", model.c_str(), mode.c_str(), auc);
-  EXPECT_GT(auc, 0.6) << p.Log();
+  // Learning, not quality (bench/ measures that): a model that learns nothing
+  // scores 0.50 +- 0.007 on these 8,000 rows. The lowest seen is dcn_v2 in ps
+  // mode under a loaded suite, 0.599-0.628 from the default U(+-0.05) rows
+  // (ASP's staleness grows with the load), 0.628-0.661 unloaded.
+  EXPECT_GT(auc, 0.57) << p.Log();
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ModelModesTest,

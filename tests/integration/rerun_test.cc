@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include <gmock/gmock.h>
@@ -102,6 +103,45 @@ TEST_F(Rerun, NewJobTrainsFromScratchAndKeepsTheOldJobAside) {
     }
   }
   EXPECT_EQ(previous, 1);
+}
+
+// A checkpoint's data positions count rows of the input it was taken on:
+// restoring it on other input is refused, naming both, before a step; on
+// the same files in another folder it trains exactly the rows left.
+TEST_F(Rerun, RestoringOnChangedDataIsRefusedAndTheSameFilesMovedTrainWhatWasLeft) {
+  std::string out;
+  ASSERT_EQ(Run({"--epochs=1"}, &out), 0) << out;
+  const std::string ckpt = dir_ + "/job/ckpt-000000020";
+  ASSERT_TRUE(std::filesystem::exists(ckpt + "/manifest.json")) << out;
+  std::filesystem::create_directories(dir_ + "/moved");
+  std::filesystem::create_directories(dir_ + "/grown");
+  std::filesystem::copy_file(data_.train, dir_ + "/moved/train.tsv");
+  std::filesystem::copy_file(data_.train, dir_ + "/grown/train.tsv");
+  {
+    std::ofstream more(dir_ + "/grown/train.tsv", std::ios::app);
+    std::ifstream eval(data_.eval);
+    more << eval.rdbuf();
+  }
+  auto restore = [&](const std::string& train, const std::string& job) {
+    TestProcess p(BinDir() + "/pstrain",
+                  {"local", "--servers=1", "--workers=2", "--model=lr", "--batch_size=256",
+                   "--train_data=" + train, "--eval_data=" + data_.eval,
+                   "--checkpoint_dir=" + dir_ + "/" + job, "--restore=" + ckpt, "--timeout=60"},
+                  dir_ + "/" + job + ".log");
+    const int code = p.Wait(absl::Seconds(90));
+    out = p.Log();
+    return code;
+  };
+  EXPECT_NE(restore(dir_ + "/grown/train.tsv", "job-grown"), 0) << out;
+  EXPECT_THAT(out, HasSubstr("cannot resume its data where the checkpoint of step 20 left it"));
+  EXPECT_THAT(out, HasSubstr("after row 5120 of its shard): the training data changed since. The "
+                             "checkpoint read 1 file, "));
+  EXPECT_THAT(out, HasSubstr("; this run reads 1 file, "));
+  EXPECT_EQ(Samples(out), 0) << out;
+
+  ASSERT_EQ(restore(dir_ + "/moved/train.tsv", "job-moved"), 0) << out;
+  EXPECT_THAT(out, Not(HasSubstr("cannot resume")));
+  EXPECT_EQ(Samples(out), 20000 - 2 * 20 * 256) << out;
 }
 
 }  // namespace
