@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "bench/bench_cluster.h"
 #include "bench/bench_util.h"
 #include "bench/kv_bench.h"
@@ -173,6 +174,7 @@ JsonLine TrainLine(const char* mode, const TrainBenchOptions& to, const TrainBen
       .Add("steps", r.steps)
       .Add("samples", r.samples)
       .Add("seconds", r.seconds);
+  if (!to.train_data.empty()) line.Add("train_data", absl::StrJoin(to.train_data, ","));
   return line;
 }
 

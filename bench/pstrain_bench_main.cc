@@ -76,8 +76,10 @@ ABSL_FLAG(std::string, tier_dir, "", "sparse_tier: folder of the tier and checkp
 ABSL_FLAG(bool, unbounded, true, "sparse_stream: also run without eviction.");
 ABSL_FLAG(std::string, model, "dlrm", "train: model (lr | wide_deep | dlrm | dcn_v2 | deepfm | deep_tower).");
 ABSL_FLAG(std::string, train_data, "",
-          "train --mode=local: time the model on the first --local_batches batches of these "
-          "files (comma-separated), read with --schema, instead of synthetic Criteo rows");
+          "train: these files (comma-separated; text or Parquet), read with --schema, instead "
+          "of synthetic Criteo rows: --mode=local times the model on their first "
+          "--local_batches batches, tables and ps train one pass over them (--train_rows is "
+          "then unused)");
 ABSL_FLAG(std::string, schema, "", "train --train_data: the schema file that reads them");
 ABSL_FLAG(std::string, model_file, "",
           "train: a model file's network instead of --model (13 dense, 26 categorical columns).");
@@ -260,10 +262,6 @@ int main(int argc, char** argv) {
   }
   o.train.schema_file = absl::GetFlag(FLAGS_schema);
   o.train.train_data = absl::StrSplit(absl::GetFlag(FLAGS_train_data), ',', absl::SkipEmpty());
-  if (!o.train.train_data.empty() && absl::GetFlag(FLAGS_mode) != "local") {
-    spdlog::error("--train_data: with --mode=local only (time a cluster on a file with pstrain local)");
-    return 2;
-  }
   o.train.device = absl::GetFlag(FLAGS_device);
   if (o.train.device != "cpu" && o.train.device != "cuda") {
     spdlog::error("--device={}: want cpu or cuda", o.train.device);

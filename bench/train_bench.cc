@@ -335,20 +335,32 @@ absl::Status BindLocalBatch(const worker::Model& model, const std::vector<const 
 
 namespace {
 
-// The local bench's batches from options.train_data read with its schema:
-// its first rows, batch_size at a time; sets mo's columns.
-absl::StatusOr<std::vector<std::shared_ptr<const worker::Batch>>> BatchesFromFiles(
-    const TrainBenchOptions& options, worker::ModelOptions* mo) {
+// options.train_data's schema (options.schema_file) and the model over its
+// columns.
+absl::StatusOr<TrainInput> InputFromFiles(const TrainBenchOptions& options) {
   if (options.schema_file.empty()) {
     return absl::InvalidArgumentError("--train_data needs --schema: the file that reads it");
   }
   PS_ASSIGN_OR_RETURN(worker::SchemaFile file,
                       worker::LoadSchemaFile(options.schema_file, options.train_data, 0));
-  if (file.embedding_dim > 0) mo->embedding_dim = file.embedding_dim;
-  worker::SetSchemaColumns(file.schema, mo);
+  TrainInput in;
+  in.patterns = options.train_data;
+  in.schema = file.schema;
+  in.model = ModelFor(options);
+  if (file.embedding_dim > 0) in.model.embedding_dim = file.embedding_dim;
+  worker::SetSchemaColumns(file.schema, &in.model);
+  return in;
+}
+
+// The local bench's batches from options.train_data read with its schema:
+// its first rows, batch_size at a time; sets mo to its model.
+absl::StatusOr<std::vector<std::shared_ptr<const worker::Batch>>> BatchesFromFiles(
+    const TrainBenchOptions& options, worker::ModelOptions* mo) {
+  PS_ASSIGN_OR_RETURN(TrainInput in, InputFromFiles(options));
+  *mo = in.model;
   worker::ReaderOptions ro;
-  ro.patterns = options.train_data;
-  ro.schema = file.schema;
+  ro.patterns = in.patterns;
+  ro.schema = in.schema;
   ro.batch_size = options.batch_size;
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::DataReader> reader, worker::DataReader::Open(ro));
   std::vector<std::shared_ptr<const worker::Batch>> out;
@@ -440,7 +452,8 @@ absl::StatusOr<TrainBenchResult> RunTrainLocal(const TrainBenchOptions& options)
   return r;
 }
 
-absl::StatusOr<std::string> WriteTrainFile(const TrainBenchOptions& options, std::string* dir) {
+absl::StatusOr<TrainInput> PrepareTrainInput(const TrainBenchOptions& options, std::string* dir) {
+  if (!options.train_data.empty()) return InputFromFiles(options);
   std::string base = options.temp_dir;
   if (base.empty()) {
     const char* env = std::getenv("TMPDIR");
@@ -452,28 +465,22 @@ absl::StatusOr<std::string> WriteTrainFile(const TrainBenchOptions& options, std
   }
   *dir = dir_template;
   const std::string path = *dir + "/train.tsv";
+  TrainInput in;
+  in.model = ModelFor(options);
+  in.schema = SchemaFor(in.model);
+  in.patterns = {path};
   PS_ASSIGN_OR_RETURN(worker::SyntheticReport report,
-                      worker::WriteSynthetic(WorldFor(ModelFor(options), options.train_rows), path));
+                      worker::WriteSynthetic(WorldFor(in.model, options.train_rows), path));
   spdlog::info("train: wrote {} rows ({:.1f} MB) in {:.1f}s", report.rows, report.bytes / 1e6,
                report.seconds);
-  return path;
-}
-
-worker::ModelOptions TrainModelOptions(const TrainBenchOptions& options) {
-  return ModelFor(options);
-}
-
-worker::Schema TrainSchema(const TrainBenchOptions& options) {
-  return SchemaFor(ModelFor(options));
+  return in;
 }
 
 absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
-  worker::ModelOptions mo = ModelFor(options);
   std::string dir;
-  absl::StatusOr<std::string> written = WriteTrainFile(options, &dir);
+  absl::StatusOr<TrainInput> input = PrepareTrainInput(options, &dir);
   RemoveDirOnExit cleanup{dir};
-  PS_RETURN_IF_ERROR(written.status());
-  const std::string path = *written;
+  PS_RETURN_IF_ERROR(input.status());
 
   BenchClusterOptions co;
   co.servers = options.servers;
@@ -488,9 +495,9 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
   PS_ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster, BenchCluster::Start(co));
 
   worker::TrainOptions train;
-  train.model = mo;
-  train.schema = SchemaFor(mo);
-  train.train_data = {path};
+  train.model = input->model;
+  train.schema = input->schema;
+  train.train_data = input->patterns;
   train.batch_size = options.batch_size;
   train.epochs = 1;
   train.log_every = absl::Hours(1);

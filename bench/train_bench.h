@@ -98,12 +98,16 @@ absl::StatusOr<TrainBenchResult> RunTrainLocal(const TrainBenchOptions& options)
 absl::StatusOr<TrainBenchResult> RunTrainTables(const TrainBenchOptions& options);
 absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options);
 
-// Writes options.train_rows synthetic rows for options.model into a fresh
+// What the tables and ps benches train on, read by a DataReader.
+struct TrainInput {
+  std::vector<std::string> patterns;
+  worker::Schema schema;
+  worker::ModelOptions model;  // options.model with its columns from `schema`
+};
+// options.train_data read with options.schema_file (text or Parquet), or
+// options.train_rows synthetic rows for options.model written into a fresh
 // folder under options.temp_dir ($TMPDIR, /tmp), set in `dir` as soon as it
-// exists (the caller removes it); returns the file's path.
-absl::StatusOr<std::string> WriteTrainFile(const TrainBenchOptions& options, std::string* dir);
-// The model of options.model with its defaults, and the schema of that file.
-worker::ModelOptions TrainModelOptions(const TrainBenchOptions& options);
-worker::Schema TrainSchema(const TrainBenchOptions& options);
+// exists (the caller removes it).
+absl::StatusOr<TrainInput> PrepareTrainInput(const TrainBenchOptions& options, std::string* dir);
 
 }  // namespace pstrain::bench

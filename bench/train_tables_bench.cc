@@ -45,19 +45,18 @@ absl::StatusOr<LocalTables> CreateTables(const worker::Model& model) {
 
 absl::StatusOr<TrainBenchResult> RunTrainTables(const TrainBenchOptions& options) {
   std::string dir;
-  absl::StatusOr<std::string> path = WriteTrainFile(options, &dir);
+  absl::StatusOr<TrainInput> input = PrepareTrainInput(options, &dir);
   RemoveDirOnExit cleanup{dir};
-  PS_RETURN_IF_ERROR(path.status());
+  PS_RETURN_IF_ERROR(input.status());
 
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model,
-                      worker::CreateModel(TrainModelOptions(options)));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::CreateModel(input->model));
   PS_ASSIGN_OR_RETURN(LocalTables tables, CreateTables(*model));
   const auto& specs = model->tables();
   const auto& sparse = model->sparse_tables();
 
   worker::ReaderOptions ro;
-  ro.patterns = {*path};
-  ro.schema = TrainSchema(options);
+  ro.patterns = input->patterns;
+  ro.schema = input->schema;
   ro.batch_size = options.batch_size;
   ro.epochs = 1;
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::DataReader> reader,
