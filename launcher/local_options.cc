@@ -9,11 +9,14 @@
 #include "common/security/curve_keys.h"
 #include "common/status.h"
 #include "data/data_check.h"
+#include "data/file_set.h"
 #include "data/partition_stream.h"
 #include "launcher/command.h"
 #include "launcher/job_args.h"
 #include "launcher/job_check.h"
+#include "server/coordinator/checkpoint_manager.h"
 #include "server/coordinator/coordinator.h"
+#include "worker/training_loop.h"
 #include "job/job_fields.h"
 
 namespace pstrain::launcher {
@@ -61,6 +64,35 @@ absl::Status CheckData(const std::vector<std::string>& patterns, const worker::S
   return st.ok() ? st : UsageError(st.message());
 }
 
+// The checkpoint the coordinator would restore (its --restore, --new_job),
+// against the training data given now: a worker's position mid-epoch counts
+// rows of the input it was taken on, so other input is refused here, before
+// any process starts, as each worker would (worker/training_loop.h).
+absl::Status CheckRestoredInputs(const server::CoordinatorOptions& co,
+                                 const worker::WorkerOptions& w, int num_workers) {
+  if (w.mode == TrainMode::kPipeline || w.train.train_data.empty()) return absl::OkStatus();
+  server::CheckpointOptions restore = co.checkpoint;
+  if (co.new_job && (restore.restore == "auto" || restore.restore == "latest")) {
+    return absl::OkStatus();  // the old job is moved aside, nothing restored
+  }
+  auto manifest = server::CheckpointManager(restore).FindRestore();
+  // A checkpoint that cannot be read is the coordinator's to report.
+  if (!manifest.ok() || !*manifest || (*manifest)->num_workers != num_workers) {
+    return absl::OkStatus();
+  }
+  auto files = worker::ExpandFilePatterns(w.train.train_data);
+  if (!files.ok()) return absl::OkStatus();  // CheckData said so
+  for (const proto::WorkerPosition& p : (*manifest)->workers) {
+    if (p.rank < 0 || p.rank >= num_workers) continue;
+    absl::Status st = worker::CheckResumeInputs(
+        p, worker::DescribeInputs(*files, p.rank, num_workers), (*manifest)->step);
+    if (!st.ok()) {
+      return UsageError(absl::StrCat(st.message(), " (checkpoint ", (*manifest)->path, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // What the checked job means for the launcher (restarts, reruns, the
 // layout of pipeline mode), and its data files.
 absl::Status TakeCheckedJob(const CheckedJob& job, const FlagSet& local, LocalOptions* o) {
@@ -88,6 +120,7 @@ absl::Status TakeCheckedJob(const CheckedJob& job, const FlagSet& local, LocalOp
     }
   }
   PS_RETURN_IF_ERROR(CheckData(w.train.train_data, w.train.schema, "--train_data"));
+  PS_RETURN_IF_ERROR(CheckRestoredInputs(co, w, o->workers));
   if (!w.train.train_stream.dir.empty()) {
     auto landed = worker::FirstPartitionFiles(w.train.train_stream, worker::kStreamPartitionsChecked);
     if (!landed.ok()) return UsageError(landed.status().message());

@@ -45,19 +45,9 @@ absl::StatusOr<int64_t> TrainingLoop::Resume(DataReader* reader, int epochs) {
   position_.state_checksum.clear();
   const std::string recorded = std::exchange(position_.inputs, inputs);
   if (reader == nullptr || position_.finished) return 0;
-  if (position_.rows > 0 && !recorded.empty() && !position_.inputs.empty() &&
-      recorded != position_.inputs) {
-    // Rows are counted in the shard's order: other files (or the same ones
-    // resized) would have this worker skip rows it never trained, or train
-    // some twice.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", position_.rank, " cannot resume its data where the checkpoint of step ",
-        layout_->restored_step, " left it (epoch ", position_.epoch, ", after row ", position_.rows,
-        " of its shard): the training data changed since. The checkpoint read ", recorded,
-        "; this run reads ", position_.inputs,
-        ". Give the files the checkpoint was taken on (same names, under one folder, same "
-        "sizes), or start over with --restore=none (a new job: --new_job)"));
-  }
+  proto::WorkerPosition at = position_;
+  at.inputs = recorded;
+  PS_RETURN_IF_ERROR(CheckResumeInputs(at, inputs, layout_->restored_step));
   return SkipTo(reader, position_.epoch, position_.rows);
 }
 
@@ -114,6 +104,23 @@ absl::Status TrainingLoop::CheckLoss(double loss_sum, int64_t step) {
   if (std::isfinite(loss_sum)) return absl::OkStatus();
   return absl::FailedPreconditionError(
       absl::StrCat("loss became non-finite at step ", step, " (learning rate too high?)"));
+}
+
+absl::Status CheckResumeInputs(const proto::WorkerPosition& at, const std::string& inputs,
+                               int64_t step) {
+  // Rows are counted in the shard's order: other files (or the same ones
+  // resized) would have the worker skip rows it never trained, or train
+  // some twice. A position at an epoch's start skips nothing.
+  if (at.finished || at.rows <= 0 || at.inputs.empty() || inputs.empty() || at.inputs == inputs) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "worker ", at.rank, " cannot resume its data where the checkpoint of step ", step,
+      " left it (epoch ", at.epoch, ", after row ", at.rows,
+      " of its shard): the training data changed since. The checkpoint read ", at.inputs,
+      "; this run reads ", inputs,
+      ". Give the files the checkpoint was taken on (same names, under one folder, same "
+      "sizes), or start over with --restore=none (a new job: --new_job)"));
 }
 
 }  // namespace pstrain::worker

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -94,5 +95,13 @@ class TrainingLoop {
   proto::WorkerPosition position_;
   int64_t checkpoint_step_ = -1;  // the next checkpoint's (-1: none)
 };
+
+// OK when a worker at position `at` of the checkpoint of `step` may resume
+// reading `inputs` (DataReader::inputs()): the same input as the position
+// recorded, or a position that skips no rows (finished, at an epoch's
+// start, or recorded without its input). FailedPrecondition naming both
+// otherwise. Also the launcher's check before it starts anything.
+absl::Status CheckResumeInputs(const proto::WorkerPosition& at, const std::string& inputs,
+                               int64_t step);
 
 }  // namespace pstrain::worker

@@ -132,7 +132,14 @@ TEST_F(Rerun, RestoringOnChangedDataIsRefusedAndTheSameFilesMovedTrainWhatWasLef
     out = p.Log();
     return code;
   };
-  EXPECT_NE(restore(dir_ + "/grown/train.tsv", "job-grown"), 0) << out;
+  double seconds = 0;
+  {
+    const absl::Time t0 = absl::Now();
+    EXPECT_EQ(restore(dir_ + "/grown/train.tsv", "job-grown"), 2) << out;
+    seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  }
+  EXPECT_LT(seconds, 10) << "refused only after starting";
+  EXPECT_THAT(out, Not(HasSubstr("starting 1 server")));
   EXPECT_THAT(out, HasSubstr("cannot resume its data where the checkpoint of step 20 left it"));
   EXPECT_THAT(out, HasSubstr("after row 5120 of its shard): the training data changed since. The "
                              "checkpoint read 1 file, "));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 namespace pstrain::worker {
 namespace {
@@ -116,6 +117,35 @@ TEST(TrainingLoop, NonFiniteLossIsAFailedPreconditionNamingTheStep) {
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(st.message(), "loss became non-finite at step 7 (learning rate too high?)");
   EXPECT_EQ(TrainingLoop::CheckLoss(INFINITY, 8).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(TrainingLoop, ResumingMidEpochNeedsTheInputThePositionRecorded) {
+  proto::WorkerPosition at;
+  at.rank = 1;
+  at.epoch = 0;
+  at.rows = 5120;
+  at.inputs = "1 file, 100 bytes, shard 2 of 2, digest 00000000000000aa";
+  const std::string other = "2 files, 150 bytes, shard 2 of 2, digest 00000000000000bb";
+  EXPECT_TRUE(CheckResumeInputs(at, at.inputs, 20).ok());
+  const absl::Status st = CheckResumeInputs(at, other, 20);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("worker 1 cannot resume its data where the checkpoint of step 20 "
+                              "left it (epoch 0, after row 5120 of its shard)"),
+            std::string::npos)
+      << st;
+  EXPECT_NE(st.message().find(at.inputs), std::string::npos) << st;
+  EXPECT_NE(st.message().find(other), std::string::npos) << st;
+  // Nothing to skip, or nothing recorded: any input.
+  proto::WorkerPosition start = at;
+  start.rows = 0;
+  start.epoch = 1;
+  EXPECT_TRUE(CheckResumeInputs(start, other, 20).ok());
+  proto::WorkerPosition finished = at;
+  finished.finished = true;
+  EXPECT_TRUE(CheckResumeInputs(finished, other, 20).ok());
+  proto::WorkerPosition older = at;
+  older.inputs.clear();
+  EXPECT_TRUE(CheckResumeInputs(older, other, 20).ok());
 }
 
 }  // namespace
