@@ -51,6 +51,11 @@ absl::Status CheckFile(const InputFile& file, const Parser& parser,
   LineReader reader(kBuffer, parser.schema().max_line_bytes);
   PS_RETURN_IF_ERROR(reader.Open(file, 0, file.size));
   ParsedRow row;
+  std::vector<std::string> partition;  // the file's partition columns' values
+  if (!parser.schema().partition_columns.empty()) {
+    PS_ASSIGN_OR_RETURN(partition, PartitionValues(file.path, parser.schema().partition_columns));
+    row.partition = &partition;
+  }
   int checked = 0, bad = 0;
   std::string first_error;  // FILE:LINE: reason; the line: "..."
   LineReader::Line line;

@@ -130,7 +130,7 @@ absl::Status DelimitedParser::CheckHeader(std::string_view line) const {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   std::vector<std::string_view> names;
   SplitColumns(line, schema_.field_sep, &names);
-  const size_t want = schema_.column_names.size();
+  const size_t want = static_cast<size_t>(NumFileColumns(schema_));  // no partition columns
   std::string hint;  // one column where the schema has more: another separator?
   if (names.size() == 1 && want > 1) {
     if (const char sep = SniffSeparator(line, schema_.field_sep, want); sep != 0) {
@@ -379,7 +379,9 @@ absl::Status DelimitedParser::ParseCustom(std::string_view line, ParsedRow* row)
   row->field_end.resize(schema_.num_sparse);
   const char sep = schema_.field_sep;
   const size_t num_columns = roles_.size();
-  if (sparse_in_order_) {
+  // A file's rows lack the partition columns: their values come with the row.
+  const bool from_file = row->partition != nullptr && !schema_.partition_columns.empty();
+  if (sparse_in_order_ && !from_file) {
     // One pass, column after column, while no column is quoted.
     const char* p = line.data();
     const char* const end = p + line.size();
@@ -406,6 +408,12 @@ absl::Status DelimitedParser::ParseCustom(std::string_view line, ParsedRow* row)
   // Quoted columns, or fields out of column order: split first.
   std::vector<std::string_view>& cols = row->columns;
   SplitColumns(line, sep, &cols);
+  if (from_file) {
+    if (cols.size() != num_columns - schema_.partition_columns.size()) {
+      return CustomColumnCountError(line, cols.size());
+    }
+    for (const std::string& v : *row->partition) cols.push_back(v);
+  }
   if (cols.size() != num_columns) return CustomColumnCountError(line, cols.size());
   for (size_t c = 0; c < num_columns; ++c) {
     if (roles_[c].kind != Role::kSparse) {

@@ -192,6 +192,65 @@ std::vector<FileRange> ShardRanges(const std::vector<InputFile>& files, int shar
   return ranges;
 }
 
+namespace {
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Hive's escaping of a partition value: %XX is the byte XX; a '%' not
+// followed by two hex digits stays as it is.
+std::string Unescape(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '%' && i + 2 < v.size() && HexDigit(v[i + 1]) >= 0 && HexDigit(v[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(HexDigit(v[i + 1]) * 16 + HexDigit(v[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(v[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> PartitionValues(std::string_view path,
+                                                         const std::vector<std::string>& keys) {
+  std::vector<std::string> values(keys.size());
+  std::vector<bool> found(keys.size(), false);
+  // The folders of the path (not the file's own name), first to last: the
+  // last folder naming a key wins.
+  const size_t name_at = path.rfind('/');
+  std::string_view folders = name_at == std::string_view::npos ? "" : path.substr(0, name_at);
+  while (!folders.empty()) {
+    const size_t slash = folders.find('/');
+    const std::string_view part = folders.substr(0, slash);
+    folders = slash == std::string_view::npos ? "" : folders.substr(slash + 1);
+    const size_t eq = part.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = part.substr(0, eq);
+    for (size_t k = 0; k < keys.size(); ++k) {
+      if (keys[k] != key) continue;
+      const std::string_view v = part.substr(eq + 1);
+      values[k] = v == "__HIVE_DEFAULT_PARTITION__" ? std::string() : Unescape(v);
+      found[k] = true;
+    }
+  }
+  for (size_t k = 0; k < keys.size(); ++k) {
+    if (!found[k]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(path), ": no folder ", keys[k], "=... in its path, but the schema's partition_columns "
+          "name \"", keys[k], "\" (Hive-style folders: .../", keys[k], "=VALUE/file)"));
+    }
+  }
+  return values;
+}
+
 std::string DescribeInputs(const std::vector<InputFile>& files, int shard_index, int num_shards) {
   // The files' common folder: the longest shared prefix, cut after its
   // last '/'.

@@ -75,6 +75,14 @@ struct FileRange {
 std::vector<FileRange> ShardRanges(const std::vector<InputFile>& files, int shard_index,
                                    int num_shards);
 
+// The values of Hive-style partition keys `keys` for the file at `path`:
+// key k's is the VALUE of the last folder of the path named KEY=VALUE, its
+// %XX escapes decoded (as Hive and Spark write them), and empty (a missing
+// value) for Hive's __HIVE_DEFAULT_PARTITION__ (a null key). InvalidArgument
+// naming the file and key when no folder of the path names the key.
+absl::StatusOr<std::vector<std::string>> PartitionValues(std::string_view path,
+                                                         const std::vector<std::string>& keys);
+
 // What shard `shard_index` of `num_shards` of `files` reads, in one line
 // that two runs compare to see whether they read the same rows:
 // "3 files, 12345678 bytes, shard 2 of 4, digest 0123456789abcdef", the

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
 #include "common/status.h"
+#include "data/file_set.h"
 #include "data/label_rule.h"
 #include "data/time_parts.h"
 
@@ -17,6 +18,26 @@ namespace pstrain::worker {
 namespace {
 
 constexpr int64_t kBlockRows = 1024;  // converted at a time: its ids stay in the L2 cache
+
+// A chunk of `rows` rows that all hold `value` (all null when it is empty:
+// Hive's null partition), in the dictionary form of one entry: a partition
+// column reads like a file's string column.
+void FillConstant(const std::string& value, int64_t rows, parquet::ColumnData* d) {
+  const size_t n = static_cast<size_t>(rows);
+  d->num_rows = d->num_values = rows;
+  d->row_valid.assign(n, value.empty() ? 0 : 1);
+  d->list_offsets.clear();
+  d->value_valid.clear();
+  d->ints.clear();
+  d->doubles.clear();
+  d->str_offsets.clear();
+  d->arena.clear();
+  d->dictionary_encoded = true;
+  d->dict_index.assign(n, value.empty() ? 1 : 0);  // entry 1: the null slots' (empty)
+  const auto len = static_cast<uint32_t>(value.size());
+  d->dict_offsets = {0, len, len};
+  d->dict_arena = value;
+}
 
 using parquet::ColumnDescriptor;
 using parquet::LogicalKind;
@@ -95,9 +116,22 @@ absl::Status ParquetRows::Open(const std::string& path, uint64_t begin, uint64_t
   options.keep_dictionary = true;
   PS_ASSIGN_OR_RETURN(file_, parquet::ParquetFile::Open(path, options));
   const parquet::ParquetFile& f = *file_;
+  if (!schema_.partition_columns.empty()) {
+    PS_ASSIGN_OR_RETURN(partition_values_, PartitionValues(path, schema_.partition_columns));
+    partition_desc_.type = PhysicalType::kByteArray;
+    partition_desc_.logical = LogicalKind::kString;
+    partition_desc_.nullable = true;
+  }
+  const int file_columns = NumFileColumns(schema_);
   // Bind each role's column by name.
   const auto bind = [&](int column, const char* role, bool list_ok, Bound* b) -> absl::Status {
     const std::string& name = schema_.column_names[static_cast<size_t>(column)];
+    b->partition = column >= file_columns ? column - file_columns : -1;
+    if (b->partition >= 0) {  // the same value in every row of the file
+      b->file_column = -1;
+      b->desc = &partition_desc_;
+      return absl::OkStatus();
+    }
     b->file_column = f.FindColumn(name);
     if (b->file_column < 0) {
       std::string names;
@@ -106,6 +140,7 @@ absl::Status ParquetRows::Open(const std::string& path, uint64_t begin, uint64_t
                                                      "); its columns: ", names));
     }
     const ColumnDescriptor& c = f.columns()[static_cast<size_t>(b->file_column)];
+    b->desc = &c;
     if (std::string why = Refusal(c, list_ok); !why.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": column \"", name, "\" (the ", role,
                                                      ") cannot be read: it is ", why));
@@ -147,7 +182,12 @@ absl::StatusOr<std::vector<uint64_t>> ParquetRows::RowGroupStarts(const std::str
 }
 
 absl::Status ParquetRows::LoadRowGroup(int rg) {
-  const auto load = [&](Bound* b) { return file_->ReadColumn(rg, b->file_column, &b->data); };
+  const auto load = [&](Bound* b) {
+    if (b->partition < 0) return file_->ReadColumn(rg, b->file_column, &b->data);
+    FillConstant(partition_values_[static_cast<size_t>(b->partition)],
+                 file_->row_group_num_rows(rg), &b->data);
+    return absl::OkStatus();
+  };
   PS_RETURN_IF_ERROR(load(&label_));
   for (Bound& b : extra_) PS_RETURN_IF_ERROR(load(&b));
   for (Bound& b : dense_) PS_RETURN_IF_ERROR(load(&b));
@@ -172,7 +212,7 @@ std::string ParquetRows::Where() const {
 bool ParquetRows::Number(const Bound& b, int64_t i, double* v) const {
   const parquet::ColumnData& d = b.data;
   if (!d.valid(i)) return false;
-  const ColumnDescriptor& c = file_->columns()[static_cast<size_t>(b.file_column)];
+  const ColumnDescriptor& c = *b.desc;
   switch (c.type) {
     case PhysicalType::kFloat:
     case PhysicalType::kDouble:
@@ -206,7 +246,7 @@ bool ParquetRows::Number(const Bound& b, int64_t i, double* v) const {
 std::string_view ParquetRows::Token(const Bound& b, int64_t i, std::string* scratch) const {
   const parquet::ColumnData& d = b.data;
   if (!d.valid(i)) return {};
-  const ColumnDescriptor& c = file_->columns()[static_cast<size_t>(b.file_column)];
+  const ColumnDescriptor& c = *b.desc;
   char buf[64];
   switch (c.type) {
     case PhysicalType::kByteArray:
@@ -242,7 +282,7 @@ std::string_view ParquetRows::Token(const Bound& b, int64_t i, std::string* scra
 bool ParquetRows::Seconds(const Bound& b, int64_t i, int64_t* seconds) const {
   const parquet::ColumnData& d = b.data;
   if (!d.valid(i)) return false;
-  const ColumnDescriptor& c = file_->columns()[static_cast<size_t>(b.file_column)];
+  const ColumnDescriptor& c = *b.desc;
   const auto floor_div = [](int64_t x, int64_t k) { return x / k - (x % k < 0 ? 1 : 0); };
   if (IsBytes(c)) {
     const std::string_view t = d.bytes(i);
@@ -327,7 +367,7 @@ void ParquetRows::ConvertDense(int j) {
   const DenseColumn& dc = schema_.dense[static_cast<size_t>(j)];
   const Bound& b = dense_[static_cast<size_t>(j)];
   const parquet::ColumnData& d = b.data;
-  const ColumnDescriptor& c = file_->columns()[static_cast<size_t>(b.file_column)];
+  const ColumnDescriptor& c = *b.desc;
   const int64_t r0 = block_.first, n = block_.size;
   // Row-major: row i's value at out[i * stride].
   const size_t stride = dense_.size();
@@ -389,7 +429,7 @@ void ParquetRows::ConvertSparse(int f) {
   const SparseColumn& sc = schema_.sparse[static_cast<size_t>(f)];
   Bound& b = sparse_[static_cast<size_t>(f)];
   const parquet::ColumnData& d = b.data;
-  const ColumnDescriptor& c = file_->columns()[static_cast<size_t>(b.file_column)];
+  const ColumnDescriptor& c = *b.desc;
   std::vector<uint64_t>& ids = block_.ids[static_cast<size_t>(f)];
   std::vector<uint32_t>& ends = block_.ends[static_cast<size_t>(f)];
   ids.clear();

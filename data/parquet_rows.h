@@ -78,6 +78,11 @@ class ParquetRows {
   // A schema column bound to a file column.
   struct Bound {
     int file_column = -1;
+    // Its column's description: the file's, or for a partition column
+    // (`partition` >= 0, its index in the schema's partition_columns) a
+    // string column made of the file's folder name KEY=VALUE.
+    const parquet::ColumnDescriptor* desc = nullptr;
+    int partition = -1;
     parquet::ColumnData data;
     // A sparse string column in the dictionary form: the id of each entry
     // of the loaded chunk's dictionary ([dict_size() + 1]; empty until the
@@ -129,6 +134,10 @@ class ParquetRows {
   std::vector<float> missing_value_;  // [num_dense]
   std::string path_;
   std::unique_ptr<parquet::ParquetFile> file_;
+  // The open file's values of the schema's partition columns, and the
+  // description their columns read with.
+  std::vector<std::string> partition_values_;
+  parquet::ColumnDescriptor partition_desc_;
   std::vector<int> row_groups_;  // of the range, in order
   size_t next_group_ = 0;
   int group_ = -1;               // loaded, or -1

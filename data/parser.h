@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,11 @@ struct ParsedRow {
   std::vector<uint32_t> field_end;  // [num_sparse]
   // Scratch of the custom layout: the line's columns.
   std::vector<std::string_view> columns;
+  // The values of the schema's partition columns for the file the record
+  // comes from (file_set.h PartitionValues), set by whoever reads files.
+  // Null: the record holds them itself, as its last columns (a row sent to
+  // `pstrain serve`).
+  const std::vector<std::string>* partition = nullptr;
 
   uint32_t field_begin(int f) const { return f == 0 ? 0 : field_end[f - 1]; }
 };

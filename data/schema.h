@@ -111,6 +111,11 @@ struct Schema {
   bool parquet = false;
   int num_columns = 0;                    // columns per line
   std::vector<std::string> column_names;  // [num_columns], or empty
+  // Hive-style partition keys (the schema's "partition_columns"): columns
+  // whose value is a file's folder name KEY=VALUE, the last columns of
+  // num_columns and column_names, after the file's own (partition_values in
+  // file_set.h). A file holds num_columns - partition_columns.size() columns.
+  std::vector<std::string> partition_columns;
   LabelColumn label;
   // More labels, by name (the schema's "labels"), for the heads of a
   // multi-task model: a row whose field is empty or a missing token has no
@@ -129,6 +134,11 @@ absl::Status ValidateSchema(const Schema& schema);
 // Number of columns of a line.
 inline int NumColumns(const Schema& schema) {
   return schema.custom ? schema.num_columns : 1 + schema.num_dense + schema.num_sparse;
+}
+
+// Number of columns a file holds (without the partition columns).
+inline int NumFileColumns(const Schema& schema) {
+  return NumColumns(schema) - static_cast<int>(schema.partition_columns.size());
 }
 
 // The hash buckets and multi-hot separator of sparse field `f`.

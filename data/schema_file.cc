@@ -29,7 +29,7 @@ constexpr const char* kKeys[] = {"separator", "header",  "columns",       "num_c
                                  "label",     "dense",   "sparse",        "ignore",
                                  "weight",    "hash_buckets", "embedding_dim", "dense_transform",
                                  "max_line_bytes", "stats_rows", "format", "missing_values",
-                                 "labels"};
+                                 "labels", "partition_columns"};
 constexpr const char* kDenseKeys[] = {"column", "transform", "clip", "mean",
                                       "stddev", "missing",   "time"};
 constexpr const char* kSparseKeys[] = {"column", "hash_buckets", "multi_hot", "pooling",
@@ -59,6 +59,8 @@ class Resolver {
   absl::Status CheckKeys(const json& j, const char* const (&keys)[N], const std::string& where) const;
   absl::StatusOr<char> Separator(const json& v, const std::string& key) const;
   absl::Status Names(const json& j);
+  // "partition_columns": appended to the names, after the files' columns.
+  absl::Status Partitions(const json& j);
   absl::StatusOr<int> Column(const json& ref, const std::string& where);
   // Reads a label (a column, "delay > 15", or {"column", "op",
   // "threshold"}) at `where` ("label", "labels.conversion").
@@ -171,6 +173,38 @@ absl::Status Resolver::Names(const json& j) {
   for (std::string_view c : cols) s_.column_names.emplace_back(c);
   names_from_ = absl::StrCat("the header of ", first.path);
   header_line_ = std::string(text);
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::Partitions(const json& j) {
+  if (!j.contains("partition_columns")) return absl::OkStatus();
+  const json& p = j["partition_columns"];
+  if (!p.is_array() || p.empty()) {
+    return Bad("partition_columns: not a list of names (the KEY of folders named KEY=VALUE)");
+  }
+  if (s_.column_names.empty()) {
+    return Bad("partition_columns: the files' own columns need names too (\"header\": true, "
+               "\"columns\": [...], or Parquet files)");
+  }
+  for (const json& n : p) {
+    const std::string name = n.is_string() ? n.get<std::string>() : std::string();
+    if (name.empty() || name.find_first_of("/=") != std::string::npos) {
+      return Bad("partition_columns: ", n.dump(), " is not a folder key (a name without '/' or '=')");
+    }
+    if (std::find(s_.column_names.begin(), s_.column_names.end(), name) != s_.column_names.end()) {
+      return Bad("partition_columns: \"", name, "\" is also a column of ", names_from_,
+                 " (or named twice)");
+    }
+    s_.column_names.push_back(name);
+    s_.partition_columns.push_back(name);
+  }
+  if (patterns_.empty() || saved_) return absl::OkStatus();
+  // The first file says now what every file will (each is checked as it is read).
+  absl::StatusOr<std::vector<InputFile>> files = ExpandFilePatterns(patterns_);
+  if (!files.ok()) return absl::OkStatus();  // the data check says so
+  absl::StatusOr<std::vector<std::string>> values =
+      PartitionValues(files->front().path, s_.partition_columns);
+  if (!values.ok()) return Bad(values.status().message());
   return absl::OkStatus();
 }
 
@@ -541,6 +575,7 @@ absl::StatusOr<SchemaFile> Resolver::Run(const json& j) {
                "column out with \"ignore\"");
   }
   PS_RETURN_IF_ERROR(Names(j));
+  PS_RETURN_IF_ERROR(Partitions(j));
   if (!j.contains("label")) return Bad("no \"label\" (a column name or index, or \"delay > 15\")");
   PS_RETURN_IF_ERROR(Label(j["label"], "label", &s_.label));
   if (j.contains("labels")) PS_RETURN_IF_ERROR(Labels(j["labels"]));

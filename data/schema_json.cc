@@ -1,8 +1,10 @@
 // SchemaJson (schema_file.h): a resolved custom schema as the JSON a saved
 // model records, every column by index and every statistic given; read back
 // by SchemaFromJson (schema_file.cc), which resolves it like a schema file.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -74,7 +76,14 @@ json SchemaJson(const Schema& s) {
               {"max_line_bytes", s.max_line_bytes},
               {"missing_values", s.missing_tokens},
               {"ignore", "rest"}};
-  if (!s.column_names.empty()) out["columns"] = s.column_names;
+  if (!s.column_names.empty()) {
+    // The files' own columns; the partition columns follow them.
+    const size_t own = s.column_names.size() - std::min(s.column_names.size(),
+                                                        s.partition_columns.size());
+    out["columns"] = std::vector<std::string>(s.column_names.begin(),
+                                              s.column_names.begin() + static_cast<long>(own));
+  }
+  if (!s.partition_columns.empty()) out["partition_columns"] = s.partition_columns;
   if (s.parquet) out["format"] = "parquet";
   if (!s.extra_labels.empty()) {
     json labels = json::object();

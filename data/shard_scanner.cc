@@ -122,6 +122,10 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
         parquet_open_ = true;
         continue;
       }
+      if (!options_.schema.partition_columns.empty()) {
+        PS_ASSIGN_OR_RETURN(partition_values_,
+                            PartitionValues(f.path, options_.schema.partition_columns));
+      }
       PS_RETURN_IF_ERROR(reader_.Open(f, r.begin, r.end));
       reader_open_ = true;
     }
@@ -142,6 +146,7 @@ absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
     if (!line.overlong && (text.empty() || (text.size() == 1 && text[0] == '\r'))) {
       continue;  // blank lines are neither good nor bad
     }
+    row->partition = options_.schema.partition_columns.empty() ? nullptr : &partition_values_;
     absl::Status s =
         line.overlong
             ? absl::InvalidArgumentError(absl::StrCat("line longer than max_line_bytes ",

@@ -118,6 +118,8 @@ class ShardScanner {
   bool reader_open_ = false;
   bool parquet_open_ = false;
   std::string bad_why_;  // scratch
+  // The open text file's values of the schema's partition columns.
+  std::vector<std::string> partition_values_;
   int64_t good_ = 0;
   int64_t bad_ = 0;
   int logged_ = 0;

@@ -144,6 +144,11 @@ absl::Status PredictLines(const InputFile& file, const Parser& parser,
   LineReader reader(kReadBuffer, schema.max_line_bytes);
   PS_RETURN_IF_ERROR(reader.Open(file, 0, file.size));
   ParsedRow row;
+  std::vector<std::string> partition;  // the file's partition columns' values
+  if (!schema.partition_columns.empty()) {
+    PS_ASSIGN_OR_RETURN(partition, PartitionValues(file.path, schema.partition_columns));
+    row.partition = &partition;
+  }
   LineReader::Line line;
   while (true) {
     PS_ASSIGN_OR_RETURN(bool more, reader.Next(&line));

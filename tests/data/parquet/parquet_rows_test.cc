@@ -201,5 +201,118 @@ TEST(FileSet, AFolderIsEveryFileUnderItInPathOrderButHiddenAndMarkerFiles) {
   std::filesystem::remove_all(dir);
 }
 
+// Hive-style partition folders (dt=2026-12-01/hour=13/part-0.parquet) as
+// columns: every row of a file holds its folders' values, in Parquet as in
+// text (the same ids for the same value), Hive's null partition is missing,
+// %XX escapes are decoded, and a file outside the layout is named.
+TEST(Partitions, FolderKeysAreColumnsOfEveryRowInParquetAndText) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    ("pstrain_partitions_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string day = "dt=2026-12-01/hour=13", null_day = "dt=__HIVE_DEFAULT_PARTITION__/hour=0%37";
+  for (const char* root : {"pq", "txt"}) {
+    for (const std::string& sub : {day, null_day}) std::filesystem::create_directories(dir / root / sub);
+  }
+  std::filesystem::copy_file(kWide, dir / "pq" / day / "part-0.parquet");
+  std::filesystem::copy_file(kWide, dir / "pq" / null_day / "part-0.parquet");
+  std::ofstream(dir / "txt" / day / "part-0.csv") << "label,s\n1,a\n0,b\n";
+  std::ofstream(dir / "txt" / null_day / "part-0.csv") << "label,s\n1,c\n";
+
+  const auto read = [&](const std::string& schema, const std::string& root) {
+    const std::string data = (dir / root).string();
+    absl::StatusOr<SchemaFile> f = ParseSchemaJson(schema, "s.json", {data}, 0);
+    EXPECT_TRUE(f.ok()) << f.status();
+    ReaderOptions o;
+    o.patterns = {data};
+    if (f.ok()) o.schema = f->schema;
+    absl::StatusOr<std::shared_ptr<const Batch>> b = ReadAll(o);
+    EXPECT_TRUE(b.ok()) << b.status();
+    return b.ok() ? *b : std::make_shared<const Batch>();
+  };
+  const std::string roles = R"("dense": ["hour"],
+      "sparse": ["s", "dt", {"column": "dt", "time": "weekday"}],
+      "partition_columns": ["dt", "hour"])";
+  const std::shared_ptr<const Batch> pq =
+      read(R"({"format": "parquet", "label": "req_i32 > 0", "ignore": "rest", )" + roles + "}", "pq");
+  const std::shared_ptr<const Batch> txt =
+      read(R"({"format": "csv", "header": true, "label": "label", )" + roles + "}", "txt");
+  ASSERT_EQ(pq->size, 180);
+  ASSERT_EQ(txt->size, 3);
+  const auto one_id = [](const Batch& b, int f, int r) {
+    EXPECT_EQ(b.offsets[f][r + 1] - b.offsets[f][r], 1u) << "field " << f << " row " << r;
+    return b.ids[f][b.offsets[f][r]];
+  };
+  // Path order: dt=2026-12-01 before dt=__HIVE_DEFAULT_PARTITION__.
+  for (int r = 0; r < pq->size; ++r) {
+    const int t = r < 90 ? 0 : 2;  // a text row of the same folder
+    EXPECT_EQ(pq->dense[r], r < 90 ? 13.0f : 7.0f) << r;
+    EXPECT_EQ(one_id(*pq, 1, r), one_id(*txt, 1, t)) << r;
+    EXPECT_EQ(one_id(*pq, 2, r), one_id(*txt, 2, t)) << r;
+  }
+  EXPECT_EQ(txt->dense, (std::vector<float>{13.0f, 13.0f, 7.0f}));
+  EXPECT_EQ(one_id(*txt, 1, 0), Id(1, "2026-12-01"));
+  EXPECT_EQ(one_id(*txt, 1, 0), one_id(*txt, 1, 1));
+  EXPECT_EQ(one_id(*txt, 1, 2), Id(1, "")) << "null partition: the missing id";
+  EXPECT_NE(one_id(*txt, 2, 2), one_id(*txt, 2, 0)) << "a weekday of no date: missing";
+
+  // A file outside the layout: named, with the key.
+  std::ofstream(dir / "txt" / "dt=2026-12-02" / "part-0.csv") << "label,s\n1,a\n";
+  std::filesystem::create_directories(dir / "txt" / "dt=2026-12-03");
+  std::ofstream(dir / "txt" / "dt=2026-12-03" / "part-0.csv") << "label,s\n1,a\n";
+  absl::StatusOr<SchemaFile> f = ParseSchemaJson(
+      R"({"format": "csv", "header": true, "label": "label", )" + roles + "}", "s.json",
+      {(dir / "txt").string()}, 0);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ReaderOptions o;
+  o.patterns = {(dir / "txt").string()};
+  o.schema = f->schema;
+  absl::StatusOr<std::shared_ptr<const Batch>> bad = ReadAll(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("dt=2026-12-03/part-0.csv: no folder hour=... in its path"),
+            std::string::npos)
+      << bad.status();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Partitions, PartitionValuesDecodeHivesEscapesAndTheLastFolderWins) {
+  absl::StatusOr<std::vector<std::string>> v = PartitionValues(
+      "/data/dt=2026-01-01/logs/dt=2026-12-01/city=S%C3%A3o%20Paulo/k=a%2Fb/x=%zz/f=1.parquet",
+      {"city", "dt", "k", "x"});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, (std::vector<std::string>{"S\xC3\xA3o Paulo", "2026-12-01", "a/b", "%zz"}));
+  absl::StatusOr<std::vector<std::string>> file_name = PartitionValues("/data/f=1.parquet", {"f"});
+  EXPECT_FALSE(file_name.ok()) << "the file's own name is not a folder";
+}
+
+TEST(Partitions, TheSchemaRefusesKeysThatCannotBeColumns) {
+  const auto refusal = [](const std::string& schema) {
+    absl::StatusOr<SchemaFile> f = ParseSchemaJson(schema, "s.json", {kWide}, 0);
+    return f.ok() ? std::string("accepted") : std::string(f.status().message());
+  };
+  EXPECT_NE(refusal(R"({"format": "parquet", "label": "req_i32 > 0", "sparse": ["s"],
+                        "ignore": "rest", "partition_columns": ["s"]})")
+                .find("partition_columns: \"s\" is also a column of the columns of"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"format": "parquet", "label": "req_i32 > 0", "sparse": ["s"],
+                        "ignore": "rest", "partition_columns": "dt"})")
+                .find("partition_columns: not a list of names"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"format": "parquet", "label": "req_i32 > 0", "sparse": ["s"],
+                        "ignore": "rest", "partition_columns": ["a=b"]})")
+                .find("is not a folder key"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"format": "parquet", "label": "req_i32 > 0", "sparse": ["s"],
+                        "ignore": "rest", "partition_columns": ["dt"]})")
+                .find("types_v1_plain.parquet: no folder dt=... in its path"),
+            std::string::npos)
+      << "the first file is checked with the schema";
+  absl::StatusOr<SchemaFile> no_names = ParseSchemaJson(
+      R"({"label": 0, "sparse": [1], "partition_columns": ["dt"]})", "s.json", {}, 0);
+  ASSERT_FALSE(no_names.ok());
+  EXPECT_NE(no_names.status().message().find("the files' own columns need names too"),
+            std::string::npos)
+      << no_names.status();
+}
+
 }  // namespace
 }  // namespace pstrain::worker
