@@ -9,8 +9,7 @@
 namespace pstrain::worker {
 namespace {
 
-constexpr size_t kMaxIdsPerField = std::numeric_limits<uint32_t>::max();
-constexpr int kMaxRows = std::numeric_limits<int>::max();
+constexpr int kMaxRows = kMaxBatchRows;
 
 }  // namespace
 

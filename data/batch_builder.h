@@ -5,7 +5,9 @@
 // A BatchBuilder is owned and used by one thread at a time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -15,6 +17,18 @@
 #include "data/parser.h"
 
 namespace pstrain::worker {
+
+// The limits of one Batch.
+inline constexpr int kMaxBatchRows = std::numeric_limits<int>::max();
+inline constexpr size_t kMaxIdsPerField = std::numeric_limits<uint32_t>::max();
+
+// What a columnar producer (ParquetRows::AppendRows and the row sources
+// above it) appended to a BatchBuilder: `rows`, and `end` when its input
+// has no more rows.
+struct RowsAppended {
+  int64_t rows = 0;
+  bool end = false;
+};
 
 class BatchBuilder {
  public:
@@ -39,6 +53,15 @@ class BatchBuilder {
               const float* extra_labels = nullptr);
   // Appends row `r` of `batch`. Same limits. REQUIRES: same shape.
   bool AppendFrom(const Batch& batch, int r);
+
+  // The columnar path (ParquetRows::AppendRows): the batch being built,
+  // for a producer that appends n whole rows to each of its arrays itself
+  // (labels, extra_labels, dense, and each field's ids and offsets), then
+  // calls AddedRows(n). REQUIRES: the batch's limits (kMaxBatchRows,
+  // kMaxIdsPerField) kept, >= 1 id a row and field. The pointer is valid
+  // until Finish().
+  Batch* batch_for_append() { return batch_.get(); }
+  void AddedRows(int n) { batch_->size += n; }
 
   int size() const { return batch_->size; }
   bool empty() const { return batch_->size == 0; }
