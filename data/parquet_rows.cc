@@ -358,13 +358,18 @@ void ParquetRows::ConvertDense(int j, int64_t r0, int64_t n, float* out, size_t 
     const bool clamp = dc.transform == Transform::kLog1pClamp;
     const uint8_t* valid = d.row_valid.data() + r0;
     const int64_t* ints = d.ints.data() + r0;
+    const float* table = internal::kLog1pTable.data();
     for (int64_t i = 0; i < n; ++i) {
+      // A null slot holds 0: its table entry, then the missing value (a
+      // select, not a branch: nulls fall at random).
       const int64_t x = ints[i];
-      out[static_cast<size_t>(i) * stride] =
-          valid[i] == 0        ? missing
-          : clamp || x >= 0    ? DenseTransform(x)
+      const float t =
+          static_cast<uint64_t>(x) < static_cast<uint64_t>(internal::kLog1pTableSize)
+              ? table[x]
+          : clamp || x >= 0 ? DenseTransform(x)
           : x == std::numeric_limits<int64_t>::min() ? ApplyTransform(dc, static_cast<double>(x))
                                                      : -DenseTransform(-x);
+      out[static_cast<size_t>(i) * stride] = valid[i] != 0 ? t : missing;
     }
     return;
   }
