@@ -1,5 +1,7 @@
 // BatchBuilder: appends parsed rows into a Batch (CSR sparse fields) and
-// hands the finished Batch out as an immutable shared_ptr. Plus cheap batch
+// hands the finished Batch out as an immutable shared_ptr. A batch whose
+// last holder drops it comes back to its builder's pool, and a later batch
+// reuses its arrays (no allocation, no page faults once they have grown). Plus cheap batch
 // utilities: validation, slicing, splitting and concatenation.
 //
 // A BatchBuilder is owned and used by one thread at a time.
@@ -70,6 +72,7 @@ class BatchBuilder {
   std::shared_ptr<const Batch> Finish();
 
  private:
+  class Pool;
   void Reset();
   bool Fits(int f, size_t n) const;
 
@@ -77,7 +80,10 @@ class BatchBuilder {
   int num_sparse_;
   int expected_rows_;
   int num_extra_labels_;
-  std::shared_ptr<Batch> batch_;
+  // Batches given back (shared with the deleters of the batches handed out,
+  // which may outlive the builder).
+  std::shared_ptr<Pool> pool_;
+  std::unique_ptr<Batch> batch_;
 };
 
 // An empty batch of the given shape (offsets hold the single 0).
