@@ -4,26 +4,66 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace pstrain::worker {
 namespace {
 
-constexpr size_t kMaxIdsPerField = std::numeric_limits<uint32_t>::max();
-constexpr int kMaxRows = std::numeric_limits<int>::max();
+constexpr int kMaxRows = kMaxBatchRows;
+// Batches a pool keeps: more than a reader has in flight (its prefetch).
+constexpr size_t kMaxPooled = 16;
 
 }  // namespace
+
+// Batches whose last holder dropped them, for the builder to refill. Any
+// thread gives back; the builder's takes.
+class BatchBuilder::Pool {
+ public:
+  std::unique_ptr<Batch> Take() {
+    absl::MutexLock lock(&mu_);
+    if (free_.empty()) return nullptr;
+    std::unique_ptr<Batch> b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+  void GiveBack(Batch* b) {
+    std::unique_ptr<Batch> owned(b);
+    absl::MutexLock lock(&mu_);
+    if (free_.size() < kMaxPooled) free_.push_back(std::move(owned));
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<Batch>> free_ ABSL_GUARDED_BY(mu_);
+};
 
 BatchBuilder::BatchBuilder(int num_dense, int num_sparse, int expected_rows, int num_extra_labels)
     : num_dense_(num_dense),
       num_sparse_(num_sparse),
       expected_rows_(expected_rows),
-      num_extra_labels_(num_extra_labels) {
+      num_extra_labels_(num_extra_labels),
+      pool_(std::make_shared<Pool>()) {
   Reset();
 }
 
 void BatchBuilder::Reset() {
-  batch_ = std::make_shared<Batch>(EmptyBatch(num_dense_, num_sparse_, num_extra_labels_));
+  batch_ = pool_->Take();
+  if (batch_ != nullptr) {
+    // Emptied, its arrays keeping their capacity.
+    Batch& b = *batch_;
+    b.size = 0;
+    b.labels.clear();
+    b.extra_labels.clear();
+    b.dense.clear();
+    for (int f = 0; f < num_sparse_; ++f) {
+      b.ids[f].clear();
+      b.offsets[f].resize(1);
+    }
+    return;
+  }
+  batch_ = std::make_unique<Batch>(EmptyBatch(num_dense_, num_sparse_, num_extra_labels_));
   if (expected_rows_ > 0) {
     size_t n = static_cast<size_t>(expected_rows_);
     batch_->labels.reserve(n);
@@ -92,7 +132,9 @@ bool BatchBuilder::AppendFrom(const Batch& src, int r) {
 }
 
 std::shared_ptr<const Batch> BatchBuilder::Finish() {
-  std::shared_ptr<const Batch> out = std::move(batch_);
+  std::shared_ptr<const Batch> out(batch_.release(), [pool = pool_](const Batch* b) {
+    pool->GiveBack(const_cast<Batch*>(b));  // nobody holds it any more
+  });
   Reset();
   return out;
 }

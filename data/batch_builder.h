@@ -1,11 +1,15 @@
 // BatchBuilder: appends parsed rows into a Batch (CSR sparse fields) and
-// hands the finished Batch out as an immutable shared_ptr. Plus cheap batch
+// hands the finished Batch out as an immutable shared_ptr. A batch whose
+// last holder drops it comes back to its builder's pool, and a later batch
+// reuses its arrays (no allocation, no page faults once they have grown). Plus cheap batch
 // utilities: validation, slicing, splitting and concatenation.
 //
 // A BatchBuilder is owned and used by one thread at a time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -15,6 +19,18 @@
 #include "data/parser.h"
 
 namespace pstrain::worker {
+
+// The limits of one Batch.
+inline constexpr int kMaxBatchRows = std::numeric_limits<int>::max();
+inline constexpr size_t kMaxIdsPerField = std::numeric_limits<uint32_t>::max();
+
+// What a columnar producer (ParquetRows::AppendRows and the row sources
+// above it) appended to a BatchBuilder: `rows`, and `end` when its input
+// has no more rows.
+struct RowsAppended {
+  int64_t rows = 0;
+  bool end = false;
+};
 
 class BatchBuilder {
  public:
@@ -40,6 +56,15 @@ class BatchBuilder {
   // Appends row `r` of `batch`. Same limits. REQUIRES: same shape.
   bool AppendFrom(const Batch& batch, int r);
 
+  // The columnar path (ParquetRows::AppendRows): the batch being built,
+  // for a producer that appends n whole rows to each of its arrays itself
+  // (labels, extra_labels, dense, and each field's ids and offsets), then
+  // calls AddedRows(n). REQUIRES: the batch's limits (kMaxBatchRows,
+  // kMaxIdsPerField) kept, >= 1 id a row and field. The pointer is valid
+  // until Finish().
+  Batch* batch_for_append() { return batch_.get(); }
+  void AddedRows(int n) { batch_->size += n; }
+
   int size() const { return batch_->size; }
   bool empty() const { return batch_->size == 0; }
 
@@ -47,6 +72,7 @@ class BatchBuilder {
   std::shared_ptr<const Batch> Finish();
 
  private:
+  class Pool;
   void Reset();
   bool Fits(int f, size_t n) const;
 
@@ -54,7 +80,10 @@ class BatchBuilder {
   int num_sparse_;
   int expected_rows_;
   int num_extra_labels_;
-  std::shared_ptr<Batch> batch_;
+  // Batches given back (shared with the deleters of the batches handed out,
+  // which may outlive the builder).
+  std::shared_ptr<Pool> pool_;
+  std::unique_ptr<Batch> batch_;
 };
 
 // An empty batch of the given shape (offsets hold the single 0).

@@ -34,7 +34,7 @@ absl::StatusOr<size_t> PreadFull(int fd, char* dst, size_t n, uint64_t offset,
 
 LineReader::LineReader(size_t buffer_bytes, size_t max_line_bytes)
     : max_line_bytes_(max_line_bytes),
-      buf_(std::max(buffer_bytes, 2 * max_line_bytes + 2)) {}
+      buffer_bytes_(std::max(buffer_bytes, 2 * max_line_bytes + 2)) {}
 
 LineReader::~LineReader() { Close(); }
 
@@ -58,6 +58,7 @@ absl::Status LineReader::Open(const InputFile& file, uint64_t begin, uint64_t en
                    "and `pstrain predict` read Parquet)"));
   }
   path_ = file.path;
+  if (buf_.empty()) buf_.resize(buffer_bytes_);
   int fd;
   do {
     fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);

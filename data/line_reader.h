@@ -45,7 +45,8 @@ class LineReader {
   };
 
   // The buffer holds max(buffer_bytes, 2 * max_line_bytes + 2) bytes, so
-  // every read fetches at least max_line_bytes.
+  // every read fetches at least max_line_bytes; it is allocated by the
+  // first Open() (a scanner that reads only Parquet never needs it).
   LineReader(size_t buffer_bytes, size_t max_line_bytes);
   ~LineReader();
 
@@ -92,7 +93,8 @@ class LineReader {
   }
 
   const size_t max_line_bytes_;
-  std::vector<char> buf_;
+  const size_t buffer_bytes_;
+  std::vector<char> buf_;  // empty until the first Open()
   int fd_ = -1;
   std::string path_;
   std::unique_ptr<Decompressor> decompressor_;  // null for a plain file

@@ -18,6 +18,7 @@ namespace pstrain::worker {
 namespace {
 
 constexpr int64_t kBlockRows = 1024;  // converted at a time: its ids stay in the L2 cache
+constexpr int64_t kRunRows = 4096;    // AppendRows converts at most this many at a time
 
 // A chunk of `rows` rows that all hold `value` (all null when it is empty:
 // Hive's null partition), in the dictionary form of one entry: a partition
@@ -105,6 +106,7 @@ void ParquetRows::Close() {
   group_ = -1;
   group_rows_ = next_row_ = rows_left_after_ = 0;
   block_.first = block_.size = 0;
+  known_first_ = known_end_ = 0;
 }
 
 absl::Status ParquetRows::Open(const std::string& path, uint64_t begin, uint64_t end) {
@@ -199,6 +201,7 @@ absl::Status ParquetRows::LoadRowGroup(int rg) {
   group_rows_ = file_->row_group_num_rows(rg);
   next_row_ = 0;
   block_.first = block_.size = 0;
+  known_first_ = known_end_ = 0;
   rows_left_after_ -= group_rows_;
   return absl::OkStatus();
 }
@@ -363,15 +366,12 @@ bool ParquetRows::Sparse(int f, int64_t r, std::vector<uint64_t>* ids) {
   return true;
 }
 
-void ParquetRows::ConvertDense(int j) {
+void ParquetRows::ConvertDense(int j, int64_t r0, int64_t n, float* out, size_t stride,
+                               int32_t* bad) {
   const DenseColumn& dc = schema_.dense[static_cast<size_t>(j)];
   const Bound& b = dense_[static_cast<size_t>(j)];
   const parquet::ColumnData& d = b.data;
   const ColumnDescriptor& c = *b.desc;
-  const int64_t r0 = block_.first, n = block_.size;
-  // Row-major: row i's value at out[i * stride].
-  const size_t stride = dense_.size();
-  float* out = block_.dense.data() + j;
   const float missing = missing_value_[static_cast<size_t>(j)];
   const int32_t role = 1 + j;
   if (dc.time != TimePart::kNone) {
@@ -380,7 +380,7 @@ void ParquetRows::ConvertDense(int j) {
       if (Seconds(b, r0 + i, &seconds)) {
         out[static_cast<size_t>(i) * stride] = ApplyTransform(dc, TimePartOf(seconds, dc.time));
       } else if (d.valid(r0 + i) && !missing_.Contains(Token(b, r0 + i, &token_))) {
-        MarkBad(i, role);
+        MarkBad(bad, i, role);
       } else {
         out[static_cast<size_t>(i) * stride] = missing;
       }
@@ -396,16 +396,20 @@ void ParquetRows::ConvertDense(int j) {
                      (dc.transform == Transform::kLog1p || dc.transform == Transform::kLog1pClamp);
   if (plain_ints && log1p) {
     const bool clamp = dc.transform == Transform::kLog1pClamp;
+    const uint8_t* valid = d.row_valid.data() + r0;
+    const int64_t* ints = d.ints.data() + r0;
+    const float* table = internal::kLog1pTable.data();
     for (int64_t i = 0; i < n; ++i) {
-      const size_t r = static_cast<size_t>(r0 + i);
-      if (d.row_valid[r] == 0) {
-        out[static_cast<size_t>(i) * stride] = missing;
-        continue;
-      }
-      const int64_t x = d.ints[r];
-      out[static_cast<size_t>(i) * stride] = clamp || x >= 0 ? DenseTransform(x)
-               : x == std::numeric_limits<int64_t>::min() ? ApplyTransform(dc, static_cast<double>(x))
-                                                          : -DenseTransform(-x);
+      // A null slot holds 0: its table entry, then the missing value (a
+      // select, not a branch: nulls fall at random).
+      const int64_t x = ints[i];
+      const float t =
+          static_cast<uint64_t>(x) < static_cast<uint64_t>(internal::kLog1pTableSize)
+              ? table[x]
+          : clamp || x >= 0 ? DenseTransform(x)
+          : x == std::numeric_limits<int64_t>::min() ? ApplyTransform(dc, static_cast<double>(x))
+                                                     : -DenseTransform(-x);
+      out[static_cast<size_t>(i) * stride] = valid[i] != 0 ? t : missing;
     }
     return;
   }
@@ -418,72 +422,99 @@ void ParquetRows::ConvertDense(int j) {
                                          : !std::isnan(d.doubles[static_cast<size_t>(r)]))) {
       // Text that is no number, or an infinity: a bad row, as the same text
       // is a bad line (a NaN is missing, as text's "NaN").
-      MarkBad(i, role);
+      MarkBad(bad, i, role);
     } else {
       out[static_cast<size_t>(i) * stride] = missing;
     }
   }
 }
 
-void ParquetRows::ConvertSparse(int f) {
+bool ParquetRows::OneIdARow(int f) const {
+  const SparseColumn& sc = schema_.sparse[static_cast<size_t>(f)];
+  return sc.time == TimePart::kNone && sc.multi_hot_sep == 0 &&
+         sparse_[static_cast<size_t>(f)].data.list_offsets.empty();
+}
+
+void ParquetRows::ConvertSparseOne(int f, int64_t r0, int64_t n, uint64_t* out, size_t stride) {
   const SparseColumn& sc = schema_.sparse[static_cast<size_t>(f)];
   Bound& b = sparse_[static_cast<size_t>(f)];
   const parquet::ColumnData& d = b.data;
   const ColumnDescriptor& c = *b.desc;
-  std::vector<uint64_t>& ids = block_.ids[static_cast<size_t>(f)];
-  std::vector<uint32_t>& ends = block_.ends[static_cast<size_t>(f)];
-  ids.clear();
-  ends.clear();
-  const int64_t r0 = block_.first, n = block_.size;
   const int field = HashField(sc, f);
   const uint64_t buckets = sc.hash_buckets;
   const uint64_t missing_id = MissingId(field, buckets);
-  if (sc.time == TimePart::kNone && d.list_offsets.empty() && sc.multi_hot_sep == 0) {
-    // One id a row, row i's at out[i * stride] of the row-major ids.
-    const size_t stride = sparse_.size();
-    uint64_t* out = block_.row_ids.data() + f;
-    if (IsBytes(c) && c.logical != LogicalKind::kDecimal) {
-      // Strings: FeatureId with the field's seed computed once.
-      const uint64_t seed = FieldSeed(field);
-      const auto id_of = [&](std::string_view t) {
-        if (missing_.Contains(t)) return missing_id;
-        const uint64_t h = HashBytes(t, seed);
-        return buckets == 0 ? h : Mix64(h) % buckets;
-      };
-      if (d.dictionary_encoded) {
-        // Each dictionary entry's id once a chunk (the last entry, empty, is
-        // a null's: the same id as an empty string's), then a look-up a row.
-        if (b.entry_ids.empty()) {
-          b.entry_ids.resize(static_cast<size_t>(d.dict_size()) + 1);
-          for (int64_t k = 0; k <= d.dict_size(); ++k) {
-            b.entry_ids[static_cast<size_t>(k)] = id_of(d.dict_entry(k));
-          }
+  if (IsBytes(c) && c.logical != LogicalKind::kDecimal) {
+    // Strings: FeatureId with the field's seed computed once.
+    const uint64_t seed = FieldSeed(field);
+    const auto id_of = [&](std::string_view t) {
+      if (missing_.Contains(t)) return missing_id;
+      const uint64_t h = HashBytes(t, seed);
+      return buckets == 0 ? h : Mix64(h) % buckets;
+    };
+    if (d.dictionary_encoded) {
+      // Each dictionary entry's id once a chunk (the last entry, empty, is
+      // a null's: the same id as an empty string's), then a look-up a row.
+      if (b.entry_ids.empty()) {
+        b.entry_ids.resize(static_cast<size_t>(d.dict_size()) + 1);
+        for (int64_t k = 0; k <= d.dict_size(); ++k) {
+          b.entry_ids[static_cast<size_t>(k)] = id_of(d.dict_entry(k));
         }
-        const uint32_t* index = d.dict_index.data() + r0;
-        const uint64_t* entry_ids = b.entry_ids.data();
-        for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i) * stride] = entry_ids[index[i]];
-        return;
       }
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t r = r0 + i;
-        const std::string_view t =
-            d.row_valid[static_cast<size_t>(r)] != 0 ? d.bytes(r) : std::string_view();
-        out[static_cast<size_t>(i) * stride] = id_of(t);
+      const uint32_t* index = d.dict_index.data() + r0;
+      const uint64_t* entry_ids = b.entry_ids.data();
+      if (stride == 1) {
+        for (int64_t i = 0; i < n; ++i) out[i] = entry_ids[index[i]];
+      } else {
+        for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i) * stride] = entry_ids[index[i]];
       }
       return;
     }
     for (int64_t i = 0; i < n; ++i) {
-      const std::string_view t = Token(b, r0 + i, &token_);
-      out[static_cast<size_t>(i) * stride] =
-          missing_.Contains(t) ? missing_id : FeatureId(field, t, buckets);
+      const int64_t r = r0 + i;
+      const std::string_view t =
+          d.row_valid[static_cast<size_t>(r)] != 0 ? d.bytes(r) : std::string_view();
+      out[static_cast<size_t>(i) * stride] = id_of(t);
     }
     return;
   }
-  block_.one_id_a_row = false;
-  ends.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    if (!Sparse(f, r0 + i, &ids)) MarkBad(i, 1 + schema_.num_dense + f);
-    ends[static_cast<size_t>(i)] = static_cast<uint32_t>(ids.size());
+    const std::string_view t = Token(b, r0 + i, &token_);
+    out[static_cast<size_t>(i) * stride] =
+        missing_.Contains(t) ? missing_id : FeatureId(field, t, buckets);
+  }
+}
+
+int64_t ParquetRows::ConvertSparseBag(int f, int64_t r0, int64_t n, size_t max_ids,
+                                      std::vector<uint64_t>* ids, uint32_t* ends, int32_t* bad) {
+  const int32_t role = 1 + schema_.num_dense + f;
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t before = ids->size();
+    if (!Sparse(f, r0 + i, ids)) MarkBad(bad, i, role);
+    if (ids->size() > max_ids) {
+      ids->resize(before);
+      return i;
+    }
+    ends[i] = static_cast<uint32_t>(ids->size());
+  }
+  return n;
+}
+
+void ParquetRows::ConvertLabels(int64_t r0, int64_t n, float* label, float* extra, int32_t* bad) {
+  double v;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!Number(label_, r0 + i, &v) || !ApplyLabelRule(schema_.label, v, &label[i])) {
+      MarkBad(bad, i, 0);
+    }
+  }
+  const size_t k_extra = extra_.size();
+  for (size_t k = 0; k < k_extra; ++k) {
+    for (int64_t i = 0; i < n; ++i) {
+      float y = std::numeric_limits<float>::quiet_NaN();
+      if (Number(extra_[k], r0 + i, &v) && !ApplyLabelRule(schema_.extra_labels[k], v, &y)) {
+        y = std::numeric_limits<float>::quiet_NaN();
+      }
+      extra[static_cast<size_t>(i) * k_extra + k] = y;
+    }
   }
 }
 
@@ -492,33 +523,33 @@ void ParquetRows::ConvertBlock(int64_t first, int64_t size) {
   block_.size = size;
   const size_t n = static_cast<size_t>(size);
   block_.bad.assign(n, -1);
+  int32_t* bad = block_.bad.data();
   block_.label.resize(n);
-  double v;
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t r = first + static_cast<int64_t>(i);
-    if (!Number(label_, r, &v) || !ApplyLabelRule(schema_.label, v, &block_.label[i])) {
-      MarkBad(static_cast<int64_t>(i), 0);
-    }
+  block_.extra.resize(n * extra_.size());
+  ConvertLabels(first, size, block_.label.data(), block_.extra.data(), bad);
+  const size_t nd = dense_.size();
+  block_.dense.resize(nd * n);
+  for (size_t j = 0; j < nd; ++j) {
+    ConvertDense(static_cast<int>(j), first, size, block_.dense.data() + j, nd, bad);
   }
-  const size_t k_extra = extra_.size();
-  block_.extra.resize(n * k_extra);
-  for (size_t k = 0; k < k_extra; ++k) {
-    for (size_t i = 0; i < n; ++i) {
-      float y = std::numeric_limits<float>::quiet_NaN();
-      if (Number(extra_[k], first + static_cast<int64_t>(i), &v) &&
-          !ApplyLabelRule(schema_.extra_labels[k], v, &y)) {
-        y = std::numeric_limits<float>::quiet_NaN();
-      }
-      block_.extra[i * k_extra + k] = y;
-    }
-  }
-  block_.dense.resize(dense_.size() * n);
-  for (size_t j = 0; j < dense_.size(); ++j) ConvertDense(static_cast<int>(j));
-  block_.row_ids.resize(sparse_.size() * n);
-  block_.ids.resize(sparse_.size());
-  block_.ends.resize(sparse_.size());
+  const size_t ns = sparse_.size();
+  block_.row_ids.resize(ns * n);
+  block_.ids.resize(ns);
+  block_.ends.resize(ns);
   block_.one_id_a_row = true;
-  for (size_t f = 0; f < sparse_.size(); ++f) ConvertSparse(static_cast<int>(f));
+  for (size_t f = 0; f < ns; ++f) {
+    std::vector<uint64_t>& ids = block_.ids[f];
+    std::vector<uint32_t>& ends = block_.ends[f];
+    ids.clear();
+    ends.clear();
+    if (OneIdARow(static_cast<int>(f))) {
+      ConvertSparseOne(static_cast<int>(f), first, size, block_.row_ids.data() + f, ns);
+    } else {
+      block_.one_id_a_row = false;
+      ends.resize(n);
+      ConvertSparseBag(static_cast<int>(f), first, size, kMaxIdsPerField, &ids, ends.data(), bad);
+    }
+  }
 }
 
 std::string ParquetRows::BadReason(int32_t role, int64_t r) {
@@ -539,13 +570,113 @@ std::string ParquetRows::BadReason(int32_t role, int64_t r) {
   return not_a_time(sparse_[f], schema_.sparse[f].column);
 }
 
-absl::StatusOr<bool> ParquetRows::Next(ParsedRow* row, std::string* bad) {
-  bad->clear();
+absl::StatusOr<bool> ParquetRows::EnsureRows() {
   while (group_ < 0 || next_row_ == group_rows_) {
     if (next_group_ == row_groups_.size()) return false;
     PS_RETURN_IF_ERROR(LoadRowGroup(row_groups_[next_group_++]));
   }
-  if (next_row_ == block_.first + block_.size) {
+  return true;
+}
+
+absl::StatusOr<RowsAppended> ParquetRows::AppendRows(BatchBuilder* builder,
+                                                               int64_t max_rows, std::string* bad) {
+  bad->clear();
+  RowsAppended a;
+  PS_ASSIGN_OR_RETURN(bool more, EnsureRows());
+  if (!more) {
+    a.end = true;
+    return a;
+  }
+  const int64_t r0 = next_row_;
+  const bool known = r0 >= known_first_ && r0 < known_end_;
+  if (known && known_bad_[static_cast<size_t>(r0 - known_first_)] >= 0) {
+    // A row found bad by an earlier call: reported without converting it.
+    next_row_ = r0 + 1;
+    *bad = BadReason(known_bad_[static_cast<size_t>(r0 - known_first_)], r0);
+    return a;
+  }
+  Batch& b = *builder->batch_for_append();
+  const size_t base = static_cast<size_t>(b.size);
+  int64_t n = std::min({max_rows, group_rows_ - r0, kRunRows,
+                        static_cast<int64_t>(kMaxBatchRows - b.size)});
+  const size_t ns = sparse_.size();
+  for (size_t f = 0; f < ns; ++f) {
+    if (OneIdARow(static_cast<int>(f))) {
+      n = std::min(n, static_cast<int64_t>(kMaxIdsPerField - b.ids[f].size()));
+    }
+  }
+  if (known) {
+    // Up to the next row known bad: these rows are good.
+    const int64_t stop = std::min(r0 + n, known_end_);
+    for (int64_t r = r0; r < stop; ++r) {
+      if (known_bad_[static_cast<size_t>(r - known_first_)] >= 0) {
+        n = r - r0;
+        break;
+      }
+    }
+  }
+  if (n <= 0) return a;  // the batch is full
+  // Column by column into the batch's arrays, rows [base, base + n).
+  const size_t un = static_cast<size_t>(n);
+  run_bad_.assign(un, -1);
+  int32_t* run_bad = run_bad_.data();
+  const size_t ne = extra_.size(), nd = dense_.size();
+  b.labels.resize(base + un);
+  b.extra_labels.resize((base + un) * ne);
+  ConvertLabels(r0, n, b.labels.data() + base, b.extra_labels.data() + base * ne, run_bad);
+  b.dense.resize((base + un) * nd);
+  float* dense = b.dense.data() + base * nd;
+  for (size_t j = 0; j < nd; ++j) ConvertDense(static_cast<int>(j), r0, n, dense + j, nd, run_bad);
+  int64_t fit = n;  // rows within the batch's limits
+  for (size_t f = 0; f < ns; ++f) {
+    std::vector<uint64_t>& ids = b.ids[f];
+    std::vector<uint32_t>& offsets = b.offsets[f];
+    offsets.resize(base + 1 + un);
+    uint32_t* ends = offsets.data() + base + 1;
+    if (OneIdARow(static_cast<int>(f))) {
+      const size_t first = ids.size();
+      ids.resize(first + un);
+      ConvertSparseOne(static_cast<int>(f), r0, n, ids.data() + first, 1);
+      for (size_t i = 0; i < un; ++i) ends[i] = static_cast<uint32_t>(first + 1 + i);
+    } else {
+      fit = std::min(fit, ConvertSparseBag(static_cast<int>(f), r0, fit, kMaxIdsPerField, &ids,
+                                           ends, run_bad));
+    }
+  }
+  if (!known) {
+    // The rows past `fit` were not converted by every column.
+    known_bad_.assign(run_bad_.begin(), run_bad_.begin() + fit);
+    known_first_ = r0;
+    known_end_ = r0 + fit;
+  }
+  int64_t good = 0;
+  while (good < fit && run_bad[good] < 0) ++good;
+  if (good < n) {
+    // Rows from `good` on are not this call's: the bad row, or past a limit.
+    const size_t keep = base + static_cast<size_t>(good);
+    b.labels.resize(keep);
+    b.extra_labels.resize(keep * ne);
+    b.dense.resize(keep * nd);
+    for (size_t f = 0; f < ns; ++f) {
+      b.offsets[f].resize(keep + 1);
+      b.ids[f].resize(b.offsets[f][keep]);
+    }
+  }
+  next_row_ = r0 + good;
+  builder->AddedRows(static_cast<int>(good));
+  a.rows = good;
+  if (good < fit) {
+    next_row_ = r0 + good + 1;
+    *bad = BadReason(run_bad[good], r0 + good);
+  }
+  return a;
+}
+
+absl::StatusOr<bool> ParquetRows::Next(ParsedRow* row, std::string* bad) {
+  bad->clear();
+  PS_ASSIGN_OR_RETURN(bool more, EnsureRows());
+  if (!more) return false;
+  if (next_row_ < block_.first || next_row_ >= block_.first + block_.size) {
     ConvertBlock(next_row_, std::min(kBlockRows, group_rows_ - next_row_));
   }
   const int64_t r = next_row_++;

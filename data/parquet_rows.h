@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "data/batch_builder.h"
 #include "data/missing_values.h"
 #include "data/parquet/column.h"
 #include "data/parquet/parquet_file.h"
@@ -66,6 +67,19 @@ class ParquetRows {
   // to why (and `*row` unspecified). Errors: a row group that cannot be
   // decoded (DataLoss, Unimplemented), naming file, row group and column.
   absl::StatusOr<bool> Next(ParsedRow* row, std::string* bad);
+
+  // The columnar path: the next good rows of the range, at most
+  // `max_rows`, converted column by column straight into the batch that
+  // `builder` is building (no ParsedRow, no BatchBuilder::Append a row):
+  // the same rows, ids and values as Next() gives, in the same order.
+  // `rows` is how many were appended; `*bad` is set (and `rows` are the
+  // good rows before it) when the row after them is bad: Where() then names
+  // it, as after Next(). `end` (with no rows): the range has no more rows.
+  // A call may append fewer than `max_rows` good rows and stop at the end
+  // of a row group; only a call that appends nothing, finds no bad row and
+  // not the end means that the batch is full. Errors: as Next().
+  absl::StatusOr<RowsAppended> AppendRows(BatchBuilder* builder, int64_t max_rows,
+                                          std::string* bad);
 
   // "FILE: row group G, row R" of the row last returned (R 1-based within
   // the row group), for bad-row messages.
@@ -108,11 +122,30 @@ class ParquetRows {
     std::vector<int32_t> bad;     // [size]: -1, or the role
   };
   absl::Status LoadRowGroup(int rg);
+  // Loads the next row group when the loaded one has no rows left: false
+  // after the last of the range.
+  absl::StatusOr<bool> EnsureRows();
   void ConvertBlock(int64_t first, int64_t size);
-  void ConvertDense(int j);
-  void ConvertSparse(int f);
-  void MarkBad(int64_t i, int32_t role) {
-    if (block_.bad[static_cast<size_t>(i)] < 0) block_.bad[static_cast<size_t>(i)] = role;
+  // Rows [r0, r0 + n) of the loaded row group, one role at a time, into
+  // caller's arrays; `bad[i]` (initialised to -1) takes the first role
+  // that makes row r0 + i bad (as Block::bad).
+  // The labels into label[n] and extra[n x extra labels].
+  void ConvertLabels(int64_t r0, int64_t n, float* label, float* extra, int32_t* bad);
+  // Dense column j: row i's value at out[i * stride].
+  void ConvertDense(int j, int64_t r0, int64_t n, float* out, size_t stride, int32_t* bad);
+  // Sparse field f when it has one id a row (OneIdARow): row i's at
+  // out[i * stride].
+  void ConvertSparseOne(int f, int64_t r0, int64_t n, uint64_t* out, size_t stride);
+  // Sparse field f, any shape: row i's ids appended to `*ids`, and
+  // ends[i] = ids->size() after them. Returns the rows converted: n, or
+  // the first row that would take `*ids` past `max_ids` (not appended).
+  int64_t ConvertSparseBag(int f, int64_t r0, int64_t n, size_t max_ids,
+                           std::vector<uint64_t>* ids, uint32_t* ends, int32_t* bad);
+  // Whether sparse field f has exactly one id a row (no list, multi_hot
+  // or time part) in the loaded row group.
+  bool OneIdARow(int f) const;
+  static void MarkBad(int32_t* bad, int64_t i, int32_t role) {
+    if (bad[i] < 0) bad[i] = role;
   }
   // Why row `r` is bad for role `role` (as Block::bad).
   std::string BadReason(int32_t role, int64_t r);
@@ -150,6 +183,12 @@ class ParquetRows {
   std::vector<Bound> dense_;
   std::vector<Bound> sparse_;
   Block block_;
+  // The columnar path's bad-row marks of rows [known_first_, known_end_) of
+  // the loaded row group (-1: good), kept so that the good rows after a
+  // bad one are converted again without their marks being recomputed.
+  std::vector<int32_t> known_bad_;
+  int64_t known_first_ = 0, known_end_ = 0;
+  std::vector<int32_t> run_bad_;  // scratch
   std::string token_;  // scratch
 };
 

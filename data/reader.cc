@@ -312,7 +312,20 @@ absl::Status DataReader::Impl::Produce() {
     }
     if (shuffle != nullptr) shuffle->Reseed(EpochSeed(options_.seed, epoch));
     int64_t rows_this_epoch = 0;
-    while (true) {
+    while (shuffle == nullptr) {
+      // Rows straight into the batch (a Parquet file's column by column).
+      if (Stopping()) return absl::OkStatus();
+      const int64_t want = options_.batch_size - builder.size();
+      PS_ASSIGN_OR_RETURN(RowsAppended a, source_->AppendRows(&builder, want));
+      rows_this_epoch += a.rows;
+      const bool full = a.rows < want && !a.end;
+      if (full && builder.empty()) {
+        return absl::InternalError("the reader's source appended no row to an empty batch");
+      }
+      if ((full || builder.size() == options_.batch_size) && !flush()) return absl::OkStatus();
+      if (a.end) break;
+    }
+    while (shuffle != nullptr) {
       if (Stopping()) return absl::OkStatus();
       PS_ASSIGN_OR_RETURN(bool more, source_->NextRow(&row));
       if (!more) break;
@@ -384,7 +397,14 @@ absl::StatusOr<std::shared_ptr<const Batch>> ReadAll(const ReaderOptions& option
   if (shuffle != nullptr) shuffle->Reseed(EpochSeed(options.seed, 0));
   auto full = [] { return false; };  // one Batch: running out of room is an error
   ParsedRow row;
-  while (true) {
+  while (shuffle == nullptr) {
+    // Rows straight into the one batch (a Parquet file's column by column).
+    PS_ASSIGN_OR_RETURN(RowsAppended a,
+                        source->AppendRows(&builder, std::numeric_limits<int64_t>::max()));
+    if (a.end) break;
+    return absl::ResourceExhaustedError("ReadAll: the data exceeds the limits of one Batch");
+  }
+  while (shuffle != nullptr) {
     PS_ASSIGN_OR_RETURN(bool more, source->NextRow(&row));
     if (!more) break;
     if (!AddRow(row, shuffle.get(), &builder, full)) {

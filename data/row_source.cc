@@ -43,6 +43,9 @@ class SerialSource final : public RowSource {
   explicit SerialSource(std::unique_ptr<ShardScanner> scanner) : scanner_(std::move(scanner)) {}
   void Rewind() override { scanner_->Rewind(); }
   absl::StatusOr<bool> NextRow(ParsedRow* row) override { return scanner_->NextRow(row); }
+  absl::StatusOr<RowsAppended> AppendRows(BatchBuilder* builder, int64_t max_rows) override {
+    return scanner_->AppendRows(builder, max_rows);
+  }
   int64_t good_lines() const override { return scanner_->good_lines(); }
   int64_t bad_lines() const override { return scanner_->bad_lines(); }
   uint64_t bytes_read() const override { return scanner_->bytes_read(); }
@@ -70,6 +73,7 @@ class RowBlock {
     dense_.reserve(n * num_dense_);
     ids_.reserve(n * num_sparse_);
     ids_end_.reserve(n);
+    for (size_t f = 0; f < num_sparse_; ++f) one_id_ends_.push_back(static_cast<uint32_t>(f + 1));
   }
 
   int rows() const { return static_cast<int>(labels_.size()); }
@@ -92,6 +96,20 @@ class RowBlock {
     if (ids != num_sparse_) {  // some field has several ids
       field_end_.insert(field_end_.end(), row.field_end.data(), row.field_end.data() + num_sparse_);
     }
+  }
+  // Appends row r to `builder` (Next()'s row, without a ParsedRow): false,
+  // appending nothing, when the builder refuses it. Rows in order, as Next.
+  bool AppendTo(int r, BatchBuilder* builder) {
+    const size_t i = static_cast<size_t>(r);
+    const uint32_t first = i == 0 ? 0 : ids_end_[i - 1];
+    const bool one_id = ids_end_[i] - first == num_sparse_;
+    const uint32_t* field_end = one_id ? one_id_ends_.data() : field_end_.data() + next_field_end_;
+    if (!builder->Append(labels_[i], dense_.data() + i * num_dense_, ids_.data() + first, field_end,
+                         extra_.data() + i * num_extra_)) {
+      return false;
+    }
+    if (!one_id) next_field_end_ += num_sparse_;
+    return true;
   }
   // The next row, in order from the first, as the scanner gave it (the
   // parts a batch takes).
@@ -117,6 +135,7 @@ class RowBlock {
   std::vector<uint64_t> ids_;
   std::vector<uint32_t> ids_end_;    // [rows]: the end of each row's ids
   std::vector<uint32_t> field_end_;  // the field ends of the rows with several ids a field
+  std::vector<uint32_t> one_id_ends_;  // [num_sparse]: 1, 2, ... (a row with one id a field)
   size_t next_field_end_ = 0;        // Next()'s place in field_end_
 };
 
@@ -179,6 +198,26 @@ class ParallelScanner final : public RowSource {
     block_->Next(next_in_block_++, row);
     ++good_;
     return true;
+  }
+
+  absl::StatusOr<RowsAppended> AppendRows(BatchBuilder* builder, int64_t max_rows) override {
+    started_ = true;
+    RowsAppended out;
+    while (out.rows < max_rows) {
+      if (block_ == nullptr || next_in_block_ == block_->rows()) {
+        PS_ASSIGN_OR_RETURN(bool more, NextBlock());
+        if (!more) {
+          out.end = true;
+          return out;
+        }
+        continue;
+      }
+      if (!block_->AppendTo(next_in_block_, builder)) return out;  // the batch is full
+      ++next_in_block_;
+      ++good_;
+      ++out.rows;
+    }
+    return out;
   }
 
   int64_t good_lines() const override { return good_; }

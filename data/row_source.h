@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "data/batch_builder.h"
 #include "data/file_set.h"
 #include "data/parser.h"
 #include "data/reader.h"
@@ -26,6 +27,9 @@ class RowSource {
   virtual void Rewind() = 0;
   // As ShardScanner::NextRow.
   virtual absl::StatusOr<bool> NextRow(ParsedRow* row) = 0;
+  // As ShardScanner::AppendRows: the same rows, into `builder` (a pass is
+  // read with one of the two).
+  virtual absl::StatusOr<RowsAppended> AppendRows(BatchBuilder* builder, int64_t max_rows) = 0;
   virtual int64_t good_lines() const = 0;
   virtual int64_t bad_lines() const = 0;
   virtual uint64_t bytes_read() const = 0;

@@ -69,6 +69,7 @@ ShardScanner::ShardScanner(std::vector<InputFile> files, std::vector<FileRange> 
 }
 
 void ShardScanner::Rewind() {
+  pending_ = false;
   reader_.Close();
   parquet_.Close();
   reader_open_ = parquet_open_ = false;
@@ -96,44 +97,91 @@ absl::StatusOr<bool> ShardScanner::NextParquetRow(ParsedRow* row) {
   }
 }
 
+absl::StatusOr<bool> ShardScanner::OpenNextRange() {
+  if (next_range_ == end_range_) {
+    if (judge_) PS_RETURN_IF_ERROR(CheckBadFraction(0));
+    return false;
+  }
+  const FileRange& r = ranges_[next_range_++];
+  const InputFile& f = files_[r.file];
+  if (f.parquet) {
+    if (!options_.schema.custom || options_.schema.column_names.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          f.path, " is a Parquet file: its columns are read by name, so give a schema "
+                  "file (--schema) that names them"));
+    }
+    PS_RETURN_IF_ERROR(parquet_.Open(f.path, r.begin, r.end));
+    parquet_open_ = true;
+    return true;
+  }
+  if (!options_.schema.partition_columns.empty()) {
+    PS_ASSIGN_OR_RETURN(partition_values_, PartitionValues(f.path, options_.schema.partition_columns));
+  }
+  PS_RETURN_IF_ERROR(reader_.Open(f, r.begin, r.end));
+  reader_open_ = true;
+  return true;
+}
+
 absl::StatusOr<bool> ShardScanner::NextRow(ParsedRow* row) {
-  LineReader::Line line;
   while (true) {
     if (parquet_open_) {
       PS_ASSIGN_OR_RETURN(bool got, NextParquetRow(row));
       if (got) return true;
       parquet_.Close();
       parquet_open_ = false;
+    } else if (reader_open_) {
+      PS_ASSIGN_OR_RETURN(bool got, NextTextRow(row));
+      if (got) return true;
+    } else {
+      PS_ASSIGN_OR_RETURN(bool more, OpenNextRange());
+      if (!more) return false;
     }
-    if (!reader_open_) {
-      if (next_range_ == end_range_) {
-        if (judge_) PS_RETURN_IF_ERROR(CheckBadFraction(0));
-        return false;
+  }
+}
+
+absl::StatusOr<RowsAppended> ShardScanner::AppendRows(BatchBuilder* builder, int64_t max_rows) {
+  RowsAppended out;
+  while (out.rows < max_rows) {
+    if (parquet_open_) {
+      PS_ASSIGN_OR_RETURN(RowsAppended a,
+                          parquet_.AppendRows(builder, max_rows - out.rows, &bad_why_));
+      good_ += a.rows;
+      out.rows += a.rows;
+      if (!bad_why_.empty()) {
+        PS_RETURN_IF_ERROR(OnBadRow(bad_why_));
+      } else if (a.end) {
+        parquet_.Close();
+        parquet_open_ = false;
+      } else if (a.rows == 0) {
+        return out;  // the batch is full
       }
-      const FileRange& r = ranges_[next_range_++];
-      const InputFile& f = files_[r.file];
-      if (f.parquet) {
-        if (!options_.schema.custom || options_.schema.column_names.empty()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              f.path, " is a Parquet file: its columns are read by name, so give a schema "
-                      "file (--schema) that names them"));
-        }
-        PS_RETURN_IF_ERROR(parquet_.Open(f.path, r.begin, r.end));
-        parquet_open_ = true;
-        continue;
+    } else if (reader_open_ || pending_) {
+      if (!pending_) {
+        PS_ASSIGN_OR_RETURN(bool got, NextTextRow(&row_));
+        if (!got) continue;
       }
-      if (!options_.schema.partition_columns.empty()) {
-        PS_ASSIGN_OR_RETURN(partition_values_,
-                            PartitionValues(f.path, options_.schema.partition_columns));
+      pending_ = !builder->Append(row_);
+      if (pending_) return out;  // the batch is full
+      ++out.rows;
+    } else {
+      PS_ASSIGN_OR_RETURN(bool more, OpenNextRange());
+      if (!more) {
+        out.end = true;
+        return out;
       }
-      PS_RETURN_IF_ERROR(reader_.Open(f, r.begin, r.end));
-      reader_open_ = true;
     }
+  }
+  return out;
+}
+
+absl::StatusOr<bool> ShardScanner::NextTextRow(ParsedRow* row) {
+  LineReader::Line line;
+  while (true) {
     PS_ASSIGN_OR_RETURN(bool more, reader_.Next(&line));
     if (!more) {
       reader_.Close();
       reader_open_ = false;
-      continue;
+      return false;
     }
     std::string_view text = line.text;
     if (line.offset == 0 && options_.schema.header) {

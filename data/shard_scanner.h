@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "data/batch_builder.h"
 #include "data/file_set.h"
 #include "data/line_reader.h"
 #include "data/parquet_rows.h"
@@ -65,6 +66,15 @@ class ShardScanner {
   // FILE:LINE, the reason and the text of the latest bad line).
   absl::StatusOr<bool> NextRow(ParsedRow* row);
 
+  // The next good rows of the pass, at most `max_rows`, appended to
+  // `builder`: a Parquet file's column by column (ParquetRows::AppendRows),
+  // a text file's row by row. The same rows as NextRow() gives, with the
+  // same bad-row handling and errors. `end`: the pass has ended (after the
+  // rows appended). Fewer than `max_rows` rows and not `end`: the builder's
+  // batch is full (a text row it refused is kept for the next call).
+  // REQUIRES: a pass read either with NextRow() or with AppendRows().
+  absl::StatusOr<RowsAppended> AppendRows(BatchBuilder* builder, int64_t max_rows);
+
   // Totals over all passes so far.
   int64_t good_lines() const { return good_; }
   int64_t bad_lines() const { return bad_; }
@@ -98,6 +108,11 @@ class ShardScanner {
   absl::Status OnBadRow(const std::string& why);
   // The next row of the open Parquet range (NextRow's, for a Parquet file).
   absl::StatusOr<bool> NextParquetRow(ParsedRow* row);
+  // The next good row of the open text range: false (the range closed) at
+  // its end.
+  absl::StatusOr<bool> NextTextRow(ParsedRow* row);
+  // Opens the next range of the pass: false at the end of the pass (judged).
+  absl::StatusOr<bool> OpenNextRange();
   // At the end of a pass (`lines_left` 0), or before it, when no number of
   // good lines the rest could hold brings the fraction back under the limit.
   absl::Status CheckBadFraction(double lines_left);
@@ -120,6 +135,8 @@ class ShardScanner {
   std::string bad_why_;  // scratch
   // The open text file's values of the schema's partition columns.
   std::vector<std::string> partition_values_;
+  ParsedRow row_;         // AppendRows' text row
+  bool pending_ = false;  // row_ is one the builder refused
   int64_t good_ = 0;
   int64_t bad_ = 0;
   int logged_ = 0;

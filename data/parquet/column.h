@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/parquet/pod_vector.h"
 #include "data/parquet/types.h"
 
 namespace pstrain::parquet {
@@ -100,15 +101,15 @@ struct ColumnData {
 
   int64_t num_rows = 0;
   int64_t num_values = 0;          // slots: num_rows, or the elements of all lists
-  std::vector<uint8_t> row_valid;  // [num_rows]: 0 = a null value, or a null list
+  PodVector<uint8_t> row_valid;  // [num_rows]: 0 = a null value, or a null list
   // Lists only: row r's elements are the slots [list_offsets[r],
   // list_offsets[r + 1]); [num_rows + 1] entries.
   std::vector<uint32_t> list_offsets;
-  std::vector<uint8_t> value_valid;  // lists only: [num_values], 0 = a null element
+  PodVector<uint8_t> value_valid;  // lists only: [num_values], 0 = a null element
 
-  std::vector<int64_t> ints;
-  std::vector<double> doubles;
-  std::vector<uint32_t> str_offsets;  // [num_values + 1]
+  PodVector<int64_t> ints;
+  PodVector<double> doubles;
+  PodVector<uint32_t> str_offsets;  // [num_values + 1]
   std::string arena;
 
   // The dictionary form of byte strings (ReadOptions::keep_dictionary):
@@ -119,8 +120,8 @@ struct ColumnData {
   // at dict_size() is the null slots' index. Every index is at most
   // dict_size().
   bool dictionary_encoded = false;
-  std::vector<uint32_t> dict_index;    // [num_values]
-  std::vector<uint32_t> dict_offsets;  // [dict_size() + 2]
+  PodVector<uint32_t> dict_index;    // [num_values]
+  PodVector<uint32_t> dict_offsets;  // [dict_size() + 2]
   std::string dict_arena;
 
   // Entries of the file's dictionary (without the null slots' entry).

@@ -37,12 +37,19 @@ bool IsDictionaryEncoding(int32_t encoding) {
 // overwritten before it is moved); null slots get `null_value`.
 template <typename T>
 void SpreadDense(const uint8_t* valid, int64_t slot_begin, int64_t slot_end, int64_t nonnull,
-                 T null_value, std::vector<T>* v) {
+                 T null_value, PodVector<T>* v) {
   v->resize(static_cast<size_t>(slot_end));
   if (nonnull == slot_end - slot_begin) return;
   T* p = v->data();
+  // k counts down over the valid slots; p[k] is always inside (k < slot_end
+  // once a slot is null), so it is loaded before the choice.
   int64_t k = slot_begin + nonnull;
-  for (int64_t i = slot_end; i-- > slot_begin;) p[i] = valid[i] ? p[--k] : null_value;
+  for (int64_t i = slot_end; i-- > slot_begin;) {
+    const bool is_valid = valid[i] != 0;
+    k -= is_valid;
+    const T value = p[k];
+    p[i] = is_valid ? value : null_value;
+  }
 }
 
 class ChunkReader {
@@ -73,10 +80,10 @@ class ChunkReader {
   // chunk is uncompressed).
   absl::StatusOr<std::string_view> Uncompress(std::string_view in, int64_t size);
   absl::Status DecodeLevels(std::string_view data, int max_level, int64_t n,
-                            std::vector<uint8_t>* out, const char* what) const;
+                            PodVector<uint8_t>* out, const char* what) const;
   // v1 levels: a 4-byte length, then the hybrid; advances *pos.
   absl::Status DecodeV1Levels(std::string_view page, size_t* pos, int32_t encoding, int max_level,
-                              int64_t n, std::vector<uint8_t>* out, const char* what) const;
+                              int64_t n, PodVector<uint8_t>* out, const char* what) const;
   // The page's levels (in scratch_) become rows and slots, then `values`
   // (in `encoding`) fill the slots.
   absl::Status AddPage(int64_t n, int32_t encoding, std::string_view values);
@@ -308,12 +315,16 @@ absl::Status ChunkReader::CheckPageValues(int64_t n) const {
 }
 
 absl::Status ChunkReader::DecodeLevels(std::string_view data, int max_level, int64_t n,
-                                       std::vector<uint8_t>* out, const char* what) const {
+                                       PodVector<uint8_t>* out, const char* what) const {
   out->resize(static_cast<size_t>(n));
   RleBitPackedDecoder rle(reinterpret_cast<const uint8_t*>(data.data()), data.size(),
                           BitWidth(static_cast<uint64_t>(max_level)));
   absl::Status st = rle.Get(out->data(), n);
   if (!st.ok()) return Annotate(st, what);
+  // The maximum in one pass (vectorised), the error path only above it.
+  uint8_t most = 0;
+  for (uint8_t level : *out) most = std::max(most, level);
+  if (most <= max_level) return absl::OkStatus();
   for (uint8_t level : *out) {
     if (level > max_level) {
       return absl::DataLossError(
@@ -324,7 +335,7 @@ absl::Status ChunkReader::DecodeLevels(std::string_view data, int max_level, int
 }
 
 absl::Status ChunkReader::DecodeV1Levels(std::string_view page, size_t* pos, int32_t encoding,
-                                         int max_level, int64_t n, std::vector<uint8_t>* out,
+                                         int max_level, int64_t n, PodVector<uint8_t>* out,
                                          const char* what) const {
   if (encoding != static_cast<int32_t>(Encoding::kRle)) {
     return absl::UnimplementedError(
@@ -489,13 +500,13 @@ void ChunkReader::SpreadValues(int64_t slot_begin, int64_t nonnull) {
     case PhysicalType::kByteArray:
     case PhysicalType::kFixedLenByteArray: {
       // offsets[i + 1] is the end of slot i.
-      std::vector<uint32_t>& o = out_->str_offsets;
+      PodVector<uint32_t>& o = out_->str_offsets;
       o.resize(slot_end + 1);
       if (nonnull == slots) break;
       int64_t k = slot_begin + nonnull;
       for (int64_t i = slot_end; i-- > slot_begin;) {
         o[i + 1] = o[k];
-        if (valid[i]) --k;
+        k -= valid[i] != 0;
       }
       break;
     }
@@ -508,7 +519,7 @@ void ChunkReader::SpreadValues(int64_t slot_begin, int64_t nonnull) {
 absl::Status ChunkReader::MaterializeStrings() {
   as_indices_ = false;
   const Dictionary& dict = scratch_.dictionary;
-  const std::vector<uint32_t>& index = out_->dict_index;
+  const PodVector<uint32_t>& index = out_->dict_index;
   // Entry dict.size, the null slots', is empty.
   const auto length = [&](uint32_t k) -> uint64_t {
     return k < dict.size ? dict.offsets[k + 1] - dict.offsets[k] : 0;
@@ -521,7 +532,7 @@ absl::Status ChunkReader::MaterializeStrings() {
         absl::StrCat("byte strings pass the limit of ", limit, " decoded bytes"));
   }
   std::string& arena = out_->arena;
-  std::vector<uint32_t>& offsets = out_->str_offsets;
+  PodVector<uint32_t>& offsets = out_->str_offsets;
   arena.resize(static_cast<size_t>(total));
   offsets.resize(index.size() + 1);
   uint32_t end = 0;

@@ -29,8 +29,8 @@ struct ColumnScratch {
   std::string chunk;             // the chunk's bytes, when read from a file
   std::unique_ptr<char[]> page;  // a decompressed page
   size_t page_capacity = 0;
-  std::vector<uint8_t> def_levels;
-  std::vector<uint8_t> rep_levels;
+  PodVector<uint8_t> def_levels;
+  PodVector<uint8_t> rep_levels;
   Dictionary dictionary;
   CodecState codecs;
 };

@@ -205,12 +205,20 @@ absl::Status DecodeDictionaryValues(ValueType t, std::string_view data, int64_t 
         }
         break;
       case PhysicalType::kFloat:
-      case PhysicalType::kDouble:
-        for (int64_t i = 0; i < m; ++i) out.doubles->push_back(dict->doubles[idx[i]]);
+      case PhysicalType::kDouble: {
+        const size_t base = out.doubles->size();
+        out.doubles->resize(base + static_cast<size_t>(m));
+        double* dst = out.doubles->data() + base;
+        for (int64_t i = 0; i < m; ++i) dst[i] = dict->doubles[idx[i]];
         break;
-      default:
-        for (int64_t i = 0; i < m; ++i) out.ints->push_back(dict->ints[idx[i]]);
+      }
+      default: {
+        const size_t base = out.ints->size();
+        out.ints->resize(base + static_cast<size_t>(m));
+        int64_t* dst = out.ints->data() + base;
+        for (int64_t i = 0; i < m; ++i) dst[i] = dict->ints[idx[i]];
         break;
+      }
     }
     done += m;
   }
@@ -422,7 +430,7 @@ absl::Status DecodeValues(int32_t encoding, ValueType type, std::string_view dat
 }
 
 absl::Status DecodeDictionaryIndices(std::string_view data, int64_t n, int64_t dictionary_size,
-                                     std::vector<uint32_t>* out) {
+                                     PodVector<uint32_t>* out) {
   IndexReader indices(data, dictionary_size);
   PS_RETURN_IF_ERROR(indices.Init(n));
   const size_t base = out->size();

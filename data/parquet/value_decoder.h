@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "data/parquet/pod_vector.h"
 #include "data/parquet/types.h"
 
 namespace pstrain::parquet {
@@ -25,9 +26,9 @@ namespace pstrain::parquet {
 // byte strings as end offsets into an arena. REQUIRES for byte strings:
 // `offsets` non-empty, its last entry arena->size().
 struct ValueSink {
-  std::vector<int64_t>* ints = nullptr;
-  std::vector<double>* doubles = nullptr;
-  std::vector<uint32_t>* offsets = nullptr;
+  PodVector<int64_t>* ints = nullptr;
+  PodVector<double>* doubles = nullptr;
+  PodVector<uint32_t>* offsets = nullptr;
   std::string* arena = nullptr;
 };
 
@@ -35,9 +36,9 @@ struct ValueSink {
 struct Dictionary {
   bool present = false;
   int64_t size = 0;
-  std::vector<int64_t> ints;
-  std::vector<double> doubles;
-  std::vector<uint32_t> offsets;  // [size + 1]
+  PodVector<int64_t> ints;
+  PodVector<double> doubles;
+  PodVector<uint32_t> offsets;  // [size + 1]
   std::string arena;
 
   void Clear() {
@@ -74,6 +75,6 @@ absl::Status DecodeValues(int32_t encoding, ValueType type, std::string_view dat
 // index is not below `dictionary_size`. REQUIRES: n at most the page's
 // checked value count (`*out` grows by n).
 absl::Status DecodeDictionaryIndices(std::string_view data, int64_t n, int64_t dictionary_size,
-                                     std::vector<uint32_t>* out);
+                                     PodVector<uint32_t>* out);
 
 }  // namespace pstrain::parquet

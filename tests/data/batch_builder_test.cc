@@ -57,6 +57,53 @@ TEST(BatchBuilder, FinishStartsAFreshBatch) {
   EXPECT_TRUE(ValidateBatch(*empty).ok());
 }
 
+// A batch dropped by its last holder comes back to the builder's pool: the
+// next batch reuses its arrays (the same memory), emptied first, and a batch
+// still held is never reused; batches may outlive their builder.
+TEST(BatchBuilder, DroppedBatchesAreReusedEmptiedAndHeldOnesNever) {
+  auto builder = std::make_unique<BatchBuilder>(2, 2, 0, 1);
+  const auto fill = [&](int begin, int end) {
+    for (int r = begin; r < end; ++r) {
+      ParsedRow row = MakeRow(r);
+      row.extra_labels = {static_cast<float>(r)};
+      EXPECT_TRUE(builder->Append(row));
+    }
+    return builder->Finish();
+  };
+  const auto want = [](int begin, int end) {
+    BatchBuilder fresh(2, 2, 0, 1);
+    for (int r = begin; r < end; ++r) {
+      ParsedRow row = MakeRow(r);
+      row.extra_labels = {static_cast<float>(r)};
+      fresh.Append(row);
+    }
+    return fresh.Finish();
+  };
+  std::shared_ptr<const Batch> held = fill(0, 9);
+  const Batch* held_address = held.get();
+  std::shared_ptr<const Batch> dropped = fill(9, 20);
+  const Batch* dropped_address = dropped.get();
+  const uint64_t* dropped_ids = dropped->ids[1].data();
+  dropped.reset();
+  // The batch being built was started before the drop; the one after it
+  // reuses the dropped one. Fewer rows than it had: nothing of it may show.
+  std::shared_ptr<const Batch> between = fill(20, 21);
+  EXPECT_NE(between.get(), dropped_address);
+  std::shared_ptr<const Batch> next = fill(21, 24);
+  EXPECT_EQ(next.get(), dropped_address) << "the dropped batch is reused";
+  EXPECT_EQ(next->ids[1].data(), dropped_ids) << "with its arrays";
+  EXPECT_NE(next.get(), held_address);
+  EXPECT_TRUE(ValidateBatch(*next).ok()) << ValidateBatch(*next);
+  EXPECT_TRUE(BatchesEqual(*next, *want(21, 24)));
+  EXPECT_TRUE(BatchesEqual(*between, *want(20, 21)));
+  EXPECT_TRUE(BatchesEqual(*held, *want(0, 9))) << "a held batch is untouched";
+  // The builder goes first; its batches stay valid, then free their pool.
+  builder.reset();
+  EXPECT_TRUE(BatchesEqual(*next, *want(21, 24)));
+  next.reset();
+  held.reset();
+}
+
 TEST(BatchBuilder, SliceSplitAndConcatRoundTrip) {
   std::shared_ptr<const Batch> all = MakeBatch(0, 10);
   EXPECT_TRUE(BatchesEqual(SliceBatch(*all, 3, 7), *MakeBatch(3, 7)));

@@ -117,7 +117,7 @@ TEST(ParquetDictionaryForm, NullableChunkReadsAsIndicesWithTheSameValues) {
   EXPECT_FALSE(strings.dictionary_encoded);
   ASSERT_TRUE(dict.dictionary_encoded);
   EXPECT_EQ(dict.dict_size(), 3);
-  EXPECT_EQ(dict.dict_index, (std::vector<uint32_t>{2, 3, 0, 1, 3}));
+  EXPECT_EQ(dict.dict_index, (PodVector<uint32_t>{2, 3, 0, 1, 3}));
   EXPECT_EQ(dict.bytes(0), "kiwi");
   EXPECT_EQ(dict.bytes(2), "apple");
   ExpectSameValues(strings, dict, "nullable");
@@ -139,7 +139,7 @@ TEST(ParquetDictionaryForm, ListColumnReadsAsIndices) {
   ASSERT_TRUE(Read(file, KeepDictionary(), &dict).ok());
   ASSERT_TRUE(dict.dictionary_encoded);
   EXPECT_EQ(dict.list_offsets, (std::vector<uint32_t>{0, 2, 2, 3}));
-  EXPECT_EQ(dict.dict_index, (std::vector<uint32_t>{0, 1, 0}));
+  EXPECT_EQ(dict.dict_index, (PodVector<uint32_t>{0, 1, 0}));
   ExpectSameValues(strings, dict, "list");
 }
 
@@ -163,7 +163,7 @@ TEST(ParquetDictionaryForm, ChunkFallingBackToPlainPagesMidChunkReadsAsStrings) 
   EXPECT_FALSE(dict.dictionary_encoded);
   EXPECT_TRUE(dict.dict_index.empty());
   const std::vector<std::string> want = {"yy", "", "x", "", "pear", "", "yy"};
-  const std::vector<uint8_t> valid = {1, 0, 1, 0, 1, 1, 1};
+  const PodVector<uint8_t> valid = {1, 0, 1, 0, 1, 1, 1};
   EXPECT_EQ(dict.row_valid, valid);
   for (int64_t i = 0; i < 7; ++i) EXPECT_EQ(dict.bytes(i), want[static_cast<size_t>(i)]) << i;
   ExpectSameValues(strings, dict, "fallback");
@@ -240,11 +240,11 @@ TEST(ParquetDictionaryForm, DictionaryEncodedPageWithoutADictionaryIsDataLoss) {
 }
 
 TEST(DictionaryIndices, DecodeChecksEachIndexAndTheData) {
-  std::vector<uint32_t> out = {7};
+  PodVector<uint32_t> out = {7};
   // Bit width 2: RLE run of 3 x 1, then a bit-packed group 0..3 x 2.
   const std::string data = "\x02" + RleRun(3, 1, 2) + std::string("\x03\xe4\xe4", 3);
   ASSERT_TRUE(DecodeDictionaryIndices(data, 11, 4, &out).ok());
-  EXPECT_EQ(out, (std::vector<uint32_t>{7, 1, 1, 1, 0, 1, 2, 3, 0, 1, 2, 3}));
+  EXPECT_EQ(out, (PodVector<uint32_t>{7, 1, 1, 1, 0, 1, 2, 3, 0, 1, 2, 3}));
   absl::Status st = DecodeDictionaryIndices(data, 11, 3, &out);
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
   EXPECT_NE(st.message().find("dictionary index 3 out of range"), std::string::npos) << st;

@@ -2,6 +2,7 @@
 // worked out by hand from Encodings.md.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,70 @@ TEST(RleBitPacked, RunsOfBothKinds) {
   ASSERT_TRUE(d.Get(out.data(), 13).ok());
   EXPECT_EQ(out, (std::vector<uint32_t>{3, 3, 3, 3, 3, 0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(d.Get(out.data(), 1).code(), absl::StatusCode::kDataLoss);  // no more runs
+}
+
+// Long bit-packed runs of every width (unpacked 8 values at a time with
+// unchecked loads while the data leaves room, value by value near its end),
+// between RLE runs, read in pieces of every size: the values written.
+TEST(RleBitPacked, LongBitPackedRunsOfEveryWidthReadInAnyPieces) {
+  uint64_t seed = 12345;
+  const auto next = [&seed] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return seed >> 17;
+  };
+  for (int width = 1; width <= 32; ++width) {
+    SCOPED_TRACE(width);
+    const uint64_t mask = (uint64_t{1} << width) - 1;
+    std::vector<uint32_t> want;
+    std::string data;
+    const auto uleb = [&data](uint64_t v) {
+      while (v >= 0x80) {
+        data.push_back(static_cast<char>(v | 0x80));
+        v >>= 7;
+      }
+      data.push_back(static_cast<char>(v));
+    };
+    const auto packed_run = [&](int groups) {
+      uleb((static_cast<uint64_t>(groups) << 1) | 1);
+      std::string packed(static_cast<size_t>(groups) * width, '\0');
+      for (int i = 0; i < 8 * groups; ++i) {
+        const uint32_t v = static_cast<uint32_t>(next() & mask);
+        want.push_back(v);
+        for (int b = 0; b < width; ++b) {
+          if ((v >> b) & 1) {
+            const size_t bit = static_cast<size_t>(i) * width + b;
+            packed[bit / 8] = static_cast<char>(packed[bit / 8] | (1 << (bit % 8)));
+          }
+        }
+      }
+      data += packed;
+    };
+    for (int groups : {37, 1, 2, 11}) {  // bit-packed runs, each followed by an RLE run of 5
+      packed_run(groups);
+      const uint32_t r = static_cast<uint32_t>(next() & mask);
+      uleb(5 << 1);
+      for (int k = 0; k < (width + 7) / 8; ++k) data.push_back(static_cast<char>(r >> (8 * k)));
+      want.insert(want.end(), 5, r);
+    }
+    packed_run(3);  // the data ends with a bit-packed run: no room to load past it
+    for (int piece : {1, 3, 8, 13, 64, 100000}) {
+      SCOPED_TRACE(piece);
+      RleBitPackedDecoder d(U8(data), data.size(), width);
+      std::vector<uint32_t> got(want.size());
+      for (size_t done = 0; done < got.size();) {
+        const int64_t m = std::min<int64_t>(piece, static_cast<int64_t>(got.size() - done));
+        ASSERT_TRUE(d.Get(got.data() + done, m).ok());
+        done += static_cast<size_t>(m);
+      }
+      EXPECT_EQ(got, want);
+      if (width <= 8) {  // levels: into bytes
+        RleBitPackedDecoder b(U8(data), data.size(), width);
+        std::vector<uint8_t> bytes(want.size());
+        ASSERT_TRUE(b.Get(bytes.data(), static_cast<int64_t>(bytes.size())).ok());
+        EXPECT_EQ(std::vector<uint32_t>(bytes.begin(), bytes.end()), want);
+      }
+    }
+  }
 }
 
 TEST(RleBitPacked, BitWidthZeroAndDataEndingEarly) {
@@ -87,8 +152,8 @@ TEST(DeltaBinaryPacked, BadHeadersAreErrors) {
 }
 
 TEST(ValueDecoders, EncodingNotValidForTheTypeIsUnimplemented) {
-  std::vector<int64_t> ints;
-  std::vector<double> doubles;
+  PodVector<int64_t> ints;
+  PodVector<double> doubles;
   ValueSink sink{&ints, &doubles, nullptr, nullptr};
   absl::Status st = DecodeValues(static_cast<int32_t>(Encoding::kDeltaLengthByteArray),
                                  ValueType{PhysicalType::kInt32}, "", 1, nullptr, 1 << 20, sink);
@@ -99,7 +164,7 @@ TEST(ValueDecoders, EncodingNotValidForTheTypeIsUnimplemented) {
 TEST(ValueDecoders, DeltaByteArrayExpansionIsBounded) {
   // 3 values: "abcd", then prefix 4 + suffix "e", prefix 5 + "f": lengths
   // 4 5 6; a limit of 10 decoded bytes stops it. (Zigzag: 4 is 0x08, -3 0x05.)
-  std::vector<uint32_t> offsets{0};
+  PodVector<uint32_t> offsets{0};
   std::string arena;
   ValueSink sink{nullptr, nullptr, &offsets, &arena};
   // Prefix lengths 0, 4, 5: first 0, min delta 1, widths 2 (deltas 4-0-1=3, 5-4-1=0).
@@ -112,7 +177,7 @@ TEST(ValueDecoders, DeltaByteArrayExpansionIsBounded) {
                            ValueType{PhysicalType::kByteArray}, data, 3, nullptr, 100, sink)
                   .ok());
   EXPECT_EQ(arena, "abcdabcdeabcdef");
-  EXPECT_EQ(offsets, (std::vector<uint32_t>{0, 4, 9, 15}));
+  EXPECT_EQ(offsets, (PodVector<uint32_t>{0, 4, 9, 15}));
   offsets.assign(1, 0);
   arena.clear();
   EXPECT_EQ(DecodeValues(static_cast<int32_t>(Encoding::kDeltaByteArray),

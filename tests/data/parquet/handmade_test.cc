@@ -63,7 +63,7 @@ TEST(ParquetHandmade, PlainInt64PageReads) {
   ASSERT_TRUE(ReadX(OneColumn({PlainPage({1, -2, 3})}, 3), &data).ok());
   EXPECT_EQ(data.num_rows, 3);
   EXPECT_EQ(Ints(data), (std::vector<int64_t>{1, -2, 3}));
-  EXPECT_EQ(data.row_valid, (std::vector<uint8_t>{1, 1, 1}));
+  EXPECT_EQ(data.row_valid, (PodVector<uint8_t>{1, 1, 1}));
 }
 
 TEST(ParquetHandmade, Int96IsConvertedToNanosecondsSinceTheEpoch) {
@@ -107,10 +107,10 @@ TEST(ParquetHandmade, LegacyTwoLevelListGivesNullAndEmptyLists) {
   ColumnData data;
   ASSERT_TRUE((*f)->ReadColumn(0, 0, &data).ok());
   EXPECT_EQ(data.num_rows, 4);
-  EXPECT_EQ(data.row_valid, (std::vector<uint8_t>{1, 0, 1, 1}));
+  EXPECT_EQ(data.row_valid, (PodVector<uint8_t>{1, 0, 1, 1}));
   EXPECT_EQ(data.list_offsets, (std::vector<uint32_t>{0, 2, 2, 2, 3}));
   EXPECT_EQ(Ints(data), (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(data.value_valid, (std::vector<uint8_t>{1, 1, 1}));
+  EXPECT_EQ(data.value_valid, (PodVector<uint8_t>{1, 1, 1}));
 }
 
 // A top-level `repeated int64 x`: rows [5, 6], [], [7]; never null.
@@ -125,7 +125,7 @@ TEST(ParquetHandmade, RepeatedPrimitiveIsAListOfRequiredValues) {
   ASSERT_TRUE(f.ok()) << f.status();
   ColumnData data;
   ASSERT_TRUE((*f)->ReadColumn(0, 0, &data).ok());
-  EXPECT_EQ(data.row_valid, (std::vector<uint8_t>{1, 1, 1}));
+  EXPECT_EQ(data.row_valid, (PodVector<uint8_t>{1, 1, 1}));
   EXPECT_EQ(data.list_offsets, (std::vector<uint32_t>{0, 2, 2, 3}));
   EXPECT_EQ(Ints(data), (std::vector<int64_t>{5, 6, 7}));
 }
@@ -159,7 +159,7 @@ TEST(ParquetHandmade, DataPageV2WithUncompressedValuesInACompressedChunk) {
   ASSERT_TRUE(f.ok()) << f.status();
   ColumnData data;
   ASSERT_TRUE((*f)->ReadColumn(0, 0, &data).ok());
-  EXPECT_EQ(data.row_valid, (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(data.row_valid, (PodVector<uint8_t>{1, 0, 1}));
   EXPECT_EQ(Ints(data), (std::vector<int64_t>{4, 0, 6}));
 }
 
