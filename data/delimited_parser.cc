@@ -10,6 +10,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "data/label_rule.h"
 #include "data/separator_sniff.h"
@@ -410,7 +411,10 @@ absl::Status DelimitedParser::ParseCustom(std::string_view line, ParsedRow* row)
   SplitColumns(line, sep, &cols);
   if (from_file) {
     if (cols.size() != num_columns - schema_.partition_columns.size()) {
-      return CustomColumnCountError(line, cols.size());
+      return absl::InvalidArgumentError(absl::StrCat(
+          cols.size(), cols.size() == 1 ? " field" : " fields", ", the schema expects ",
+          num_columns - schema_.partition_columns.size(), " besides the partition columns (",
+          absl::StrJoin(schema_.partition_columns, ", "), ") its folders give"));
     }
     for (const std::string& v : *row->partition) cols.push_back(v);
   }

@@ -255,6 +255,27 @@ TEST(Partitions, FolderKeysAreColumnsOfEveryRowInParquetAndText) {
   EXPECT_EQ(one_id(*txt, 1, 2), Id(1, "")) << "null partition: the missing id";
   EXPECT_NE(one_id(*txt, 2, 2), one_id(*txt, 2, 0)) << "a weekday of no date: missing";
 
+  // A row short of a column: counted without the partition columns.
+  std::ofstream(dir / "txt" / day / "part-1.csv") << "label,s\n1\n";
+  {
+    absl::StatusOr<SchemaFile> sf = ParseSchemaJson(
+        R"({"format": "csv", "header": true, "label": "label", )" + roles + "}", "s.json",
+        {(dir / "txt").string()}, 0);
+    ASSERT_TRUE(sf.ok()) << sf.status();
+    ReaderOptions o;
+    o.patterns = {(dir / "txt").string()};
+    o.schema = sf->schema;
+    o.max_bad_lines_fraction = 0;
+    absl::StatusOr<std::shared_ptr<const Batch>> short_row = ReadAll(o);
+    ASSERT_FALSE(short_row.ok());
+    EXPECT_NE(short_row.status().message().find(
+                  "1 field, the schema expects 2 besides the partition columns (dt, hour) its "
+                  "folders give"),
+              std::string::npos)
+        << short_row.status();
+  }
+  std::filesystem::remove(dir / "txt" / day / "part-1.csv");
+
   // A file outside the layout: named, with the key.
   std::ofstream(dir / "txt" / "dt=2026-12-02" / "part-0.csv") << "label,s\n1,a\n";
   std::filesystem::create_directories(dir / "txt" / "dt=2026-12-03");
