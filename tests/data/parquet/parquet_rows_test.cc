@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
 #include "data/file_set.h"
 #include "data/reader.h"
 #include "data/schema_file.h"
@@ -218,14 +219,19 @@ TEST(Partitions, FolderKeysAreColumnsOfEveryRowInParquetAndText) {
   std::ofstream(dir / "txt" / day / "part-0.csv") << "label,s\n1,a\n0,b\n";
   std::ofstream(dir / "txt" / null_day / "part-0.csv") << "label,s\n1,c\n";
 
-  const auto read = [&](const std::string& schema, const std::string& root) {
+  const auto read_all = [&](const std::string& schema, const std::string& root,
+                            double max_bad_lines_fraction = ReaderOptions().max_bad_lines_fraction)
+      -> absl::StatusOr<std::shared_ptr<const Batch>> {
     const std::string data = (dir / root).string();
-    absl::StatusOr<SchemaFile> f = ParseSchemaJson(schema, "s.json", {data}, 0);
-    EXPECT_TRUE(f.ok()) << f.status();
+    PS_ASSIGN_OR_RETURN(SchemaFile f, ParseSchemaJson(schema, "s.json", {data}, 0));
     ReaderOptions o;
     o.patterns = {data};
-    if (f.ok()) o.schema = f->schema;
-    absl::StatusOr<std::shared_ptr<const Batch>> b = ReadAll(o);
+    o.schema = f.schema;
+    o.max_bad_lines_fraction = max_bad_lines_fraction;
+    return ReadAll(o);
+  };
+  const auto read = [&](const std::string& schema, const std::string& root) {
+    absl::StatusOr<std::shared_ptr<const Batch>> b = read_all(schema, root);
     EXPECT_TRUE(b.ok()) << b.status();
     return b.ok() ? *b : std::make_shared<const Batch>();
   };
@@ -257,37 +263,21 @@ TEST(Partitions, FolderKeysAreColumnsOfEveryRowInParquetAndText) {
 
   // A row short of a column: counted without the partition columns.
   std::ofstream(dir / "txt" / day / "part-1.csv") << "label,s\n1\n";
-  {
-    absl::StatusOr<SchemaFile> sf = ParseSchemaJson(
-        R"({"format": "csv", "header": true, "label": "label", )" + roles + "}", "s.json",
-        {(dir / "txt").string()}, 0);
-    ASSERT_TRUE(sf.ok()) << sf.status();
-    ReaderOptions o;
-    o.patterns = {(dir / "txt").string()};
-    o.schema = sf->schema;
-    o.max_bad_lines_fraction = 0;
-    absl::StatusOr<std::shared_ptr<const Batch>> short_row = ReadAll(o);
-    ASSERT_FALSE(short_row.ok());
-    EXPECT_NE(short_row.status().message().find(
-                  "1 field, the schema expects 2 besides the partition columns (dt, hour) its "
-                  "folders give"),
-              std::string::npos)
-        << short_row.status();
-  }
+  const std::string text_schema =
+      R"({"format": "csv", "header": true, "label": "label", )" + roles + "}";
+  absl::StatusOr<std::shared_ptr<const Batch>> short_row = read_all(text_schema, "txt", 0);
+  ASSERT_FALSE(short_row.ok());
+  EXPECT_NE(short_row.status().message().find(
+                "1 field, the schema expects 2 besides the partition columns (dt, hour) its "
+                "folders give"),
+            std::string::npos)
+      << short_row.status();
   std::filesystem::remove(dir / "txt" / day / "part-1.csv");
 
   // A file outside the layout: named, with the key.
-  std::ofstream(dir / "txt" / "dt=2026-12-02" / "part-0.csv") << "label,s\n1,a\n";
   std::filesystem::create_directories(dir / "txt" / "dt=2026-12-03");
   std::ofstream(dir / "txt" / "dt=2026-12-03" / "part-0.csv") << "label,s\n1,a\n";
-  absl::StatusOr<SchemaFile> f = ParseSchemaJson(
-      R"({"format": "csv", "header": true, "label": "label", )" + roles + "}", "s.json",
-      {(dir / "txt").string()}, 0);
-  ASSERT_TRUE(f.ok()) << f.status();
-  ReaderOptions o;
-  o.patterns = {(dir / "txt").string()};
-  o.schema = f->schema;
-  absl::StatusOr<std::shared_ptr<const Batch>> bad = ReadAll(o);
+  absl::StatusOr<std::shared_ptr<const Batch>> bad = read_all(text_schema, "txt");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("dt=2026-12-03/part-0.csv: no folder hour=... in its path"),
             std::string::npos)
