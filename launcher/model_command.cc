@@ -197,7 +197,8 @@ absl::Status Show(const std::string& file, const std::vector<std::string>& rest)
     std::string what(graph::LayerTypeName(l.type));
     if (l.type == graph::LayerType::kMlp) absl::StrAppend(&what, " ", absl::StrJoin(l.widths, ","));
     if (l.type == graph::LayerType::kSelfAttention) {
-      absl::StrAppend(&what, " over ", l.sequence, ", ", l.heads, l.heads == 1 ? " head" : " heads");
+      absl::StrAppend(&what, " over ", l.sequence, l.inputs.empty() ? "" : " + target", ", ",
+                      l.heads, l.heads == 1 ? " head" : " heads");
     }
     if (l.type == graph::LayerType::kTargetAttention) {
       absl::StrAppend(&what, " ", absl::StrJoin(l.widths, ","), " over ", l.sequence);

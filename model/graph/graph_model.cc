@@ -242,7 +242,7 @@ nn::MatrixView GraphModel::Grad(int t, int rows) const {
 }
 
 nn::ConstMatrixView GraphModel::Input(int i, int rows) const {
-  if (r_.layer_inputs[i].empty()) return nn::ConstMatrixView();  // self_attention
+  if (r_.layer_inputs[i].empty()) return nn::ConstMatrixView();  // self_attention, pool
   if (nodes_[i].packs) return nn::ConstMatrixView(nodes_[i].x.as(), rows, r_.InputWidth(i));
   const int t = r_.layer_inputs[i][0];
   if (r_.tensors[t].kind == Tensor::Kind::kDense) return dense_;
@@ -327,8 +327,8 @@ absl::Status GraphModel::LayerForward(const StepData& step, int i) {
     }
     case LayerType::kSelfAttention: {
       const int f = r_.layer_sequence[i];
-      return n.self_attention->Forward(dev, step.params[emb_table_[f]], Bag(step, f), step.params,
-                                       out);
+      return n.self_attention->Forward(dev, step.params[emb_table_[f]], Bag(step, f), x,
+                                       step.params, out);
     }
     case LayerType::kWide: {
       // The linear part (or the bias alone) first, then each column's rows.
@@ -474,7 +474,7 @@ absl::Status GraphModel::LayerBackward(const StepData& step, int i, bool accumul
       const int f = r_.layer_sequence[i];
       PS_RETURN_IF_ERROR(n.self_attention->Backward(dev, step.params[emb_table_[f]], Bag(step, f),
                                                     step.params, d_out, step.grads[emb_table_[f]],
-                                                    step.grads, accumulate, step.grad_ready));
+                                                    dx, step.grads, accumulate, step.grad_ready));
       break;
     }
     case LayerType::kCross: {

@@ -271,6 +271,11 @@ absl::StatusOr<ResolvedGraph> ResolveGraph(const ModelGraph& g, const GraphInput
       }
       case LayerType::kSelfAttention: {
         const int d = in.dims[r.layer_sequence[i]];
+        if (!ins.empty() && in_width != d) {
+          return bad(l.line, absl::StrCat(layer, ": its input (the target appended to each row's "
+                                          "sequence) is ", in_width, " wide, the items of \"",
+                                          l.sequence, "\" ", d));
+        }
         if (d % l.heads != 0) {
           return bad(l.line, absl::StrCat(layer, ": ", l.heads, " heads do not divide the items' width ",
                                           d, " (of \"", l.sequence, "\")"));

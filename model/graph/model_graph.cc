@@ -335,9 +335,14 @@ absl::Status Parser::Layer(const Json& j, size_t at, ModelGraph* g) {
     return Bad(at, absl::StrCat(layer, ": give \"input\" or \"inputs\", not both"));
   }
   if (l.type == LayerType::kSelfAttention || l.type == LayerType::kPool) {
-    if (!l.inputs.empty()) {
+    if (l.type == LayerType::kPool && !l.inputs.empty()) {
       return Bad(at, absl::StrCat(layer, " (", type, ") reads its \"sequence\" only; it takes "
                                          "no \"input\""));
+    }
+    if (l.inputs.size() > 1) {
+      return Bad(at, absl::StrCat(layer, " (", type, ") takes one \"input\" at most: the target "
+                                         "(e.g. the candidate item's embedding) appended to each "
+                                         "row's sequence; it has ", l.inputs.size()));
     }
     if (l.sequence.empty()) {
       return Bad(at, absl::StrCat(layer, " (", type, ") needs a \"sequence\": the column "

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/table_spec.h"
 #include "common/status.h"
+#include "model/nn/sequence_attention.h"
 
 namespace pstrain::worker {
 
@@ -44,18 +45,38 @@ SelfAttention::SelfAttention(TableRegistry* registry, const std::string& name, i
 }
 
 absl::Status SelfAttention::Forward(nn::Device& device, const float* items, const nn::Bags& seq,
+                                    nn::ConstMatrixView target,
                                     const std::vector<const float*>& params, nn::MatrixView out) {
   // The item count and the longest bag size the buffers: read on the host.
   const uint32_t* offsets = seq.host_offsets != nullptr ? seq.host_offsets : seq.offsets;
   if (seq.host_offsets == nullptr && !device.host_memory()) {
     return absl::InternalError("self_attention: the bags' offsets are not on the host");
   }
+  with_target_ = target.data != nullptr;
   first_ = offsets[0];
-  items_ = static_cast<int>(offsets[seq.batch] - first_);
+  seq_items_ = static_cast<int>(offsets[seq.batch] - first_);
   rows_ = seq.batch;
+  const int extra = with_target_ ? 1 : 0;
+  items_ = seq_items_ + extra * rows_;
   max_n_ = 1;
   for (int b = 0; b < seq.batch; ++b) {
-    max_n_ = std::max(max_n_, static_cast<int>(offsets[b + 1] - offsets[b]));
+    max_n_ = std::max(max_n_, static_cast<int>(offsets[b + 1] - offsets[b]) + extra);
+  }
+  bags_ = seq;
+  bags_first_ = first_;
+  if (with_target_) {
+    target_offsets_.resize(static_cast<size_t>(rows_) + 1);
+    nn::TargetBagOffsets(offsets, rows_, target_offsets_.data());
+    // (The ops after the inputs read the offsets only; the index is kept.)
+    bags_ = nn::Bags{seq.index, target_offsets_.data(), rows_, target_offsets_.data()};
+    bags_first_ = 0;
+    if (!device.host_memory()) {
+      const size_t bytes = target_offsets_.size() * sizeof(uint32_t);
+      PS_RETURN_IF_ERROR(target_offsets_device_.Reserve(&device, bytes));
+      PS_RETURN_IF_ERROR(
+          device.CopyToDevice(target_offsets_device_.as(), target_offsets_.data(), bytes));
+      bags_.offsets = target_offsets_device_.as<uint32_t>();
+    }
   }
   const size_t n = static_cast<size_t>(std::max(items_, 1));
   for (nn::DeviceBuffer* b : {&x_, &q_act_, &k_act_, &v_act_, &heads_out_, &y_, &ln1_.out,
@@ -68,16 +89,16 @@ absl::Status SelfAttention::Forward(nn::Device& device, const float* items, cons
   PS_RETURN_IF_ERROR(weights_.ReserveElements(&device, n * heads_ * max_n_));
   if (items_ > 0) {
     const nn::MatrixView x = Rows(x_), y = Rows(y_);
-    PS_RETURN_IF_ERROR(
-        device.SequenceInputs(items, seq, first_, params[position_], max_length_, x));
+    PS_RETURN_IF_ERROR(device.SequenceInputs(items, seq, first_, params[position_], max_length_,
+                                             target, x));
     PS_RETURN_IF_ERROR(device.LinearForward(x, params[q_], nullptr, nn::Activation::kNone,
                                             Rows(q_act_)));
     PS_RETURN_IF_ERROR(device.LinearForward(x, params[k_], nullptr, nn::Activation::kNone,
                                             Rows(k_act_)));
     PS_RETURN_IF_ERROR(device.LinearForward(x, params[v_], nullptr, nn::Activation::kNone,
                                             Rows(v_act_)));
-    PS_RETURN_IF_ERROR(device.SequenceAttention(Rows(q_act_), Rows(k_act_), Rows(v_act_), seq,
-                                                first_, heads_, max_n_, weights_.as(),
+    PS_RETURN_IF_ERROR(device.SequenceAttention(Rows(q_act_), Rows(k_act_), Rows(v_act_), bags_,
+                                                bags_first_, heads_, max_n_, weights_.as(),
                                                 Rows(heads_out_)));
     PS_RETURN_IF_ERROR(device.LinearForward(Rows(heads_out_), params[o_], nullptr,
                                             nn::Activation::kNone, y));
@@ -99,7 +120,7 @@ absl::Status SelfAttention::Forward(nn::Device& device, const float* items, cons
       }
     }
   }
-  return device.SequenceMean(Output(), seq, first_, out);
+  return device.SequenceMean(Output(), bags_, bags_first_, out);
 }
 
 nn::MatrixView SelfAttention::AfterAttention() const {
@@ -114,13 +135,20 @@ nn::MatrixView SelfAttention::Output() const {
 absl::Status SelfAttention::Backward(nn::Device& device, const float* items, const nn::Bags& seq,
                                      const std::vector<const float*>& params,
                                      nn::ConstMatrixView d_out, float* d_items,
-                                     const std::vector<float*>& grads, bool accumulate,
-                                     const std::function<void(uint32_t)>* ready) {
+                                     nn::MatrixView d_target, const std::vector<float*>& grads,
+                                     bool accumulate, const std::function<void(uint32_t)>* ready) {
   (void)items;
   const uint32_t* offsets = seq.host_offsets != nullptr ? seq.host_offsets : seq.offsets;
   if (seq.batch != rows_ || offsets[0] != first_ ||
-      static_cast<int>(offsets[seq.batch] - first_) != items_) {
+      static_cast<int>(offsets[seq.batch] - first_) != seq_items_) {
     return absl::InternalError("self_attention: backward of other rows than its forward");
+  }
+  if (with_target_ && d_target.data == nullptr) {
+    // The target needs no gradient: its rows of dx go to scratch.
+    PS_RETURN_IF_ERROR(d_target_scratch_.ReserveElements(&device, static_cast<size_t>(rows_) * dim_));
+    d_target = nn::MatrixView(d_target_scratch_.as(), rows_, dim_);
+  } else if (!with_target_) {
+    d_target = nn::MatrixView();
   }
   std::vector<std::pair<uint32_t, size_t>> tables = {
       {q_, dim_ * dim_}, {k_, dim_ * dim_}, {v_, dim_ * dim_}, {o_, dim_ * dim_}};
@@ -149,7 +177,7 @@ absl::Status SelfAttention::Backward(nn::Device& device, const float* items, con
     const nn::MatrixView dy = Rows(dy_), dx = Rows(dx_), tmp = Rows(d_tmp_);
     // dy: the gradient at the block's output, then walked back to the
     // attention's residual sum Y = X + heads W_o^T.
-    PS_RETURN_IF_ERROR(device.SequenceMeanBackward(d_out, seq, first_, dy));
+    PS_RETURN_IF_ERROR(device.SequenceMeanBackward(d_out, bags_, bags_first_, dy));
     if (feed_forward_ > 0) {
       const nn::MatrixView d_sum = Rows(d_sum_);
       if (layer_norm_) {
@@ -183,8 +211,8 @@ absl::Status SelfAttention::Backward(nn::Device& device, const float* items, con
                                              nn::Activation::kNone, dy, grads[o_], nullptr,
                                              Rows(d_heads_), accumulate));
     PS_RETURN_IF_ERROR(device.SequenceAttentionBackward(
-        Rows(q_act_), Rows(k_act_), Rows(v_act_), weights_.as(), Rows(d_heads_), seq, first_,
-        heads_, max_n_, Rows(dq_), Rows(dk_), Rows(dv_)));
+        Rows(q_act_), Rows(k_act_), Rows(v_act_), weights_.as(), Rows(d_heads_), bags_,
+        bags_first_, heads_, max_n_, Rows(dq_), Rows(dk_), Rows(dv_)));
     const std::pair<uint32_t, const nn::DeviceBuffer*> projections[] = {
         {q_, &q_act_}, {k_, &k_act_}, {v_, &v_act_}};
     const nn::DeviceBuffer* d_of[] = {&dq_, &dk_, &dv_};
@@ -196,7 +224,7 @@ absl::Status SelfAttention::Backward(nn::Device& device, const float* items, con
       PS_RETURN_IF_ERROR(device.AddMatrix(tmp, dx));
     }
     PS_RETURN_IF_ERROR(device.SequenceInputsBackward(dx, seq, first_, max_length_, d_items,
-                                                     grads[position_]));
+                                                     grads[position_], d_target));
   }
   if (ready != nullptr) {
     for (auto it = tables.rbegin(); it != tables.rend(); ++it) (*ready)(it->first);

@@ -12,7 +12,11 @@
 // ".wk", ".wv", ".wo" [d x d], each [out x in] as a Linear layer's; then
 // ".ln1.gain", ".ln1.bias" [d]; ".ff.0.weight" [F x d], ".ff.0.bias",
 // ".ff.1.weight" [d x F], ".ff.1.bias"; ".ln2.gain", ".ln2.bias". Items past
-// max_length - 1 positions share the last position. Runs on any device
+// max_length - 1 positions share the last position. With a target (BST's
+// candidate item, a [rows x dim] input), each row's sequence is its items
+// followed by the target, the most recent (position 0), as in BST, where the
+// target item attends to the history and the history to it; the mean then
+// covers the target's output too. Runs on any device
 // (nn/sequence_attention.h's ops, Linear's and LayerNorm's). Not
 // thread-safe.
 #pragma once
@@ -36,15 +40,18 @@ class SelfAttention {
   SelfAttention(TableRegistry* registry, const std::string& name, int dim, int heads,
                 int max_length, int feed_forward, bool layer_norm, uint64_t seed);
 
-  // out ([rows x dim]) = the mean over each row's positions of Y.
+  // out ([rows x dim]) = the mean over each row's positions of Y. `target`:
+  // the candidates appended to the rows' sequences (null data: none).
   absl::Status Forward(nn::Device& device, const float* items, const nn::Bags& seq,
-                       const std::vector<const float*>& params, nn::MatrixView out);
-  // Given dL/dout: adds the items' gradients into `d_items` and writes (or
-  // with `accumulate` adds to) the layer's tables' gradients.
+                       nn::ConstMatrixView target, const std::vector<const float*>& params,
+                       nn::MatrixView out);
+  // Given dL/dout: adds the items' gradients into `d_items`, writes the
+  // target's into `d_target` (when Forward had one) and writes (or with
+  // `accumulate` adds to) the layer's tables' gradients.
   absl::Status Backward(nn::Device& device, const float* items, const nn::Bags& seq,
                         const std::vector<const float*>& params, nn::ConstMatrixView d_out,
-                        float* d_items, const std::vector<float*>& grads, bool accumulate,
-                        const std::function<void(uint32_t)>* ready);
+                        float* d_items, nn::MatrixView d_target, const std::vector<float*>& grads,
+                        bool accumulate, const std::function<void(uint32_t)>* ready);
 
  private:
   // The attention's residual sum, after LN1 when there is one; the block's
@@ -70,9 +77,19 @@ class SelfAttention {
   Norm ln1_, ln2_;
   // The feed-forward block's hidden rows [items x F] and its sum Y + FFN(Y).
   nn::DeviceBuffer ff_hidden_, ff_sum_, d_hidden_, d_sum_;
-  // The last Forward's rows: its first item, item count and longest bag.
+  // The last Forward's rows: its first item, its sequence's item count,
+  // the per-item matrices' rows (the items, plus a target a row) and the
+  // longest bag (a target included).
   uint32_t first_ = 0;
-  int items_ = 0, max_n_ = 0, rows_ = 0;
+  int seq_items_ = 0, items_ = 0, max_n_ = 0, rows_ = 0;
+  bool with_target_ = false;
+  // With a target: the bags of the per-item rows (nn::TargetBagOffsets),
+  // on the host and on the device; `bags_` are what the ops after the
+  // inputs take, with first = bags_first_.
+  std::vector<uint32_t> target_offsets_;
+  nn::DeviceBuffer target_offsets_device_, d_target_scratch_;
+  nn::Bags bags_;
+  uint32_t bags_first_ = 0;
   // Per item: X, Q, K, V, the heads' outputs, Y; per item and head, the
   // attention weights (max_n_ each). Then the backward's gradients.
   nn::DeviceBuffer x_, q_act_, k_act_, v_act_, heads_out_, y_, weights_;

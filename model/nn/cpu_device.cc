@@ -126,14 +126,15 @@ class CpuDevice final : public Device {
     return absl::OkStatus();
   }
   absl::Status SequenceInputs(const float* items, const Bags& bags, uint32_t first,
-                              const float* positions, int max_length, MatrixView x) override {
-    nn::SequenceInputs(items, bags, first, positions, max_length, x);
+                              const float* positions, int max_length, ConstMatrixView target,
+                              MatrixView x) override {
+    nn::SequenceInputs(items, bags, first, positions, max_length, target, x);
     return absl::OkStatus();
   }
   absl::Status SequenceInputsBackward(ConstMatrixView dx, const Bags& bags, uint32_t first,
-                                      int max_length, float* d_items,
-                                      float* d_positions) override {
-    nn::SequenceInputsBackward(dx, bags, first, max_length, d_items, d_positions);
+                                      int max_length, float* d_items, float* d_positions,
+                                      MatrixView d_target) override {
+    nn::SequenceInputsBackward(dx, bags, first, max_length, d_items, d_positions, d_target);
     return absl::OkStatus();
   }
   absl::Status SequenceAttention(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,

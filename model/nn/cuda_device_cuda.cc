@@ -199,18 +199,19 @@ class CudaDevice final : public Device {
     return absl::OkStatus();
   }
   absl::Status SequenceInputs(const float* items, const Bags& bags, uint32_t first,
-                              const float* positions, int max_length, MatrixView x) override {
-    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::SequenceInputs(items, bags.index, bags.offsets,
-                                                         bags.batch, first, positions, max_length,
-                                                         x.cols, x.data, x.stride, stream_));
+                              const float* positions, int max_length, ConstMatrixView target,
+                              MatrixView x) override {
+    PS_CUDA_RETURN_IF_ERROR(cuda_kernels::SequenceInputs(
+        items, bags.index, bags.offsets, bags.batch, first, positions, max_length, target.data,
+        target.stride, x.cols, x.data, x.stride, stream_));
     return absl::OkStatus();
   }
   absl::Status SequenceInputsBackward(ConstMatrixView dx, const Bags& bags, uint32_t first,
-                                      int max_length, float* d_items,
-                                      float* d_positions) override {
+                                      int max_length, float* d_items, float* d_positions,
+                                      MatrixView d_target) override {
     PS_CUDA_RETURN_IF_ERROR(cuda_kernels::SequenceInputsBackward(
         dx.data, dx.stride, bags.index, bags.offsets, bags.batch, first, max_length, dx.cols,
-        d_items, d_positions, stream_));
+        d_items, d_positions, d_target.data, d_target.stride, stream_));
     return absl::OkStatus();
   }
   absl::Status SequenceAttention(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,

@@ -87,12 +87,14 @@ class Device {
                                                 MatrixView d_target) = 0;
   // BST's self-attention over a sequence (see sequence_attention.h): the
   // items plus positions, the heads' softmax attention within each bag,
-  // the mean over a bag, and their backward; per-item rows at k - first.
+  // the mean over a bag, and their backward; per-item rows at k - first
+  // (with a `target` appended to each bag, as sequence_attention.h says).
   virtual absl::Status SequenceInputs(const float* items, const Bags& bags, uint32_t first,
-                                      const float* positions, int max_length, MatrixView x) = 0;
+                                      const float* positions, int max_length,
+                                      ConstMatrixView target, MatrixView x) = 0;
   virtual absl::Status SequenceInputsBackward(ConstMatrixView dx, const Bags& bags,
                                               uint32_t first, int max_length, float* d_items,
-                                              float* d_positions) = 0;
+                                              float* d_positions, MatrixView d_target) = 0;
   virtual absl::Status SequenceAttention(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,
                                          const Bags& bags, uint32_t first, int heads, int max_n,
                                          float* weights, MatrixView out) = 0;

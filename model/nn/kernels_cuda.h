@@ -80,13 +80,15 @@ cudaError_t AttentionPoolingBackward(const float* d_out, int g_stride, const flo
                                      cudaStream_t stream);
 // BST's self-attention (sequence_attention.h; kernels_sequence_cuda.cu):
 // per-item rows are at k - first; hd = the width of a head.
+// `target` / `d_target` null: no candidate appended (sequence_attention.h).
 cudaError_t SequenceInputs(const float* items, const uint32_t* index, const uint32_t* offsets,
                            int batch, uint32_t first, const float* positions, int max_length,
-                           int d, float* x, int x_stride, cudaStream_t stream);
+                           const float* target, int target_stride, int d, float* x, int x_stride,
+                           cudaStream_t stream);
 cudaError_t SequenceInputsBackward(const float* dx, int dx_stride, const uint32_t* index,
                                    const uint32_t* offsets, int batch, uint32_t first,
                                    int max_length, int d, float* d_items, float* d_positions,
-                                   cudaStream_t stream);
+                                   float* d_target, int d_target_stride, cudaStream_t stream);
 cudaError_t SequenceAttention(const float* q, int q_stride, const float* k, int k_stride,
                               const float* v, int v_stride, const uint32_t* offsets, int batch,
                               uint32_t first, int heads, int hd, int max_n, float* weights,

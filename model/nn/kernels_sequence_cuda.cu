@@ -25,17 +25,19 @@ __device__ int Position(int i, int n, int max_length) {
 
 __global__ void SequenceInputsKernel(const float* items, const uint32_t* index,
                                      const uint32_t* offsets, int batch, uint32_t first,
-                                     const float* positions, int max_length, int d, float* x,
-                                     int x_stride) {
+                                     const float* positions, int max_length, const float* target,
+                                     int target_stride, int d, float* x, int x_stride) {
   PS_SEQ_BAG_LOOP(b, batch) {
     const uint32_t begin = offsets[b];
     const int n = static_cast<int>(offsets[b + 1] - begin);
-    for (size_t e = threadIdx.x; e < static_cast<size_t>(n) * d; e += blockDim.x) {
+    const int shift = target != nullptr ? b : 0, of = target != nullptr ? n + 1 : n;
+    for (size_t e = threadIdx.x; e < static_cast<size_t>(of) * d; e += blockDim.x) {
       const int i = static_cast<int>(e / d), c = static_cast<int>(e % d);
       const uint32_t k = begin + i;
-      x[static_cast<size_t>(k - first) * x_stride + c] =
-          items[static_cast<size_t>(index[k]) * d + c] +
-          positions[static_cast<size_t>(Position(i, n, max_length)) * d + c];
+      const float h = i < n ? items[static_cast<size_t>(index[k]) * d + c]
+                            : target[static_cast<size_t>(b) * target_stride + c];
+      x[static_cast<size_t>(k - first + shift) * x_stride + c] =
+          h + positions[static_cast<size_t>(Position(i, of, max_length)) * d + c];
     }
   }
 }
@@ -43,16 +45,22 @@ __global__ void SequenceInputsKernel(const float* items, const uint32_t* index,
 __global__ void SequenceInputsBackwardKernel(const float* dx, int dx_stride,
                                              const uint32_t* index, const uint32_t* offsets,
                                              int batch, uint32_t first, int max_length, int d,
-                                             float* d_items, float* d_positions) {
+                                             float* d_items, float* d_positions, float* d_target,
+                                             int d_target_stride) {
   PS_SEQ_BAG_LOOP(b, batch) {
     const uint32_t begin = offsets[b];
     const int n = static_cast<int>(offsets[b + 1] - begin);
-    for (size_t e = threadIdx.x; e < static_cast<size_t>(n) * d; e += blockDim.x) {
+    const int shift = d_target != nullptr ? b : 0, of = d_target != nullptr ? n + 1 : n;
+    for (size_t e = threadIdx.x; e < static_cast<size_t>(of) * d; e += blockDim.x) {
       const int i = static_cast<int>(e / d), c = static_cast<int>(e % d);
       const uint32_t k = begin + i;
-      const float g = dx[static_cast<size_t>(k - first) * dx_stride + c];
-      atomicAdd(&d_items[static_cast<size_t>(index[k]) * d + c], g);
-      atomicAdd(&d_positions[static_cast<size_t>(Position(i, n, max_length)) * d + c], g);
+      const float g = dx[static_cast<size_t>(k - first + shift) * dx_stride + c];
+      if (i < n) {
+        atomicAdd(&d_items[static_cast<size_t>(index[k]) * d + c], g);
+      } else {
+        d_target[static_cast<size_t>(b) * d_target_stride + c] = g;
+      }
+      atomicAdd(&d_positions[static_cast<size_t>(Position(i, of, max_length)) * d + c], g);
     }
   }
 }
@@ -197,20 +205,23 @@ __global__ void SequenceMeanBackwardKernel(const float* d_out, int g_stride,
 
 cudaError_t SequenceInputs(const float* items, const uint32_t* index, const uint32_t* offsets,
                            int batch, uint32_t first, const float* positions, int max_length,
-                           int d, float* x, int x_stride, cudaStream_t stream) {
+                           const float* target, int target_stride, int d, float* x, int x_stride,
+                           cudaStream_t stream) {
   if (batch == 0) return cudaSuccess;
   SequenceInputsKernel<<<BagBlocks(batch), kBagThreads, 0, stream>>>(
-      items, index, offsets, batch, first, positions, max_length, d, x, x_stride);
+      items, index, offsets, batch, first, positions, max_length, target, target_stride, d, x,
+      x_stride);
   return cudaGetLastError();
 }
 
 cudaError_t SequenceInputsBackward(const float* dx, int dx_stride, const uint32_t* index,
                                    const uint32_t* offsets, int batch, uint32_t first,
                                    int max_length, int d, float* d_items, float* d_positions,
-                                   cudaStream_t stream) {
+                                   float* d_target, int d_target_stride, cudaStream_t stream) {
   if (batch == 0) return cudaSuccess;
   SequenceInputsBackwardKernel<<<BagBlocks(batch), kBagThreads, 0, stream>>>(
-      dx, dx_stride, index, offsets, batch, first, max_length, d, d_items, d_positions);
+      dx, dx_stride, index, offsets, batch, first, max_length, d, d_items, d_positions, d_target,
+      d_target_stride);
   return cudaGetLastError();
 }
 

@@ -7,36 +7,57 @@
 namespace pstrain::worker::nn {
 
 void SequenceInputs(const float* items, const Bags& bags, uint32_t first, const float* positions,
-                    int max_length, MatrixView x) {
+                    int max_length, ConstMatrixView target, MatrixView x) {
   const int d = x.cols;
+  const bool with_target = target.data != nullptr;
   for (int b = 0; b < bags.batch; ++b) {
     const uint32_t begin = bags.offsets[b];
     const int n = static_cast<int>(bags.offsets[b + 1] - begin);
+    const int shift = with_target ? b : 0, of = with_target ? n + 1 : n;
     for (int i = 0; i < n; ++i) {
       const float* h = items + static_cast<size_t>(bags.index[begin + i]) * d;
-      const float* p = positions + static_cast<size_t>(SequencePosition(i, n, max_length)) * d;
-      float* row = x.row(static_cast<int>(begin + i - first));
+      const float* p = positions + static_cast<size_t>(SequencePosition(i, of, max_length)) * d;
+      float* row = x.row(static_cast<int>(begin + i - first) + shift);
       for (int c = 0; c < d; ++c) row[c] = h[c] + p[c];
+    }
+    if (with_target) {
+      const float* t = target.row(b);
+      float* row = x.row(static_cast<int>(begin + n - first) + shift);
+      for (int c = 0; c < d; ++c) row[c] = t[c] + positions[c];
     }
   }
 }
 
 void SequenceInputsBackward(ConstMatrixView dx, const Bags& bags, uint32_t first, int max_length,
-                            float* d_items, float* d_positions) {
+                            float* d_items, float* d_positions, MatrixView d_target) {
   const int d = dx.cols;
+  const bool with_target = d_target.data != nullptr;
   for (int b = 0; b < bags.batch; ++b) {
     const uint32_t begin = bags.offsets[b];
     const int n = static_cast<int>(bags.offsets[b + 1] - begin);
+    const int shift = with_target ? b : 0, of = with_target ? n + 1 : n;
     for (int i = 0; i < n; ++i) {
-      const float* g = dx.row(static_cast<int>(begin + i - first));
+      const float* g = dx.row(static_cast<int>(begin + i - first) + shift);
       float* dh = d_items + static_cast<size_t>(bags.index[begin + i]) * d;
-      float* dp = d_positions + static_cast<size_t>(SequencePosition(i, n, max_length)) * d;
+      float* dp = d_positions + static_cast<size_t>(SequencePosition(i, of, max_length)) * d;
       for (int c = 0; c < d; ++c) {
         dh[c] += g[c];
         dp[c] += g[c];
       }
     }
+    if (with_target) {
+      const float* g = dx.row(static_cast<int>(begin + n - first) + shift);
+      float* dt = d_target.row(b);
+      for (int c = 0; c < d; ++c) {
+        dt[c] = g[c];
+        d_positions[c] += g[c];
+      }
+    }
   }
+}
+
+void TargetBagOffsets(const uint32_t* host_offsets, int batch, uint32_t* out) {
+  for (int b = 0; b <= batch; ++b) out[b] = host_offsets[b] - host_offsets[0] + static_cast<uint32_t>(b);
 }
 
 void SequenceAttention(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v, const Bags& bags,

@@ -27,13 +27,24 @@ inline int SequencePosition(int i, int n, int max_length) {
 
 // x.row(k - first) = items[index[k]] + positions.row(SequencePosition(i, n)),
 // i = k - offsets[b], n = bag b's size; dim = x.cols.
+// With a `target` ([batch x dim], BST's candidate item; null data: none),
+// bag b is its n items followed by target.row(b), the most recent of n + 1
+// (position 0): item i at x.row(k - first + b), position
+// SequencePosition(i, n + 1), the target at x.row(offsets[b + 1] - first + b).
+// The other ops then take the bags of TargetBagOffsets.
 void SequenceInputs(const float* items, const Bags& bags, uint32_t first, const float* positions,
-                    int max_length, MatrixView x);
+                    int max_length, ConstMatrixView target, MatrixView x);
 
 // d_items[index[k]] += dx.row(k - first) and the position's row of
-// d_positions likewise (both add; the caller zeroes them).
+// d_positions likewise (both add; the caller zeroes them). With a target
+// (`d_target` not null, laid out as above), d_target.row(b) = its row of dx
+// (written).
 void SequenceInputsBackward(ConstMatrixView dx, const Bags& bags, uint32_t first, int max_length,
-                            float* d_items, float* d_positions);
+                            float* d_items, float* d_positions, MatrixView d_target);
+
+// The offsets of the bags with a target appended to each (size batch + 1,
+// starting at 0): out[b] = host_offsets[b] - host_offsets[0] + b.
+void TargetBagOffsets(const uint32_t* host_offsets, int batch, uint32_t* out);
 
 // For each item k of bag b and head h (columns [h * hd, (h + 1) * hd), hd =
 // q.cols / heads): a_j = softmax_j(<q_k, k_j> / sqrt(hd)) over the bag's

@@ -116,9 +116,9 @@ TEST_F(CudaDeviceTest, SequenceAttentionMatchesCpu) {
       mean(static_cast<size_t>(batch) * stride, 0.0f), d_items(items.size(), 0.0f),
       d_positions(positions.size(), 0.0f);
   ASSERT_TRUE(cpu_->SequenceInputs(items.data(), cb, first, positions.data(), max_length,
-                                   items_view(x.data())).ok());
+                                   ConstMatrixView(), items_view(x.data())).ok());
   ASSERT_TRUE(cpu_->SequenceInputsBackward(items_view(d_heads.data()), cb, first, max_length,
-                                           d_items.data(), d_positions.data()).ok());
+                                           d_items.data(), d_positions.data(), MatrixView()).ok());
   ASSERT_TRUE(cpu_->SequenceAttention(items_view(q.data()), items_view(k.data()),
                                       items_view(v.data()), cb, first, heads, max_n,
                                       weights.data(), items_view(heads_out.data())).ok());
@@ -139,9 +139,9 @@ TEST_F(CudaDeviceTest, SequenceAttentionMatchesCpu) {
         *g_d_positions = zeros(positions.size());
   float *g_q = Up(q), *g_k = Up(k), *g_v = Up(v), *g_d_heads = Up(d_heads), *g_y = Up(y);
   ASSERT_TRUE(gpu_->SequenceInputs(Up(items), gb, first, Up(positions), max_length,
-                                   items_view(g_x)).ok());
+                                   ConstMatrixView(), items_view(g_x)).ok());
   ASSERT_TRUE(gpu_->SequenceInputsBackward(items_view(g_d_heads), gb, first, max_length,
-                                           g_d_items, g_d_positions).ok());
+                                           g_d_items, g_d_positions, MatrixView()).ok());
   ASSERT_TRUE(gpu_->SequenceAttention(items_view(g_q), items_view(g_k), items_view(g_v), gb, first,
                                       heads, max_n, g_weights, items_view(g_heads)).ok());
   ASSERT_TRUE(gpu_->SequenceAttentionBackward(items_view(g_q), items_view(g_k), items_view(g_v),
@@ -162,6 +162,48 @@ TEST_F(CudaDeviceTest, SequenceAttentionMatchesCpu) {
   ExpectClose(Down(g_dv, per_item), dv, "dv");
   ExpectClose(Down(g_mean, mean.size()), mean, "mean");
   ExpectClose(Down(g_dy, per_item), dy, "d_y");
+}
+
+// BST's inputs with the candidate appended to each bag (the most recent,
+// position 0), over bags that start mid-array, empty bags and bags longer
+// than the positions; the target and its gradient in views of stride 15.
+TEST_F(CudaDeviceTest, SequenceInputsWithATargetMatchCpu) {
+  const int batch = 171, unique = 23, d = 12, stride = 14, t_stride = 15, max_length = 4;
+  std::uniform_int_distribution<int> bag(0, 7), row(0, unique - 1);
+  std::vector<uint32_t> index = {3, 1}, offsets = {2};
+  for (int b = 0; b < batch; ++b) {
+    for (int k = bag(rng_); k > 0; --k) index.push_back(row(rng_));
+    offsets.push_back(static_cast<uint32_t>(index.size()));
+  }
+  const uint32_t first = offsets[0];
+  const int rows = static_cast<int>(offsets[batch] - first) + batch;  // the items and a target each
+  auto items = RandomVector(static_cast<size_t>(unique) * d, rng_);
+  auto positions = RandomVector(static_cast<size_t>(max_length) * d, rng_);
+  auto target = RandomVector(static_cast<size_t>(batch) * t_stride, rng_);
+  auto dx = RandomVector(static_cast<size_t>(rows) * stride, rng_);
+  std::vector<float> x(static_cast<size_t>(rows) * stride, 0.0f), d_items(items.size(), 0.0f),
+      d_positions(positions.size(), 0.0f), d_target(target.size(), 0.0f);
+  Bags cb{index.data(), offsets.data(), batch, offsets.data()};
+  ASSERT_TRUE(cpu_->SequenceInputs(items.data(), cb, first, positions.data(), max_length,
+                                   ConstMatrixView(target.data(), batch, d, t_stride),
+                                   MatrixView(x.data(), rows, d, stride)).ok());
+  ASSERT_TRUE(cpu_->SequenceInputsBackward(ConstMatrixView(dx.data(), rows, d, stride), cb, first,
+                                           max_length, d_items.data(), d_positions.data(),
+                                           MatrixView(d_target.data(), batch, d, t_stride)).ok());
+  Bags gb{Up(index), Up(offsets), batch, offsets.data()};
+  float *g_x = Up(std::vector<float>(x.size(), 0.0f)), *g_d_items = Up(std::vector<float>(items.size(), 0.0f)),
+        *g_d_positions = Up(std::vector<float>(positions.size(), 0.0f)),
+        *g_d_target = Up(std::vector<float>(target.size(), 0.0f));
+  ASSERT_TRUE(gpu_->SequenceInputs(Up(items), gb, first, Up(positions), max_length,
+                                   ConstMatrixView(Up(target), batch, d, t_stride),
+                                   MatrixView(g_x, rows, d, stride)).ok());
+  ASSERT_TRUE(gpu_->SequenceInputsBackward(ConstMatrixView(Up(dx), rows, d, stride), gb, first,
+                                           max_length, g_d_items, g_d_positions,
+                                           MatrixView(g_d_target, batch, d, t_stride)).ok());
+  ExpectClose(Down(g_x, x.size()), x, "sequence inputs with a target");
+  ExpectClose(Down(g_d_items, items.size()), d_items, "d_items");
+  ExpectClose(Down(g_d_positions, positions.size()), d_positions, "d_positions");
+  ExpectClose(Down(g_d_target, target.size()), d_target, "d_target");
 }
 
 // Layer norm of 300 rows of 13 columns in views of stride 17, forward and

@@ -125,6 +125,49 @@ TEST(GraphModel, SelfAttentionFullBlockMatchesFiniteDifferences) {
   testing::ExpectStepGradientsMatchFiniteDifferences(o, 1e-3, 0.2);
 }
 
+// BST with the candidate in the sequence: C2's row (and, in a second layer,
+// an MLP's output over it) appended to each row's C3 items as the most
+// recent; its gradient reaches C2's rows and the MLP through the input.
+TEST(GraphModel, SelfAttentionWithATargetMatchesFiniteDifferences) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "C3", "input": "C2", "heads": 2,
+     "max_length": 3},
+    {"name": "t", "type": "mlp", "inputs": ["C2", "dense"], "widths": [4]},
+    {"name": "full", "type": "self_attention", "sequence": "C3", "input": "t", "feed_forward": 5,
+     "layer_norm": true},
+    {"name": "top", "type": "mlp", "inputs": ["bst", "full", "C1", "dense"], "widths": [6, 1]}],
+    "heads": [{"input": "top"}]})");
+  o.field_ids_of = {-1, -1, 1};
+  testing::ExpectStepGradientsMatchFiniteDifferences(o, 1e-3, 0.2);
+}
+
+// A row whose sequence is empty still sees its candidate: three rows equal
+// but for their candidate (C2, read nowhere else) and with no history score
+// three different probabilities.
+TEST(GraphModel, SelfAttentionTargetReachesRowsWithoutHistory) {
+  ModelOptions o = WithGraph(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "C3", "heads": 2, "input": "C2"},
+    {"name": "top", "type": "mlp", "inputs": ["bst", "C1", "dense"], "widths": [3, 1]}],
+    "heads": [{"input": "top"}]})");
+  o.field_ids_of = {-1, -1, 1};
+  auto model = CreateModel(o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  Batch batch;
+  batch.size = 3;
+  batch.num_dense = 3;
+  batch.num_sparse = 3;
+  batch.labels = {0, 1, 0};
+  batch.dense = {0.5f, 1, 1.5f, 0.5f, 1, 1.5f, 0.5f, 1, 1.5f};
+  batch.ids = {{7, 7, 7}, {11, 12, 13}, {}};  // C1 equal, C2 the candidates, C3 empty
+  batch.offsets = {{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 0, 0, 0}};
+  LocalStep step(**model, batch, 0.5f);
+  std::vector<float> probs(3);
+  ASSERT_TRUE((*model)->Predict(batch, step.plan, step.params, probs).ok());
+  EXPECT_NE(probs[0], probs[1]);
+  EXPECT_NE(probs[1], probs[2]);
+  EXPECT_NE(probs[0], probs[2]);
+}
+
 TEST(GraphModel, PredictAgreesWithTrainStepLoss) {
   testing::ExpectPredictAgreesWithTrainStepLoss(WithGraph(kEveryLayer), 300);  // over chunks
 }

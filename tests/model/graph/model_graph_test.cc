@@ -170,7 +170,7 @@ TEST(ModelGraph, TargetAttentionNamesItsSequenceAndTarget) {
               HasSubstr("column \"ad\" takes its ids from \"item\" (ids_like) and shares its table, but is 8 wide"));
 }
 
-TEST(ModelGraph, SelfAttentionReadsOnlyItsSequence) {
+TEST(ModelGraph, SelfAttentionReadsItsSequenceAndAtMostATarget) {
   absl::StatusOr<ModelGraph> g = ParseModelGraph(R"({"layers": [
     {"name": "bst", "type": "self_attention", "sequence": "ad", "heads": 2},
     {"name": "top", "type": "linear", "inputs": ["bst", "dense", "user", "item"]}],
@@ -185,9 +185,31 @@ TEST(ModelGraph, SelfAttentionReadsOnlyItsSequence) {
     {"name": "top", "type": "linear", "inputs": ["bst", "dense", "user", "item"]}],
     "heads": [{"input": "top"}]})"),
               HasSubstr("layer \"bst\" (self_attention): 3 heads do not divide the items' width 4"));
-  EXPECT_THAT(Error(R"({"layers": [
+  // BST's candidate appended to the sequence: one input, as wide as the items.
+  absl::StatusOr<ModelGraph> with_target = ParseModelGraph(R"({"layers": [
     {"name": "bst", "type": "self_attention", "sequence": "ad", "input": "item"},
-    {"name": "top", "type": "linear", "inputs": ["bst", "dense", "user", "item"]}],
+    {"name": "top", "type": "linear", "inputs": ["bst", "dense", "user"]}],
+    "heads": [{"input": "top"}]})", "m.json");
+  ASSERT_TRUE(with_target.ok()) << with_target.status();
+  r = ResolveGraph(*with_target, Inputs());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tensors[r->layer_output[0]].width, 4);
+  EXPECT_EQ(r->layer_inputs[0].size(), 1u);
+  EXPECT_THAT(Error(R"({"layers": [
+    {"name": "bst", "type": "self_attention", "sequence": "ad", "inputs": ["item", "user"]},
+    {"name": "top", "type": "linear", "inputs": ["bst", "dense"]}],
+    "heads": [{"input": "top"}]})"),
+              HasSubstr("layer \"bst\" (self_attention) takes one \"input\" at most: the target"));
+  EXPECT_THAT(Error(R"({"layers": [
+    {"name": "wide_item", "type": "linear", "input": "item", "width": 3},
+    {"name": "bst", "type": "self_attention", "sequence": "ad", "input": "wide_item"},
+    {"name": "top", "type": "linear", "inputs": ["bst", "dense"]}],
+    "heads": [{"input": "top"}]})"),
+              HasSubstr("layer \"bst\" (self_attention): its input (the target appended to each "
+                        "row's sequence) is 3 wide, the items of \"ad\" 4"));
+  EXPECT_THAT(Error(R"({"layers": [
+    {"name": "p", "type": "pool", "sequence": "ad", "input": "item"},
+    {"name": "top", "type": "linear", "inputs": ["p", "dense"]}],
     "heads": [{"input": "top"}]})"),
               HasSubstr("reads its \"sequence\" only"));
 }

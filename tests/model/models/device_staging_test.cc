@@ -189,21 +189,25 @@ class CheckingDevice final : public nn::Device {
                                           d_items, d_target);
   }
   absl::Status SequenceInputs(const float* items, const nn::Bags& bags, uint32_t first,
-                              const float* positions, int max_length, MatrixView x) override {
+                              const float* positions, int max_length, ConstMatrixView target,
+                              MatrixView x) override {
     Check(items);
     Check(positions);
     Check(x.data);
+    if (target.data != nullptr) Check(target.data);
     CheckBags(bags);
-    return cpu_->SequenceInputs(items, bags, first, positions, max_length, x);
+    return cpu_->SequenceInputs(items, bags, first, positions, max_length, target, x);
   }
   absl::Status SequenceInputsBackward(ConstMatrixView dx, const nn::Bags& bags, uint32_t first,
-                                      int max_length, float* d_items,
-                                      float* d_positions) override {
+                                      int max_length, float* d_items, float* d_positions,
+                                      MatrixView d_target) override {
     Check(dx.data);
     Check(d_items);
     Check(d_positions);
+    if (d_target.data != nullptr) Check(d_target.data);
     CheckBags(bags);
-    return cpu_->SequenceInputsBackward(dx, bags, first, max_length, d_items, d_positions);
+    return cpu_->SequenceInputsBackward(dx, bags, first, max_length, d_items, d_positions,
+                                        d_target);
   }
   absl::Status SequenceAttention(ConstMatrixView q, ConstMatrixView k, ConstMatrixView v,
                                  const nn::Bags& bags, uint32_t first, int heads, int max_n,
@@ -420,13 +424,16 @@ TEST(DeviceStagingGraph, TargetAttentionAndPoolGiveTheCpuStep) {
 }
 
 // BST's self-attention over C3 (2 heads; positions past the second share
-// it) beside DIN's attention over the same table, as a GPU runs them.
+// it; once with the candidate C2 appended to the sequence) beside DIN's
+// attention over the same table, as a GPU runs them.
 TEST(DeviceStagingGraph, SelfAttentionGivesTheCpuStep) {
   ModelOptions o = WithGraph(R"({"layers": [
     {"name": "bst", "type": "self_attention", "sequence": "C3", "heads": 2, "max_length": 2},
     {"name": "full", "type": "self_attention", "sequence": "C3", "feed_forward": 6, "layer_norm": true},
+    {"name": "candidate", "type": "self_attention", "sequence": "C3", "input": "C2", "max_length": 3},
     {"name": "din", "type": "target_attention", "sequence": "C3", "input": "C2", "widths": [5]},
-    {"name": "top", "type": "mlp", "inputs": ["bst", "full", "din", "C1", "C2", "dense"], "widths": [6, 1]}],
+    {"name": "top", "type": "mlp", "inputs": ["bst", "full", "candidate", "din", "C1", "C2", "dense"],
+     "widths": [6, 1]}],
     "heads": [{"input": "top"}]})");
   o.field_ids_of = {-1, -1, 1};
   ExpectStagedStepIsTheCpuStep(o);
