@@ -104,7 +104,8 @@ ABSL_FLAG(int, reader_passes, 6, "reader: scans of each input; the fastest is re
 ABSL_FLAG(std::string, reader_data, "",
           "reader: files or globs (comma-separated; text or Parquet) read by a DataReader end to "
           "end instead of the synthetic inputs, once per --reader_threads value (median of "
-          "--reader_passes passes after an untimed one).");
+          "--reader_passes passes after an untimed one, each a new reader; then as many epochs "
+          "of one reader after its first: epoch_rows_per_sec).");
 ABSL_FLAG(std::string, reader_schema, "", "reader --reader_data: its schema file (empty: the Criteo layout).");
 ABSL_FLAG(std::string, reader_threads, "1",
           "reader --reader_data: the reader_threads values to measure, comma-separated.");
@@ -162,7 +163,8 @@ constexpr char kUsage[] =
     "          default level) and .zst (level 3), scanned and parsed on one thread:\n"
     "          {bench,input,rows,file_bytes,rows_per_sec,text_mb_per_sec,vs_tsv,...};\n"
     "          or --reader_data (with --reader_schema) read by a DataReader per\n"
-    "          --reader_threads value: {bench,input,format,threads,rows,rows_per_sec,checksum,...}\n"
+    "          --reader_threads value: {bench,input,format,threads,rows,rows_per_sec,\n"
+    "          epoch_rows_per_sec (one reader's later epochs),checksum,...}\n"
     "  all     (default) kv at 64 B and 4 MiB, sparse 100k ids dim 16 zipf 1.1 on 2\n"
     "          servers, train local and ps\n"
     "gbps counts bytes sent plus bytes received, in 1e9 bytes per second.";

@@ -162,6 +162,41 @@ absl::StatusOr<DataPass> ReadPass(const worker::ReaderOptions& o, bool checksum)
   return p;
 }
 
+// `epochs` + 1 epochs of `o`'s data through one DataReader, as a training
+// job reads them: the rate of each epoch after the first (whose buffers the
+// later ones reuse, and whose page faults they do not pay).
+absl::StatusOr<std::vector<DataPass>> ReadEpochs(worker::ReaderOptions o, int epochs) {
+  o.epochs = epochs + 1;
+  std::vector<DataPass> out;
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::DataReader> reader, worker::DataReader::Open(o));
+  int epoch = 0;
+  DataPass p;
+  Clock::time_point t0 = Clock::now();
+  double cpu0 = ProcessCpuSeconds();
+  auto close = [&] {
+    if (epoch > 0) {
+      p.seconds = SecondsSince(t0);
+      p.cpu_seconds = ProcessCpuSeconds() - cpu0;
+      out.push_back(p);
+    }
+    p = DataPass{};
+    t0 = Clock::now();
+    cpu0 = ProcessCpuSeconds();
+  };
+  while (true) {
+    PS_ASSIGN_OR_RETURN(std::shared_ptr<const worker::Batch> b, reader->Next());
+    if (b == nullptr) break;
+    // A batch is of one epoch: the clock of the next starts at its first.
+    if (reader->last_epoch() != epoch) {
+      close();
+      epoch = reader->last_epoch();
+    }
+    p.rows += b->size;
+  }
+  close();
+  return out;
+}
+
 // The data mode: options.data read by DataReader per threads value.
 absl::Status RunDataReaderBench(const ReaderBenchOptions& options) {
   worker::ReaderOptions o;
@@ -194,6 +229,16 @@ absl::Status RunDataReaderBench(const ReaderBenchOptions& options) {
       rates.push_back(static_cast<double>(pass.rows) / pass.seconds);
       cpu_rates.push_back(static_cast<double>(pass.rows) / pass.cpu_seconds);
     }
+    PS_ASSIGN_OR_RETURN(std::vector<DataPass> epochs, ReadEpochs(o, options.passes));
+    std::vector<double> epoch_rates, epoch_cpu_rates;
+    for (const DataPass& e : epochs) {
+      if (e.rows != first.rows) {
+        return absl::InternalError(absl::StrCat(input, ": an epoch of ", e.rows, " rows, a pass of ",
+                                                first.rows));
+      }
+      epoch_rates.push_back(static_cast<double>(e.rows) / e.seconds);
+      epoch_cpu_rates.push_back(static_cast<double>(e.rows) / e.cpu_seconds);
+    }
     JsonLine line;
     line.Add("bench", "reader")
         .Add("input", input)
@@ -207,6 +252,10 @@ absl::Status RunDataReaderBench(const ReaderBenchOptions& options) {
         // Rows per CPU second of every thread of the process (the reader's,
         // its decoding threads', this one's).
         .Add("rows_per_cpu_sec", Median(cpu_rates))
+        // One reader's later epochs (a training job's steady state: no
+        // reader opened, no buffer grown): the median over `passes` epochs.
+        .Add("epoch_rows_per_sec", Median(epoch_rates))
+        .Add("epoch_rows_per_cpu_sec", Median(epoch_cpu_rates))
         .Add("passes", options.passes)
         .Add("batch_size", options.batch_size)
         .Add("checksum", absl::StrFormat("%016x", first.checksum));
