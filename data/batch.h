@@ -4,9 +4,33 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace pstrain::worker {
+
+// Where a reader of one shard stands in it: after the rows it has handed
+// out, the next is in range `range` of the shard (file_set.h's FileRange,
+// in order), at row `row` of the file's row group `row_group` (a Parquet
+// range), or at the range's start (`row_group` -1). Known (range >= 0) only
+// where the rows come in file order: a reader with one thread and no
+// shuffle buffer. `file`: the range's file, for messages.
+struct SourcePosition {
+  int32_t range = -1;
+  int32_t row_group = -1;
+  int64_t row = 0;
+  std::string file;
+
+  bool known() const { return range >= 0; }
+};
+
+// "FILE, row group G, row R", "the start of FILE" or "the end of the
+// shard's data" (no file: past the last range).
+inline std::string DescribePosition(const SourcePosition& p) {
+  if (p.file.empty()) return "the end of the shard's data";
+  if (p.row_group < 0) return "the start of " + p.file;
+  return p.file + ", row group " + std::to_string(p.row_group) + ", row " + std::to_string(p.row);
+}
 
 struct Batch {
   int size = 0;        // number of rows
@@ -25,6 +49,9 @@ struct Batch {
   // per field (an empty token maps to the field's "missing" id).
   std::vector<std::vector<uint64_t>> ids;       // [num_sparse][...]
   std::vector<std::vector<uint32_t>> offsets;   // [num_sparse][size + 1]
+  // The reader's position after this batch's last row (unknown where it
+  // cannot say: see SourcePosition).
+  SourcePosition end;
 };
 
 // Label `label` of row r: 0 the first (labels), k > 0 extra label k - 1.

@@ -1,6 +1,7 @@
 #include "data/batch_builder.h"
 
 #include <algorithm>
+#include <utility>
 #include <cstring>
 #include <limits>
 
@@ -131,7 +132,8 @@ bool BatchBuilder::AppendFrom(const Batch& src, int r) {
   return true;
 }
 
-std::shared_ptr<const Batch> BatchBuilder::Finish() {
+std::shared_ptr<const Batch> BatchBuilder::Finish(SourcePosition end) {
+  batch_->end = std::move(end);
   std::shared_ptr<const Batch> out(batch_.release(), [pool = pool_](const Batch* b) {
     pool->GiveBack(const_cast<Batch*>(b));  // nobody holds it any more
   });

@@ -69,7 +69,8 @@ class BatchBuilder {
   bool empty() const { return batch_->size == 0; }
 
   // Returns the batch built so far and starts a new, empty one.
-  std::shared_ptr<const Batch> Finish();
+  // `end`: the reader's position after the batch's last row.
+  std::shared_ptr<const Batch> Finish(SourcePosition end = {});
 
  private:
   class Pool;

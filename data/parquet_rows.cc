@@ -50,7 +50,7 @@ void ParquetRows::Close() {
   row_groups_.clear();
   next_group_ = 0;
   group_ = -1;
-  group_rows_ = next_row_ = rows_left_after_ = 0;
+  group_rows_ = next_row_ = rows_left_after_ = seek_row_ = 0;
   block_.first = block_.size = 0;
   known_first_ = known_end_ = 0;
 }
@@ -145,7 +145,7 @@ absl::Status ParquetRows::LoadRowGroup(int rg) {
   }
   group_ = rg;
   group_rows_ = file_->row_group_num_rows(rg);
-  next_row_ = 0;
+  next_row_ = std::exchange(seek_row_, 0);
   block_.first = block_.size = 0;
   known_first_ = known_end_ = 0;
   rows_left_after_ -= group_rows_;
@@ -153,6 +153,36 @@ absl::Status ParquetRows::LoadRowGroup(int rg) {
 }
 
 int64_t ParquetRows::RowsLeft() const { return group_rows_ - next_row_ + rows_left_after_; }
+
+bool ParquetRows::Position(int32_t* row_group, int64_t* row) const {
+  if (group_ >= 0 && next_row_ < group_rows_) {
+    *row_group = group_;
+    *row = next_row_;
+    return true;
+  }
+  if (next_group_ < row_groups_.size()) {
+    *row_group = row_groups_[next_group_];
+    *row = seek_row_;
+    return true;
+  }
+  return false;
+}
+
+absl::Status ParquetRows::Seek(int32_t row_group, int64_t row) {
+  const auto at = std::find(row_groups_.begin() + static_cast<ptrdiff_t>(next_group_),
+                            row_groups_.end(), row_group);
+  if (group_ >= 0 || at == row_groups_.end() || row < 0 ||
+      row > file_->row_group_num_rows(row_group)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path_, ": no row ", row, " of row group ", row_group, " in this reader's part of the file"));
+  }
+  for (auto g = row_groups_.begin() + static_cast<ptrdiff_t>(next_group_); g != at; ++g) {
+    rows_left_after_ -= file_->row_group_num_rows(*g);
+  }
+  next_group_ = static_cast<size_t>(at - row_groups_.begin());
+  seek_row_ = row;
+  return absl::OkStatus();
+}
 
 std::string ParquetRows::Where() const {
   return absl::StrCat(path_, ": row group ", group_, ", row ", next_row_);

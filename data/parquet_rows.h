@@ -84,6 +84,15 @@ class ParquetRows {
   // "FILE: row group G, row R" of the row last returned (R 1-based within
   // the row group), for bad-row messages.
   std::string Where() const;
+
+  // Where the next row is: row `*row` (0-based) of the file's row group
+  // `*row_group`; false when the range has no more rows.
+  bool Position(int32_t* row_group, int64_t* row) const;
+  // Right after Open: the range's rows before row `row` of row group
+  // `row_group` are not read (not decoded; the rows before `row` of that
+  // group are, and dropped). InvalidArgument naming the file when the range
+  // has no such row group or it fewer rows.
+  absl::Status Seek(int32_t row_group, int64_t row);
   const std::string& path() const { return path_; }
   // Rows of the open range not yet returned (for the bad-row judgement).
   int64_t RowsLeft() const;
@@ -177,6 +186,7 @@ class ParquetRows {
   int64_t group_rows_ = 0;
   int64_t next_row_ = 0;         // in the loaded group
   int64_t rows_left_after_ = 0;  // rows of the range's groups after the loaded one
+  int64_t seek_row_ = 0;         // Seek's row, for the next group loaded
   // By role: the label, the extra labels, dense and sparse fields.
   Bound label_;
   std::vector<Bound> extra_;

@@ -98,6 +98,9 @@ absl::Status ValidateReaderOptions(const ReaderOptions& o) {
     return bad("reader_threads ", o.reader_threads, " outside [1, ", kMaxReaderThreads, "]");
   }
   if (o.reader_unit_bytes < 1) return bad("reader_unit_bytes 0");
+  if (o.start.known() && (o.shuffle_buffer_rows > 0 || o.reader_threads > 1 || !o.stream.dir.empty())) {
+    return bad("a start mid-shard needs one reader thread, no shuffle buffer and no stream");
+  }
   return Annotate(ValidateSchema(o.schema), "reader options");
 }
 
@@ -300,16 +303,25 @@ absl::Status DataReader::Impl::Produce() {
   std::unique_ptr<ShuffleBuffer> shuffle = MakeShuffle(options_);
   ParsedRow row;
   int epoch = options_.first_epoch;
-  auto flush = [&] { return builder.empty() || Push(Item{builder.Finish(), epoch, {}}); };
+  // Batches in file order (no shuffle) say where the reader stands after
+  // them: a resume may start there (ReaderOptions::start).
+  auto flush = [&] {
+    return builder.empty() ||
+           Push(Item{builder.Finish(shuffle == nullptr ? source_->Position() : SourcePosition{}),
+                     epoch, {}});
+  };
   const bool stream = stream_.has_value();
   for (; stream || options_.epochs == 0 || epoch < options_.epochs; ++epoch) {
     epoch_.store(epoch, std::memory_order_relaxed);
     if (stream) {
       PS_ASSIGN_OR_RETURN(bool more, NextPartition(epoch));
       if (!more) break;
+    } else if (epoch == options_.first_epoch && options_.start.known()) {
+      PS_RETURN_IF_ERROR(source_->SeekTo(options_.start));
     } else {
       source_->Rewind();
     }
+    const bool seeked = !stream && epoch == options_.first_epoch && options_.start.known();
     if (shuffle != nullptr) shuffle->Reseed(EpochSeed(options_.seed, epoch));
     int64_t rows_this_epoch = 0;
     while (shuffle == nullptr) {
@@ -343,7 +355,7 @@ absl::Status DataReader::Impl::Produce() {
     } else if (!flush()) {
       return absl::OkStatus();
     }
-    if (!stream && options_.epochs == 0 && rows_this_epoch == 0) break;
+    if (!stream && options_.epochs == 0 && rows_this_epoch == 0 && !seeked) break;
   }
   return absl::OkStatus();
 }

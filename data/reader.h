@@ -63,6 +63,12 @@ struct ReaderOptions {
   // Epochs before this one are not read (a resumed reader: its position's
   // epoch); the first batch comes from epoch `first_epoch`.
   int first_epoch = 0;
+  // Where in epoch `first_epoch` to start (a Batch::end of a reader of the
+  // same files and options): the rows before it are not read. Unknown: the
+  // epoch's start. Only a reader of one thread without a shuffle buffer
+  // can start there (its batches' ends are known); others fail at the
+  // first batch.
+  SourcePosition start;
   // A stream of partitions (partition_stream.h) instead of `patterns`:
   // epoch k is the stream's k-th partition, read once (`epochs` must be 1,
   // meaning once); the reader waits for each to complete and ends with the

@@ -49,6 +49,8 @@ class SerialSource final : public RowSource {
   int64_t good_lines() const override { return scanner_->good_lines(); }
   int64_t bad_lines() const override { return scanner_->bad_lines(); }
   uint64_t bytes_read() const override { return scanner_->bytes_read(); }
+  SourcePosition Position() const override { return scanner_->Position(); }
+  absl::Status SeekTo(const SourcePosition& at) override { return scanner_->SeekTo(at); }
 
  private:
   std::unique_ptr<ShardScanner> scanner_;

@@ -33,6 +33,12 @@ class RowSource {
   virtual int64_t good_lines() const = 0;
   virtual int64_t bad_lines() const = 0;
   virtual uint64_t bytes_read() const = 0;
+  // As ShardScanner::Position and SeekTo, where the source reads its rows in
+  // file order on one thread; unknown, and Unimplemented, otherwise.
+  virtual SourcePosition Position() const { return {}; }
+  virtual absl::Status SeekTo(const SourcePosition& /*at*/) {
+    return absl::UnimplementedError("this reader cannot start mid-shard (it reads on several threads)");
+  }
 };
 
 // The rows of the shard of `files` that `options` name (its shard_index,

@@ -85,6 +85,32 @@ void ShardScanner::RewindToRange(size_t r) {
   judge_ = false;
 }
 
+SourcePosition ShardScanner::Position() const {
+  SourcePosition p;
+  if (reader_open_ || pending_) return p;  // inside a text range
+  p.range = static_cast<int32_t>(next_range_);
+  if (parquet_open_ && parquet_.Position(&p.row_group, &p.row)) --p.range;
+  if (static_cast<size_t>(p.range) < ranges_.size()) p.file = files_[ranges_[p.range].file].path;
+  return p;
+}
+
+absl::Status ShardScanner::SeekTo(const SourcePosition& at) {
+  Rewind();
+  if (at.range < 0 || static_cast<size_t>(at.range) > ranges_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data position: range ", at.range, " of a shard of ", ranges_.size()));
+  }
+  next_range_ = static_cast<size_t>(at.range);
+  if (at.row_group < 0) return absl::OkStatus();
+  if (next_range_ == ranges_.size() || !files_[ranges_[next_range_].file].parquet) {
+    return absl::InvalidArgumentError(absl::StrCat("data position: range ", at.range,
+                                                   " is not a Parquet file's"));
+  }
+  PS_ASSIGN_OR_RETURN(bool opened, OpenNextRange());
+  if (!opened) return absl::InternalError("data position: the range did not open");
+  return parquet_.Seek(at.row_group, at.row);
+}
+
 absl::StatusOr<bool> ShardScanner::NextParquetRow(ParsedRow* row) {
   while (true) {
     PS_ASSIGN_OR_RETURN(bool more, parquet_.Next(row, &bad_why_));

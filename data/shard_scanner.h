@@ -59,6 +59,13 @@ class ShardScanner {
   // totals). Counters keep accumulating. REQUIRES: r < the number of ranges.
   void RewindToRange(size_t r);
 
+  // Where the next row of the pass is (see SourcePosition): known between
+  // ranges and in a Parquet range, unknown inside a text range.
+  SourcePosition Position() const;
+  // Starts a pass at `at` (a Position() of a pass over the same ranges): the
+  // rows before it are not read. InvalidArgument when it is not one.
+  absl::Status SeekTo(const SourcePosition& at);
+
   // Fills `*row` with the next good row and returns true; returns false at
   // the end of the pass. Errors: I/O (from the file system), DataLoss for
   // corrupt or truncated compressed data (naming the file) and

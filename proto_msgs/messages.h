@@ -96,12 +96,20 @@ struct WorkerPosition {
   // DescribeInputs): `rows` count rows of that input, so a resume checks it
   // reads the same. Empty: unknown (a stream, an older worker).
   std::string inputs;
+  // Version 4: where in its shard the next row is (data/batch.h's
+  // SourcePosition: range, Parquet row group, row; the file for messages),
+  // when its reader knew (-1: it did not): a resume starts reading there.
+  int32_t source_range = -1;
+  int32_t source_row_group = -1;
+  int64_t source_row = 0;
+  std::string source_file;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
     ar(rank, clock, epoch, rows, finished, state_file, state_checksum);
     if (version >= 2) ar(samples);
     if (version >= 3) ar(inputs);
+    if (version >= 4) ar(source_range, source_row_group, source_row, source_file);
   }
 };
 
@@ -531,7 +539,7 @@ CEREAL_CLASS_VERSION(pstrain::proto::RegisterRequest, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::ClusterView, 2);
 CEREAL_CLASS_VERSION(pstrain::proto::DenseRange, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::TableLayout, 3);
-CEREAL_CLASS_VERSION(pstrain::proto::WorkerPosition, 3);
+CEREAL_CLASS_VERSION(pstrain::proto::WorkerPosition, 4);
 CEREAL_CLASS_VERSION(pstrain::proto::CheckpointArrive, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::CheckpointDone, 1);
 CEREAL_CLASS_VERSION(pstrain::proto::SaveShardRequest, 1);

@@ -178,15 +178,25 @@ absl::Status Trainer::OpenReader() {
   ro.reader_threads = options_.reader_threads;
   ro.seed = options_.seed + static_cast<uint64_t>(rank_);
   ro.max_bad_lines_fraction = options_.max_bad_lines_fraction;
+  std::string inputs;
   if (!streaming()) {
     PS_ASSIGN_OR_RETURN(auto files, ExpandFilePatterns(ro.patterns));
     for (const FileRange& r : ShardRanges(files, rank_, num_workers_)) shard_bytes_ += r.end - r.begin;
+    inputs = DescribeInputs(files, rank_, num_workers_);
   }
   // A resumed worker's reader starts at its position's epoch (the earlier
-  // ones are not read again).
+  // ones are not read again), and where its reader knew the position in
+  // the shard (a Parquet row group and row, or a file's start) and reads
+  // the same files the same way, there: the rows before it are not read.
+  started_at_position_ = false;
   if (std::optional<proto::WorkerPosition> p = loop_.RestoredPosition(EpochsToGoOn(options_));
       p && !p->finished) {
     ro.first_epoch = p->epoch;
+    if (p->source_range >= 0 && !p->inputs.empty() && p->inputs == inputs &&
+        ro.shuffle_buffer_rows == 0 && ro.reader_threads == 1) {
+      ro.start = SourcePosition{p->source_range, p->source_row_group, p->source_row, p->source_file};
+      started_at_position_ = true;
+    }
   }
   PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
   return absl::OkStatus();
@@ -344,7 +354,7 @@ absl::Status Trainer::AccountStep(const Prepared& p, const StepOutput& out) {
     if (streaming() && p.epoch != loop_.position().epoch) {
       PS_RETURN_IF_ERROR(ClosePartitions(p.epoch));
     }
-    loop_.CountRows(p.epoch, out.num_samples);
+    loop_.CountRows(p.epoch, out.num_samples, p.batch->end);
     ScoreRows(*p.batch, out);
   }
   loop_.CountSamples(out.num_samples);
@@ -475,9 +485,17 @@ absl::Status Trainer::ResumePosition() {
   // Skip what was trained before the checkpoint: whole batches, so the
   // resumed run sees exactly the data an unbroken one would.
   absl::Time t0 = absl::Now();
-  PS_ASSIGN_OR_RETURN(int64_t skipped, loop_.Resume(reader_.get(), EpochsToGoOn(options_)));
-  spdlog::info("resuming at step {} (epoch {}, {} rows skipped in {:.1f}s)", loop_.position().clock,
-               loop_.position().epoch, skipped, Seconds(t0));
+  PS_ASSIGN_OR_RETURN(int64_t skipped, loop_.Resume(reader_.get(), EpochsToGoOn(options_),
+                                                   started_at_position_));
+  const proto::WorkerPosition& at = loop_.position();
+  if (started_at_position_) {
+    spdlog::info("resuming at step {} (epoch {}): reading from {}, the {} rows before it not read "
+                 "again",
+                 at.clock, at.epoch, DescribePosition(reader_options_.start), skipped);
+  } else {
+    spdlog::info("resuming at step {} (epoch {}, {} rows skipped in {:.1f}s)", at.clock, at.epoch,
+                 skipped, Seconds(t0));
+  }
   return absl::OkStatus();
 }
 

@@ -31,11 +31,13 @@ std::optional<proto::WorkerPosition> TrainingLoop::RestoredPosition(int epochs) 
     position->finished = false;
     position->epoch += 1;
     position->rows = 0;
+    position->source_range = -1;  // the next epoch's start
   }
   return position;
 }
 
-absl::StatusOr<int64_t> TrainingLoop::Resume(DataReader* reader, int epochs) {
+absl::StatusOr<int64_t> TrainingLoop::Resume(DataReader* reader, int epochs,
+                                             bool reader_at_position) {
   checkpoint_step_ = layout_->checkpoint_step;
   const std::string inputs = reader != nullptr ? reader->inputs() : "";
   position_.inputs = inputs;
@@ -48,15 +50,20 @@ absl::StatusOr<int64_t> TrainingLoop::Resume(DataReader* reader, int epochs) {
   proto::WorkerPosition at = position_;
   at.inputs = recorded;
   PS_RETURN_IF_ERROR(CheckResumeInputs(at, inputs, layout_->restored_step));
+  if (reader_at_position) return position_.rows;
   return SkipTo(reader, position_.epoch, position_.rows);
 }
 
-void TrainingLoop::CountRows(int epoch, int64_t rows) {
+void TrainingLoop::CountRows(int epoch, int64_t rows, const SourcePosition& end) {
   if (epoch != position_.epoch) {
     position_.epoch = epoch;
     position_.rows = 0;
   }
   position_.rows += rows;
+  position_.source_range = end.range;
+  position_.source_row_group = end.row_group;
+  position_.source_row = end.row;
+  position_.source_file = end.file;
 }
 
 bool TrainingLoop::Reached(int64_t clock) {

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "cluster/coordinator_client.h"
 #include "common/buffer.h"
+#include "data/batch.h"
 #include "proto_msgs/messages.h"
 
 namespace pstrain::worker {
@@ -54,7 +55,10 @@ class TrainingLoop {
   // rows trained before, so that the resumed run sees exactly the data an
   // unbroken one would. Returns the rows skipped.
   // REQUIRES: called once, before the rest.
-  absl::StatusOr<int64_t> Resume(DataReader* reader, int epochs);
+  // `reader_at_position`: the reader was opened at the position's place in
+  // its shard (ReaderOptions::start): nothing is skipped, and the rows
+  // before it in its epoch are returned.
+  absl::StatusOr<int64_t> Resume(DataReader* reader, int epochs, bool reader_at_position = false);
 
   // Where this worker stands: its clock (steps trained), data epoch and the
   // rows of that epoch trained, the samples trained in all.
@@ -62,7 +66,8 @@ class TrainingLoop {
 
   // A step trained `rows` rows of 0-based data epoch `epoch` (a new epoch's
   // rows count from 0).
-  void CountRows(int epoch, int64_t rows);
+  // `end`: the reader's position after them (data/batch.h).
+  void CountRows(int epoch, int64_t rows, const SourcePosition& end = {});
   // ... and `samples` samples (elastic: also those of an adopted shard).
   void CountSamples(int64_t samples) { position_.samples += samples; }
   // The worker has trained `clock` steps. Returns whether the checkpoint is

@@ -144,6 +144,16 @@ absl::StatusOr<Manifest> ReadManifest(const std::string& checkpoint_path) {
       p.state_file = w.value("state_file", "");
       p.state_checksum = w.value("state_checksum", "");
       p.inputs = w.value("inputs", "");  // older manifests: not recorded
+      if (w.contains("data_position")) {  // older manifests, streams: none
+        const json& at = w.at("data_position");
+        p.source_range = at.at("range").get<int32_t>();
+        p.source_row_group = at.value("row_group", int32_t{-1});
+        p.source_row = at.value("row", int64_t{0});
+        p.source_file = at.value("file", "");
+        if (p.source_range < 0 || p.source_row < 0) {
+          return absl::DataLossError(absl::StrCat(path, ": worker ", p.rank, ": bad data_position"));
+        }
+      }
       if (!p.state_file.empty() && !SafeFileName(p.state_file)) {
         return absl::DataLossError(absl::StrCat(path, ": bad file name ", p.state_file));
       }
@@ -223,9 +233,16 @@ absl::Status CheckpointManager::Commit(const Manifest& m) {
   }
   json workers = json::array();
   for (const proto::WorkerPosition& p : m.workers) {
-    workers.push_back({{"rank", p.rank}, {"clock", p.clock}, {"epoch", p.epoch}, {"rows", p.rows},
-                       {"samples", p.samples}, {"finished", p.finished}, {"state_file", p.state_file},
-                       {"state_checksum", p.state_checksum}, {"inputs", p.inputs}});
+    json w = {{"rank", p.rank}, {"clock", p.clock}, {"epoch", p.epoch}, {"rows", p.rows},
+              {"samples", p.samples}, {"finished", p.finished}, {"state_file", p.state_file},
+              {"state_checksum", p.state_checksum}, {"inputs", p.inputs}};
+    if (p.source_range >= 0) {
+      // Where the worker's next row is: range of its shard, file, row group
+      // and row in it (Parquet), for a resume to start reading there.
+      w["data_position"] = {{"range", p.source_range}, {"file", p.source_file},
+                            {"row_group", p.source_row_group}, {"row", p.source_row}};
+    }
+    workers.push_back(std::move(w));
   }
   json tables = json::array();
   for (const TableSpec& t : m.tables) tables.push_back(SpecJson(t));
