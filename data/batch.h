@@ -12,22 +12,27 @@ namespace pstrain::worker {
 // Where a reader of one shard stands in it: after the rows it has handed
 // out, the next is in range `range` of the shard (file_set.h's FileRange,
 // in order), at row `row` of the file's row group `row_group` (a Parquet
-// range), or at the range's start (`row_group` -1). Known (range >= 0) only
-// where the rows come in file order: a reader with one thread and no
-// shuffle buffer. `file`: the range's file, for messages.
+// range), at byte `offset` of the file (the start of a line of a plain text
+// file), or at the range's start (`row_group` and `offset` -1). Known
+// (range >= 0) only where the rows come in file order: a reader with one
+// thread and no shuffle buffer, outside compressed files. `file`: the
+// range's file, for messages.
 struct SourcePosition {
   int32_t range = -1;
   int32_t row_group = -1;
   int64_t row = 0;
+  int64_t offset = -1;
   std::string file;
 
   bool known() const { return range >= 0; }
 };
 
-// "FILE, row group G, row R", "the start of FILE" or "the end of the
+// "FILE, row group G, row R", "FILE, the line at byte B", "the start of
+// FILE" or "the end of the
 // shard's data" (no file: past the last range).
 inline std::string DescribePosition(const SourcePosition& p) {
   if (p.file.empty()) return "the end of the shard's data";
+  if (p.offset >= 0) return p.file + ", the line at byte " + std::to_string(p.offset);
   if (p.row_group < 0) return "the start of " + p.file;
   return p.file + ", row group " + std::to_string(p.row_group) + ", row " + std::to_string(p.row);
 }

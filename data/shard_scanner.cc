@@ -87,7 +87,14 @@ void ShardScanner::RewindToRange(size_t r) {
 
 SourcePosition ShardScanner::Position() const {
   SourcePosition p;
-  if (reader_open_ || pending_) return p;  // inside a text range
+  if (reader_open_ || pending_) {  // inside a text range
+    const int64_t at = pending_ ? pending_offset_ : text_next_;
+    if (at < 0 || next_range_ == 0) return p;
+    p.range = static_cast<int32_t>(next_range_ - 1);
+    p.offset = at;
+    p.file = files_[ranges_[p.range].file].path;
+    return p;
+  }
   p.range = static_cast<int32_t>(next_range_);
   if (parquet_open_ && parquet_.Position(&p.row_group, &p.row)) --p.range;
   if (static_cast<size_t>(p.range) < ranges_.size()) p.file = files_[ranges_[p.range].file].path;
@@ -101,6 +108,16 @@ absl::Status ShardScanner::SeekTo(const SourcePosition& at) {
         absl::StrCat("data position: range ", at.range, " of a shard of ", ranges_.size()));
   }
   next_range_ = static_cast<size_t>(at.range);
+  if (at.offset >= 0) {
+    const InputFile* f = next_range_ < ranges_.size() ? &files_[ranges_[next_range_].file] : nullptr;
+    if (f == nullptr || f->parquet || f->compression != Compression::kNone) {
+      return absl::InvalidArgumentError(absl::StrCat("data position: range ", at.range,
+                                                     " is not a plain text file's"));
+    }
+    PS_ASSIGN_OR_RETURN(bool opened, OpenNextRange(at.offset));
+    if (!opened) return absl::InternalError("data position: the range did not open");
+    return absl::OkStatus();
+  }
   if (at.row_group < 0) return absl::OkStatus();
   if (next_range_ == ranges_.size() || !files_[ranges_[next_range_].file].parquet) {
     return absl::InvalidArgumentError(absl::StrCat("data position: range ", at.range,
@@ -123,7 +140,7 @@ absl::StatusOr<bool> ShardScanner::NextParquetRow(ParsedRow* row) {
   }
 }
 
-absl::StatusOr<bool> ShardScanner::OpenNextRange() {
+absl::StatusOr<bool> ShardScanner::OpenNextRange(int64_t begin) {
   if (next_range_ == end_range_) {
     if (judge_) PS_RETURN_IF_ERROR(CheckBadFraction(0));
     return false;
@@ -143,8 +160,14 @@ absl::StatusOr<bool> ShardScanner::OpenNextRange() {
   if (!options_.schema.partition_columns.empty()) {
     PS_ASSIGN_OR_RETURN(partition_values_, PartitionValues(f.path, options_.schema.partition_columns));
   }
-  PS_RETURN_IF_ERROR(reader_.Open(f, r.begin, r.end));
+  // A line's offset in the range: reading starts at that line (the byte
+  // before it is the previous line's newline).
+  const uint64_t from = begin >= 0 ? std::max<uint64_t>(static_cast<uint64_t>(begin), r.begin) : r.begin;
+  PS_RETURN_IF_ERROR(reader_.Open(f, from, std::max(from, r.end)));
   reader_open_ = true;
+  const bool plain = f.compression == Compression::kNone;
+  text_next_ = plain ? static_cast<int64_t>(from) : -1;
+  row_offset_ = pending_offset_ = -1;
   return true;
 }
 
@@ -187,7 +210,10 @@ absl::StatusOr<RowsAppended> ShardScanner::AppendRows(BatchBuilder* builder, int
         if (!got) continue;
       }
       pending_ = !builder->Append(row_);
-      if (pending_) return out;  // the batch is full
+      if (pending_) {  // the batch is full
+        pending_offset_ = row_offset_;
+        return out;
+      }
       ++out.rows;
     } else {
       PS_ASSIGN_OR_RETURN(bool more, OpenNextRange());
@@ -210,6 +236,11 @@ absl::StatusOr<bool> ShardScanner::NextTextRow(ParsedRow* row) {
       return false;
     }
     std::string_view text = line.text;
+    // Where the next line starts (known in a plain file, while no line was
+    // too long to measure).
+    const bool plain = text_next_ >= 0 && !line.overlong;
+    text_next_ = plain ? static_cast<int64_t>(line.offset + text.size() + 1) : -1;
+    row_offset_ = plain ? static_cast<int64_t>(line.offset) : -1;
     if (line.offset == 0 && options_.schema.header) {
       // A header, neither good nor bad; one that does not match is an error.
       absl::Status s = line.overlong ? absl::InvalidArgumentError("the header is too long")

@@ -60,7 +60,8 @@ class ShardScanner {
   void RewindToRange(size_t r);
 
   // Where the next row of the pass is (see SourcePosition): known between
-  // ranges and in a Parquet range, unknown inside a text range.
+  // ranges, in a Parquet range and in a plain text file's (unknown in a
+  // compressed file's, and after an overlong line in its range).
   SourcePosition Position() const;
   // Starts a pass at `at` (a Position() of a pass over the same ranges): the
   // rows before it are not read. InvalidArgument when it is not one.
@@ -119,7 +120,8 @@ class ShardScanner {
   // its end.
   absl::StatusOr<bool> NextTextRow(ParsedRow* row);
   // Opens the next range of the pass: false at the end of the pass (judged).
-  absl::StatusOr<bool> OpenNextRange();
+  // `begin`: a line's offset in it to start at, instead of the range's.
+  absl::StatusOr<bool> OpenNextRange(int64_t begin = -1);
   // At the end of a pass (`lines_left` 0), or before it, when no number of
   // good lines the rest could hold brings the fraction back under the limit.
   absl::Status CheckBadFraction(double lines_left);
@@ -144,6 +146,10 @@ class ShardScanner {
   std::vector<std::string> partition_values_;
   ParsedRow row_;         // AppendRows' text row
   bool pending_ = false;  // row_ is one the builder refused
+  // The open text range's position: the offset of the line after the last
+  // one read and of the last good row's line; -1 where unknown (a
+  // compressed file, an overlong line).
+  int64_t text_next_ = -1, row_offset_ = -1, pending_offset_ = -1;
   int64_t good_ = 0;
   int64_t bad_ = 0;
   int logged_ = 0;

@@ -97,11 +97,13 @@ struct WorkerPosition {
   // reads the same. Empty: unknown (a stream, an older worker).
   std::string inputs;
   // Version 4: where in its shard the next row is (data/batch.h's
-  // SourcePosition: range, Parquet row group, row; the file for messages),
-  // when its reader knew (-1: it did not): a resume starts reading there.
+  // SourcePosition: range, Parquet row group and row, or a text file's
+  // line offset; the file for messages), when its reader knew (-1: it did
+  // not): a resume starts reading there.
   int32_t source_range = -1;
   int32_t source_row_group = -1;
   int64_t source_row = 0;
+  int64_t source_offset = -1;
   std::string source_file;
 
   template <class Archive>
@@ -109,7 +111,7 @@ struct WorkerPosition {
     ar(rank, clock, epoch, rows, finished, state_file, state_checksum);
     if (version >= 2) ar(samples);
     if (version >= 3) ar(inputs);
-    if (version >= 4) ar(source_range, source_row_group, source_row, source_file);
+    if (version >= 4) ar(source_range, source_row_group, source_row, source_offset, source_file);
   }
 };
 

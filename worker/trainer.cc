@@ -179,14 +179,19 @@ absl::Status Trainer::OpenReader() {
   ro.seed = options_.seed + static_cast<uint64_t>(rank_);
   ro.max_bad_lines_fraction = options_.max_bad_lines_fraction;
   std::string inputs;
+  std::vector<std::string> range_files;  // the file of each range of the shard
   if (!streaming()) {
     PS_ASSIGN_OR_RETURN(auto files, ExpandFilePatterns(ro.patterns));
-    for (const FileRange& r : ShardRanges(files, rank_, num_workers_)) shard_bytes_ += r.end - r.begin;
+    for (const FileRange& r : ShardRanges(files, rank_, num_workers_)) {
+      shard_bytes_ += r.end - r.begin;
+      range_files.push_back(files[r.file].path);
+    }
     inputs = DescribeInputs(files, rank_, num_workers_);
   }
   // A resumed worker's reader starts at its position's epoch (the earlier
   // ones are not read again), and where its reader knew the position in
-  // the shard (a Parquet row group and row, or a file's start) and reads
+  // the shard (a Parquet row group and row, a text line's offset, or a
+  // file's start) and reads
   // the same files the same way, there: the rows before it are not read.
   started_at_position_ = false;
   if (std::optional<proto::WorkerPosition> p = loop_.RestoredPosition(EpochsToGoOn(options_));
@@ -194,7 +199,10 @@ absl::Status Trainer::OpenReader() {
     ro.first_epoch = p->epoch;
     if (p->source_range >= 0 && !p->inputs.empty() && p->inputs == inputs &&
         ro.shuffle_buffer_rows == 0 && ro.reader_threads == 1) {
-      ro.start = SourcePosition{p->source_range, p->source_row_group, p->source_row, p->source_file};
+      // (The file as this run names it: the same files may have moved.)
+      const size_t r = static_cast<size_t>(p->source_range);
+      ro.start = SourcePosition{p->source_range, p->source_row_group, p->source_row,
+                                p->source_offset, r < range_files.size() ? range_files[r] : ""};
       started_at_position_ = true;
     }
   }

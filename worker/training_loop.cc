@@ -63,6 +63,7 @@ void TrainingLoop::CountRows(int epoch, int64_t rows, const SourcePosition& end)
   position_.source_range = end.range;
   position_.source_row_group = end.row_group;
   position_.source_row = end.row;
+  position_.source_offset = end.offset;
   position_.source_file = end.file;
 }
 

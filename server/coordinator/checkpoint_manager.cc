@@ -149,6 +149,7 @@ absl::StatusOr<Manifest> ReadManifest(const std::string& checkpoint_path) {
         p.source_range = at.at("range").get<int32_t>();
         p.source_row_group = at.value("row_group", int32_t{-1});
         p.source_row = at.value("row", int64_t{0});
+        p.source_offset = at.value("offset", int64_t{-1});
         p.source_file = at.value("file", "");
         if (p.source_range < 0 || p.source_row < 0) {
           return absl::DataLossError(absl::StrCat(path, ": worker ", p.rank, ": bad data_position"));
@@ -238,9 +239,11 @@ absl::Status CheckpointManager::Commit(const Manifest& m) {
               {"state_checksum", p.state_checksum}, {"inputs", p.inputs}};
     if (p.source_range >= 0) {
       // Where the worker's next row is: range of its shard, file, row group
-      // and row in it (Parquet), for a resume to start reading there.
+      // and row in it (Parquet) or a line's byte offset (text), for a resume
+      // to start reading there.
       w["data_position"] = {{"range", p.source_range}, {"file", p.source_file},
-                            {"row_group", p.source_row_group}, {"row", p.source_row}};
+                            {"row_group", p.source_row_group}, {"row", p.source_row},
+                            {"offset", p.source_offset}};
     }
     workers.push_back(std::move(w));
   }

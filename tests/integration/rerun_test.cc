@@ -124,7 +124,7 @@ TEST_F(Rerun, RestoringOnChangedDataIsRefusedAndTheSameFilesMovedTrainWhatWasLef
   }
   auto restore = [&](const std::string& train, const std::string& job) {
     TestProcess p(BinDir() + "/pstrain",
-                  {"local", "--servers=1", "--workers=2", "--model=lr", "--batch_size=256",
+                  {"local", "--v=1", "--servers=1", "--workers=2", "--model=lr", "--batch_size=256",
                    "--train_data=" + train, "--eval_data=" + data_.eval,
                    "--checkpoint_dir=" + dir_ + "/" + job, "--restore=" + ckpt, "--timeout=60"},
                   dir_ + "/" + job + ".log");
@@ -149,6 +149,11 @@ TEST_F(Rerun, RestoringOnChangedDataIsRefusedAndTheSameFilesMovedTrainWhatWasLef
   ASSERT_EQ(restore(dir_ + "/moved/train.tsv", "job-moved"), 0) << out;
   EXPECT_THAT(out, Not(HasSubstr("cannot resume")));
   EXPECT_EQ(Samples(out), 20000 - 2 * 20 * 256) << out;
+  // Each worker starts reading at the line after its last trained one, in
+  // the file as this run names it.
+  EXPECT_THAT(out, HasSubstr("resuming at step 20 (epoch 0): reading from " + dir_ +
+                             "/moved/train.tsv, the line at byte "));
+  EXPECT_THAT(out, HasSubstr(", the 5120 rows before it not read again"));
 }
 
 }  // namespace

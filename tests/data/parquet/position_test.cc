@@ -1,13 +1,17 @@
 // A reader's position (Batch::end) and a reader started there
 // (ReaderOptions::start): over Parquet files of several row groups, with bad
-// rows, a batch size that cuts row groups and files, and two epochs, a
-// reader started at any batch's end gives exactly the batches that followed
-// it, without reading the row groups before; where the rows do not come in
-// file order (a shuffle buffer, two decoding threads, a text file's middle)
-// the position is unknown, and a start there is refused.
+// rows, and over text (whole, and a shard starting mid-file), with a batch
+// size that cuts row groups and files, and two epochs, a reader started at
+// any batch's end gives exactly the batches that followed it, without
+// reading what came before; where the rows do not come in file order (a
+// shuffle buffer, two decoding threads) or have no place to start at (a
+// compressed file's lines) the position is unknown, and a start there is
+// refused.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,25 +46,36 @@ Read ReadAllBatches(const ReaderOptions& o) {
   return r;
 }
 
-// Two Parquet files of one schema as one shard: `same_rows`' (900 rows;
-// several row groups in the first), or the wide fixtures (row groups of 40,
-// 40 and 10, nulls in the label making bad rows), in batches that cut row
-// groups and files, over two epochs.
-ReaderOptions TwoFiles(bool bad_rows) {
+// The inputs: two Parquet files of one schema as one shard (`same_rows`',
+// 900 rows, several row groups in the first), the wide fixtures (row groups
+// of 40, 40 and 10, nulls in the label making bad rows), or the same rows
+// as text, whole and as the second of two shards (its range starting
+// mid-file); in batches that cut row groups and files, over two epochs.
+enum class Input { kParquet, kBadRows, kText, kTextSecondShard };
+
+ReaderOptions Inputs(Input in) {
   ReaderOptions o;
   absl::StatusOr<SchemaFile> f;
-  if (bad_rows) {
+  if (in == Input::kBadRows) {
     o.patterns = {kSource + "fixtures/types_v1_dict_snappy.parquet",
                   kSource + "fixtures/types_v2_dict_zstd.parquet"};
     f = ParseSchemaJson(R"({"format": "parquet", "label": "i32 > 0",
         "dense": [{"column": "f64", "missing": -1}], "sparse": ["s", "ls", "i64", "date"],
         "ignore": "rest"})", "s.json", o.patterns, 0);
     o.batch_size = 13;
-  } else {
+  } else if (in == Input::kParquet) {
     o.patterns = {kSource + "same_rows/zstd_dict_row_groups.parquet",
                   kSource + "same_rows/snappy_dict.parquet"};
     f = LoadSchemaFile(kSource + "same_rows/parquet.json", o.patterns, 0);
     o.batch_size = 64;
+  } else {
+    o.patterns = {kSource + "same_rows/rows.tsv"};
+    f = LoadSchemaFile(kSource + "same_rows/tsv.json", o.patterns, 0);
+    o.batch_size = 64;
+    if (in == Input::kTextSecondShard) {
+      o.num_shards = 2;
+      o.shard_index = 1;
+    }
   }
   EXPECT_TRUE(f.ok()) << f.status();
   if (f.ok()) o.schema = f->schema;
@@ -69,17 +84,27 @@ ReaderOptions TwoFiles(bool bad_rows) {
   return o;
 }
 
+const char* Name(Input in) {
+  switch (in) {
+    case Input::kParquet: return "same_rows Parquet";
+    case Input::kBadRows: return "the wide fixtures, bad rows";
+    case Input::kText: return "same_rows TSV";
+    case Input::kTextSecondShard: return "same_rows TSV, the second of 2 shards";
+  }
+  return "";
+}
+
 TEST(ReaderPosition, AStartAtAnyBatchEndGivesTheBatchesAfterIt) {
-  for (bool bad_rows : {false, true}) {
-    SCOPED_TRACE(bad_rows ? "the wide fixtures, bad rows" : "same_rows");
-    const ReaderOptions o = TwoFiles(bad_rows);
+  for (Input in : {Input::kParquet, Input::kBadRows, Input::kText, Input::kTextSecondShard}) {
+    SCOPED_TRACE(Name(in));
+    const ReaderOptions o = Inputs(in);
     const Read all = ReadAllBatches(o);
     ASSERT_GT(all.batches.size(), 4u);
-    int in_later_row_groups = 0;
+    int mid_file = 0;
     for (size_t k = 0; k < all.batches.size(); ++k) {
       const SourcePosition& end = all.batches[k]->end;
       ASSERT_TRUE(end.known()) << "batch " << k;
-      if (end.row_group > 0) ++in_later_row_groups;
+      if (end.row_group > 0 || end.offset > 0) ++mid_file;
       ReaderOptions from = o;
       from.first_epoch = all.epochs[k];
       from.start = end;
@@ -87,52 +112,54 @@ TEST(ReaderPosition, AStartAtAnyBatchEndGivesTheBatchesAfterIt) {
       ASSERT_EQ(rest.batches.size(), all.batches.size() - k - 1) << "after batch " << k;
       for (size_t j = 0; j < rest.batches.size(); ++j) {
         ASSERT_TRUE(BatchesEqual(*rest.batches[j], *all.batches[k + 1 + j]))
-            << "batch " << j << " after a start at batch " << k << "'s end (" << end.file
-            << ", row group " << end.row_group << ", row " << end.row << ")";
+            << "batch " << j << " after a start at batch " << k << "'s end ("
+            << DescribePosition(end) << ")";
         EXPECT_EQ(rest.epochs[j], all.epochs[k + 1 + j]);
       }
     }
-    EXPECT_GT(in_later_row_groups, 0) << "no batch ended past a file's first row group";
+    EXPECT_GT(mid_file, 0) << "no batch ended inside a file past its first row group";
   }
 }
 
 // Where rows do not come in file order the position is unknown, and a
-// start is refused before the reader starts.
+// start is refused before the reader starts; a compressed file's lines
+// have no place in it to start at.
 TEST(ReaderPosition, UnknownWhereRowsAreNotInFileOrder) {
-  ReaderOptions shuffled = TwoFiles(false);
+  ReaderOptions shuffled = Inputs(Input::kParquet);
   shuffled.shuffle_buffer_rows = 100;
-  ReaderOptions threads = TwoFiles(false);
+  ReaderOptions threads = Inputs(Input::kText);
   threads.reader_threads = 2;
   for (const ReaderOptions& o : {shuffled, threads}) {
     const Read all = ReadAllBatches(o);
     ASSERT_FALSE(all.batches.empty());
     for (const auto& b : all.batches) EXPECT_FALSE(b->end.known());
     ReaderOptions from = o;
-    from.start = TwoFiles(false).start;
     from.start.range = 0;
     absl::StatusOr<std::unique_ptr<DataReader>> r = DataReader::Open(from);
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(std::string(r.status().message()),
                 ::testing::HasSubstr("a start mid-shard needs one reader thread, no shuffle buffer"));
   }
-  // Inside a text file: unknown; at its end (the pass's): known.
-  ReaderOptions text;
-  text.patterns = {kSource + "same_rows/rows.tsv"};
-  absl::StatusOr<SchemaFile> f = LoadSchemaFile(kSource + "same_rows/tsv.json", text.patterns, 0);
-  ASSERT_TRUE(f.ok()) << f.status();
-  text.schema = f->schema;
-  text.batch_size = 100;
+  // A gzip file: unknown inside it; at its end (the pass's): known.
+  const std::string dir = ::testing::TempDir() + "/reader_position_gz";
+  std::filesystem::create_directories(dir);
+  const std::string gz = dir + "/rows.tsv.gz";
+  ASSERT_EQ(std::system(("gzip -c " + kSource + "same_rows/rows.tsv > " + gz).c_str()), 0);
+  ReaderOptions text = Inputs(Input::kText);
+  text.patterns = {gz};
+  text.epochs = 1;
   const Read all = ReadAllBatches(text);
   ASSERT_GT(all.batches.size(), 2u);
   EXPECT_FALSE(all.batches.front()->end.known());
   EXPECT_TRUE(all.batches.back()->end.known());
   EXPECT_EQ(all.batches.back()->end.range, 1);
+  std::filesystem::remove_all(dir);
 }
 
 // A start that this shard has no such place for is an error at the first
 // batch, naming the file.
 TEST(ReaderPosition, AStartOutsideTheShardIsAnError) {
-  ReaderOptions o = TwoFiles(false);
+  ReaderOptions o = Inputs(Input::kParquet);
   o.start.range = 0;
   o.start.row_group = 99;
   absl::StatusOr<std::unique_ptr<DataReader>> r = DataReader::Open(o);
