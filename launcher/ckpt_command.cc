@@ -6,6 +6,7 @@
 #include "absl/strings/strip.h"
 #include "common/checkpoint/shard_file.h"
 #include "common/file_util.h"
+#include "data/batch.h"
 #include "launcher/commands.h"
 #include "server/coordinator/checkpoint_manager.h"
 
@@ -59,9 +60,16 @@ absl::Status Inspect(const std::string& dir_arg) {
                 t.on_workers ? "  (on the workers)" : "");
   }
   for (const proto::WorkerPosition& p : m->workers) {
-    std::printf("  worker %d: clock %lld, epoch %d, %lld rows%s%s\n", p.rank,
+    // Where its next row is, when its reader knew: a restore starts there.
+    const std::string next =
+        p.source_range < 0 || p.finished
+            ? ""
+            : ", next row at " + worker::DescribePosition(worker::SourcePosition{
+                                     p.source_range, p.source_row_group, p.source_row,
+                                     p.source_offset, p.source_file});
+    std::printf("  worker %d: clock %lld, epoch %d, %lld rows%s%s%s\n", p.rank,
                 static_cast<long long>(p.clock), p.epoch, static_cast<long long>(p.rows),
-                p.finished ? ", finished" : "",
+                next.c_str(), p.finished ? ", finished" : "",
                 p.state_file.empty() ? "" : absl::StrCat(", state in ", p.state_file).c_str());
   }
   if (!ok) return absl::DataLossError(absl::StrCat(dir, " is corrupt: see above"));

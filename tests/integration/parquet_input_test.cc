@@ -272,6 +272,13 @@ TEST(ParquetResume, StartsAtTheRowGroupAndRowTheCheckpointNames) {
   EXPECT_NE(manifest.find("\"row_group\": 1"), std::string::npos) << manifest;
   // 5 batches of 64 good rows: 321 rows, one bad among them (its label is null).
   EXPECT_NE(manifest.find("\"row\": 71"), std::string::npos) << manifest;
+  std::string inspect;
+  ASSERT_EQ(RunPstrain({"ckpt", "inspect", ckpt}, dir + "/inspect.log", &inspect, absl::Seconds(30)), 0)
+      << inspect;
+  EXPECT_NE(inspect.find("worker 0: clock 5, epoch 0, 320 rows, next row at " + data +
+                         ", row group 1, row 71"),
+            std::string::npos)
+      << inspect;
 
   // The way a resume read before (and still does with several reader
   // threads or a shuffle buffer): every row from the epoch's start, the
