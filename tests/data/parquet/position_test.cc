@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -153,6 +154,38 @@ TEST(ReaderPosition, UnknownWhereRowsAreNotInFileOrder) {
   EXPECT_FALSE(all.batches.front()->end.known());
   EXPECT_TRUE(all.batches.back()->end.known());
   EXPECT_EQ(all.batches.back()->end.range, 1);
+  std::filesystem::remove_all(dir);
+}
+
+// A text file whose last line has no newline, a batch ending at that line:
+// its end (one byte past the file) starts a reader with nothing left of the
+// epoch; a batch ending at the line before starts at the last line.
+TEST(ReaderPosition, ATextFileWithoutAFinalNewline) {
+  const std::string dir = ::testing::TempDir() + "/reader_position_eof";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/rows.tsv";
+  {
+    const std::string all = testing_util::ReadFile(kSource + "same_rows/rows.tsv");
+    size_t end = 0;
+    for (int line = 0; line < 11; ++line) end = all.find('\n', end) + 1;  // the header and 10 rows
+    std::ofstream(path) << all.substr(0, end - 1);  // without the last newline
+  }
+  ReaderOptions o = Inputs(Input::kText);
+  o.patterns = {path};
+  o.batch_size = 5;
+  const Read all = ReadAllBatches(o);
+  ASSERT_EQ(all.batches.size(), 4u);  // 2 epochs of 10 rows
+  for (size_t k = 0; k < all.batches.size(); ++k) {
+    ASSERT_TRUE(all.batches[k]->end.known()) << k;
+    ReaderOptions from = o;
+    from.first_epoch = all.epochs[k];
+    from.start = all.batches[k]->end;
+    const Read rest = ReadAllBatches(from);
+    ASSERT_EQ(rest.batches.size(), all.batches.size() - k - 1) << "after batch " << k;
+    for (size_t j = 0; j < rest.batches.size(); ++j) {
+      EXPECT_TRUE(BatchesEqual(*rest.batches[j], *all.batches[k + 1 + j])) << k << " " << j;
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 
