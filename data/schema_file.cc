@@ -15,8 +15,7 @@
 #include "data/delimited_parser.h"
 #include "data/file_set.h"
 #include "data/label_rule.h"
-#include "data/line_reader.h"
-#include "data/parquet/parquet_file.h"
+#include "data/schema_columns.h"
 #include "data/separator_sniff.h"
 #include "data/time_parts.h"
 
@@ -44,9 +43,9 @@ class Resolver {
   Resolver(std::string source, const std::vector<std::string>& data_patterns,
            uint64_t default_buckets, bool saved)
       : source_(std::move(source)),
-        patterns_(data_patterns),
         default_buckets_(default_buckets),
-        saved_(saved) {}
+        saved_(saved),
+        columns_(source_, data_patterns, saved, &s_) {}
 
   absl::StatusOr<SchemaFile> Run(const json& j);
 
@@ -58,10 +57,9 @@ class Resolver {
   template <size_t N>
   absl::Status CheckKeys(const json& j, const char* const (&keys)[N], const std::string& where) const;
   absl::StatusOr<char> Separator(const json& v, const std::string& key) const;
-  absl::Status Names(const json& j);
-  // "partition_columns": appended to the names, after the files' columns.
-  absl::Status Partitions(const json& j);
-  absl::StatusOr<int> Column(const json& ref, const std::string& where);
+  absl::StatusOr<int> Column(const json& ref, const std::string& where) {
+    return columns_.Resolve(ref, where);
+  }
   // Reads a label (a column, "delay > 15", or {"column", "op",
   // "threshold"}) at `where` ("label", "labels.conversion").
   absl::Status Label(const json& v, const std::string& where, LabelColumn* label);
@@ -74,26 +72,15 @@ class Resolver {
   absl::StatusOr<double> Number(const json& v, const std::string& where) const;
   absl::Status DenseMissing(const json& v, const std::string& where, DenseColumn* d) const;
   absl::Status MissingValues(const json& j);
-  // Appended to "no column" errors: the separator the header seems to use.
-  std::string HeaderHint() const;
 
   std::string source_;
-  const std::vector<std::string>& patterns_;
   uint64_t default_buckets_;
   const bool saved_;
-  std::string header_line_;  // the header the names came from ("" none)
   Schema s_;
+  SchemaColumns columns_;  // the column names, and references to them
   // (sparse field, column) of every "ids_like", resolved once all are read.
   std::vector<std::pair<size_t, int>> ids_like_;
   absl::Status IdsLike();
-  std::string names_from_;  // where the names came from, for messages
-  // Parquet: which columns are LISTs (multi-hot without a separator).
-  std::vector<bool> parquet_lists_;
-  bool IsParquetList(int column) const {
-    return column >= 0 && static_cast<size_t>(column) < parquet_lists_.size() &&
-           parquet_lists_[static_cast<size_t>(column)];
-  }
-  int max_index_ = -1;
 };
 
 template <size_t N>
@@ -124,119 +111,6 @@ absl::StatusOr<char> Resolver::Separator(const json& v, const std::string& key) 
   return t[0];
 }
 
-absl::Status Resolver::Names(const json& j) {
-  if (j.contains("columns")) {
-    const json& c = j["columns"];
-    if (!c.is_array()) return Bad("columns: not a list of names");
-    for (const json& n : c) {
-      if (!n.is_string()) return Bad("columns: not a list of names");
-      s_.column_names.push_back(n.get<std::string>());
-    }
-    names_from_ = "\"columns\"";
-    return absl::OkStatus();
-  }
-  if (patterns_.empty()) return absl::OkStatus();  // resolved later, or by index only
-  // The first file says whether the data is Parquet (by its magic), so its
-  // files are looked at even without a header; the reader reports a
-  // missing file of a schema that names no columns.
-  absl::StatusOr<std::vector<InputFile>> files = ExpandFilePatterns(patterns_);
-  if (!files.ok()) return s_.header || s_.parquet ? files.status() : absl::OkStatus();
-  const InputFile& first = files->front();
-  if (first.parquet || s_.parquet) {
-    // A Parquet file names its columns: the first file's are the schema's.
-    if (!first.parquet) {
-      return Bad("\"format\": \"parquet\", but ", first.path, " is not a Parquet file");
-    }
-    PS_ASSIGN_OR_RETURN(std::unique_ptr<parquet::ParquetFile> file, parquet::ParquetFile::Open(first.path));
-    for (const parquet::ColumnDescriptor& c : file->columns()) {
-      s_.column_names.push_back(c.name);
-      parquet_lists_.push_back(c.is_list);
-    }
-    s_.parquet = true;
-    s_.header = false;
-    names_from_ = absl::StrCat("the columns of ", first.path);
-    return absl::OkStatus();
-  }
-  if (!s_.header) return absl::OkStatus();
-  LineReader reader(64 << 10, s_.max_line_bytes);
-  PS_RETURN_IF_ERROR(reader.Open(first, 0, 1));  // decompressed when compressed
-  LineReader::Line line;
-  PS_ASSIGN_OR_RETURN(bool more, reader.Next(&line));
-  if (!more || line.overlong) {
-    return Bad("\"header\": true, but ", first.path, more ? " has an overlong first line"
-                                                          : " is empty");
-  }
-  std::string_view text = line.text;
-  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-  std::vector<std::string_view> cols;
-  SplitColumns(text, s_.field_sep, &cols);
-  for (std::string_view c : cols) s_.column_names.emplace_back(c);
-  names_from_ = absl::StrCat("the header of ", first.path);
-  header_line_ = std::string(text);
-  return absl::OkStatus();
-}
-
-absl::Status Resolver::Partitions(const json& j) {
-  if (!j.contains("partition_columns")) return absl::OkStatus();
-  const json& p = j["partition_columns"];
-  if (!p.is_array() || p.empty()) {
-    return Bad("partition_columns: not a list of names (the KEY of folders named KEY=VALUE)");
-  }
-  if (s_.column_names.empty()) {
-    return Bad("partition_columns: the files' own columns need names too (\"header\": true, "
-               "\"columns\": [...], or Parquet files)");
-  }
-  for (const json& n : p) {
-    const std::string name = n.is_string() ? n.get<std::string>() : std::string();
-    if (name.empty() || name.find_first_of("/=") != std::string::npos) {
-      return Bad("partition_columns: ", n.dump(), " is not a folder key (a name without '/' or '=')");
-    }
-    if (std::find(s_.column_names.begin(), s_.column_names.end(), name) != s_.column_names.end()) {
-      return Bad("partition_columns: \"", name, "\" is also a column of ", names_from_,
-                 " (or named twice)");
-    }
-    s_.column_names.push_back(name);
-    s_.partition_columns.push_back(name);
-  }
-  if (patterns_.empty() || saved_) return absl::OkStatus();
-  // The first file says now what every file will (each is checked as it is read).
-  absl::StatusOr<std::vector<InputFile>> files = ExpandFilePatterns(patterns_);
-  if (!files.ok()) return absl::OkStatus();  // the data check says so
-  absl::StatusOr<std::vector<std::string>> values =
-      PartitionValues(files->front().path, s_.partition_columns);
-  if (!values.ok()) return Bad(values.status().message());
-  return absl::OkStatus();
-}
-
-absl::StatusOr<int> Resolver::Column(const json& ref, const std::string& where) {
-  int index = -1;
-  if (ref.is_number_integer()) {
-    int64_t v = ref.get<int64_t>();
-    if (v < 0 || v > 65535) return Bad(where, ": column index ", v, " outside [0, 65535]");
-    index = static_cast<int>(v);
-    if (!s_.column_names.empty() && index >= static_cast<int>(s_.column_names.size())) {
-      return Bad(where, ": column index ", index, " but ", names_from_, " has ",
-                 s_.column_names.size(), " columns", HeaderHint());
-    }
-  } else if (ref.is_string()) {
-    std::string name = ref.get<std::string>();
-    if (s_.column_names.empty()) {
-      return Bad(where, ": column \"", name,
-                 "\" by name, but no names are known: set \"header\": true (names from the "
-                 "first line of the data) or \"columns\": [...], or give its index");
-    }
-    auto it = std::find(s_.column_names.begin(), s_.column_names.end(), name);
-    if (it == s_.column_names.end()) {
-      return Bad(where, ": no column \"", name, "\" in ", names_from_,
-                 DidYouMeanQuoted(name, s_.column_names), HeaderHint());
-    }
-    index = static_cast<int>(it - s_.column_names.begin());
-  } else {
-    return Bad(where, ": a column is a name or a 0-based index");
-  }
-  max_index_ = std::max(max_index_, index);
-  return index;
-}
 
 absl::StatusOr<double> Resolver::Number(const json& v, const std::string& where) const {
   if (!v.is_number()) return Bad(where, ": not a number");
@@ -361,14 +235,6 @@ absl::Status Resolver::MissingValues(const json& j) {
   return st.ok() ? st : Bad(st.message());
 }
 
-std::string Resolver::HeaderHint() const {
-  if (header_line_.empty() || s_.column_names.size() != 1) return "";
-  const char sep = SniffSeparator(header_line_, s_.field_sep, 0);
-  if (sep == 0) return "";
-  return absl::StrCat("; the header is one column, \"", header_line_.substr(0, 80),
-                      header_line_.size() > 80 ? "..." : "", "\": the file seems to be separated by ",
-                      SeparatorName(sep), " (", SeparatorAdvice(s_, sep), ")");
-}
 
 absl::StatusOr<TimePart> Resolver::TimeOf(const json& v, const std::string& where) const {
   if (!v.contains("time")) return TimePart::kNone;
@@ -466,7 +332,7 @@ absl::Status Resolver::Sparse(const json& v, size_t i) {
       if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > 100000) {
         return Bad(where, ".max_length: ", m.dump(), " is not in [1, 100000]");
       }
-      if (!v.contains("multi_hot") && !IsParquetList(c.column)) {
+      if (!v.contains("multi_hot") && !columns_.IsParquetList(c.column)) {
         return Bad(where, ".max_length: only a multi_hot column (a list of ids) has a length");
       }
       c.max_length = m.get<int>();
@@ -486,7 +352,7 @@ absl::Status Resolver::Sparse(const json& v, size_t i) {
   if (c.time != TimePart::kNone) absl::StrAppend(&c.name, "_", TimePartName(c.time));
   // A Parquet LIST is multi-hot by itself; '|' is its separator should the
   // same schema read text (a saved model's `pstrain predict`).
-  if (IsParquetList(c.column) && c.multi_hot_sep == 0 && c.time == TimePart::kNone) {
+  if (columns_.IsParquetList(c.column) && c.multi_hot_sep == 0 && c.time == TimePart::kNone) {
     c.multi_hot_sep = '|';
   }
   if (c.multi_hot_sep != 0 && c.multi_hot_sep == s_.field_sep) {
@@ -574,8 +440,8 @@ absl::StatusOr<SchemaFile> Resolver::Run(const json& j) {
     return Bad("weight: weight columns are not built yet (every row weighs 1); leave the "
                "column out with \"ignore\"");
   }
-  PS_RETURN_IF_ERROR(Names(j));
-  PS_RETURN_IF_ERROR(Partitions(j));
+  PS_RETURN_IF_ERROR(columns_.Read(j));
+  PS_RETURN_IF_ERROR(columns_.Partitions(j));
   if (!j.contains("label")) return Bad("no \"label\" (a column name or index, or \"delay > 15\")");
   PS_RETURN_IF_ERROR(Label(j["label"], "label", &s_.label));
   if (j.contains("labels")) PS_RETURN_IF_ERROR(Labels(j["labels"]));
@@ -618,11 +484,11 @@ absl::StatusOr<SchemaFile> Resolver::Run(const json& j) {
   } else if (j.contains("num_columns")) {
     if (!j["num_columns"].is_number_unsigned()) return Bad("num_columns: not a count");
     s_.num_columns = j["num_columns"].get<int>();
-    if (s_.num_columns <= max_index_) {
-      return Bad("num_columns: ", s_.num_columns, " but column ", max_index_, " is used");
+    if (s_.num_columns <= columns_.max_index()) {
+      return Bad("num_columns: ", s_.num_columns, " but column ", columns_.max_index(), " is used");
     }
   } else {
-    s_.num_columns = max_index_ + 1;
+    s_.num_columns = columns_.max_index() + 1;
   }
   // Every column has a role: a column left out is a typo more often than not.
   std::vector<bool> has_role(s_.num_columns, ignore_rest);
