@@ -108,24 +108,16 @@ absl::Status ShardScanner::SeekTo(const SourcePosition& at) {
         absl::StrCat("data position: range ", at.range, " of a shard of ", ranges_.size()));
   }
   next_range_ = static_cast<size_t>(at.range);
-  if (at.offset >= 0) {
-    const InputFile* f = next_range_ < ranges_.size() ? &files_[ranges_[next_range_].file] : nullptr;
-    if (f == nullptr || f->parquet || f->compression != Compression::kNone) {
-      return absl::InvalidArgumentError(absl::StrCat("data position: range ", at.range,
-                                                     " is not a plain text file's"));
-    }
-    PS_ASSIGN_OR_RETURN(bool opened, OpenNextRange(at.offset));
-    if (!opened) return absl::InternalError("data position: the range did not open");
-    return absl::OkStatus();
+  const bool text = at.offset >= 0;
+  if (!text && at.row_group < 0) return absl::OkStatus();  // the range's start
+  const InputFile* f = next_range_ < ranges_.size() ? &files_[ranges_[next_range_].file] : nullptr;
+  if (f == nullptr || (text ? f->parquet || f->compression != Compression::kNone : !f->parquet)) {
+    return absl::InvalidArgumentError(absl::StrCat("data position: range ", at.range, " is not a ",
+                                                   text ? "plain text" : "Parquet", " file's"));
   }
-  if (at.row_group < 0) return absl::OkStatus();
-  if (next_range_ == ranges_.size() || !files_[ranges_[next_range_].file].parquet) {
-    return absl::InvalidArgumentError(absl::StrCat("data position: range ", at.range,
-                                                   " is not a Parquet file's"));
-  }
-  PS_ASSIGN_OR_RETURN(bool opened, OpenNextRange());
+  PS_ASSIGN_OR_RETURN(bool opened, OpenNextRange(text ? at.offset : -1));
   if (!opened) return absl::InternalError("data position: the range did not open");
-  return parquet_.Seek(at.row_group, at.row);
+  return text ? absl::OkStatus() : parquet_.Seek(at.row_group, at.row);
 }
 
 absl::StatusOr<bool> ShardScanner::NextParquetRow(ParsedRow* row) {

@@ -191,9 +191,9 @@ absl::Status Trainer::OpenReader() {
   // A resumed worker's reader starts at its position's epoch (the earlier
   // ones are not read again), and where its reader knew the position in
   // the shard (a Parquet row group and row, a text line's offset, or a
-  // file's start) and reads
-  // the same files the same way, there: the rows before it are not read.
-  started_at_position_ = false;
+  // file's start) and reads the same files the same way, there: the rows
+  // before it are not read.
+  ro.start = SourcePosition{};
   if (std::optional<proto::WorkerPosition> p = loop_.RestoredPosition(EpochsToGoOn(options_));
       p && !p->finished) {
     ro.first_epoch = p->epoch;
@@ -203,7 +203,6 @@ absl::Status Trainer::OpenReader() {
       const size_t r = static_cast<size_t>(p->source_range);
       ro.start = SourcePosition{p->source_range, p->source_row_group, p->source_row,
                                 p->source_offset, r < range_files.size() ? range_files[r] : ""};
-      started_at_position_ = true;
     }
   }
   PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
@@ -493,10 +492,11 @@ absl::Status Trainer::ResumePosition() {
   // Skip what was trained before the checkpoint: whole batches, so the
   // resumed run sees exactly the data an unbroken one would.
   absl::Time t0 = absl::Now();
-  PS_ASSIGN_OR_RETURN(int64_t skipped, loop_.Resume(reader_.get(), EpochsToGoOn(options_),
-                                                   started_at_position_));
+  const bool at_position = reader_options_.start.known();
+  PS_ASSIGN_OR_RETURN(int64_t skipped,
+                      loop_.Resume(reader_.get(), EpochsToGoOn(options_), at_position));
   const proto::WorkerPosition& at = loop_.position();
-  if (started_at_position_) {
+  if (at_position) {
     spdlog::info("resuming at step {} (epoch {}): reading from {}, the {} rows before it not read "
                  "again",
                  at.clock, at.epoch, DescribePosition(reader_options_.start), skipped);
@@ -539,6 +539,7 @@ absl::StatusOr<bool> Trainer::AdoptShard() {
   ro.shard_index = claim.rank;
   ro.seed = options_.seed + static_cast<uint64_t>(claim.rank);
   ro.first_epoch = std::max(0, claim.epoch);  // its position's, not this worker's
+  ro.start = SourcePosition{};  // from its epoch's start (this worker's own may be set)
   PS_ASSIGN_OR_RETURN(reader_, DataReader::Open(ro));
   PS_ASSIGN_OR_RETURN(int64_t skipped, TrainingLoop::SkipTo(reader_.get(), claim.epoch, claim.rows));
   adopted_.push_back(AdoptedShard{claim.rank, skipped, 0, claim.samples});

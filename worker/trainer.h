@@ -420,8 +420,7 @@ class Trainer {
   absl::Time process_start_;
 
   // Run()'s state.
-  ReaderOptions reader_options_;        // this worker's shard
-  bool started_at_position_ = false;    // its reader starts at the restored position
+  ReaderOptions reader_options_;        // this worker's shard (start: the restored position)
   std::unique_ptr<DataReader> reader_;  // the shard being trained (an adopted one's at the end)
   bool prefetch_ = false;  // ASP/SSP: a step's pull is issued before the step before computes
   std::unique_ptr<Progress> progress_;
