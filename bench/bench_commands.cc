@@ -213,7 +213,9 @@ absl::Status RunTrain(const BenchOptions& o) {
   if (mode == "ps" || mode == "both" || all) {
     PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainPs(to));
     JsonLine line = TrainLine("ps", to, r);
-    line.Add("servers", to.servers);
+    line.Add("servers", to.servers)
+        .Add("consistency", to.consistency == proto::Consistency::kBsp ? "bsp" : "asp")
+        .Add("push_with_pull", to.push_with_pull);
     line.Add("compute_seconds", r.compute_seconds)
         .Add("wait_seconds", r.wait_seconds)
         .Add("data_seconds", r.data_seconds)

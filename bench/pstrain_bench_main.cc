@@ -90,6 +90,10 @@ ABSL_FLAG(std::string, device, "cpu",
 ABSL_FLAG(std::string, mode, "both",
           "train: local (model alone) | tables (model, tables and reader in one process, no "
           "server) | ps (1 server + 1 worker) | both (local, ps) | all (local, tables, ps).");
+ABSL_FLAG(std::string, consistency, "asp", "train ps: asp | bsp (the cluster's consistency model).");
+ABSL_FLAG(bool, push_with_pull, true,
+          "train ps: each step's push travels with the next pull, one message to each server "
+          "(false: a message each, as before issue 42).");
 ABSL_FLAG(int64_t, train_rows, 300000, "train tables, ps: rows in the synthetic training file.");
 ABSL_FLAG(int, local_batches, 8,
           "train local: distinct in-memory batches cycled through (each with its own rows and "
@@ -273,6 +277,13 @@ int main(int argc, char** argv) {
   o.train.train_rows = absl::GetFlag(FLAGS_train_rows);
   o.train.local_batches = absl::GetFlag(FLAGS_local_batches);
   o.train.servers = std::max(1, o.servers);
+  o.train.push_with_pull = absl::GetFlag(FLAGS_push_with_pull);
+  if (absl::GetFlag(FLAGS_consistency) == "bsp") {
+    o.train.consistency = pstrain::proto::Consistency::kBsp;
+  } else if (absl::GetFlag(FLAGS_consistency) != "asp") {
+    spdlog::error("--consistency={}: want asp or bsp", absl::GetFlag(FLAGS_consistency));
+    return 2;
+  }
   o.train_mode = absl::GetFlag(FLAGS_mode);
   if (!pstrain::ParseRowDtype(absl::GetFlag(FLAGS_dtype), &o.sparse.dtype)) {
     spdlog::error("--dtype={}: want fp32, fp16 or bf16", absl::GetFlag(FLAGS_dtype));

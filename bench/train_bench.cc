@@ -486,6 +486,7 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
   co.servers = options.servers;
   co.workers = 1;
   co.local_workers = 0;  // the Trainer below joins as worker 0
+  co.consistency = options.consistency;
   co.stack = options.stack;
   co.stack.pin_nodes = false;  // see above
   if (options.metrics_port != 0) {
@@ -500,6 +501,7 @@ absl::StatusOr<TrainBenchResult> RunTrainPs(const TrainBenchOptions& options) {
   train.train_data = input->patterns;
   train.batch_size = options.batch_size;
   train.epochs = 1;
+  train.push_with_pull = options.push_with_pull;
   train.log_every = absl::Hours(1);
   TrainBenchResult r;
   absl::StatusOr<worker::TrainResult> tr = TrainAgainst(

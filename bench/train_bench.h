@@ -34,6 +34,10 @@ struct TrainBenchOptions {
   int servers = 1;              // ps: parameter servers the worker's pulls and pushes split over
   std::string temp_dir;       // ps: where the file goes ("" = $TMPDIR or /tmp)
   StackOptions stack;           // ps: the transports
+  // ps: the consistency model, and whether each step's push travels with
+  // the next pull (TrainOptions::push_with_pull).
+  proto::Consistency consistency = proto::Consistency::kAsp;
+  bool push_with_pull = true;
   // Metrics serving (0: off): /metrics from this process (local) or from the
   // server (this port) and the worker (port + 1) (ps), -1 for free ports; a
   // scraper thread GETs every endpoint each scrape_seconds while training,

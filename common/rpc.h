@@ -67,6 +67,10 @@ struct RpcRequest {
   uint64_t id = 0;
   std::string route;  // reply route (opaque)
   Message message;
+  // Set on a request that arrived inside another one (a bundle, e.g. a
+  // worker's push and pull in one message): RpcNode::Reply hands its reply
+  // here, to be folded into the bundle's one reply, instead of sending it.
+  std::shared_ptr<std::function<void(Message)>> reply_sink;
 };
 
 struct RpcStats {
@@ -109,6 +113,7 @@ class RpcNode {
     transport_->SendResponse(route, id, std::move(response));
   }
   void Reply(const RpcRequest& request, Message response) {
+    if (request.reply_sink != nullptr) return (*request.reply_sink)(std::move(response));
     Reply(request.route, request.id, std::move(response));
   }
 

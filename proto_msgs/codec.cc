@@ -176,6 +176,7 @@ const char* MsgTypeName(MsgType t) {
     case MsgType::kClaimShard: return "ClaimShard";
     case MsgType::kReadmitWorker: return "ReadmitWorker";
     case MsgType::kRejoin: return "Rejoin";
+    case MsgType::kPushPull: return "PushPull";
     case MsgType::kPipeActivation: return "PipeActivation";
     case MsgType::kPipeGradient: return "PipeGradient";
     case MsgType::kPipeAbort: return "PipeAbort";
@@ -357,6 +358,49 @@ absl::StatusOr<KvRequest> Decoded::body<KvRequest>() const {
   proto_internal::tl_decode_buf = nullptr;
   if (buf.remaining() != 0) return internal::BodyError("trailing bytes after the body", header_.type);
   return slow;
+}
+
+Message EncodeBundle(Header header, std::vector<Message> messages) {
+  size_t frames = 0;
+  for (const Message& m : messages) frames += 1 + m.payloads.size();
+  std::vector<Buffer> payloads;
+  payloads.reserve(frames);
+  for (Message& m : messages) {
+    payloads.push_back(std::move(m.header));
+    for (Buffer& b : m.payloads) payloads.push_back(std::move(b));
+  }
+  const std::vector<DType> bytes(frames, DType::kU8);
+  return EncodeHeaderOnly(std::move(header), std::move(payloads), bytes);
+}
+
+absl::StatusOr<std::vector<Message>> SplitBundle(const Decoded& bundle, size_t max_messages) {
+  std::vector<Message> out;
+  const std::string what = MsgTypeName(bundle.type());
+  for (size_t i = 0; i < bundle.num_payloads();) {
+    if (out.size() == max_messages) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": more than ", max_messages, " messages in one bundle"));
+    }
+    Message m;
+    m.header = bundle.payload(i++);
+    Header h;
+    size_t consumed = 0;
+    if (!ReadHeader(m.header, &h, &consumed)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": the header of message ", out.size(), " in the bundle is malformed"));
+    }
+    if (h.payloads.size() > bundle.num_payloads() - i) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": message ", out.size(), " in the bundle names ", h.payloads.size(),
+          " payloads, the bundle has ", bundle.num_payloads() - i, " frames left"));
+    }
+    m.payloads.assign(bundle.message().payloads.begin() + static_cast<std::ptrdiff_t>(i),
+                      bundle.message().payloads.begin() +
+                          static_cast<std::ptrdiff_t>(i + h.payloads.size()));
+    i += h.payloads.size();
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 Message EncodeError(Role sender_role, int32_t sender_rank, const absl::Status& status) {

@@ -68,6 +68,19 @@ Message Encode(Header header, const Body& body, std::vector<Buffer> payloads = {
 Message EncodeHeaderOnly(Header header, std::vector<Buffer> payloads = {},
                          const std::vector<DType>& dtypes = {});
 
+// A bundle (kPushPull): whole messages carried as one, so that requests
+// that always travel together (a worker's push and its next pull to one
+// server) cost one message each way. `header` is the bundle's own (type,
+// sender, clock); its payloads are each inner message's header frame
+// followed by that message's payloads, all as bytes. The receiver splits
+// it with SplitBundle and decodes each inner message as if it had arrived
+// alone; it answers the bundle with one reply.
+Message EncodeBundle(Header header, std::vector<Message> messages);
+// The inner messages of a decoded bundle, not yet decoded (Decode each).
+// InvalidArgument when the frames do not divide into at most `max_messages`
+// whole messages.
+absl::StatusOr<std::vector<Message>> SplitBundle(const Decoded& bundle, size_t max_messages);
+
 // A reply carrying a non-OK status.
 Message EncodeError(Role sender_role, int32_t sender_rank, const absl::Status& status);
 // A reply carrying OK and nothing else.

@@ -17,7 +17,7 @@ constexpr uint32_t kHeaderMagic = 0x7073744d;  // "pstM"
 // 4: TableSpec gained eviction (max_rows, policy, ttl_steps) and dtype.
 // 5: the transport packs a message's payloads into a few frames
 //    (common/frame_pack.h), which a version-4 peer would read as payloads.
-constexpr uint16_t kProtocolVersion = 5;
+constexpr uint16_t kProtocolVersion = 6;
 
 enum class MsgType : uint16_t {
   kReply = 1,           // generic reply: status + optional body/payloads
@@ -46,7 +46,8 @@ enum class MsgType : uint16_t {
   kClaimShard = 24,     // worker -> coordinator: give me a dead worker's remaining data
   kReadmitWorker = 25,  // coordinator -> servers: a dropped worker is back (two phases)
   kRejoin = 26,         // worker -> coordinator: am I a returning worker, and from where?
-  kLast = kRejoin,
+  kPushPull = 27,       // worker -> server: a push and the next pull in one message (a bundle)
+  kLast = kPushPull,
 };
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kServer = 2, kWorker = 3, kTool = 4 };

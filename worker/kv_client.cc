@@ -133,8 +133,9 @@ proto::Header KvClient::MakeHeader(MsgType type, int64_t clock) const {
   return h;
 }
 
-PullHandle KvClient::Pull(const std::vector<uint32_t>& dense_tables,
-                          const std::vector<SparsePull>& sparse, int64_t clock) {
+KvClient::OutgoingPull KvClient::BuildPull(const std::vector<uint32_t>& dense_tables,
+                                           const std::vector<SparsePull>& sparse,
+                                           int64_t clock) const {
   const int S = num_servers();
   auto st = std::make_shared<PullHandle::State>();
   st->sparse = sparse;
@@ -181,18 +182,28 @@ PullHandle KvClient::Pull(const std::vector<uint32_t>& dense_tables,
       parts[s].push_back(std::move(p));
     }
   }
-  absl::Time deadline = absl::Now() + options_.request_timeout;
+  OutgoingPull out;
+  out.messages.resize(S);
   for (int s = 0; s < S; ++s) {
     if (bodies[s].parts.empty()) continue;
-    Message m = proto::Encode(MakeHeader(MsgType::kPull, clock), bodies[s], std::move(payloads[s]),
-                              types[s]);
-    st->futures.push_back(node_->Call(peers_[s], std::move(m), deadline));
+    out.messages[s] = proto::Encode(MakeHeader(MsgType::kPull, clock), bodies[s],
+                                    std::move(payloads[s]), types[s]);
     st->servers.push_back(s);
     st->parts.push_back(std::move(parts[s]));
   }
-  PullHandle h;
-  h.state_ = std::move(st);
-  return h;
+  out.handle.state_ = std::move(st);
+  return out;
+}
+
+PullHandle KvClient::Pull(const std::vector<uint32_t>& dense_tables,
+                          const std::vector<SparsePull>& sparse, int64_t clock) {
+  OutgoingPull pull = BuildPull(dense_tables, sparse, clock);
+  const absl::Time deadline = absl::Now() + options_.request_timeout;
+  for (int s : pull.handle.state_->servers) {
+    pull.handle.state_->futures.push_back(
+        node_->Call(peers_[s], *std::move(pull.messages[s]), deadline));
+  }
+  return std::move(pull.handle);
 }
 
 absl::StatusOr<std::vector<Buffer>> PullHandle::Wait(std::vector<Buffer>* sparse_rows) {
@@ -265,8 +276,10 @@ absl::StatusOr<std::vector<Buffer>> PullHandle::Wait(std::vector<Buffer>* sparse
   return dense;
 }
 
-PushHandle KvClient::Push(const std::vector<DensePush>& dense,
-                          const std::vector<SparsePush>& sparse, uint32_t num_samples, int64_t clock, bool retire) {
+std::vector<std::vector<Message>> KvClient::BuildPush(const std::vector<DensePush>& dense,
+                                                     const std::vector<SparsePush>& sparse,
+                                                     uint32_t num_samples, int64_t clock,
+                                                     bool retire) const {
   const int S = num_servers();
   std::vector<std::vector<DensePiece>> dense_parts(S);
   for (const DensePush& dp : dense) {
@@ -323,26 +336,82 @@ PushHandle KvClient::Push(const std::vector<DensePush>& dense,
       m.types.push_back(DType::kF32);
     }
   }
-  PushHandle h;
-  absl::Time deadline = absl::Now() + options_.request_timeout;
-  // Round robin over the servers, so every server starts on its first piece.
-  size_t rounds = 0;
-  for (const auto& m : messages) rounds = std::max(rounds, m.size());
-  for (size_t k = 0; k < rounds; ++k) {
-    for (int s = 0; s < S; ++s) {
-      if (k >= messages[s].size()) continue;
+  std::vector<std::vector<Message>> encoded(S);
+  for (int s = 0; s < S; ++s) {
+    for (size_t k = 0; k < messages[s].size(); ++k) {
       OutgoingPush& out = messages[s][k];
       out.body.num_samples = num_samples;
       const bool last = k + 1 == messages[s].size();
       out.body.partial = !last;
       out.body.retire = last && retire;
-      Message m = proto::Encode(MakeHeader(MsgType::kPush, clock), out.body, std::move(out.payloads),
-                                out.types);
-      h.futures_.push_back(node_->Call(peers_[s], std::move(m), deadline));
-      h.servers_.push_back(s);
+      encoded[s].push_back(proto::Encode(MakeHeader(MsgType::kPush, clock), out.body,
+                                         std::move(out.payloads), out.types));
     }
   }
+  return encoded;
+}
+
+PushHandle KvClient::Push(const std::vector<DensePush>& dense,
+                          const std::vector<SparsePush>& sparse, uint32_t num_samples,
+                          int64_t clock, bool retire) {
+  std::vector<std::vector<Message>> messages = BuildPush(dense, sparse, num_samples, clock, retire);
+  PushHandle h;
+  SendPush(messages, /*keep_last=*/false, absl::Now() + options_.request_timeout, &h);
   return h;
+}
+
+void KvClient::SendPush(std::vector<std::vector<Message>>& messages, bool keep_last,
+                        absl::Time deadline, PushHandle* h) {
+  // Round robin over the servers, so every server starts on its first piece.
+  size_t rounds = 0;
+  for (const auto& m : messages) rounds = std::max(rounds, m.size());
+  for (size_t k = 0; k < rounds; ++k) {
+    for (size_t s = 0; s < messages.size(); ++s) {
+      if (k >= messages[s].size() || (keep_last && k + 1 == messages[s].size())) continue;
+      h->futures_.push_back(node_->Call(peers_[s], std::move(messages[s][k]), deadline));
+      h->servers_.push_back(static_cast<int>(s));
+    }
+  }
+}
+
+std::pair<PushHandle, PullHandle> KvClient::PushPull(const std::vector<DensePush>& dense,
+                                                     const std::vector<SparsePush>& sparse,
+                                                     uint32_t num_samples, int64_t push_clock,
+                                                     const std::vector<uint32_t>& dense_tables,
+                                                     const std::vector<SparsePull>& pulls,
+                                                     int64_t pull_clock) {
+  std::vector<std::vector<Message>> push = BuildPush(dense, sparse, num_samples, push_clock, false);
+  OutgoingPull pull = BuildPull(dense_tables, pulls, pull_clock);
+  const absl::Time deadline = absl::Now() + options_.request_timeout;
+  PushHandle push_handle;
+  // Pieces of a large dense push go first, alone; the step's last push
+  // message to each server travels with that server's pull.
+  SendPush(push, /*keep_last=*/true, deadline, &push_handle);
+  PullHandle::State& st = *pull.handle.state_;
+  for (int s : st.servers) {
+    RpcFuture f;
+    if (push[s].empty()) {
+      f = node_->Call(peers_[s], *std::move(pull.messages[s]), deadline);
+    } else {
+      std::vector<Message> both;
+      both.push_back(std::move(push[s].back()));
+      both.push_back(*std::move(pull.messages[s]));
+      push[s].clear();
+      f = node_->Call(peers_[s], proto::EncodeBundle(MakeHeader(MsgType::kPushPull, pull_clock),
+                                                     std::move(both)),
+                      deadline);
+      push_handle.futures_.push_back(f);
+      push_handle.servers_.push_back(s);
+    }
+    st.futures.push_back(std::move(f));
+  }
+  // Servers this pull does not ask anything: their push alone.
+  for (size_t s = 0; s < push.size(); ++s) {
+    if (push[s].empty()) continue;
+    push_handle.futures_.push_back(node_->Call(peers_[s], std::move(push[s].back()), deadline));
+    push_handle.servers_.push_back(static_cast<int>(s));
+  }
+  return {std::move(push_handle), std::move(pull.handle)};
 }
 
 std::vector<KvClient::OutgoingPush> KvClient::CutDensePush(

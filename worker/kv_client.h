@@ -15,8 +15,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -125,8 +127,38 @@ class KvClient {
   // models stop waiting for it.
   PushHandle Push(const std::vector<DensePush>& dense, const std::vector<SparsePush>& sparse,
                   uint32_t num_samples, int64_t clock, bool retire = false);
+  // A push of step `push_clock` and a pull as of `pull_clock`, as Push then
+  // Pull, but each server that gets both gets them in one message
+  // (proto::kPushPull): one request and one reply instead of two of each.
+  // The server applies (or, under BSP, sums) the push before it serves the
+  // pull. The push handle completes with the pull's reply there.
+  std::pair<PushHandle, PullHandle> PushPull(const std::vector<DensePush>& dense,
+                                             const std::vector<SparsePush>& sparse,
+                                             uint32_t num_samples, int64_t push_clock,
+                                             const std::vector<uint32_t>& dense_tables,
+                                             const std::vector<SparsePull>& pulls,
+                                             int64_t pull_clock);
 
  private:
+  // A pull put together: its handle (no futures yet) and each server's
+  // message (none for a server it asks nothing).
+  struct OutgoingPull {
+    PullHandle handle;
+    std::vector<std::optional<Message>> messages;
+  };
+  OutgoingPull BuildPull(const std::vector<uint32_t>& dense_tables,
+                         const std::vector<SparsePull>& sparse, int64_t clock) const;
+  // Each server's push messages in sending order: the pieces of a large
+  // dense push, then the one that moves the clock.
+  std::vector<std::vector<Message>> BuildPush(const std::vector<DensePush>& dense,
+                                              const std::vector<SparsePush>& sparse,
+                                              uint32_t num_samples, int64_t clock,
+                                              bool retire) const;
+  // Sends them round robin over the servers (without each server's last
+  // with `keep_last`), adding the calls to `h`.
+  void SendPush(std::vector<std::vector<Message>>& messages, bool keep_last, absl::Time deadline,
+                PushHandle* h);
+
   // A dense range of a push and its gradient.
   struct DensePiece {
     proto::KvPart part;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 
@@ -17,6 +18,7 @@ namespace pstrain::worker {
 
 struct Trainer::Prepared {
   std::shared_ptr<const Batch> batch;
+  int64_t clock = 0;  // the step it is planned for
   int epoch = 0;  // data epoch the batch came from
   BatchPlan plan;
   std::vector<Buffer> rows;  // per sparse table: unique x dim, as received
@@ -31,6 +33,18 @@ namespace {
 constexpr absl::Duration kRestoreStateTimeout = absl::Minutes(1);
 
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
+
+// The pull of a plan's rows, table by table; no `out`: the step reads the
+// rows where they arrived.
+std::vector<SparsePull> SparsePulls(const Model& model, const BatchPlan& plan) {
+  const auto& sparse = model.sparse_tables();
+  std::vector<SparsePull> pulls;
+  pulls.reserve(sparse.size());
+  for (size_t k = 0; k < sparse.size(); ++k) {
+    pulls.push_back(SparsePull{sparse[k], plan.lookups[k].unique_ids, nullptr});
+  }
+  return pulls;
+}
 
 // A restored position that had finished goes on into the epochs a rerun
 // with more --epochs adds (not a stream's: its epochs are partitions).
@@ -67,22 +81,28 @@ Trainer::Trainer(TrainOptions options, Model* model, KvClient* kv, CoordinatorCl
 Trainer::~Trainer() = default;
 
 absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::Prepare(
-    std::shared_ptr<const Batch> batch, int64_t clock) {
+    std::shared_ptr<const Batch> batch, int64_t clock, bool issue) {
   auto p = std::make_unique<Prepared>();
   p->batch = std::move(batch);
+  p->clock = clock;
   model_->Plan(*p->batch, &p->plan);
-  const auto& sparse = model_->sparse_tables();
-  if (p->plan.lookups.size() != sparse.size()) {
+  if (p->plan.lookups.size() != model_->sparse_tables().size()) {
     return absl::InternalError("model plan does not match its sparse tables");
   }
-  std::vector<SparsePull> pulls;
-  pulls.reserve(sparse.size());
-  for (size_t k = 0; k < sparse.size(); ++k) {
-    // No `out`: the step reads the rows where they arrived.
-    pulls.push_back(SparsePull{sparse[k], p->plan.lookups[k].unique_ids, nullptr});
-  }
-  p->pull = kv_->Pull(dense_tables_, pulls, clock);
+  if (issue) p->pull = kv_->Pull(dense_tables_, SparsePulls(*model_, p->plan), clock);
   return p;
+}
+
+void Trainer::IssuePull(Prepared& p) {
+  const std::vector<SparsePull> pulls = SparsePulls(*model_, p.plan);
+  if (!held_push_) {
+    p.pull = kv_->Pull(dense_tables_, pulls, p.clock);
+    return;
+  }
+  HeldPush push = *std::move(held_push_);
+  held_push_.reset();
+  std::tie(last_push_, p.pull) = kv_->PushPull(push.dense, push.sparse, push.samples, push.clock,
+                                               dense_tables_, pulls, p.clock);
 }
 
 absl::Status Trainer::Bind(Prepared& p, ParamRefs* params) {
@@ -131,6 +151,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   schedule_ = EvalSchedule(options_.eval_every_steps, options_.eval_every_epochs, options_.epochs);
   PS_RETURN_IF_ERROR(OpenReader());
   prefetch_ = kv_->layout().consistency != proto::Consistency::kBsp;
+  // SSP: a pull may wait for the slowest worker; the push it carried would
+  // wait with it. Allreduce mode: the sparse push travels while the dense
+  // buckets are summed.
+  hold_pushes_ = options_.push_with_pull && replica_ == nullptr &&
+                 kv_->layout().consistency != proto::Consistency::kSsp;
   progress_ = std::make_unique<Progress>(metrics_.get(), options_.log_every, options_.progress_bar);
   train_start_ = absl::Now();
   last_export_ = train_start_;
@@ -144,6 +169,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
     if (!next_) {
       // Out of data: train what a dead worker left, if any (elastic).
+      PS_RETURN_IF_ERROR(WaitForLastPush());
       PS_ASSIGN_OR_RETURN(bool adopted, AdoptShard());
       if (!adopted) break;
       PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_));
@@ -233,7 +259,8 @@ absl::Status Trainer::StartAt() {
 }
 
 absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::NextPrepared(int64_t step,
-                                                                         bool* none_ready) {
+                                                                         bool* none_ready,
+                                                                         bool issue) {
   if (options_.max_steps > 0 && step >= options_.max_steps) return nullptr;
   absl::Time t0 = absl::Now();
   auto batch = none_ready != nullptr ? reader_->Next(absl::ZeroDuration()) : NextBatch();
@@ -245,22 +272,39 @@ absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::NextPrepared(int64_t
   if (!batch.ok()) return batch.status();
   if (*batch == nullptr) return nullptr;
   int epoch = reader_->last_epoch();
-  PS_ASSIGN_OR_RETURN(std::unique_ptr<Prepared> p, Prepare(*std::move(batch), step));
+  PS_ASSIGN_OR_RETURN(std::unique_ptr<Prepared> p, Prepare(*std::move(batch), step, false));
   p->epoch = epoch;
+  if (issue) IssuePull(*p);
   return p;
 }
 
 absl::Status Trainer::RunStep() {
-  std::unique_ptr<Prepared> cur = std::move(next_);
+  std::shared_ptr<Prepared> cur = std::move(next_);
+  if (!cur->pull.valid()) IssuePull(*cur);  // read ahead, its pull not sent yet
   bool fetch_after = !prefetch_;
+  // BSP, pushes held: the next batch read and planned now, its pull sent
+  // with this step's push as soon as that is ready.
+  const bool read_ahead = !prefetch_ && hold_pushes_ && !streaming();
   if (prefetch_) {
-    // The next step's pull travels while this one computes. A stream with
-    // no batch ready (it may wait for its next partition): this step first,
-    // so that an export while the stream waits holds it.
+    // The next step's pull travels while this one computes (with the last
+    // step's push). A stream with no batch ready (it may wait for its next
+    // partition): this step first, so that an export while the stream
+    // waits holds it.
     PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_ + 1, streaming() ? &fetch_after : nullptr));
+  } else if (read_ahead) {
+    PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_ + 1, nullptr, /*issue=*/false));
+    fetch_after = false;
   }
   absl::Time t0 = absl::Now();
   PS_RETURN_IF_ERROR(Bind(*cur, &params_));
+  result_.wait_seconds += Seconds(t0);
+
+  t0 = absl::Now();
+  std::vector<Buffer> grad_buffers = BindGrads(*cur);
+  PS_ASSIGN_OR_RETURN(StepOutput out, model_->TrainStep(*cur->batch, cur->plan, params_, &grads_));
+  result_.compute_seconds += Seconds(t0);
+  // The last step's push, applied on the servers while this one computed.
+  t0 = absl::Now();
   PS_RETURN_IF_ERROR(WaitForLastPush());
   result_.wait_seconds += Seconds(t0);
   // Every step before this one is on the servers: the position a dead
@@ -268,16 +312,15 @@ absl::Status Trainer::RunStep() {
   if (options_.train_metrics != nullptr && adopted_.empty()) {
     options_.train_metrics->SetPosition(loop_.position().epoch, loop_.position().rows);
   }
-
-  t0 = absl::Now();
-  std::vector<Buffer> grad_buffers = BindGrads(*cur);
-  PS_ASSIGN_OR_RETURN(StepOutput out, model_->TrainStep(*cur->batch, cur->plan, params_, &grads_));
-  result_.compute_seconds += Seconds(t0);
   PS_RETURN_IF_ERROR(PushGrads(*cur, grad_buffers, out));
+  if (held_push_) held_push_->keep = cur;
   PS_RETURN_IF_ERROR(AccountStep(*cur, out));
 
+  if (read_ahead && next_ != nullptr) IssuePull(*next_);
   if (fetch_after) {
-    // BSP: the pull of the next step follows this step's push.
+    // BSP: the pull of the next step follows this step's push. A stream
+    // may wait for its next partition: the push leaves first.
+    if (streaming()) PS_RETURN_IF_ERROR(WaitForLastPush());
     PS_ASSIGN_OR_RETURN(next_, NextPrepared(clock_));
   }
   PS_RETURN_IF_ERROR(ReportStep(out));
@@ -342,6 +385,10 @@ absl::Status Trainer::PushGrads(const Prepared& p, const std::vector<Buffer>& gr
         SparsePush{sparse[k], p.plan.lookups[k].unique_ids, grad_buffers[sparse[k]]});
   }
   const auto samples = static_cast<uint32_t>(out.num_samples);
+  if (hold_pushes_) {
+    held_push_ = HeldPush{std::move(dense_push), std::move(sparse_push), samples, clock_, nullptr};
+    return absl::OkStatus();
+  }
   last_push_ = kv_->Push(dense_push, sparse_push, samples, clock_);
   if (replica_ == nullptr) return absl::OkStatus();
   // The sparse push travels while the dense buckets finish.
@@ -447,6 +494,12 @@ absl::Status Trainer::FinishTraining() {
 }
 
 absl::Status Trainer::WaitForLastPush() {
+  if (last_push_.valid()) PS_RETURN_IF_ERROR(last_push_.Wait());
+  if (held_push_) {
+    HeldPush push = *std::move(held_push_);
+    held_push_.reset();
+    last_push_ = kv_->Push(push.dense, push.sparse, push.samples, push.clock);
+  }
   if (!last_push_.valid()) return absl::OkStatus();
   return last_push_.Wait();
 }

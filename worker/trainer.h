@@ -84,6 +84,10 @@ struct TrainOptions {
   RowDtype embedding_dtype = RowDtype::kFloat32;  // for every sparse table
   bool zero_untrained = false;  // TableSpec::zero_untrained of every sparse table
   int eval_batch_size = 4096;
+  // ASP and BSP: each step's push travels with the next pull, one message
+  // to each server (KvClient::PushPull); false: a message each, as SSP and
+  // allreduce mode always send them.
+  bool push_with_pull = true;
   // Progress lines and metrics: often enough to follow a run, rare enough
   // to keep --metrics_out small.
   absl::Duration log_every = absl::Seconds(5);
@@ -208,8 +212,13 @@ class Trainer {
   // The batch of step `step` read and prepared (its pull issued), or null
   // past the step budget or the data. The only place batches are read.
   // With `none_ready`: only a batch ready now; else null and *none_ready.
+  // Without `issue`, the pull is not sent yet (IssuePull).
   absl::StatusOr<std::unique_ptr<Prepared>> NextPrepared(int64_t step,
-                                                         bool* none_ready = nullptr);
+                                                         bool* none_ready = nullptr,
+                                                         bool issue = true);
+  // Sends p's pull; with a held push (held_push_), both in one message to
+  // each server.
+  void IssuePull(Prepared& p);
   // Trains next_: binds its parameters, computes, pushes, accounts, reports
   // and evaluates when due; next_ then holds the following step's batch.
   absl::Status RunStep();
@@ -240,10 +249,12 @@ class Trainer {
   // Out of batches: waits at the "trained" barrier for the others, saying
   // whom it waits for; the lead gathers the rounds they reach meanwhile.
   absl::Status WaitForOthersToTrain();
+  // Waits for the last push to be on the servers (a held one sent first).
   absl::Status WaitForLastPush();
 
+  // The batch planned for step `clock`, its pull sent with `issue`.
   absl::StatusOr<std::unique_ptr<Prepared>> Prepare(std::shared_ptr<const Batch> batch,
-                                                    int64_t clock);
+                                                    int64_t clock, bool issue = true);
   absl::Status Bind(Prepared& p, ParamRefs* params);
   // Evaluates eval shard `shard` (this worker's, or an adopted one's) and
   // hands the predictions to the lead, which computes the metrics.
@@ -423,6 +434,7 @@ class Trainer {
   ReaderOptions reader_options_;        // this worker's shard (start: the restored position)
   std::unique_ptr<DataReader> reader_;  // the shard being trained (an adopted one's at the end)
   bool prefetch_ = false;  // ASP/SSP: a step's pull is issued before the step before computes
+  bool hold_pushes_ = false;  // TrainOptions::push_with_pull where it applies (ASP, BSP)
   std::unique_ptr<Progress> progress_;
   TrainResult result_;
   int64_t clock_ = 0;  // steps trained
@@ -450,8 +462,21 @@ class Trainer {
   uint64_t export_base_ = 0;
   int64_t export_step_ = -1;    // the step of this lead's last version
   int64_t periodic_step_ = -1;  // the step of this lead's last periodic export
-  std::unique_ptr<Prepared> next_;  // the next step's batch, its pull issued; null: none
+  // The next step's batch, its pull issued (BSP: read ahead, its pull
+  // issued once this step's push is ready to go with it); null: none.
+  std::unique_ptr<Prepared> next_;
   PushHandle last_push_;
+  // A step's push not sent yet: it leaves with the next pull (IssuePull),
+  // or alone when something must wait for it (WaitForLastPush). Its ids
+  // point into `keep`'s plan.
+  struct HeldPush {
+    std::vector<DensePush> dense;
+    std::vector<SparsePush> sparse;
+    uint32_t samples = 0;
+    int64_t clock = 0;
+    std::shared_ptr<const Prepared> keep;
+  };
+  std::optional<HeldPush> held_push_;
   ParamRefs params_;
   GradRefs grads_;
   OptimizerConfig warmup_;  // the lr schedule of the dense replica's steps (allreduce mode)

@@ -138,6 +138,7 @@ void ParameterServer::Handle(RpcRequest&& req) {
   switch (d->type()) {
     case MsgType::kPull: return OnPull(*std::move(d), std::move(req));
     case MsgType::kPush: return OnPush(*std::move(d), std::move(req));
+    case MsgType::kPushPull: return OnPushPull(*d, req);
     case MsgType::kCreateTables: return OnCreateTables(*d, req);
     case MsgType::kShutdown: return OnShutdown(*d, req);
     case MsgType::kPing: {

@@ -109,6 +109,10 @@ class ParameterServer {
   void OnCreateTables(const proto::Decoded& d, const RpcRequest& req);
   void OnPull(proto::Decoded&& d, RpcRequest&& req);
   void OnPush(proto::Decoded&& d, RpcRequest&& req);
+  // kPushPull (push_pull.cc): a worker's push and its next pull in one
+  // message, served as the two would be when they arrive back to back, and
+  // answered once: the pull's reply after the push's, or the push's error.
+  void OnPushPull(const proto::Decoded& d, const RpcRequest& req);
   void OnShutdown(const proto::Decoded& d, const RpcRequest& req);
   void OnDumpRows(const proto::Decoded& d, const RpcRequest& req);
   void OnSaveShard(const proto::Decoded& d, const RpcRequest& req);
