@@ -194,6 +194,15 @@ absl::Status RunTrain(const BenchOptions& o) {
       parts.Add(part, r.samples > 0 ? seconds * 1e6 / r.samples : 0.0);
     }
     line->AddRaw("cpu_us_per_sample_by_part", parts.str());
+    if (r.wakeups_by_part.empty() || r.steps == 0) return;
+    JsonLine wakeups;
+    double all = 0;
+    for (const auto& [part, n] : r.wakeups_by_part) {
+      wakeups.Add(part, n / static_cast<double>(r.steps));
+      all += n;
+    }
+    line->Add("wakeups_per_step", all / static_cast<double>(r.steps));
+    line->AddRaw("wakeups_per_step_by_part", wakeups.str());
   };
   if (mode == "local" || mode == "both" || all) {
     PS_ASSIGN_OR_RETURN(TrainBenchResult r, RunTrainLocal(to));

@@ -152,14 +152,20 @@ class MetricsScraper {
 
 // CPU seconds of every thread of this process, sampled every 50 ms from
 // /proc/self/task/*/stat while alive (a thread that ends keeps its last
-// sample), summed by part of the job (TrainBenchResult::cpu_by_part).
+// sample), summed by part of the job (TrainBenchResult::cpu_by_part); and
+// the times each thread blocked and was woken again (its voluntary context
+// switches, /proc/self/task/*/status, read at the start and the end only:
+// the wake-ups of a thread that ends before the end are not counted).
 class ThreadCpuSampler {
  public:
   explicit ThreadCpuSampler(pid_t trainer) : trainer_(trainer) {
-    Sample();
-    for (auto& [tid, t] : threads_) t.first = t.last;
+    Sample(/*switches=*/true);
+    for (auto& [tid, t] : threads_) {
+      t.first = t.last;
+      t.first_switches = t.last_switches;
+    }
     thread_ = std::thread([this] {
-      while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(50))) Sample();
+      while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(50))) Sample(false);
     });
   }
   ~ThreadCpuSampler() { Stop(); }
@@ -168,10 +174,18 @@ class ThreadCpuSampler {
     if (thread_.joinable()) {
       stop_.Notify();
       thread_.join();
-      Sample();
+      Sample(/*switches=*/true);
     }
     std::map<std::string, double> parts;
     for (const auto& [tid, t] : threads_) parts[PartOf(tid, t.comm)] += t.last - t.first;
+    return {parts.begin(), parts.end()};
+  }
+  // After Stop(): the wake-ups by part of the job.
+  std::vector<std::pair<std::string, double>> Wakeups() const {
+    std::map<std::string, double> parts;
+    for (const auto& [tid, t] : threads_) {
+      parts[PartOf(tid, t.comm)] += static_cast<double>(t.last_switches - t.first_switches);
+    }
     return {parts.begin(), parts.end()};
   }
 
@@ -179,6 +193,7 @@ class ThreadCpuSampler {
   struct Thread {
     std::string comm;
     double first = 0, last = 0;
+    int64_t first_switches = 0, last_switches = 0;
   };
 
   std::string PartOf(pid_t tid, const std::string& comm) const {
@@ -196,7 +211,7 @@ class ThreadCpuSampler {
     return "other";
   }
 
-  void Sample() {
+  void Sample(bool switches) {
     const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
@@ -215,6 +230,13 @@ class ThreadCpuSampler {
       Thread& t = threads_[tid];
       t.comm = stat.substr(open + 1, close - open - 1);
       t.last = static_cast<double>(utime + stime) / tick;
+      if (!switches) continue;
+      absl::StatusOr<std::string> status = ReadFileToString(e.path() / "status");
+      constexpr std::string_view kKey = "\nvoluntary_ctxt_switches:";
+      const size_t at = status.ok() ? status->find(kKey) : std::string::npos;
+      if (at != std::string::npos) {
+        t.last_switches = std::strtoll(status->c_str() + at + kKey.size(), nullptr, 10);
+      }
     }
   }
 
@@ -296,6 +318,7 @@ absl::StatusOr<worker::TrainResult> TrainAgainst(const std::string& coordinator,
     result = trainer.Run();
     scraped->cpu_seconds = metrics::ReadProcessUsage().cpu_seconds - cpu0;
     scraped->cpu_by_part = threads.Stop();
+    scraped->wakeups_by_part = threads.Wakeups();
     if (scraper != nullptr) scraper->Fill(scraped);
   }
   absl::Status done = session->Finish();

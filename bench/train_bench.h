@@ -74,6 +74,9 @@ struct TrainBenchResult {
   // (the worker's transport loop: replies it takes in for the trainer),
   // "coordinator", "other".
   std::vector<std::pair<std::string, double>> cpu_by_part;
+  // ps only: the times the threads of each part blocked and were woken
+  // again (voluntary context switches) while training.
+  std::vector<std::pair<std::string, double>> wakeups_by_part;
 };
 
 // One synthetic batch bound for Model::TrainStep without servers: its
