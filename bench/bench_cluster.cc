@@ -134,6 +134,7 @@ absl::Status BenchCluster::StartWorker(int rank, const BenchClusterOptions& opti
   ko.rank = w->coord->rank();
   ko.request_timeout = absl::Seconds(60);
   ko.push_partition_bytes = options.stack.push_partition_bytes;
+  ko.pull_f16 = options.stack.pull_f16;
   w->kv = std::make_unique<worker::KvClient>(w->node.get(), layout, servers, ko);
   return absl::OkStatus();
 }

@@ -35,6 +35,7 @@ struct StackOptions {
   // process has fewer than 2 CPUs). See common/cpu_affinity.h.
   bool pin_nodes = false;
   uint64_t push_partition_bytes = 1 << 20;  // KvClientOptions of every worker
+  bool pull_f16 = false;                    // KvClientOptions::pull_f16 of every worker
 };
 
 // The CPUs the servers' / workers' threads are pinned to (empty: unpinned).

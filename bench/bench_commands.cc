@@ -224,7 +224,8 @@ absl::Status RunTrain(const BenchOptions& o) {
     JsonLine line = TrainLine("ps", to, r);
     line.Add("servers", to.servers)
         .Add("consistency", to.consistency == proto::Consistency::kBsp ? "bsp" : "asp")
-        .Add("push_with_pull", to.push_with_pull);
+        .Add("push_with_pull", to.push_with_pull)
+        .Add("pull_dtype", to.stack.pull_f16 ? "fp16" : "fp32");
     line.Add("compute_seconds", r.compute_seconds)
         .Add("wait_seconds", r.wait_seconds)
         .Add("data_seconds", r.data_seconds)

@@ -90,6 +90,9 @@ ABSL_FLAG(std::string, device, "cpu",
 ABSL_FLAG(std::string, mode, "both",
           "train: local (model alone) | tables (model, tables and reader in one process, no "
           "server) | ps (1 server + 1 worker) | both (local, ps) | all (local, tables, ps).");
+ABSL_FLAG(std::string, pull_dtype, "fp32",
+          "kv, train ps: fp32 | fp16, the precision of pulled values on the wire "
+          "(pstrain_worker --pull_dtype).");
 ABSL_FLAG(std::string, consistency, "asp", "train ps: asp | bsp (the cluster's consistency model).");
 ABSL_FLAG(bool, push_with_pull, true,
           "train ps: each step's push travels with the next pull, one message to each server "
@@ -247,6 +250,11 @@ int main(int argc, char** argv) {
   o.stack.push_partition_bytes =
       uint64_t{1024} * static_cast<uint64_t>(absl::GetFlag(FLAGS_push_partition_kb));
   o.zmq_pinned = absl::GetFlag(FLAGS_zmq_pinned);
+  if (absl::GetFlag(FLAGS_pull_dtype) != "fp32" && absl::GetFlag(FLAGS_pull_dtype) != "fp16") {
+    spdlog::error("--pull_dtype={}: want fp32 or fp16", absl::GetFlag(FLAGS_pull_dtype));
+    return 2;
+  }
+  o.stack.pull_f16 = absl::GetFlag(FLAGS_pull_dtype) == "fp16";
   o.stack.server_threads = absl::GetFlag(FLAGS_server_threads);
   if (o.stack.server_threads < 1) {
     spdlog::error("--server_threads must be at least 1");

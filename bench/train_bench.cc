@@ -299,6 +299,8 @@ absl::StatusOr<worker::TrainResult> TrainAgainst(const std::string& coordinator,
   so.tables_timeout = absl::Seconds(60);
   so.train_metrics = train_metrics.get();
   so.make_transport = [stack] { return MakeTransport("worker", stack, WorkerCpus(stack)); };
+  so.kv.push_partition_bytes = stack.push_partition_bytes;
+  so.kv.pull_f16 = stack.pull_f16;
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::WorkerSession> session,
                       worker::WorkerSession::Start(std::move(so)));
   PS_ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::CreateModel(train.model));

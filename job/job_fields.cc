@@ -114,6 +114,7 @@ const std::vector<JobField>& Table() {
       {"train.log_every_secs", "log_every_secs", W},
       {"train.metrics_out", "metrics_out", W},
       {"train.push_partition_kb", "push_partition_kb", W},
+      {"train.pull_dtype", "pull_dtype", W},
       // Evaluation.
       {"eval.every_steps", "eval_every_steps", W},
       {"eval.every_epochs", "eval_every_epochs", W},

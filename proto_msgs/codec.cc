@@ -131,7 +131,7 @@ bool ReadHeader(const Buffer& frame, Header* h, size_t* consumed) {
 }
 
 size_t KvRequestBytes(const KvRequest& b) {
-  return 1 + 4 + 8 + (b.parts.empty() ? 0 : 4) + b.parts.size() * kKvPartBytes + 4 + 1 + 1;
+  return 1 + 4 + 8 + (b.parts.empty() ? 0 : 4) + b.parts.size() * kKvPartBytes + 4 + 1 + 1 + 1;
 }
 
 void WriteKvRequest(const KvRequest& b, Writer& w) {
@@ -147,6 +147,7 @@ void WriteKvRequest(const KvRequest& b, Writer& w) {
   w.Put<uint32_t>(b.num_samples);
   w.Put<uint8_t>(b.retire ? 1 : 0);
   w.Put<uint8_t>(b.partial ? 1 : 0);
+  w.Put<uint8_t>(b.values_f16 ? 1 : 0);
 }
 
 }  // namespace
@@ -339,6 +340,7 @@ absl::StatusOr<KvRequest> Decoded::body<KvRequest>() const {
     out.num_samples = r.Get<uint32_t>();
     out.retire = r.Get<uint8_t>() != 0;
     out.partial = r.Get<uint8_t>() != 0;
+    out.values_f16 = r.Get<uint8_t>() != 0;
     ok = r.ok() && r.remaining() == 0;
   }
   if (ok) return out;

@@ -52,7 +52,7 @@ enum class MsgType : uint16_t {
 
 enum class Role : uint8_t { kUnknown = 0, kCoordinator = 1, kServer = 2, kWorker = 3, kTool = 4 };
 
-enum class DType : uint8_t { kU8 = 1, kF32 = 2, kU64 = 3, kI32 = 4, kF64 = 5 };
+enum class DType : uint8_t { kU8 = 1, kF32 = 2, kU64 = 3, kI32 = 4, kF64 = 5, kF16 = 6 };
 
 inline size_t DTypeSize(DType t) {
   switch (t) {
@@ -61,6 +61,7 @@ inline size_t DTypeSize(DType t) {
     case DType::kI32: return 4;
     case DType::kU64: return 8;
     case DType::kF64: return 8;
+    case DType::kF16: return 2;
   }
   return 0;
 }

@@ -438,10 +438,14 @@ struct KvRequest {
   // only and does not move the worker's clock; the step's last piece (not
   // partial) does, and carries the sparse parts and `retire`.
   bool partial = false;
+  // Pull: the values (rows and dense ranges) come back as IEEE half floats
+  // (DType::kF16) instead of floats: half the bytes. The server keeps and
+  // updates its float values.
+  bool values_f16 = false;
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t /*version*/) {
-    ar(parts, num_samples, retire, partial);
+    ar(parts, num_samples, retire, partial, values_f16);
   }
 };
 

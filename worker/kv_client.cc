@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/sparse_owner.h"
+#include "common/half.h"
 
 namespace pstrain::worker {
 
@@ -113,6 +114,7 @@ struct PullHandle::State {
   std::vector<uint32_t> dense_tables;
   std::vector<uint64_t> dense_sizes;
   std::vector<int> dense_pieces;  // ranges per dense table
+  bool f16 = false;  // values come as half floats
 };
 
 KvClient::KvClient(RpcNode* node, proto::TableLayout layout,
@@ -138,6 +140,7 @@ KvClient::OutgoingPull KvClient::BuildPull(const std::vector<uint32_t>& dense_ta
                                            int64_t clock) const {
   const int S = num_servers();
   auto st = std::make_shared<PullHandle::State>();
+  st->f16 = options_.pull_f16;
   st->sparse = sparse;
   st->dense_tables = dense_tables;
   std::vector<KvRequest> bodies(S);
@@ -186,6 +189,7 @@ KvClient::OutgoingPull KvClient::BuildPull(const std::vector<uint32_t>& dense_ta
   out.messages.resize(S);
   for (int s = 0; s < S; ++s) {
     if (bodies[s].parts.empty()) continue;
+    bodies[s].values_f16 = options_.pull_f16;
     out.messages[s] = proto::Encode(MakeHeader(MsgType::kPull, clock), bodies[s],
                                     std::move(payloads[s]), types[s]);
     st->servers.push_back(s);
@@ -240,10 +244,29 @@ absl::StatusOr<std::vector<Buffer>> PullHandle::Wait(std::vector<Buffer>* sparse
       return absl::InternalError(absl::StrCat("server ", st.servers[f], " answered ",
                                               d.num_payloads(), " parts for ", parts.size()));
     }
+    // Half floats (KvClientOptions::pull_f16): widened into one allocation
+    // for the whole reply, a slice a part, before they are used as below.
+    std::vector<Buffer> widened;
+    if (st.f16) {
+      size_t total = 0;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        PS_RETURN_IF_ERROR(d.CheckPayload(i, DType::kF16));
+        total += (d.payload(i).size() / sizeof(uint16_t) + 15) & ~size_t{15};
+      }
+      uint8_t* raw = nullptr;
+      const Buffer all = Buffer::Allocate(total * sizeof(float), &raw);
+      size_t at = 0;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const std::span<const uint16_t> h = d.payload_as<uint16_t>(i);
+        HalvesToFloats(h.data(), reinterpret_cast<float*>(raw) + at, h.size());
+        widened.push_back(all.Slice(at * sizeof(float), h.size() * sizeof(float)));
+        at += (h.size() + 15) & ~size_t{15};  // 64-byte aligned rows
+      }
+    }
     for (size_t i = 0; i < parts.size(); ++i) {
       const ReplyPart& p = parts[i];
-      PS_RETURN_IF_ERROR(d.CheckPayload(i, DType::kF32));
-      const Buffer& values = d.payload(i);
+      if (!st.f16) PS_RETURN_IF_ERROR(d.CheckPayload(i, DType::kF32));
+      const Buffer& values = st.f16 ? widened[i] : d.payload(i);
       uint64_t expect = p.sparse ? p.count * st.sparse_dims[p.output] : p.count;
       if (values.count<float>() != expect) {
         return absl::InternalError(absl::StrCat("server ", st.servers[f], " sent ",

@@ -40,6 +40,10 @@ struct KvClientOptions {
   // server applies such a push piece by piece: a piece it refuses (NaN/Inf)
   // changes nothing, the pieces before it stay applied.
   uint64_t push_partition_bytes = 1 << 20;
+  // Pulls ask for the values in IEEE half precision (KvRequest::values_f16):
+  // half the bytes from the servers; the model computes with those values
+  // widened back to floats, the servers keep and update floats.
+  bool pull_f16 = false;
 };
 
 // Rows of one sparse table to pull: `ids` (any order, duplicates allowed)

@@ -27,6 +27,7 @@ WorkerSessionOptions SessionOptionsFor(const WorkerOptions& options, const Worke
   s.coordinator_timeout = options.coordinator_timeout;
   s.exit_watchdog = options.exit_watchdog;
   s.kv.push_partition_bytes = options.push_partition_bytes;
+  s.kv.pull_f16 = options.pull_f16;
   s.train_metrics = options.train.train_metrics;
   s.on_shutdown = runtime.on_shutdown;
   s.make_transport = runtime.make_transport;

@@ -47,6 +47,7 @@ struct WorkerOptions {
   // KvClientOptions::push_partition_bytes: larger dense pushes go to a
   // server in pieces of at most this many bytes (0: one message).
   uint64_t push_partition_bytes = 1 << 20;
+  bool pull_f16 = false;  // KvClientOptions::pull_f16 (--pull_dtype=fp16)
   std::string http_host = "0.0.0.0";
   // "pipeline" mode: stages, replicas, micro-batches, schedule.
   PipelineOptions pipeline;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "cluster/node_info.h"
+#include "common/half.h"
 #include "common/http/http_server.h"
 #include "common/optim/finite.h"
 
@@ -343,6 +344,7 @@ std::shared_ptr<ParameterServer::KvCall> ParameterServer::StartKvCall(
     return nullptr;
   }
   *body = *std::move(decoded);
+  call->values_f16 = !is_push && body->values_f16;
   auto ops = store_->Validate(call->decoded, *body, is_push);
   if (!ops.ok()) {
     ReplyError(call->request, ops.status());
@@ -375,6 +377,21 @@ void ParameterServer::ServePull(std::shared_ptr<KvCall> pull) {
     h.sender_rank = rank_;
     h.step = policy_->applied();
     std::vector<proto::DType> types(values->size(), proto::DType::kF32);
+    if (pull->values_f16) {
+      // In half floats, every part a slice of one allocation (one frame).
+      size_t total = 0;
+      for (const Buffer& v : *values) total += (v.size() / sizeof(float) + 3) & ~size_t{3};
+      uint8_t* out = nullptr;
+      const Buffer halves = Buffer::Allocate(total * sizeof(uint16_t), &out);
+      size_t at = 0;
+      for (size_t i = 0; i < values->size(); ++i) {
+        const std::span<const float> v = (*values)[i].as<float>();
+        FloatsToHalves(v.data(), reinterpret_cast<uint16_t*>(out) + at, v.size());
+        (*values)[i] = halves.Slice(at * sizeof(uint16_t), v.size() * sizeof(uint16_t));
+        types[i] = proto::DType::kF16;
+        at += (v.size() + 3) & ~size_t{3};  // 8-byte aligned slices
+      }
+    }
     pulls_.fetch_add(1, std::memory_order_relaxed);
     metrics_->set_request_start(pull->arrived_ns);
     metrics_->OnPullServed(pull->ops);

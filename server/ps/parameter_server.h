@@ -97,6 +97,7 @@ class ParameterServer {
     proto::Decoded decoded;
     std::vector<KvOp> ops;
     int64_t arrived_ns = 0;  // for the latency metric
+    bool values_f16 = false;  // a pull answered in half floats (KvRequest::values_f16)
   };
   struct ParkedPull {
     int64_t clock;

@@ -173,6 +173,10 @@ ABSL_FLAG(std::string, cpus, "", pstrain::kCpusFlagHelp);
 ABSL_FLAG(int, push_partition_kb, 1024,
           "A server's share of a dense gradient larger than this goes in pieces of at most this "
           "many KiB, so that the server applies one piece while the next arrives (0: one message).");
+ABSL_FLAG(std::string, pull_dtype, "fp32",
+          "fp32 | fp16: the precision of the values the servers send this worker's pulls (rows "
+          "and dense tables). fp16 halves those bytes; the model computes with them widened "
+          "back to fp32, and the servers keep and update fp32.");
 ABSL_FLAG(std::string, http_host, "0.0.0.0", "Address the --metrics_port server listens on.");
 ABSL_FLAG(std::string, log_level, "info", "trace | debug | info | warn | error");
 
@@ -295,6 +299,11 @@ absl::StatusOr<WorkerOptions> WorkerOptionsFromFlags() {
     return absl::InvalidArgumentError("--push_partition_kb must not be negative");
   }
   o.push_partition_bytes = uint64_t{1024} * static_cast<uint64_t>(absl::GetFlag(FLAGS_push_partition_kb));
+  if (absl::GetFlag(FLAGS_pull_dtype) != "fp32" && absl::GetFlag(FLAGS_pull_dtype) != "fp16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pull_dtype=", absl::GetFlag(FLAGS_pull_dtype), ": want fp32 or fp16"));
+  }
+  o.pull_f16 = absl::GetFlag(FLAGS_pull_dtype) == "fp16";
   o.http_host = absl::GetFlag(FLAGS_http_host);
   if (o.metrics_port < 0 || o.metrics_port > 65535) {
     return absl::InvalidArgumentError("--metrics_port must be in 0..65535");
