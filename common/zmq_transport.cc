@@ -4,9 +4,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -19,6 +21,34 @@
 #include "common/security/curve_socket.h"
 #include "common/zmq_check.h"
 #include "common/zmq_transport_internal.h"
+
+// libzmq checks for a fork on every wait on a mailbox and every socket
+// operation by comparing getpid() with the pid it started under; since
+// glibc 2.25 getpid() is a system call each time. Measured (bench/results/
+// 2026-12-07-issue42-after.md): 22 of a step's 128 system calls with one
+// server and 75 of 332 with four, at about 1 us each in a VM. Every
+// process that links this transport answers getpid() from a cache instead
+// (libzmq's calls bind to this definition: the executable's symbols come
+// first), as glibc did before 2.25. A child made by fork() forgets it (the
+// pthread_atfork handler below); the supervisor's children exec at once,
+// and no code here creates processes another way.
+namespace {
+
+std::atomic<pid_t> cached_pid{0};
+
+[[maybe_unused]] const int kForgetPidInChild =
+    pthread_atfork(nullptr, nullptr, [] { cached_pid.store(0, std::memory_order_relaxed); });
+
+}  // namespace
+
+extern "C" pid_t getpid() noexcept {
+  pid_t pid = cached_pid.load(std::memory_order_relaxed);
+  if (pid == 0) {
+    pid = static_cast<pid_t>(syscall(SYS_getpid));
+    cached_pid.store(pid, std::memory_order_relaxed);
+  }
+  return pid;
+}
 
 namespace pstrain {
 using namespace zmq_internal;  // NOLINT: the transport's own internals
