@@ -60,5 +60,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)d->CheckPayload(i, DType::kF32);
     (void)d->CheckPayload(i, DType::kU64);
   }
+  // A bundle's frames as inner messages (kPushPull), each decoded in turn.
+  auto inner = SplitBundle(*d, 2);
+  if (inner.ok()) {
+    for (Message& m : *inner) {
+      auto di = Decode(std::move(m));
+      if (di.ok()) (void)di->body<KvRequest>();
+    }
+  }
   return 0;
 }
