@@ -202,7 +202,16 @@ class Trainer {
   absl::StatusOr<TrainResult> Run();
 
  private:
-  struct Prepared;
+  // A step's batch, planned, with its pull (trainer_exchange.cc).
+  struct Prepared {
+    std::shared_ptr<const Batch> batch;
+    int64_t clock = 0;  // the step it is planned for
+    int epoch = 0;      // data epoch the batch came from
+    BatchPlan plan;
+    std::vector<Buffer> rows;  // per sparse table: unique x dim, as received
+    PullHandle pull;
+    std::vector<Buffer> dense;  // pulled dense tables, by position in dense_tables_
+  };
 
   // The steps of Run(), in order. OpenReader: this worker's shard of the
   // training data. StartAt: the first step (a restored job's position, its
