@@ -410,28 +410,24 @@ std::pair<PushHandle, PullHandle> KvClient::PushPull(const std::vector<DensePush
   // Pieces of a large dense push go first, alone; the step's last push
   // message to each server travels with that server's pull.
   SendPush(push, /*keep_last=*/true, deadline, &push_handle);
+  // Every server gets a push message each step (BuildPush): its last one
+  // goes with the server's pull when it has one, else alone. Pull futures
+  // stay in st.servers' (rising) order.
   PullHandle::State& st = *pull.handle.state_;
-  for (int s : st.servers) {
-    RpcFuture f;
-    if (push[s].empty()) {
-      f = node_->Call(peers_[s], *std::move(pull.messages[s]), deadline);
+  for (size_t s = 0; s < push.size(); ++s) {
+    Message last = std::move(push[s].back());
+    if (!pull.messages[s].has_value()) {
+      push_handle.futures_.push_back(node_->Call(peers_[s], std::move(last), deadline));
     } else {
       std::vector<Message> both;
-      both.push_back(std::move(push[s].back()));
+      both.push_back(std::move(last));
       both.push_back(*std::move(pull.messages[s]));
-      push[s].clear();
-      f = node_->Call(peers_[s], proto::EncodeBundle(MakeHeader(MsgType::kPushPull, pull_clock),
-                                                     std::move(both)),
-                      deadline);
+      RpcFuture f = node_->Call(
+          peers_[s], proto::EncodeBundle(MakeHeader(MsgType::kPushPull, pull_clock), std::move(both)),
+          deadline);
       push_handle.futures_.push_back(f);
-      push_handle.servers_.push_back(s);
+      st.futures.push_back(std::move(f));
     }
-    st.futures.push_back(std::move(f));
-  }
-  // Servers this pull does not ask anything: their push alone.
-  for (size_t s = 0; s < push.size(); ++s) {
-    if (push[s].empty()) continue;
-    push_handle.futures_.push_back(node_->Call(peers_[s], std::move(push[s].back()), deadline));
     push_handle.servers_.push_back(static_cast<int>(s));
   }
   return {std::move(push_handle), std::move(pull.handle)};
