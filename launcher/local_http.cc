@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -15,27 +17,73 @@ namespace {
 
 constexpr char kHost[] = "127.0.0.1";
 
-// Binds `count` sockets to 127.0.0.1:0 and returns their ports.
+// The first of the kernel's ephemeral ports
+// (/proc/sys/net/ipv4/ip_local_port_range), where a bind to port 0 lands;
+// Linux's default when unreadable.
+int EphemeralLow() {
+  int low = 32768;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    int l = 0, h = 0;
+    if (std::fscanf(f, "%d %d", &l, &h) == 2 && l > 0 && l <= h) low = l;
+    std::fclose(f);
+  }
+  return low;
+}
+
+// Binds a socket to 127.0.0.1:`port` (0: any) and returns it with the port
+// it got; -1 and the error when the port is taken.
+std::pair<int, int> BindLoopback(int port, absl::Status* error) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = ErrnoToStatus(errno, "socket");
+    return {-1, 0};
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    *error = ErrnoToStatus(errno, "pick a free port on 127.0.0.1");
+    close(fd);
+    return {-1, 0};
+  }
+  return {fd, ntohs(addr.sin_port)};
+}
+
+// `count` distinct free ports on 127.0.0.1. They are released before the
+// processes bind them, so they come from below the ephemeral range when
+// there is room: every other socket of the job (the coordinator's and the
+// nodes' RPC ports bind port 0) gets an ephemeral port, which then can never
+// be one of these (it could, and a server then failed to start with "cannot
+// listen ... port in use", when these came from port 0 too). The sockets are
+// held until every port is known, so none repeats.
 absl::StatusOr<std::vector<int>> FreePorts(int count) {
   std::vector<int> fds, ports;
   absl::Status failure;
-  for (int i = 0; i < count && failure.ok(); ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      failure = ErrnoToStatus(errno, "socket");
-      break;
+  const int low = EphemeralLow();
+  constexpr int kFirst = 10000;  // above the ports services are usually given
+  if (low - kFirst >= 64 * count) {
+    // Start at a random-ish place so that concurrent launches rarely probe
+    // the same ports; a taken port is skipped.
+    const int span = low - kFirst;
+    const int start = kFirst + static_cast<int>((static_cast<unsigned>(getpid()) * 2654435761u) %
+                                                static_cast<unsigned>(span));
+    for (int i = 0; i < span && static_cast<int>(ports.size()) < count; ++i) {
+      absl::Status taken;  // a port in use: the next one
+      const auto [fd, port] = BindLoopback(kFirst + (start - kFirst + i) % span, &taken);
+      if (fd < 0) continue;
+      fds.push_back(fd);
+      ports.push_back(port);
     }
+  }
+  // No room below the range (or every port there taken): any free port.
+  while (static_cast<int>(ports.size()) < count && failure.ok()) {
+    const auto [fd, port] = BindLoopback(0, &failure);
+    if (fd < 0) break;
     fds.push_back(fd);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      failure = ErrnoToStatus(errno, "pick a free port on 127.0.0.1");
-      break;
-    }
-    ports.push_back(ntohs(addr.sin_port));
+    ports.push_back(port);
   }
   for (int fd : fds) close(fd);
   if (!failure.ok()) return failure;

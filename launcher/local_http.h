@@ -18,7 +18,9 @@ struct LocalHttpPorts {
 };
 
 // Free ports picked at once (all sockets held until every port is known, so
-// none repeats); `dashboard_port` > 0 is used as given.
+// none repeats), below the kernel's ephemeral range where there is room, so
+// that no process of the job binding port 0 can be given one of them;
+// `dashboard_port` > 0 is used as given.
 absl::StatusOr<LocalHttpPorts> PickLocalHttpPorts(int servers, int workers, bool metrics,
                                                   bool dashboard, int dashboard_port);
 
