@@ -13,8 +13,8 @@ dense features (ReLU after every layer, last width = embedding dim), one
 embedding per field, the dot interaction's strict lower triangle after the
 bottom output (Naumov et al.'s "dot"), top MLP with a linear 1-wide last
 layer. Initializers are PyTorch's defaults for nn.Linear (weights and biases
-U(+-1/sqrt(fan_in))) unless --zero_bias; embeddings U(+-1/sqrt(dim)) like
-pstrain (PyTorch's nn.Embedding default N(0, 1) with --embedding_init=normal,
+U(+-1/sqrt(fan_in))) unless --zero_bias; embeddings U(+-1/sqrt(dim)) as
+pstrain's default before 2026-12-07 (PyTorch's nn.Embedding default N(0, 1) with --embedding_init=normal,
 the DLRM reference's U(+-sqrt(1 / rows)) with --embedding_init=dlrm).
 
 Needs Debian's python3-torch (bench/torch_setup.sh installs it); never
@@ -121,7 +121,7 @@ def mlp(widths, relu_last, zero_bias):
     return nn.Sequential(*layers)
 
 
-def init_like_pstrain(model, vocab, seed, zero_bias, embedding_scale=0.05, table_scales=None):
+def init_like_pstrain(model, vocab, seed, zero_bias, embedding_scale=0.1, table_scales=None):
     """Sets every parameter to the value pstrain's servers give it for
     `pstrain train --seed=SEED --untrained_rows=init
     --embedding_init=uniform:EMBEDDING_SCALE` (--bias_init=zeros with
@@ -233,13 +233,13 @@ def main():
                  [int(w) for w in a.bottom_mlp.split(",")], [int(w) for w in a.top_mlp.split(",")],
                  a.zero_bias, a.embedding_init, a.embedding_scale)
     if a.init == "pstrain":
-        # pstrain's default --embedding_init=uniform:0.05, or --embedding_scale's.
+        # pstrain's default --embedding_init=uniform:0.1, or --embedding_scale's.
         scales = None
         if a.table_scales == "rows":
             scales = [math.sqrt(1 / max(1, len(v))) for v in vocab]
         elif a.table_scales:
             scales = [float(x) for x in a.table_scales.split(",")]
-        init_like_pstrain(model, vocab, a.seed, a.zero_bias, a.embedding_scale or 0.05, scales)
+        init_like_pstrain(model, vocab, a.seed, a.zero_bias, a.embedding_scale or 0.1, scales)
     dense_lr = a.dense_lr if a.dense_lr >= 0 else a.lr / 5
     sparse_opt = torch.optim.Adagrad(model.emb.parameters(), lr=a.lr, eps=a.eps)
     dense_params = list(model.bottom.parameters()) + list(model.top.parameters())

@@ -17,7 +17,7 @@ constexpr char kForms[] =
 EmbeddingInitSpec DefaultEmbeddingInit() {
   EmbeddingInitSpec s;
   s.kind = EmbeddingInitSpec::Kind::kUniform;
-  s.scale = 0.05f;
+  s.scale = 0.1f;
   return s;
 }
 

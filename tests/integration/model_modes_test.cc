@@ -78,7 +78,7 @@ TEST_P(ModelModesTest, TrainsToTheEndOrIsRefusedUpFront) {
   std::printf("%s %s: eval AUC %.4f\n", model.c_str(), mode.c_str(), auc);
   // Learning, not quality (bench/ measures that): a model that learns nothing
   // scores 0.50 +- 0.007 on these 8,000 rows. The lowest seen is dcn_v2 in ps
-  // mode under a loaded suite, 0.599-0.628 from the default U(+-0.05) rows
+  // mode under a loaded suite, 0.599-0.628 from U(+-0.05) rows
   // (ASP's staleness grows with the load), 0.628-0.661 unloaded.
   EXPECT_GT(auc, 0.57) << p.Log();
 }

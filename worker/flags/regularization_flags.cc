@@ -22,7 +22,7 @@ ABSL_FLAG(std::string, table_weight_decay, "",
           "wins, and every NAME must match a table of the model.");
 ABSL_FLAG(std::string, bias_init, "uniform",
           "How the MLPs' biases start: uniform (PyTorch nn.Linear's U(+-1/sqrt(fan_in))) or zeros.");
-ABSL_FLAG(std::string, embedding_init, "uniform:0.05",
+ABSL_FLAG(std::string, embedding_init, "uniform:0.1",
           "How embedding rows start: uniform:SCALE (U(+-SCALE)), normal:SCALE (N(0, SCALE^2)), "
           "uniform:1/sqrt(dim), uniform:sqrt(1/rows) (TorchRec's; rows = the column's "
           "hash_buckets) or zeros. A model file's embedding_init and table_init override it "

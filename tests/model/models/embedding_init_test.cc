@@ -19,7 +19,7 @@ TEST(EmbeddingInit, EveryFormReadsBackFromItsText) {
     EXPECT_EQ(*ParseEmbeddingInit(EmbeddingInitText(*spec)), *spec);
   }
   // The flag's default (worker/flags/regularization_flags.cc) says the same.
-  EXPECT_EQ(EmbeddingInitText(DefaultEmbeddingInit()), "uniform:0.05");
+  EXPECT_EQ(EmbeddingInitText(DefaultEmbeddingInit()), "uniform:0.1");
 }
 
 TEST(EmbeddingInit, RefusesWhatIsNotAnInitializer) {

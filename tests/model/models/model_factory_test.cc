@@ -94,7 +94,7 @@ TEST(DlrmTables, FollowTheNamingShapeAndOptimizerConventions) {
     EXPECT_EQ(e.dim, 16u);
     EXPECT_EQ(e.optimizer.kind, OptimizerKind::kRowwiseAdagrad);
     EXPECT_EQ(e.init.kind, InitKind::kUniform);
-    EXPECT_FLOAT_EQ(e.init.scale, 0.05f);  // --embedding_init's default
+    EXPECT_FLOAT_EQ(e.init.scale, 0.1f);  // --embedding_init's default
     EXPECT_EQ(e.init.seed, 77u);
   }
   EXPECT_EQ(t["top.0.weight"].kind, TableKind::kDense);
