@@ -68,11 +68,11 @@ absl::StatusOr<std::vector<int>> FreePorts(int count) {
     // Start at a random-ish place so that concurrent launches rarely probe
     // the same ports; a taken port is skipped.
     const int span = low - kFirst;
-    const int start = kFirst + static_cast<int>((static_cast<unsigned>(getpid()) * 2654435761u) %
-                                                static_cast<unsigned>(span));
+    const int offset = static_cast<int>((static_cast<unsigned>(getpid()) * 2654435761u) %
+                                        static_cast<unsigned>(span));
     for (int i = 0; i < span && static_cast<int>(ports.size()) < count; ++i) {
       absl::Status taken;  // a port in use: the next one
-      const auto [fd, port] = BindLoopback(kFirst + (start - kFirst + i) % span, &taken);
+      const auto [fd, port] = BindLoopback(kFirst + (offset + i) % span, &taken);
       if (fd < 0) continue;
       fds.push_back(fd);
       ports.push_back(port);

@@ -17,6 +17,12 @@
 
 namespace pstrain::worker {
 
+// Seconds from `since` to now: the clock of a step's data, compute and wait
+// timings and of the run's wall time.
+inline double SecondsSince(absl::Time since) {
+  return absl::ToDoubleSeconds(absl::Now() - since);
+}
+
 struct StepReport {
   int64_t step = 0;           // clock after this step
   int64_t samples = 0;        // samples in this step

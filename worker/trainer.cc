@@ -21,8 +21,6 @@ namespace {
 // layout that restores it: it is there at once; a minute covers a slow reply.
 constexpr absl::Duration kRestoreStateTimeout = absl::Minutes(1);
 
-double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
-
 // A restored position that had finished goes on into the epochs a rerun
 // with more --epochs adds (not a stream's: its epochs are partitions).
 int EpochsToGoOn(const TrainOptions& options) {
@@ -200,7 +198,7 @@ absl::StatusOr<std::unique_ptr<Trainer::Prepared>> Trainer::NextPrepared(int64_t
   if (options_.max_steps > 0 && step >= options_.max_steps) return nullptr;
   absl::Time t0 = absl::Now();
   auto batch = none_ready != nullptr ? reader_->Next(absl::ZeroDuration()) : NextBatch();
-  result_.data_seconds += Seconds(t0);
+  result_.data_seconds += SecondsSince(t0);
   if (none_ready != nullptr && absl::IsDeadlineExceeded(batch.status())) {
     *none_ready = true;
     return nullptr;
@@ -233,16 +231,16 @@ absl::Status Trainer::RunStep() {
   }
   absl::Time t0 = absl::Now();
   PS_RETURN_IF_ERROR(Bind(*cur, &params_));
-  result_.wait_seconds += Seconds(t0);
+  result_.wait_seconds += SecondsSince(t0);
 
   t0 = absl::Now();
   std::vector<Buffer> grad_buffers = BindGrads(*cur);
   PS_ASSIGN_OR_RETURN(StepOutput out, model_->TrainStep(*cur->batch, cur->plan, params_, &grads_));
-  result_.compute_seconds += Seconds(t0);
+  result_.compute_seconds += SecondsSince(t0);
   // The last step's push, applied on the servers while this one computed.
   t0 = absl::Now();
   PS_RETURN_IF_ERROR(WaitForLastPush());
-  result_.wait_seconds += Seconds(t0);
+  result_.wait_seconds += SecondsSince(t0);
   // Every step before this one is on the servers: the position a dead
   // worker's shard would be adopted from.
   if (options_.train_metrics != nullptr && adopted_.empty()) {
@@ -297,7 +295,7 @@ absl::Status Trainer::AccountStep(const Prepared& p, const StepOutput& out) {
     PS_RETURN_IF_ERROR(WaitForLastPush());
     absl::Time t0 = absl::Now();
     PS_RETURN_IF_ERROR(Checkpoint());
-    result_.checkpoint_seconds += Seconds(t0);
+    result_.checkpoint_seconds += SecondsSince(t0);
   }
   result_.samples += out.num_samples;
   loss_sum_ += out.loss_sum;
@@ -352,7 +350,7 @@ absl::Status Trainer::FinishTraining() {
   // From now on checkpoints do not wait for this worker.
   PS_RETURN_IF_ERROR(loop_.ArriveFinished(clock_));
   result_.steps = clock_;
-  result_.train_seconds = Seconds(train_start_);
+  result_.train_seconds = SecondsSince(train_start_);
   total_loss_ += loss_sum_;
   total_count_ += loss_count_;
   result_.final_loss = total_count_ > 0 ? total_loss_ / total_count_ : 0;
@@ -396,7 +394,7 @@ absl::Status Trainer::SaveModel(int64_t step, const EvalRound* chosen) {
   // A round kept by --keep_best says so itself.
   spdlog::log(chosen != nullptr ? spdlog::level::debug : spdlog::level::info,
               "model of step {} saved to {} ({} tables, {} embedding rows) in {:.1f}s", step,
-              options_.save_model, saved.tables.size(), rows, Seconds(t0));
+              options_.save_model, saved.tables.size(), rows, SecondsSince(t0));
   return absl::OkStatus();
 }
 
@@ -424,7 +422,7 @@ absl::Status Trainer::ResumePosition() {
                  at.clock, at.epoch, DescribePosition(reader_options_.start), skipped);
   } else {
     spdlog::info("resuming at step {} (epoch {}, {} rows skipped in {:.1f}s)", at.clock, at.epoch,
-                 skipped, Seconds(t0));
+                 skipped, SecondsSince(t0));
   }
   return absl::OkStatus();
 }

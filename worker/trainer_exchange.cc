@@ -5,14 +5,15 @@
 // once, or waited for). The step's order is Trainer::RunStep's.
 #include "worker/trainer.h"
 
+#include <optional>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "worker/train_metrics.h"
 
 namespace pstrain::worker {
 namespace {
-
-double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
 
 // The pull of a plan's rows, table by table; no `out`: the step reads the
 // rows where they arrived.
@@ -47,8 +48,7 @@ void Trainer::IssuePull(Prepared& p) {
     p.pull = kv_->Pull(dense_tables_, pulls, p.clock);
     return;
   }
-  HeldPush push = *std::move(held_push_);
-  held_push_.reset();
+  HeldPush push = *std::exchange(held_push_, std::nullopt);
   std::tie(last_push_, p.pull) = kv_->PushPull(push.dense, push.sparse, push.samples, push.clock,
                                                dense_tables_, pulls, p.clock);
 }
@@ -120,7 +120,7 @@ absl::Status Trainer::PushGrads(const Prepared& p, const std::vector<Buffer>& gr
   absl::Time t0 = absl::Now();
   PS_RETURN_IF_ERROR(Annotate(replica_->Finish(samples, LrScheduleScale(warmup_, clock_)).status(),
                               absl::StrCat("allreduce of step ", clock_)));
-  result_.wait_seconds += Seconds(t0);
+  result_.wait_seconds += SecondsSince(t0);
   result_.allreduce_wait_seconds += replica_->last_wait_seconds();
   return absl::OkStatus();
 }
@@ -128,8 +128,7 @@ absl::Status Trainer::PushGrads(const Prepared& p, const std::vector<Buffer>& gr
 absl::Status Trainer::WaitForLastPush() {
   if (last_push_.valid()) PS_RETURN_IF_ERROR(last_push_.Wait());
   if (held_push_) {
-    HeldPush push = *std::move(held_push_);
-    held_push_.reset();
+    HeldPush push = *std::exchange(held_push_, std::nullopt);
     last_push_ = kv_->Push(push.dense, push.sparse, push.samples, push.clock);
   }
   if (!last_push_.valid()) return absl::OkStatus();

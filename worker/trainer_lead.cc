@@ -47,8 +47,6 @@ constexpr absl::Duration kLeadPollInterval = absl::Seconds(2);
 using trainer_store::Missing;
 constexpr absl::Duration kStorePollSlice = trainer_store::kPollSlice;
 
-double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
-
 // `st` with `suffix` appended to its message.
 absl::Status WithSuffix(const absl::Status& st, absl::string_view suffix) {
   return absl::Status(st.code(), absl::StrCat(st.message(), suffix));
@@ -243,7 +241,7 @@ absl::StatusOr<std::string> Trainer::WriteSummary(const TrainResult& result, con
   const double samples = totals.samples, seconds = totals.seconds;
   double rate = seconds > 0 ? totals.run_samples / seconds : 0;
   double oracle = OracleAuc(options_.eval_meta);
-  double wall = Seconds(process_start_);
+  double wall = SecondsSince(process_start_);
   JsonLine line;
   line.Add("event", "summary").Add("model", options_.model.name).Add("workers", num_workers_);
   // Without --eval_data the eval figures are null.

@@ -53,8 +53,6 @@ constexpr absl::Duration kCatchUpTimeout = absl::Seconds(30);
 // again at who is still training.
 constexpr absl::Duration kServeLookSlice = absl::Milliseconds(250);
 
-double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
-
 // Where the parts of an evaluation round are stored. The final round has a
 // key of its own: a worker that trained an adopted shard took more steps
 // (and counted more rounds) than the others.
@@ -393,7 +391,7 @@ absl::Status Trainer::Collect(int round, int64_t clock, bool final_round, TrainR
              final_round || !schedule_.by_epochs()
                  ? absl::StrCat("at step ", clock)
                  : absl::StrCat("after epoch ", schedule_.EpochOf(round), " (step ", clock, ")"),
-             Seconds(process_start_), metrics_.get(), result, heads);
+             SecondsSince(process_start_), metrics_.get(), result, heads);
   if (!final_round) {
     next_collect_ = std::max(next_collect_, round + 1);
     if (elastic_) {

@@ -27,8 +27,6 @@ struct PipelineTrainer::Prepared {
 
 namespace {
 
-double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
-
 ReaderOptions ShardReader(const TrainOptions& o, const std::vector<std::string>& files, int shard,
                           int shards, int batch, int epochs) {
   ReaderOptions ro;
@@ -168,7 +166,7 @@ void PipelineTrainer::AfterStep(const StageStepStats& stats) {
         result_.train.compute_seconds, result_.train.wait_seconds, result_.train.data_seconds, 0, 0});
   }
   if (absl::Now() - last_log_ < options_.log_every) return;
-  const double interval = Seconds(last_log_);
+  const double interval = SecondsSince(last_log_);
   const double rate = (result_.train.samples - logged_samples_) / std::max(1e-9, interval);
   const double loss = loss_rows_ > 0 ? loss_sum_ / loss_rows_ : 0;
   // The loss is known on the last stage and, with the gradients, on stage 0.
@@ -187,7 +185,7 @@ void PipelineTrainer::AfterStep(const StageStepStats& stats) {
         .Add("samples", result_.train.samples)
         .Add("loss", loss)
         .Add("samples_per_sec", rate)
-        .Add("elapsed_seconds", Seconds(process_start_))
+        .Add("elapsed_seconds", SecondsSince(process_start_))
         .Add("compute_seconds", result_.train.compute_seconds)
         .Add("wait_seconds", result_.train.wait_seconds)
         .Add("data_seconds", result_.train.data_seconds)
@@ -218,7 +216,7 @@ absl::Status PipelineTrainer::FinishTraining(int64_t clock) {
   PS_RETURN_IF_ERROR(loop_.ArriveFinished(clock));
   result_.train.train_seconds = runner_->first_step_start() == absl::InfinitePast()
                                     ? 0
-                                    : Seconds(runner_->first_step_start());
+                                    : SecondsSince(runner_->first_step_start());
   total_loss_ += loss_sum_;
   total_rows_ += loss_rows_;
   loss_sum_ = 0;
@@ -254,7 +252,7 @@ absl::Status PipelineTrainer::RunFirstStage() {
     }
     absl::Time t0 = absl::Now();
     auto b = reader->Next();
-    result_.train.data_seconds += Seconds(t0);
+    result_.train.data_seconds += SecondsSince(t0);
     if (!b.ok()) return b.status();
     if (*b == nullptr) return std::unique_ptr<Prepared>();
     const int data_epoch = reader->last_epoch();
@@ -271,7 +269,7 @@ absl::Status PipelineTrainer::RunFirstStage() {
     absl::Time t0 = absl::Now();
     PS_RETURN_IF_ERROR(BindParams(*cur, &params_));
     if (last_push_.valid()) PS_RETURN_IF_ERROR(last_push_.Wait());
-    result_.train.wait_seconds += Seconds(t0);
+    result_.train.wait_seconds += SecondsSince(t0);
     BindGrads(cur.get(), &grads_);
     StageStepInputs in;
     in.step = clock;
@@ -315,7 +313,7 @@ absl::Status PipelineTrainer::RunLaterStage() {
     if (have_params) return absl::OkStatus();
     absl::Time t0 = absl::Now();
     PS_ASSIGN_OR_RETURN(dense, pending.Wait());
-    result_.train.wait_seconds += Seconds(t0);
+    result_.train.wait_seconds += SecondsSince(t0);
     params_.tables.assign(tables_->size(), nullptr);
     for (size_t i = 0; i < tables.size(); ++i)
       params_.tables[tables[i]] = dense[i].as<float>().data();
@@ -331,7 +329,7 @@ absl::Status PipelineTrainer::RunLaterStage() {
         PS_RETURN_IF_ERROR(ensure_params());
         absl::Time t0 = absl::Now();
         if (last_push_.valid()) PS_RETURN_IF_ERROR(last_push_.Wait());
-        result_.train.wait_seconds += Seconds(t0);
+        result_.train.wait_seconds += SecondsSince(t0);
         BindGrads(nullptr, &grads_);
         StageStepInputs in;
         in.step = clock;
@@ -424,7 +422,7 @@ absl::Status PipelineTrainer::EndEvalRound(int round, int64_t clock) {
     PS_RETURN_IF_ERROR(AppendEvalBlob(b, absl::StrCat("replica ", r), &all_probs, &all_labels));
   }
   RecordEval(ComputeBinaryMetrics(all_probs, all_labels), clock, absl::StrCat("at step ", clock),
-             Seconds(process_start_), metrics_.get(), &result_.train);
+             SecondsSince(process_start_), metrics_.get(), &result_.train);
   return absl::OkStatus();
 }
 
@@ -451,7 +449,7 @@ absl::Status PipelineTrainer::WriteSummary() {
   const double rate = seconds > 0 ? samples / seconds : 0;
   // A meta file that cannot be read gives no oracle.
   const double oracle = ReadOracleAuc(options_.eval_meta).value_or(NAN);
-  const double wall = Seconds(process_start_);
+  const double wall = SecondsSince(process_start_);
   JsonLine line;
   line.Add("event", "summary")
       .Add("model", options_.model.name)
